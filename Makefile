@@ -1,0 +1,57 @@
+# eni-operator — run `make help` for the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       := bin
+# Test packages run two at a time: each integration package starts its own
+# control plane (~310 MiB), and the CI machines have 2 cores.
+TEST_P    ?= 2
+TEST_ARGS ?=
+EMULATOR_LISTEN ?= 127.0.0.1:4566
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build every binary into bin/
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: control-plane
+control-plane: ## build (once) and cache kube-apiserver, etcd and kubectl for tests
+	@hack/control-plane-binaries.sh >/dev/null
+
+.PHONY: lint
+lint: ## go vet and gofmt check
+	$(GO) vet ./...
+	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+
+.PHONY: test
+test: lint control-plane ## lint, then unit, integration (envtest + emulator) and conformance tests
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(GO) test -count=1 -p $(TEST_P) $(TEST_ARGS) ./...
+
+.PHONY: conformance
+conformance: ## EC2 conformance suite; EC2_ENDPOINT=http://host:port points it at a running endpoint
+	$(GO) test -count=1 -v ./test/ec2conformance/
+
+.PHONY: emulator
+emulator: build ## run the EC2 emulator on $(EMULATOR_LISTEN) with the demo world
+	$(BIN)/ec2-emulator --listen $(EMULATOR_LISTEN) --seed-file hack/demo/world.json
+
+.PHONY: demo
+demo: ## the whole system on one machine (for now: the EC2 emulator with a demo world)
+	@echo "The sandbox (control plane + emulator + operator) is not built yet; it lands with the sandbox issue."
+	@echo "Meanwhile: the EC2 emulator with a demo world. Point an AWS SDK at AWS_ENDPOINT_URL_EC2=http://$(EMULATOR_LISTEN). Ctrl-C stops it."
+	@$(MAKE) --no-print-directory emulator
+
+.PHONY: bench
+bench: ## run the Go benchmarks and write bench/results/go-bench.txt
+	@mkdir -p bench/results
+	$(GO) test -run '^$$' -bench . -benchmem ./... | tee bench/results/go-bench.txt
+
+.PHONY: clean
+clean: ## remove bin/ (the control-plane cache in ~/.cache/eni-operator stays)
+	rm -rf $(BIN)

@@ -1,0 +1,725 @@
+package emulator
+
+import (
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+type describeNetworkInterfacesResponse struct {
+	respMeta
+	NetworkInterfaces []xNetworkInterface `xml:"networkInterfaceSet>item"`
+	NextToken         string              `xml:"nextToken,omitempty"`
+}
+
+type createNetworkInterfaceResponse struct {
+	respMeta
+	NetworkInterface xNetworkInterface `xml:"networkInterface"`
+	ClientToken      string            `xml:"clientToken,omitempty"`
+}
+
+type returnResponse struct {
+	respMeta
+	Return bool `xml:"return"`
+}
+
+type attachNetworkInterfaceResponse struct {
+	respMeta
+	AttachmentID     string `xml:"attachmentId"`
+	NetworkCardIndex int    `xml:"networkCardIndex"`
+}
+
+type assignPrivateIPAddressesResponse struct {
+	respMeta
+	NetworkInterfaceID string        `xml:"networkInterfaceId"`
+	Assigned           []xPrivateIP  `xml:"assignedPrivateIpAddressesSet>item"`
+	AssignedPrefixes   []xIPv4Prefix `xml:"assignedIpv4PrefixSet>item"`
+}
+
+func (w *world) eniFields(n *eni) fieldFunc {
+	return func(name string) ([]string, bool) {
+		switch name {
+		case "network-interface-id":
+			return []string{n.id}, true
+		case "addresses.private-ip-address":
+			out := []string{n.primaryIP.String()}
+			for _, a := range n.secondaryIPs {
+				out = append(out, a.String())
+			}
+			return out, true
+		case "private-ip-address":
+			return []string{n.primaryIP.String()}, true
+		case "ipv6-addresses.ipv6-address", "ipv6-address":
+			out := make([]string, len(n.ipv6))
+			for i, a := range n.ipv6 {
+				out[i] = a.String()
+			}
+			return out, true
+		case "mac-address":
+			return []string{n.mac}, true
+		case "subnet-id":
+			return []string{n.subnetID}, true
+		case "vpc-id":
+			return []string{n.vpcID}, true
+		case "availability-zone":
+			return []string{n.az}, true
+		case "status":
+			return []string{n.status()}, true
+		case "interface-type":
+			return []string{n.interfaceType}, true
+		case "description":
+			return []string{n.description}, true
+		case "owner-id":
+			return []string{w.accountID}, true
+		case "requester-managed":
+			return []string{strconv.FormatBool(n.requesterManaged)}, true
+		case "group-id":
+			return n.groups, true
+		case "group-name":
+			out := []string{}
+			for _, g := range n.groups {
+				if sg, ok := w.groups[g]; ok {
+					out = append(out, sg.name)
+				}
+			}
+			return out, true
+		case "attachment.instance-id", "attachment.device-index", "attachment.status",
+			"attachment.attachment-id", "attachment.delete-on-termination":
+			a := n.attachment
+			if a == nil {
+				return nil, true
+			}
+			switch name {
+			case "attachment.instance-id":
+				return []string{a.instanceID}, true
+			case "attachment.device-index":
+				return []string{strconv.Itoa(a.deviceIndex)}, true
+			case "attachment.status":
+				return []string{a.status}, true
+			case "attachment.attachment-id":
+				return []string{a.id}, true
+			default:
+				return []string{strconv.FormatBool(a.deleteOnTermination)}, true
+			}
+		}
+		return tagFields(n.tags, name)
+	}
+}
+
+// page applies MaxResults/NextToken to items in creation order. seqOf
+// gives an item's creation sequence, which is what the token holds.
+func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiError) {
+	max, hasMax, err := p.int("MaxResults")
+	if err != nil {
+		return nil, "", err
+	}
+	if hasMax && (max < 5 || max > 1000) {
+		return nil, "", apiErr("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.", max)
+	}
+	start := 0
+	if tok := p.get("NextToken"); tok != "" {
+		after, perr := strconv.ParseInt(strings.TrimPrefix(tok, "emu-"), 16, 64)
+		if perr != nil || !strings.HasPrefix(tok, "emu-") {
+			return nil, "", apiErr("InvalidParameterValue", "The pagination token '%s' is invalid.", tok)
+		}
+		start = sort.Search(len(items), func(i int) bool { return seqOf(items[i]) > after })
+	}
+	items = items[start:]
+	if !hasMax || len(items) <= max {
+		return items, "", nil
+	}
+	items = items[:max]
+	return items, "emu-" + strconv.FormatInt(seqOf(items[len(items)-1]), 16), nil
+}
+
+func describeNetworkInterfaces(w *world, p params, _ callEnv) (response, *apiError) {
+	matched, next, err := describe(p, "NetworkInterfaceId", w.sortedENIs(), &eni{}, w.eniFields, w.lookupENI,
+		func(n *eni) int64 { return n.seq })
+	if err != nil {
+		return nil, err
+	}
+	resp := &describeNetworkInterfacesResponse{NextToken: next}
+	for _, n := range matched {
+		resp.NetworkInterfaces = append(resp.NetworkInterfaces, w.xENI(n))
+	}
+	return resp, nil
+}
+
+// eniRequest is the parsed shape of a CreateNetworkInterface call.
+type eniRequest struct {
+	subnetID       string
+	interfaceType  string
+	description    string
+	groups         []string
+	primaryIP      string
+	secondaryIPs   []string
+	secondaryCount int
+	ipv6Count      int
+	ipv6           []string
+	prefixCount    int
+	prefixes       []string
+	tags           map[string]string
+}
+
+// fingerprint identifies the parameters of a request for ClientToken
+// idempotency: the same token with other parameters is a mismatch.
+func (r eniRequest) fingerprint() string {
+	keys := make([]string, 0, len(r.tags))
+	for k, v := range r.tags {
+		keys = append(keys, k+"="+v)
+	}
+	sort.Strings(keys)
+	groups := append([]string(nil), r.groups...)
+	sort.Strings(groups)
+	return strings.Join([]string{r.subnetID, r.interfaceType, r.description, strings.Join(groups, ","),
+		r.primaryIP, strings.Join(r.secondaryIPs, ","), strconv.Itoa(r.secondaryCount), strconv.Itoa(r.ipv6Count),
+		strings.Join(r.ipv6, ","), strconv.Itoa(r.prefixCount), strings.Join(r.prefixes, ","), strings.Join(keys, ",")}, "|")
+}
+
+func parseENIRequest(p params) (eniRequest, *apiError) {
+	r := eniRequest{
+		subnetID: p.get("SubnetId"), interfaceType: p.get("InterfaceType"), description: p.get("Description"),
+		groups: p.list("SecurityGroupId"), primaryIP: p.get("PrivateIpAddress"), ipv6: nil,
+	}
+	if r.subnetID == "" {
+		return r, apiErr("MissingParameter", "The request must contain the parameter SubnetId")
+	}
+	for i := 1; i <= p.members("PrivateIpAddresses"); i++ {
+		k := "PrivateIpAddresses." + strconv.Itoa(i)
+		if p.bool(k + ".Primary") {
+			r.primaryIP = p.get(k + ".PrivateIpAddress")
+		} else {
+			r.secondaryIPs = append(r.secondaryIPs, p.get(k+".PrivateIpAddress"))
+		}
+	}
+	for i := 1; i <= p.members("Ipv6Addresses"); i++ {
+		r.ipv6 = append(r.ipv6, p.get("Ipv6Addresses."+strconv.Itoa(i)+".Ipv6Address"))
+	}
+	for i := 1; i <= p.members("Ipv4Prefix"); i++ {
+		r.prefixes = append(r.prefixes, p.get("Ipv4Prefix."+strconv.Itoa(i)+".Ipv4Prefix"))
+	}
+	var err *apiError
+	if r.secondaryCount, _, err = p.int("SecondaryPrivateIpAddressCount"); err != nil {
+		return r, err
+	}
+	if r.ipv6Count, _, err = p.int("Ipv6AddressCount"); err != nil {
+		return r, err
+	}
+	if r.prefixCount, _, err = p.int("Ipv4PrefixCount"); err != nil {
+		return r, err
+	}
+	switch r.interfaceType {
+	case "":
+		r.interfaceType = "interface"
+	case "interface", "branch", "trunk", "efa", "efa-only":
+	default:
+		return r, apiErr("InvalidParameterValue", "Value (%s) for parameter interfaceType is invalid.", r.interfaceType)
+	}
+	if r.tags, err = p.tagSpecifications("network-interface"); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func createNetworkInterface(w *world, p params, env callEnv) (response, *apiError) {
+	req, err := parseENIRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	token := p.get("ClientToken")
+	if token != "" {
+		if len(token) > 64 {
+			return nil, apiErr("InvalidParameterValue", "ClientToken must be at most 64 characters")
+		}
+		if rec, ok := w.clientTokens[token]; ok {
+			if rec.fingerprint != req.fingerprint() {
+				return nil, apiErr("IdempotentParameterMismatch",
+					"The client token you have provided is associated with a resource that was created with different parameters.")
+			}
+			resp := &createNetworkInterfaceResponse{ClientToken: token}
+			if n, ok := w.enis[rec.eniID]; ok {
+				resp.NetworkInterface = w.xENI(n)
+			} else {
+				// AWS keeps answering with the original result even after
+				// the ENI is gone; only the ID is certain then.
+				resp.NetworkInterface = xNetworkInterface{NetworkInterfaceID: rec.eniID, Status: "deleted"}
+			}
+			return resp, nil
+		}
+	}
+	n, err := w.createENI(req, env)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		w.clientTokens[token] = tokenRecord{eniID: n.id, fingerprint: req.fingerprint()}
+	}
+	return &createNetworkInterfaceResponse{NetworkInterface: w.xENI(n), ClientToken: token}, nil
+}
+
+// createENI validates a request completely before changing anything, so a
+// failed call leaves no trace.
+func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
+	if err := checkID("subnet", req.subnetID); err != nil {
+		return nil, err
+	}
+	s, ok := w.subnets[req.subnetID]
+	if !ok {
+		return nil, notFound("subnet", req.subnetID)
+	}
+	groups := req.groups
+	if len(groups) == 0 {
+		groups = []string{w.defaultGroup(s.vpcID)}
+	}
+	for _, g := range groups {
+		if err := checkID("sg", g); err != nil {
+			return nil, err
+		}
+		sg, ok := w.groups[g]
+		if !ok {
+			return nil, notFound("sg", g)
+		}
+		if sg.vpcID != s.vpcID {
+			return nil, apiErr("InvalidParameterValue", "Security group %s and subnet %s belong to different networks.", g, s.id)
+		}
+	}
+	explicit := append([]string{}, req.secondaryIPs...)
+	if req.primaryIP != "" {
+		explicit = append(explicit, req.primaryIP)
+	}
+	seen := map[netip.Addr]bool{}
+	for _, ip := range explicit {
+		a, perr := netip.ParseAddr(ip)
+		if perr != nil || !a.Is4() {
+			return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter privateIpAddress is invalid.", ip)
+		}
+		if !s.cidr.Contains(a) {
+			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's address range", ip)
+		}
+		if _, used := w.ipOwner[a]; used || seen[a] {
+			return nil, apiErr("InvalidIPAddress.InUse", "The specified address is already in use.")
+		}
+		seen[a] = true
+	}
+	var prefixes []netip.Prefix
+	for _, ps := range req.prefixes {
+		pf, perr := netip.ParsePrefix(ps)
+		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || pf.Masked() != pf {
+			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a /28 inside subnet %s", ps, s.id)
+		}
+		if !w.prefixFree(pf) {
+			return nil, apiErr("InvalidIPAddress.InUse", "The prefix %s is already in use.", ps)
+		}
+		prefixes = append(prefixes, pf)
+	}
+	var ipv6 []netip.Addr
+	for _, ip := range req.ipv6 {
+		a, perr := netip.ParseAddr(ip)
+		if perr != nil || !a.Is6() || !s.ipv6.IsValid() || !s.ipv6.Contains(a) {
+			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's IPv6 range", ip)
+		}
+		if _, used := w.ipOwner[a]; used {
+			return nil, apiErr("InvalidIPAddress.InUse", "The specified address is already in use.")
+		}
+		ipv6 = append(ipv6, a)
+	}
+	if (req.ipv6Count > 0 || len(ipv6) > 0) && !s.ipv6.IsValid() {
+		return nil, apiErr("InvalidParameterValue", "Subnet %s does not have an IPv6 CIDR block.", s.id)
+	}
+	if free := w.freeAddresses(s); free < req.secondaryCount+len(explicit)+1+16*(req.prefixCount+len(prefixes)) {
+		return nil, apiErr("InsufficientFreeAddressesInSubnet",
+			"The specified subnet %s does not have enough free addresses to satisfy the request.", s.id)
+	}
+
+	n := &eni{
+		resource: w.newResource(w.newID("eni"), req.tags), subnetID: s.id, vpcID: s.vpcID, az: s.az,
+		interfaceType: req.interfaceType, description: req.description, mac: w.newMAC(), groups: groups,
+	}
+	w.enis[n.id] = n
+	var aerr *apiError
+	if req.primaryIP != "" {
+		n.primaryIP = netip.MustParseAddr(req.primaryIP)
+	} else if n.primaryIP, aerr = w.allocateIP(s); aerr != nil {
+		w.deleteENI(n)
+		return nil, aerr
+	}
+	w.claim(n, n.primaryIP)
+	for _, ip := range req.secondaryIPs {
+		a := netip.MustParseAddr(ip)
+		n.secondaryIPs = append(n.secondaryIPs, a)
+		w.claim(n, a)
+	}
+	if aerr = w.addSecondary(n, req.secondaryCount); aerr == nil {
+		aerr = w.addPrefixes(n, prefixes, req.prefixCount)
+	}
+	if aerr == nil {
+		for _, a := range ipv6 {
+			n.ipv6 = append(n.ipv6, a)
+			w.claim(n, a)
+		}
+		for i := 0; i < req.ipv6Count && aerr == nil; i++ {
+			var a netip.Addr
+			if a, aerr = w.allocateIPv6(s); aerr == nil {
+				n.ipv6 = append(n.ipv6, a)
+				w.claim(n, a)
+			}
+		}
+	}
+	if aerr != nil {
+		w.deleteENI(n)
+		return nil, aerr
+	}
+	return n, nil
+}
+
+func (w *world) addSecondary(n *eni, count int) *apiError {
+	s := w.subnets[n.subnetID]
+	for i := 0; i < count; i++ {
+		a, err := w.allocateIP(s)
+		if err != nil {
+			return err
+		}
+		n.secondaryIPs = append(n.secondaryIPs, a)
+		w.claim(n, a)
+	}
+	return nil
+}
+
+func (w *world) addPrefixes(n *eni, explicit []netip.Prefix, count int) *apiError {
+	s := w.subnets[n.subnetID]
+	for i := 0; i < count; i++ {
+		pf, err := w.allocatePrefix(s)
+		if err != nil {
+			return err
+		}
+		explicit = append(explicit, pf)
+	}
+	for _, pf := range explicit {
+		n.prefixes = append(n.prefixes, pf)
+		for _, a := range prefixAddrs(pf) {
+			w.claim(n, a)
+		}
+	}
+	return nil
+}
+
+// defaultGroup returns the VPC's "default" security group, creating it as
+// AWS does with every VPC.
+func (w *world) defaultGroup(vpcID string) string {
+	for _, g := range w.groups {
+		if g.vpcID == vpcID && g.name == "default" {
+			return g.id
+		}
+	}
+	g := &securityGroup{resource: w.newResource(w.newID("sg"), nil), name: "default", vpcID: vpcID,
+		description: "default VPC security group"}
+	w.groups[g.id] = g
+	return g.id
+}
+
+func (w *world) lookupENI(id string) (*eni, *apiError) {
+	if err := checkID("eni", id); err != nil {
+		return nil, err
+	}
+	n, ok := w.enis[id]
+	if !ok {
+		return nil, notFound("eni", id)
+	}
+	return n, nil
+}
+
+func deleteNetworkInterface(w *world, p params, _ callEnv) (response, *apiError) {
+	id, err := p.required("NetworkInterfaceId")
+	if err != nil {
+		return nil, err
+	}
+	n, err := w.lookupENI(id)
+	if err != nil {
+		return nil, err
+	}
+	if n.attachment != nil {
+		return nil, apiErr("InvalidNetworkInterface.InUse", "The network interface %s is currently in use.", id)
+	}
+	w.deleteENI(n)
+	return &returnResponse{Return: true}, nil
+}
+
+func attachNetworkInterface(w *world, p params, env callEnv) (response, *apiError) {
+	eniID, err := p.required("NetworkInterfaceId")
+	if err != nil {
+		return nil, err
+	}
+	instanceID, err := p.required("InstanceId")
+	if err != nil {
+		return nil, err
+	}
+	index, has, err := p.int("DeviceIndex")
+	if err != nil {
+		return nil, err
+	}
+	if !has {
+		return nil, apiErr("MissingParameter", "The request must contain the parameter DeviceIndex")
+	}
+	n, err := w.lookupENI(eniID)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := w.lookupInstance(instanceID)
+	if err != nil {
+		return nil, err
+	}
+	a, err := w.attach(n, inst, index, false, env)
+	if err != nil {
+		return nil, err
+	}
+	return &attachNetworkInterfaceResponse{AttachmentID: a.id}, nil
+}
+
+// attach checks everything AWS checks before attaching an ENI.
+func (w *world) attach(n *eni, inst *instance, index int, deleteOnTermination bool, env callEnv) (*attachment, *apiError) {
+	if inst.state != "running" && inst.state != "stopped" {
+		return nil, apiErr("IncorrectInstanceState", "The instance '%s' is not in a state from which it can be attached to (%s).", inst.id, inst.state)
+	}
+	if n.attachment != nil {
+		return nil, apiErr("InvalidNetworkInterface.InUse", "Interface: [%s] in use.", n.id)
+	}
+	if n.az != inst.az {
+		return nil, apiErr("InvalidParameterCombination",
+			"You may not attach a network interface to an instance if they are not in the same availability zone")
+	}
+	if n.vpcID != inst.vpcID {
+		return nil, apiErr("InvalidParameterCombination", "The network interface and the instance are in different VPCs")
+	}
+	if n.interfaceType == "branch" {
+		return nil, apiErr("InvalidParameterValue", "A branch network interface cannot be attached to an instance directly")
+	}
+	limit := w.instanceTypes[inst.instanceType].maxENIs
+	if index < 0 || index >= 64 {
+		return nil, apiErr("InvalidParameterValue", "Value (%d) for parameter deviceIndex is invalid.", index)
+	}
+	attached := w.attachedTo(inst.id)
+	for _, other := range attached {
+		if other.attachment.deviceIndex == index {
+			return nil, apiErr("InvalidParameterValue", "Instance '%s' already has an interface attached at device index '%d'.", inst.id, index)
+		}
+	}
+	if len(attached)+1 > limit || index >= limit {
+		return nil, apiErr("AttachmentLimitExceeded", "Interface count %d exceeds the limit for %s", len(attached)+1, inst.instanceType)
+	}
+	a := &attachment{id: w.newID("eni-attach"), instanceID: inst.id, deviceIndex: index, status: "attached",
+		deleteOnTermination: deleteOnTermination, attachTime: env.now}
+	n.attachment = a
+	w.attachments[a.id] = n
+	return a, nil
+}
+
+func detachNetworkInterface(w *world, p params, env callEnv) (response, *apiError) {
+	id, err := p.required("AttachmentId")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("eni-attach", id); err != nil {
+		return nil, err
+	}
+	n, ok := w.attachments[id]
+	if !ok {
+		return nil, notFound("attachment", id)
+	}
+	if n.attachment.deviceIndex == 0 {
+		return nil, apiErr("OperationNotPermitted", "The network interface at device index 0 cannot be detached.")
+	}
+	if n.attachment.status == "detaching" {
+		return &returnResponse{Return: true}, nil
+	}
+	n.attachment.status = "detaching"
+	n.attachment.detachDone = env.now.Add(env.detachDelay)
+	return &returnResponse{Return: true}, nil
+}
+
+func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *apiError) {
+	id, err := p.required("NetworkInterfaceId")
+	if err != nil {
+		return nil, err
+	}
+	n, err := w.lookupENI(id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.has("Attachment.AttachmentId"):
+		aid := p.get("Attachment.AttachmentId")
+		if n.attachment == nil || n.attachment.id != aid {
+			return nil, notFound("attachment", aid)
+		}
+		if p.has("Attachment.DeleteOnTermination") {
+			n.attachment.deleteOnTermination = p.bool("Attachment.DeleteOnTermination")
+		}
+	case p.has("Description.Value"):
+		n.description = p.get("Description.Value")
+	case len(p.list("SecurityGroupId")) > 0:
+		groups := p.list("SecurityGroupId")
+		for _, g := range groups {
+			sg, ok := w.groups[g]
+			if !ok {
+				return nil, notFound("sg", g)
+			}
+			if sg.vpcID != n.vpcID {
+				return nil, apiErr("InvalidParameterValue", "Security group %s belongs to another VPC", g)
+			}
+		}
+		n.groups = groups
+	case p.has("SourceDestCheck.Value"):
+		// Accepted and not modelled: nothing in the product reads it.
+	default:
+		return nil, apiErr("MissingParameter", "You must specify an attribute to modify.")
+	}
+	return &returnResponse{Return: true}, nil
+}
+
+func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiError) {
+	id, err := p.required("NetworkInterfaceId")
+	if err != nil {
+		return nil, err
+	}
+	n, err := w.lookupENI(id)
+	if err != nil {
+		return nil, err
+	}
+	s := w.subnets[n.subnetID]
+	count, _, err := p.int("SecondaryPrivateIpAddressCount")
+	if err != nil {
+		return nil, err
+	}
+	prefixCount, _, err := p.int("Ipv4PrefixCount")
+	if err != nil {
+		return nil, err
+	}
+	explicit := p.list("PrivateIpAddress")
+	var addrs []netip.Addr
+	for _, ip := range explicit {
+		a, perr := netip.ParseAddr(ip)
+		if perr != nil || !s.cidr.Contains(a) {
+			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's address range", ip)
+		}
+		if owner, used := w.ipOwner[a]; used && (owner != n || !p.bool("AllowReassignment")) {
+			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is already in use.", ip)
+		}
+		addrs = append(addrs, a)
+	}
+	var prefixes []netip.Prefix
+	for _, ps := range p.list("Ipv4Prefix") {
+		pf, perr := netip.ParsePrefix(ps)
+		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(pf) {
+			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a free /28 inside subnet %s", ps, s.id)
+		}
+		prefixes = append(prefixes, pf)
+	}
+	if count == 0 && len(addrs) == 0 && prefixCount == 0 && len(prefixes) == 0 {
+		return nil, apiErr("MissingParameter", "Specify private IP addresses, a count, or prefixes to assign.")
+	}
+	if limit := w.ipLimit(n); limit > 0 && 1+len(n.secondaryIPs)+count+len(addrs) > limit {
+		return nil, apiErr("PrivateIpAddressLimitExceeded", "Number of private addresses will exceed limit.")
+	}
+	before := len(n.secondaryIPs)
+	for _, a := range addrs {
+		n.secondaryIPs = append(n.secondaryIPs, a)
+		w.claim(n, a)
+	}
+	if err := w.addSecondary(n, count); err != nil {
+		return nil, err
+	}
+	prefixBefore := len(n.prefixes)
+	if err := w.addPrefixes(n, prefixes, prefixCount); err != nil {
+		return nil, err
+	}
+	resp := &assignPrivateIPAddressesResponse{NetworkInterfaceID: n.id}
+	for _, a := range n.secondaryIPs[before:] {
+		resp.Assigned = append(resp.Assigned, xPrivateIP{PrivateIPAddress: a.String()})
+	}
+	for _, pf := range n.prefixes[prefixBefore:] {
+		resp.AssignedPrefixes = append(resp.AssignedPrefixes, xIPv4Prefix{IPv4Prefix: pf.String()})
+	}
+	return resp, nil
+}
+
+// ipLimit is the per-interface IPv4 limit of the instance type the ENI is
+// attached to, or 0 when it is not attached.
+func (w *world) ipLimit(n *eni) int {
+	if n.attachment == nil {
+		return 0
+	}
+	if inst, ok := w.instances[n.attachment.instanceID]; ok {
+		return w.instanceTypes[inst.instanceType].ipv4PerInterface
+	}
+	return 0
+}
+
+func unassignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiError) {
+	id, err := p.required("NetworkInterfaceId")
+	if err != nil {
+		return nil, err
+	}
+	n, err := w.lookupENI(id)
+	if err != nil {
+		return nil, err
+	}
+	drop := map[netip.Addr]bool{}
+	for _, ip := range p.list("PrivateIpAddress") {
+		a, perr := netip.ParseAddr(ip)
+		if perr != nil || !containsAddr(n.secondaryIPs, a) {
+			return nil, apiErr("InvalidParameterValue", "Some of the specified addresses are not assigned to interface %s", n.id)
+		}
+		drop[a] = true
+	}
+	dropPrefix := map[netip.Prefix]bool{}
+	for _, ps := range p.list("Ipv4Prefix") {
+		pf, perr := netip.ParsePrefix(ps)
+		if perr != nil || !containsPrefix(n.prefixes, pf) {
+			return nil, apiErr("InvalidParameterValue", "Prefix %s is not assigned to interface %s", ps, n.id)
+		}
+		dropPrefix[pf] = true
+	}
+	if len(drop) == 0 && len(dropPrefix) == 0 {
+		return nil, apiErr("MissingParameter", "Specify private IP addresses or prefixes to unassign.")
+	}
+	kept := n.secondaryIPs[:0]
+	for _, a := range n.secondaryIPs {
+		if drop[a] {
+			w.release(n, a)
+		} else {
+			kept = append(kept, a)
+		}
+	}
+	n.secondaryIPs = kept
+	keptP := n.prefixes[:0]
+	for _, pf := range n.prefixes {
+		if dropPrefix[pf] {
+			for _, a := range prefixAddrs(pf) {
+				w.release(n, a)
+			}
+		} else {
+			keptP = append(keptP, pf)
+		}
+	}
+	n.prefixes = keptP
+	return &returnResponse{Return: true}, nil
+}
+
+func containsAddr(list []netip.Addr, a netip.Addr) bool {
+	for _, x := range list {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+func containsPrefix(list []netip.Prefix, p netip.Prefix) bool {
+	for _, x := range list {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,327 @@
+package emulator
+
+import (
+	"net/netip"
+	"sort"
+	"strconv"
+)
+
+type describeInstancesResponse struct {
+	respMeta
+	Reservations []xReservation `xml:"reservationSet>item"`
+	NextToken    string         `xml:"nextToken,omitempty"`
+}
+
+type runInstancesResponse struct {
+	respMeta
+	ReservationID string      `xml:"reservationId"`
+	OwnerID       string      `xml:"ownerId"`
+	Instances     []xInstance `xml:"instancesSet>item"`
+}
+
+type terminateInstancesResponse struct {
+	respMeta
+	Instances []xStateChange `xml:"instancesSet>item"`
+}
+
+type describeInstanceTypesResponse struct {
+	respMeta
+	InstanceTypes []xInstanceType `xml:"instanceTypeSet>item"`
+	NextToken     string          `xml:"nextToken,omitempty"`
+}
+
+func (w *world) lookupInstance(id string) (*instance, *apiError) {
+	if err := checkID("i", id); err != nil {
+		return nil, err
+	}
+	i, ok := w.instances[id]
+	if !ok {
+		return nil, notFound("instance", id)
+	}
+	return i, nil
+}
+
+func (w *world) instanceFields(i *instance) fieldFunc {
+	return func(name string) ([]string, bool) {
+		switch name {
+		case "instance-id":
+			return []string{i.id}, true
+		case "instance-state-name":
+			return []string{i.state}, true
+		case "instance-type":
+			return []string{i.instanceType}, true
+		case "vpc-id":
+			return []string{i.vpcID}, true
+		case "subnet-id":
+			return []string{i.subnetID}, true
+		case "availability-zone":
+			return []string{i.az}, true
+		case "image-id":
+			return []string{i.imageID}, true
+		case "private-ip-address", "private-dns-name", "network-interface.network-interface-id",
+			"network-interface.addresses.private-ip-address", "network-interface.mac-address":
+			var out []string
+			for _, n := range w.attachedTo(i.id) {
+				switch name {
+				case "private-ip-address":
+					if n.id == i.primaryENI {
+						out = append(out, n.primaryIP.String())
+					}
+				case "private-dns-name":
+					if n.id == i.primaryENI {
+						out = append(out, w.dnsName(n.primaryIP))
+					}
+				case "network-interface.network-interface-id":
+					out = append(out, n.id)
+				case "network-interface.mac-address":
+					out = append(out, n.mac)
+				default:
+					for _, a := range append([]netip.Addr{n.primaryIP}, n.secondaryIPs...) {
+						out = append(out, a.String())
+					}
+				}
+			}
+			return out, true
+		}
+		return tagFields(i.tags, name)
+	}
+}
+
+func describeInstances(w *world, p params, _ callEnv) (response, *apiError) {
+	all := make([]*instance, 0, len(w.instances))
+	for _, i := range w.instances {
+		all = append(all, i)
+	}
+	matched, next, err := describe(p, "InstanceId", all, &instance{}, w.instanceFields, w.lookupInstance,
+		func(i *instance) int64 { return i.seq })
+	if err != nil {
+		return nil, err
+	}
+	resp := &describeInstancesResponse{NextToken: next}
+	for _, i := range matched {
+		resp.Reservations = append(resp.Reservations, xReservation{
+			ReservationID: "r-" + i.id[len("i-"):], OwnerID: w.accountID, Instances: []xInstance{w.xInstance(i)},
+		})
+	}
+	return resp, nil
+}
+
+// instanceRequest is the parsed shape of RunInstances (or a seeded instance).
+type instanceRequest struct {
+	imageID      string
+	instanceType string
+	subnetID     string
+	groups       []string
+	privateIP    string
+	clientToken  string
+	tags         map[string]string
+	eniTags      map[string]string
+}
+
+func runInstances(w *world, p params, env callEnv) (response, *apiError) {
+	req := instanceRequest{
+		imageID: p.get("ImageId"), instanceType: p.get("InstanceType"), subnetID: p.get("SubnetId"),
+		groups: p.list("SecurityGroupId"), privateIP: p.get("PrivateIpAddress"), clientToken: p.get("ClientToken"),
+	}
+	if req.subnetID == "" {
+		req.subnetID = p.get("NetworkInterface.1.SubnetId")
+		req.groups = append(req.groups, p.list("NetworkInterface.1.SecurityGroupId")...)
+	}
+	if req.imageID == "" {
+		return nil, apiErr("MissingParameter", "The request must contain the parameter ImageId")
+	}
+	if req.instanceType == "" {
+		req.instanceType = "m5.large"
+	}
+	if _, ok := w.instanceTypes[req.instanceType]; !ok {
+		return nil, apiErr("InvalidParameterValue", "Invalid value '%s' for InstanceType.", req.instanceType)
+	}
+	if req.subnetID == "" {
+		return nil, apiErr("VPCIdNotSpecified", "No default VPC for this user. Specify a subnet.")
+	}
+	minCount, _, err := p.int("MinCount")
+	if err != nil {
+		return nil, err
+	}
+	maxCount, _, err := p.int("MaxCount")
+	if err != nil {
+		return nil, err
+	}
+	if minCount < 1 || maxCount < minCount {
+		return nil, apiErr("InvalidParameterValue", "MinCount must be >= 1 and MaxCount >= MinCount")
+	}
+	if req.privateIP != "" && maxCount > 1 {
+		return nil, apiErr("InvalidParameterCombination", "PrivateIpAddress can only be used when launching one instance")
+	}
+	req.tags = map[string]string{}
+	req.eniTags = map[string]string{}
+	for i := 1; i <= p.members("TagSpecification"); i++ {
+		prefix := "TagSpecification." + strconv.Itoa(i)
+		keys, values, _ := p.tags(prefix + ".Tag")
+		target := req.tags
+		switch rt := p.get(prefix + ".ResourceType"); rt {
+		case "instance":
+		case "network-interface":
+			target = req.eniTags
+		case "volume":
+			continue // volumes are not modelled
+		default:
+			return nil, apiErr("InvalidParameterValue", "'%s' is not a valid taggable resource type for this operation.", rt)
+		}
+		for j, k := range keys {
+			target[k] = values[j]
+		}
+	}
+	if err := validateTags(nil, req.tags); err != nil {
+		return nil, err
+	}
+	if req.clientToken != "" {
+		var prior []*instance
+		for _, i := range w.instances {
+			if i.clientToken == req.clientToken {
+				prior = append(prior, i)
+			}
+		}
+		if len(prior) > 0 {
+			sort.Slice(prior, func(a, b int) bool { return prior[a].seq < prior[b].seq })
+			resp := &runInstancesResponse{ReservationID: "r-" + prior[0].id[len("i-"):], OwnerID: w.accountID}
+			for _, i := range prior {
+				resp.Instances = append(resp.Instances, w.xInstance(i))
+			}
+			return resp, nil
+		}
+	}
+	resp := &runInstancesResponse{OwnerID: w.accountID}
+	for n := 0; n < maxCount; n++ {
+		inst, err := w.launch(req, env)
+		if err != nil {
+			if n >= minCount {
+				break
+			}
+			return nil, err
+		}
+		x := w.xInstance(inst)
+		x.State = xState("pending")
+		resp.Instances = append(resp.Instances, x)
+	}
+	resp.ReservationID = "r-" + resp.Instances[0].InstanceID[len("i-"):]
+	return resp, nil
+}
+
+// launch creates a running instance and its primary ENI at device index 0.
+func (w *world) launch(req instanceRequest, env callEnv) (*instance, *apiError) {
+	primary, err := w.createENI(eniRequest{subnetID: req.subnetID, interfaceType: "interface",
+		groups: req.groups, primaryIP: req.privateIP, tags: req.eniTags, description: "Primary network interface"}, env)
+	if err != nil {
+		return nil, err
+	}
+	s := w.subnets[req.subnetID]
+	inst := &instance{
+		resource: w.newResource(w.newID("i"), req.tags), instanceType: req.instanceType, subnetID: s.id,
+		vpcID: s.vpcID, az: s.az, groups: primary.groups, state: "running", launchTime: env.now,
+		primaryENI: primary.id, imageID: req.imageID, clientToken: req.clientToken,
+	}
+	w.instances[inst.id] = inst
+	a := &attachment{id: w.newID("eni-attach"), instanceID: inst.id, deviceIndex: 0, status: "attached",
+		deleteOnTermination: true, attachTime: env.now}
+	primary.attachment = a
+	w.attachments[a.id] = primary
+	return inst, nil
+}
+
+func terminateInstances(w *world, p params, env callEnv) (response, *apiError) {
+	ids := p.list("InstanceId")
+	if len(ids) == 0 {
+		return nil, apiErr("MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	var targets []*instance
+	for _, id := range ids {
+		i, err := w.lookupInstance(id)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, i)
+	}
+	resp := &terminateInstancesResponse{}
+	for _, i := range targets {
+		prev := i.state
+		if prev != "terminated" {
+			w.terminate(i, env)
+		}
+		resp.Instances = append(resp.Instances, xStateChange{InstanceID: i.id, PreviousState: xState(prev), CurrentState: xState(i.state)})
+	}
+	return resp, nil
+}
+
+// terminate shuts an instance down: ENIs marked DeleteOnTermination are
+// deleted, the others detached and left available.
+func (w *world) terminate(i *instance, _ callEnv) {
+	for _, n := range w.attachedTo(i.id) {
+		if n.attachment.deleteOnTermination {
+			w.deleteENI(n)
+			continue
+		}
+		delete(w.attachments, n.attachment.id)
+		n.attachment = nil
+	}
+	i.state = "shutting-down"
+}
+
+func describeInstanceTypes(w *world, p params, _ callEnv) (response, *apiError) {
+	filters, err := p.filters()
+	if err != nil {
+		return nil, err
+	}
+	fields := func(t instanceType) fieldFunc {
+		return func(name string) ([]string, bool) {
+			switch name {
+			case "instance-type":
+				return []string{t.name}, true
+			case "network-info.maximum-network-interfaces":
+				return []string{strconv.Itoa(t.maxENIs)}, true
+			case "network-info.ipv4-addresses-per-interface":
+				return []string{strconv.Itoa(t.ipv4PerInterface)}, true
+			}
+			return nil, false
+		}
+	}
+	if err := validateFilters(filters, fields(instanceType{})); err != nil {
+		return nil, err
+	}
+	names := p.list("InstanceType")
+	if len(names) == 0 {
+		for n := range w.instanceTypes {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	type entry struct {
+		seq int64
+		t   instanceType
+	}
+	var matched []entry
+	for _, n := range names {
+		t, ok := w.instanceTypes[n]
+		if !ok {
+			return nil, apiErr("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", n)
+		}
+		if ok, _ := matchAll(filters, fields(t)); ok {
+			matched = append(matched, entry{seq: int64(len(matched) + 1), t: t})
+		}
+	}
+	pg, next, err := page(matched, func(e entry) int64 { return e.seq }, p)
+	if err != nil {
+		return nil, err
+	}
+	resp := &describeInstanceTypesResponse{NextToken: next}
+	for _, e := range pg {
+		x := xInstanceType{InstanceType: e.t.name}
+		x.NetworkInfo.MaximumNetworkInterfaces = e.t.maxENIs
+		x.NetworkInfo.MaximumNetworkCards = 1
+		x.NetworkInfo.IPv4AddressesPerInterface = e.t.ipv4PerInterface
+		x.NetworkInfo.IPv6AddressesPerInterface = e.t.ipv4PerInterface
+		x.NetworkInfo.IPv6Supported = true
+		resp.InstanceTypes = append(resp.InstanceTypes, x)
+	}
+	return resp, nil
+}

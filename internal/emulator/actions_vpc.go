@@ -1,0 +1,381 @@
+package emulator
+
+import (
+	"net/netip"
+	"sort"
+)
+
+type createVpcResponse struct {
+	respMeta
+	Vpc xVpc `xml:"vpc"`
+}
+
+type describeVpcsResponse struct {
+	respMeta
+	Vpcs      []xVpc `xml:"vpcSet>item"`
+	NextToken string `xml:"nextToken,omitempty"`
+}
+
+type createSubnetResponse struct {
+	respMeta
+	Subnet xSubnet `xml:"subnet"`
+}
+
+type describeSubnetsResponse struct {
+	respMeta
+	Subnets   []xSubnet `xml:"subnetSet>item"`
+	NextToken string    `xml:"nextToken,omitempty"`
+}
+
+type createSecurityGroupResponse struct {
+	respMeta
+	GroupID string `xml:"groupId"`
+	Tags    []xTag `xml:"tagSet>item"`
+}
+
+type describeSecurityGroupsResponse struct {
+	respMeta
+	Groups    []xSecurityGroup `xml:"securityGroupInfo>item"`
+	NextToken string           `xml:"nextToken,omitempty"`
+}
+
+func (w *world) xVpc(v *vpc) xVpc {
+	return xVpc{VpcID: v.id, State: "available", CidrBlock: v.cidr.String(), OwnerID: w.accountID, Tags: xTags(v.tags)}
+}
+
+func (w *world) xSecurityGroup(g *securityGroup) xSecurityGroup {
+	return xSecurityGroup{OwnerID: w.accountID, GroupID: g.id, GroupName: g.name, GroupDescription: g.description,
+		VpcID: g.vpcID, Tags: xTags(g.tags)}
+}
+
+// newVPC validates and creates a VPC with its default security group.
+func (w *world) newVPC(id, cidr string, tags map[string]string) (*vpc, *apiError) {
+	pf, err := netip.ParsePrefix(cidr)
+	if err != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
+		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid. The CIDR block must be an IPv4 block between /16 and /28.", cidr)
+	}
+	if err := validateTags(nil, tags); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		id = w.newID("vpc")
+	}
+	v := &vpc{resource: w.newResource(id, tags), cidr: pf.Masked()}
+	w.vpcs[v.id] = v
+	w.defaultGroup(v.id)
+	return v, nil
+}
+
+func createVpc(w *world, p params, _ callEnv) (response, *apiError) {
+	tags, err := p.tagSpecifications("vpc")
+	if err != nil {
+		return nil, err
+	}
+	cidr, err := p.required("CidrBlock")
+	if err != nil {
+		return nil, err
+	}
+	v, err := w.newVPC("", cidr, tags)
+	if err != nil {
+		return nil, err
+	}
+	return &createVpcResponse{Vpc: w.xVpc(v)}, nil
+}
+
+func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
+	fields := func(v *vpc) fieldFunc {
+		return func(name string) ([]string, bool) {
+			switch name {
+			case "vpc-id":
+				return []string{v.id}, true
+			case "cidr", "cidr-block-association.cidr-block":
+				return []string{v.cidr.String()}, true
+			case "state":
+				return []string{"available"}, true
+			case "is-default":
+				return []string{"false"}, true
+			case "owner-id":
+				return []string{w.accountID}, true
+			}
+			return tagFields(v.tags, name)
+		}
+	}
+	all := make([]*vpc, 0, len(w.vpcs))
+	for _, v := range w.vpcs {
+		all = append(all, v)
+	}
+	matched, next, err := describe(p, "VpcId", all, &vpc{}, fields, func(id string) (*vpc, *apiError) {
+		if err := checkID("vpc", id); err != nil {
+			return nil, err
+		}
+		v, ok := w.vpcs[id]
+		if !ok {
+			return nil, notFound("vpc", id)
+		}
+		return v, nil
+	}, func(v *vpc) int64 { return v.seq })
+	if err != nil {
+		return nil, err
+	}
+	resp := &describeVpcsResponse{NextToken: next}
+	for _, v := range matched {
+		resp.Vpcs = append(resp.Vpcs, w.xVpc(v))
+	}
+	return resp, nil
+}
+
+// describe is the common shape of the Describe* actions: by IDs or all,
+// then filters, then pagination.
+// probe is an empty resource used to reject unknown filter names even when
+// nothing would be matched against them.
+func describe[T any](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
+	lookup func(string) (T, *apiError), seqOf func(T) int64) ([]T, string, *apiError) {
+	filters, err := p.filters()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := validateFilters(filters, fields(probe)); err != nil {
+		return nil, "", err
+	}
+	ids := p.list(idParam)
+	if len(ids) > 0 && p.has("MaxResults") {
+		return nil, "", apiErr("InvalidParameterCombination", "The parameter %s cannot be used with the parameter MaxResults", idParam)
+	}
+	candidates := all
+	if len(ids) > 0 {
+		candidates = nil
+		for _, id := range ids {
+			r, err := lookup(id)
+			if err != nil {
+				return nil, "", err
+			}
+			candidates = append(candidates, r)
+		}
+	}
+	sort.Slice(candidates, func(i, j int) bool { return seqOf(candidates[i]) < seqOf(candidates[j]) })
+	var matched []T
+	for _, r := range candidates {
+		if ok, _ := matchAll(filters, fields(r)); ok {
+			matched = append(matched, r)
+		}
+	}
+	return page(matched, seqOf, p)
+}
+
+// newSubnet validates and creates a subnet inside its VPC's CIDR.
+func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]string) (*subnet, *apiError) {
+	if err := checkID("vpc", vpcID); err != nil {
+		return nil, err
+	}
+	v, ok := w.vpcs[vpcID]
+	if !ok {
+		return nil, notFound("vpc", vpcID)
+	}
+	pf, perr := netip.ParsePrefix(cidr)
+	if perr != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
+		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid.", cidr)
+	}
+	pf = pf.Masked()
+	if !v.cidr.Contains(pf.Addr()) || pf.Bits() < v.cidr.Bits() {
+		return nil, apiErr("InvalidSubnet.Range", "The CIDR '%s' is invalid.", cidr)
+	}
+	for _, s := range w.subnets {
+		if s.vpcID == vpcID && s.cidr.Overlaps(pf) {
+			return nil, apiErr("InvalidSubnet.Conflict", "The CIDR '%s' conflicts with another subnet", cidr)
+		}
+	}
+	if az == "" {
+		az = w.region + "a"
+	}
+	if len(az) != len(w.region)+1 || az[:len(w.region)] != w.region {
+		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter availabilityZone is invalid. Subnets can currently only be created in the following availability zones: %sa, %sb, %sc.", az, w.region, w.region, w.region)
+	}
+	var v6 netip.Prefix
+	if ipv6 != "" {
+		if v6, perr = netip.ParsePrefix(ipv6); perr != nil || !v6.Addr().Is6() {
+			return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter ipv6CidrBlock is invalid.", ipv6)
+		}
+	}
+	if err := validateTags(nil, tags); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		id = w.newID("subnet")
+	}
+	s := &subnet{resource: w.newResource(id, tags), vpcID: vpcID, az: az, cidr: pf, ipv6: v6.Masked()}
+	w.subnets[s.id] = s
+	return s, nil
+}
+
+func createSubnet(w *world, p params, _ callEnv) (response, *apiError) {
+	tags, err := p.tagSpecifications("subnet")
+	if err != nil {
+		return nil, err
+	}
+	vpcID, err := p.required("VpcId")
+	if err != nil {
+		return nil, err
+	}
+	cidr, err := p.required("CidrBlock")
+	if err != nil {
+		return nil, err
+	}
+	s, err := w.newSubnet("", vpcID, cidr, p.get("Ipv6CidrBlock"), p.get("AvailabilityZone"), tags)
+	if err != nil {
+		return nil, err
+	}
+	return &createSubnetResponse{Subnet: w.xSubnet(s)}, nil
+}
+
+func describeSubnets(w *world, p params, _ callEnv) (response, *apiError) {
+	fields := func(s *subnet) fieldFunc {
+		return func(name string) ([]string, bool) {
+			switch name {
+			case "subnet-id":
+				return []string{s.id}, true
+			case "vpc-id":
+				return []string{s.vpcID}, true
+			case "availability-zone":
+				return []string{s.az}, true
+			case "availability-zone-id":
+				return []string{azID(s.az)}, true
+			case "cidr-block", "cidr":
+				return []string{s.cidr.String()}, true
+			case "state":
+				return []string{"available"}, true
+			case "default-for-az":
+				return []string{"false"}, true
+			case "owner-id":
+				return []string{w.accountID}, true
+			}
+			return tagFields(s.tags, name)
+		}
+	}
+	all := make([]*subnet, 0, len(w.subnets))
+	for _, s := range w.subnets {
+		all = append(all, s)
+	}
+	matched, next, err := describe(p, "SubnetId", all, &subnet{}, fields, func(id string) (*subnet, *apiError) {
+		if err := checkID("subnet", id); err != nil {
+			return nil, err
+		}
+		s, ok := w.subnets[id]
+		if !ok {
+			return nil, notFound("subnet", id)
+		}
+		return s, nil
+	}, func(s *subnet) int64 { return s.seq })
+	if err != nil {
+		return nil, err
+	}
+	resp := &describeSubnetsResponse{NextToken: next}
+	for _, s := range matched {
+		resp.Subnets = append(resp.Subnets, w.xSubnet(s))
+	}
+	return resp, nil
+}
+
+// newSecurityGroup validates and creates a security group.
+func (w *world) newSecurityGroup(id, name, vpcID, description string, tags map[string]string) (*securityGroup, *apiError) {
+	if name == "" {
+		return nil, apiErr("MissingParameter", "The request must contain the parameter GroupName")
+	}
+	if err := checkID("vpc", vpcID); err != nil {
+		return nil, err
+	}
+	if _, ok := w.vpcs[vpcID]; !ok {
+		return nil, notFound("vpc", vpcID)
+	}
+	for _, g := range w.groups {
+		if g.vpcID == vpcID && g.name == name {
+			return nil, apiErr("InvalidGroup.Duplicate", "The security group '%s' already exists for VPC '%s'", name, vpcID)
+		}
+	}
+	if err := validateTags(nil, tags); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		id = w.newID("sg")
+	}
+	g := &securityGroup{resource: w.newResource(id, tags), name: name, vpcID: vpcID, description: description}
+	w.groups[g.id] = g
+	return g, nil
+}
+
+func createSecurityGroup(w *world, p params, _ callEnv) (response, *apiError) {
+	tags, err := p.tagSpecifications("security-group")
+	if err != nil {
+		return nil, err
+	}
+	desc, err := p.required("GroupDescription")
+	if err != nil {
+		return nil, err
+	}
+	vpcID, err := p.required("VpcId")
+	if err != nil {
+		return nil, err
+	}
+	g, err := w.newSecurityGroup("", p.get("GroupName"), vpcID, desc, tags)
+	if err != nil {
+		return nil, err
+	}
+	return &createSecurityGroupResponse{GroupID: g.id, Tags: xTags(g.tags)}, nil
+}
+
+func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError) {
+	fields := func(g *securityGroup) fieldFunc {
+		return func(name string) ([]string, bool) {
+			switch name {
+			case "group-id":
+				return []string{g.id}, true
+			case "group-name":
+				return []string{g.name}, true
+			case "vpc-id":
+				return []string{g.vpcID}, true
+			case "description":
+				return []string{g.description}, true
+			case "owner-id":
+				return []string{w.accountID}, true
+			}
+			return tagFields(g.tags, name)
+		}
+	}
+	all := make([]*securityGroup, 0, len(w.groups))
+	for _, g := range w.groups {
+		all = append(all, g)
+	}
+	// GroupName.N selects by name (default VPC semantics in AWS); model it
+	// as a name filter across VPCs.
+	if names := p.list("GroupName"); len(names) > 0 {
+		var byName []*securityGroup
+		for _, g := range all {
+			for _, n := range names {
+				if g.name == n {
+					byName = append(byName, g)
+				}
+			}
+		}
+		if len(byName) == 0 {
+			return nil, apiErr("InvalidGroup.NotFound", "The security group '%s' does not exist", names[0])
+		}
+		all = byName
+	}
+	matched, next, err := describe(p, "GroupId", all, &securityGroup{}, fields, func(id string) (*securityGroup, *apiError) {
+		if err := checkID("sg", id); err != nil {
+			return nil, err
+		}
+		g, ok := w.groups[id]
+		if !ok {
+			return nil, notFound("sg", id)
+		}
+		return g, nil
+	}, func(g *securityGroup) int64 { return g.seq })
+	if err != nil {
+		return nil, err
+	}
+	resp := &describeSecurityGroupsResponse{NextToken: next}
+	for _, g := range matched {
+		resp.Groups = append(resp.Groups, w.xSecurityGroup(g))
+	}
+	return resp, nil
+}

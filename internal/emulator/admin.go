@@ -1,0 +1,332 @@
+package emulator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// AdminPrefix is the path under which the admin API is served. The EC2
+// Query API only ever uses "/", so the two never collide.
+const AdminPrefix = "/_emulator/"
+
+// Load adds a whole World in one step. Entries are created in the order
+// instance types, VPCs, subnets, security groups, instances, ENIs; an entry
+// may refer to an earlier one by ID or by Name. On error the entries
+// before the failing one stay loaded and the error names the failing one.
+func (e *Emulator) Load(wd World) (LoadResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.world
+	env := callEnv{now: time.Now()}
+	names := map[string]string{}
+	ref := func(s string) string {
+		if id, ok := names[s]; ok {
+			return id
+		}
+		return s
+	}
+	withName := func(tags map[string]string, name string) map[string]string {
+		out := map[string]string{}
+		for k, v := range tags {
+			out[k] = v
+		}
+		if name != "" {
+			out["Name"] = name
+		}
+		return out
+	}
+	var res LoadResult
+	for _, t := range wd.InstanceTypes {
+		if t.Name == "" || t.MaximumNetworkInterfaces < 1 {
+			return res, fmt.Errorf("instance type %q: name and maximumNetworkInterfaces >= 1 are required", t.Name)
+		}
+		per := t.IPv4AddressesPerInterface
+		if per == 0 {
+			per = 10
+		}
+		w.instanceTypes[t.Name] = instanceType{name: t.Name, maxENIs: t.MaximumNetworkInterfaces, ipv4PerInterface: per}
+	}
+	for i, v := range wd.VPCs {
+		x, err := w.newVPC(v.ID, v.CIDR, withName(v.Tags, v.Name))
+		if err != nil {
+			return res, fmt.Errorf("vpcs[%d]: %w", i, err)
+		}
+		if v.Name != "" {
+			names[v.Name] = x.id
+		}
+		res.VPCs = append(res.VPCs, x.id)
+	}
+	for i, s := range wd.Subnets {
+		x, err := w.newSubnet(s.ID, ref(s.VPC), s.CIDR, s.IPv6CIDR, s.AvailabilityZone, withName(s.Tags, s.Name))
+		if err != nil {
+			return res, fmt.Errorf("subnets[%d]: %w", i, err)
+		}
+		if s.Name != "" {
+			names[s.Name] = x.id
+		}
+		res.Subnets = append(res.Subnets, x.id)
+	}
+	for i, g := range wd.SecurityGroups {
+		x, err := w.newSecurityGroup(g.ID, g.Name, ref(g.VPC), g.Description, g.Tags)
+		if err != nil {
+			return res, fmt.Errorf("securityGroups[%d]: %w", i, err)
+		}
+		names[g.Name] = x.id
+		res.SecurityGroups = append(res.SecurityGroups, x.id)
+	}
+	refs := func(list []string) []string {
+		out := make([]string, len(list))
+		for i, s := range list {
+			out[i] = ref(s)
+		}
+		return out
+	}
+	for i, spec := range wd.Instances {
+		if _, ok := w.instanceTypes[spec.Type]; !ok {
+			return res, fmt.Errorf("instances[%d]: unknown instance type %q (add it under instanceTypes)", i, spec.Type)
+		}
+		if _, ok := w.subnets[ref(spec.Subnet)]; !ok {
+			return res, fmt.Errorf("instances[%d]: %w", i, notFound("subnet", spec.Subnet))
+		}
+		inst, err := w.launch(instanceRequest{imageID: "ami-00000000", instanceType: spec.Type, subnetID: ref(spec.Subnet),
+			groups: refs(spec.SecurityGroups), privateIP: spec.PrivateIP, tags: withName(spec.Tags, spec.Name)}, env)
+		if err != nil {
+			return res, fmt.Errorf("instances[%d]: %w", i, err)
+		}
+		if spec.ID != "" {
+			if err := checkID("i", spec.ID); err != nil {
+				return res, fmt.Errorf("instances[%d]: %w", i, err)
+			}
+			delete(w.instances, inst.id)
+			w.enis[inst.primaryENI].attachment.instanceID = spec.ID
+			inst.id = spec.ID
+			w.instances[inst.id] = inst
+		}
+		if spec.Name != "" {
+			names[spec.Name] = inst.id
+		}
+		primary := w.enis[inst.primaryENI]
+		if err := w.seedSecondary(primary, spec.SecondaryIPs, spec.SecondaryIPCount); err != nil {
+			return res, fmt.Errorf("instances[%d]: %w", i, err)
+		}
+		res.Instances = append(res.Instances, LoadedInstance{ID: inst.id, PrivateIP: primary.primaryIP.String(),
+			PrimaryENI: primary.id, MAC: primary.mac, SecondaryIPs: addrStrings(primary.secondaryIPs)})
+	}
+	for i, spec := range wd.NetworkInterfaces {
+		count := spec.Count
+		if count == 0 {
+			count = 1
+		}
+		if count > 1 && (spec.ID != "" || spec.PrivateIP != "" || len(spec.SecondaryIPs) > 0 || spec.Instance != "") {
+			return res, fmt.Errorf("networkInterfaces[%d]: count > 1 cannot be combined with id, privateIp, secondaryIps or instanceId", i)
+		}
+		for c := 0; c < count; c++ {
+			n, err := w.createENI(eniRequest{subnetID: ref(spec.Subnet), interfaceType: spec.InterfaceType,
+				description: spec.Description, groups: refs(spec.SecurityGroups), primaryIP: spec.PrivateIP,
+				secondaryIPs: spec.SecondaryIPs, secondaryCount: spec.SecondaryIPCount, ipv6: spec.IPv6Addresses,
+				prefixes: spec.IPv4Prefixes, prefixCount: spec.IPv4PrefixCount, tags: spec.Tags}, env)
+			if err == nil && n.interfaceType == "" {
+				n.interfaceType = "interface"
+			}
+			if err == nil && spec.ID != "" {
+				if err = checkID("eni", spec.ID); err == nil {
+					delete(w.enis, n.id)
+					n.id = spec.ID
+					w.enis[n.id] = n
+				}
+			}
+			if err == nil && spec.Instance != "" {
+				var inst *instance
+				if inst, err = w.lookupInstance(ref(spec.Instance)); err == nil {
+					_, err = w.attach(n, inst, spec.DeviceIndex, spec.DeleteOnTermination, env)
+				}
+			}
+			if err != nil {
+				return res, fmt.Errorf("networkInterfaces[%d]: %w", i, err)
+			}
+			loaded := LoadedENI{ID: n.id, PrivateIP: n.primaryIP.String(), SecondaryIPs: addrStrings(n.secondaryIPs), MAC: n.mac}
+			if n.attachment != nil {
+				loaded.Instance = n.attachment.instanceID
+			}
+			res.NetworkInterfaces = append(res.NetworkInterfaces, loaded)
+		}
+	}
+	return res, nil
+}
+
+func (w *world) seedSecondary(n *eni, explicit []string, count int) *apiError {
+	s := w.subnets[n.subnetID]
+	for _, ip := range explicit {
+		a, err := netip.ParseAddr(ip)
+		if err != nil || !s.cidr.Contains(a) {
+			return apiErr("InvalidParameterValue", "Address %s does not fall within subnet %s", ip, s.id)
+		}
+		if _, used := w.ipOwner[a]; used {
+			return apiErr("InvalidIPAddress.InUse", "The specified address %s is already in use.", ip)
+		}
+		n.secondaryIPs = append(n.secondaryIPs, a)
+		w.claim(n, a)
+	}
+	return w.addSecondary(n, count)
+}
+
+func addrStrings(list []netip.Addr) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = a.String()
+	}
+	return out
+}
+
+func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimPrefix(r.URL.Path, AdminPrefix)
+	reply := func(v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		if v == nil {
+			v = map[string]string{"status": "ok"}
+		}
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	decode := func(into any) error {
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(into); err != nil {
+			return fmt.Errorf("cannot read the request body: %w", err)
+		}
+		return nil
+	}
+	switch {
+	case path == "healthz" && r.Method == http.MethodGet:
+		reply(nil, nil)
+	case path == "counts" && r.Method == http.MethodGet:
+		reply(e.Counts(), nil)
+	case path == "counts/reset" && r.Method == http.MethodPost:
+		e.ResetCounts()
+		reply(nil, nil)
+	case path == "calls" && r.Method == http.MethodGet:
+		reply(e.Calls(), nil)
+	case path == "config" && r.Method == http.MethodPost:
+		var c Config
+		if err := decode(&c); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(nil, e.Configure(c))
+	case path == "world" && r.Method == http.MethodPost:
+		var wd World
+		if err := decode(&wd); err != nil {
+			reply(nil, err)
+			return
+		}
+		res, err := e.Load(wd)
+		reply(res, err)
+	case path == "reset" && r.Method == http.MethodPost:
+		e.Reset()
+		reply(nil, nil)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		reply(nil, fmt.Errorf("no admin endpoint %s %s; see GET/POST under %s: healthz, counts, counts/reset, calls, config, world, reset",
+			r.Method, r.URL.Path, AdminPrefix))
+	}
+}
+
+// AdminClient talks to an emulator's admin API over HTTP.
+type AdminClient struct {
+	endpoint string
+	http     *http.Client
+}
+
+// NewAdminClient returns a client for the emulator at endpoint
+// (e.g. http://127.0.0.1:4566).
+func NewAdminClient(endpoint string) *AdminClient {
+	return &AdminClient{endpoint: strings.TrimSuffix(endpoint, "/"), http: &http.Client{Timeout: 2 * time.Minute}}
+}
+
+func (c *AdminClient) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.endpoint+AdminPrefix+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("emulator admin %s %s: %s", method, path, e.Error)
+		}
+		return fmt.Errorf("emulator admin %s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// Healthz reports whether the endpoint serves the emulator's admin API.
+func (c *AdminClient) Healthz(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "healthz", nil, nil)
+}
+
+// Counts returns the per-action call counters.
+func (c *AdminClient) Counts(ctx context.Context) (map[string]ActionCount, error) {
+	var out map[string]ActionCount
+	return out, c.do(ctx, http.MethodGet, "counts", nil, &out)
+}
+
+// ResetCounts zeroes the counters and the call log.
+func (c *AdminClient) ResetCounts(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "counts/reset", nil, nil)
+}
+
+// Calls returns the recorded EC2 requests.
+func (c *AdminClient) Calls(ctx context.Context) ([]Call, error) {
+	var out []Call
+	return out, c.do(ctx, http.MethodGet, "calls", nil, &out)
+}
+
+// Configure changes throttling, latency, faults and permissions.
+func (c *AdminClient) Configure(ctx context.Context, cfg Config) error {
+	return c.do(ctx, http.MethodPost, "config", cfg, nil)
+}
+
+// Load adds a World.
+func (c *AdminClient) Load(ctx context.Context, w World) (LoadResult, error) {
+	var out LoadResult
+	return out, c.do(ctx, http.MethodPost, "world", w, &out)
+}
+
+// Reset empties the emulator.
+func (c *AdminClient) Reset(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "reset", nil, nil)
+}

@@ -1,0 +1,410 @@
+package emulator
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sort"
+	"time"
+)
+
+// world is the emulated EC2 state of one account in one region. It is not
+// safe for concurrent use: the Emulator serialises access with its mutex.
+type world struct {
+	region    string
+	accountID string
+	rng       *rand.Rand
+	seq       int64 // orders resources by creation for stable pagination
+
+	instanceTypes map[string]instanceType
+	vpcs          map[string]*vpc
+	subnets       map[string]*subnet
+	groups        map[string]*securityGroup
+	instances     map[string]*instance
+	enis          map[string]*eni
+	// ipOwner maps a private IPv4/IPv6 address to the ENI that holds it.
+	ipOwner map[netip.Addr]*eni
+	// attachments maps an attachment ID to its ENI.
+	attachments map[string]*eni
+	// clientTokens maps a CreateNetworkInterface ClientToken to its result.
+	clientTokens map[string]tokenRecord
+	macs         map[string]bool
+}
+
+type tokenRecord struct {
+	eniID       string
+	fingerprint string
+}
+
+type instanceType struct {
+	name             string
+	maxENIs          int
+	ipv4PerInterface int
+}
+
+type resource struct {
+	id   string
+	seq  int64
+	tags map[string]string
+}
+
+type vpc struct {
+	resource
+	cidr netip.Prefix
+}
+
+type subnet struct {
+	resource
+	vpcID string
+	az    string
+	cidr  netip.Prefix
+	ipv6  netip.Prefix // zero when the subnet has no IPv6 CIDR
+	// used counts the subnet's addresses held by ENIs.
+	used int
+	// next is where the allocator resumes scanning.
+	next     netip.Addr
+	nextIPv6 netip.Addr
+}
+
+type securityGroup struct {
+	resource
+	name        string
+	vpcID       string
+	description string
+}
+
+type instance struct {
+	resource
+	instanceType string
+	subnetID     string
+	vpcID        string
+	az           string
+	groups       []string
+	state        string // pending, running, shutting-down, terminated
+	launchTime   time.Time
+	primaryENI   string
+	imageID      string
+	clientToken  string
+}
+
+type attachment struct {
+	id                  string
+	instanceID          string
+	deviceIndex         int
+	status              string // attaching, attached, detaching
+	deleteOnTermination bool
+	attachTime          time.Time
+	// detachDone is when a detaching ENI becomes available.
+	detachDone time.Time
+}
+
+type eni struct {
+	resource
+	subnetID         string
+	vpcID            string
+	az               string
+	interfaceType    string
+	description      string
+	mac              string
+	groups           []string
+	primaryIP        netip.Addr
+	secondaryIPs     []netip.Addr
+	ipv6             []netip.Addr
+	prefixes         []netip.Prefix
+	attachment       *attachment
+	requesterManaged bool
+}
+
+func (n *eni) status() string {
+	if n.attachment != nil {
+		return "in-use"
+	}
+	return "available"
+}
+
+func newWorld(region, accountID string, seed int64) *world {
+	w := &world{
+		region:        region,
+		accountID:     accountID,
+		rng:           rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
+		instanceTypes: defaultInstanceTypes(),
+		vpcs:          map[string]*vpc{},
+		subnets:       map[string]*subnet{},
+		groups:        map[string]*securityGroup{},
+		instances:     map[string]*instance{},
+		enis:          map[string]*eni{},
+		ipOwner:       map[netip.Addr]*eni{},
+		attachments:   map[string]*eni{},
+		clientTokens:  map[string]tokenRecord{},
+		macs:          map[string]bool{},
+	}
+	return w
+}
+
+// newID returns an AWS-shaped ID: prefix, dash, 17 hex digits.
+func (w *world) newID(prefix string) string {
+	for {
+		id := fmt.Sprintf("%s-%017x", prefix, w.rng.Uint64()&0xfffffffffffffff)
+		if !w.idTaken(id) {
+			return id
+		}
+	}
+}
+
+func (w *world) idTaken(id string) bool {
+	if _, ok := w.vpcs[id]; ok {
+		return true
+	}
+	if _, ok := w.subnets[id]; ok {
+		return true
+	}
+	if _, ok := w.groups[id]; ok {
+		return true
+	}
+	if _, ok := w.instances[id]; ok {
+		return true
+	}
+	if _, ok := w.enis[id]; ok {
+		return true
+	}
+	_, ok := w.attachments[id]
+	return ok
+}
+
+func (w *world) newResource(id string, tags map[string]string) resource {
+	w.seq++
+	t := make(map[string]string, len(tags))
+	for k, v := range tags {
+		t[k] = v
+	}
+	return resource{id: id, seq: w.seq, tags: t}
+}
+
+func (w *world) newMAC() string {
+	for {
+		b := w.rng.Uint64()
+		// 02: locally administered, unicast, as AWS's are in practice (0a/02/06/0e).
+		mac := fmt.Sprintf("02:%02x:%02x:%02x:%02x:%02x", byte(b), byte(b>>8), byte(b>>16), byte(b>>24), byte(b>>32))
+		if !w.macs[mac] {
+			w.macs[mac] = true
+			return mac
+		}
+	}
+}
+
+// allocateIP takes the next free IPv4 address of the subnet. AWS reserves
+// the first four addresses and the last one of every subnet.
+func (w *world) allocateIP(s *subnet) (netip.Addr, *apiError) {
+	first, last := usableRange(s.cidr)
+	if !s.next.IsValid() || s.next.Less(first) || last.Less(s.next) {
+		s.next = first
+	}
+	start := s.next
+	a := start
+	for {
+		if _, used := w.ipOwner[a]; !used {
+			s.next = a.Next()
+			return a, nil
+		}
+		a = a.Next()
+		if last.Less(a) {
+			a = first
+		}
+		if a == start {
+			return netip.Addr{}, apiErr("InsufficientFreeAddressesInSubnet",
+				"The specified subnet %s does not have enough free addresses to satisfy the request.", s.id)
+		}
+	}
+}
+
+// allocateIPv6 takes the next free IPv6 address of the subnet's IPv6 CIDR.
+func (w *world) allocateIPv6(s *subnet) (netip.Addr, *apiError) {
+	if !s.ipv6.IsValid() {
+		return netip.Addr{}, apiErr("InvalidParameterValue",
+			"Subnet %s does not have an IPv6 CIDR block; associate one before requesting IPv6 addresses.", s.id)
+	}
+	a := s.nextIPv6
+	if !a.IsValid() || !s.ipv6.Contains(a) {
+		a = s.ipv6.Addr().Next().Next().Next().Next()
+	}
+	for ; s.ipv6.Contains(a); a = a.Next() {
+		if _, used := w.ipOwner[a]; !used {
+			s.nextIPv6 = a.Next()
+			return a, nil
+		}
+	}
+	return netip.Addr{}, apiErr("InsufficientFreeAddressesInSubnet",
+		"The specified subnet %s does not have enough free IPv6 addresses.", s.id)
+}
+
+// allocatePrefix takes a free, aligned /28 of the subnet for prefix
+// delegation, as AWS does for Ipv4PrefixCount.
+func (w *world) allocatePrefix(s *subnet) (netip.Prefix, *apiError) {
+	first, last := usableRange(s.cidr)
+	base := s.cidr.Masked().Addr()
+	for off := uint32(0); ; off += 16 {
+		start := addOffset(base, off)
+		if !s.cidr.Contains(start) {
+			break
+		}
+		p := netip.PrefixFrom(start, 28)
+		if p.Addr().Less(first) || last.Less(addOffset(start, 15)) {
+			continue
+		}
+		if w.prefixFree(p) {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, apiErr("InsufficientCidrBlocks",
+		"There are not enough free cidr blocks in the specified subnet %s to satisfy the request.", s.id)
+}
+
+func (w *world) prefixFree(p netip.Prefix) bool {
+	for _, a := range prefixAddrs(p) {
+		if _, used := w.ipOwner[a]; used {
+			return false
+		}
+	}
+	return true
+}
+
+// claim records that n holds an address; the address must be free.
+func (w *world) claim(n *eni, a netip.Addr) {
+	w.ipOwner[a] = n
+	if a.Is4() {
+		w.subnets[n.subnetID].used++
+	}
+}
+
+// release frees an address held by n.
+func (w *world) release(n *eni, a netip.Addr) {
+	if w.ipOwner[a] != n {
+		return
+	}
+	delete(w.ipOwner, a)
+	if s, ok := w.subnets[n.subnetID]; ok && a.Is4() {
+		s.used--
+	}
+}
+
+func prefixAddrs(p netip.Prefix) []netip.Addr {
+	out := make([]netip.Addr, 0, 1<<(32-p.Bits()))
+	for a := p.Addr(); p.Contains(a); a = a.Next() {
+		out = append(out, a)
+	}
+	return out
+}
+
+func usableRange(p netip.Prefix) (first, last netip.Addr) {
+	base := p.Masked().Addr()
+	size := uint32(1) << (32 - p.Bits())
+	return addOffset(base, 4), addOffset(base, size-2)
+}
+
+func addOffset(a netip.Addr, off uint32) netip.Addr {
+	b := a.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v += off
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// advance applies the state changes that AWS makes asynchronously and whose
+// time has come: detaching ENIs become available, terminating instances
+// become terminated.
+func (w *world) advance(now time.Time) {
+	for _, n := range w.enis {
+		a := n.attachment
+		if a != nil && a.status == "detaching" && !now.Before(a.detachDone) {
+			delete(w.attachments, a.id)
+			n.attachment = nil
+		}
+	}
+	for _, i := range w.instances {
+		if i.state == "shutting-down" {
+			i.state = "terminated"
+		}
+	}
+}
+
+// deleteENI removes an ENI and frees its addresses.
+func (w *world) deleteENI(n *eni) {
+	for _, a := range n.addresses() {
+		w.release(n, a)
+	}
+	if n.attachment != nil {
+		delete(w.attachments, n.attachment.id)
+	}
+	delete(w.macs, n.mac)
+	delete(w.enis, n.id)
+}
+
+// addresses lists every address the ENI holds, prefixes expanded.
+func (n *eni) addresses() []netip.Addr {
+	out := append([]netip.Addr{n.primaryIP}, n.secondaryIPs...)
+	out = append(out, n.ipv6...)
+	for _, p := range n.prefixes {
+		out = append(out, prefixAddrs(p)...)
+	}
+	return out
+}
+
+// sortedENIs returns ENIs in creation order, the order pagination uses.
+func (w *world) sortedENIs() []*eni {
+	out := make([]*eni, 0, len(w.enis))
+	for _, n := range w.enis {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+// attachedTo lists the ENIs attached to an instance, by device index.
+func (w *world) attachedTo(instanceID string) []*eni {
+	var out []*eni
+	for _, n := range w.enis {
+		if n.attachment != nil && n.attachment.instanceID == instanceID {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].attachment.deviceIndex < out[j].attachment.deviceIndex })
+	return out
+}
+
+// taggable finds any resource that carries tags.
+func (w *world) taggable(id string) (*resource, string, bool) {
+	if n, ok := w.enis[id]; ok {
+		return &n.resource, "network-interface", true
+	}
+	if i, ok := w.instances[id]; ok {
+		return &i.resource, "instance", true
+	}
+	if s, ok := w.subnets[id]; ok {
+		return &s.resource, "subnet", true
+	}
+	if v, ok := w.vpcs[id]; ok {
+		return &v.resource, "vpc", true
+	}
+	if g, ok := w.groups[id]; ok {
+		return &g.resource, "security-group", true
+	}
+	return nil, "", false
+}
+
+func defaultInstanceTypes() map[string]instanceType {
+	// Figures from the EC2 instance type documentation (MaximumNetworkInterfaces,
+	// Ipv4AddressesPerInterface).
+	table := []instanceType{
+		{"t3.nano", 2, 2}, {"t3.micro", 2, 2}, {"t3.small", 3, 4}, {"t3.medium", 3, 6},
+		{"t3.large", 3, 12}, {"t3.xlarge", 4, 15}, {"t3.2xlarge", 4, 15},
+		{"m5.large", 3, 10}, {"m5.xlarge", 4, 15}, {"m5.2xlarge", 4, 15}, {"m5.4xlarge", 8, 30},
+		{"m5.8xlarge", 8, 30}, {"m5.12xlarge", 8, 30}, {"m5.16xlarge", 15, 50}, {"m5.24xlarge", 15, 50},
+		{"m6i.large", 3, 10}, {"m6i.xlarge", 4, 15}, {"m6i.2xlarge", 4, 15}, {"m6i.4xlarge", 8, 30},
+		{"c5.large", 3, 10}, {"c5.xlarge", 4, 15}, {"c5.2xlarge", 4, 15}, {"c5.4xlarge", 8, 30},
+		{"c5.9xlarge", 8, 30}, {"c5n.18xlarge", 15, 50}, {"r5.large", 3, 10}, {"r5.xlarge", 4, 15},
+	}
+	m := make(map[string]instanceType, len(table))
+	for _, t := range table {
+		m[t.name] = t
+	}
+	return m
+}
