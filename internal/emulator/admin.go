@@ -18,7 +18,8 @@ const AdminPrefix = "/_emulator/"
 
 // Load adds a whole World in one step. Entries are created in the order
 // instance types, VPCs, subnets, security groups, instances, ENIs; an entry
-// may refer to an earlier one by ID or by Name. On error the entries
+// may refer to an earlier one, or to one already loaded, by ID or by Name
+// (a security group's GroupName, any other resource's Name tag). On error the entries
 // before the failing one stay loaded and the error names the failing one.
 func (e *Emulator) Load(wd World) (LoadResult, error) {
 	e.mu.Lock()
@@ -28,6 +29,9 @@ func (e *Emulator) Load(wd World) (LoadResult, error) {
 	names := map[string]string{}
 	ref := func(s string) string {
 		if id, ok := names[s]; ok {
+			return id
+		}
+		if id, ok := w.byName(s); ok {
 			return id
 		}
 		return s
@@ -159,6 +163,33 @@ func (e *Emulator) Load(wd World) (LoadResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// byName finds a resource ID by Name tag (security groups: GroupName).
+// Among several with one name, the oldest wins.
+func (w *world) byName(name string) (string, bool) {
+	var best *resource
+	consider := func(r *resource, named bool) {
+		if named && (best == nil || r.seq < best.seq) {
+			best = r
+		}
+	}
+	for _, v := range w.vpcs {
+		consider(&v.resource, v.tags["Name"] == name)
+	}
+	for _, s := range w.subnets {
+		consider(&s.resource, s.tags["Name"] == name)
+	}
+	for _, g := range w.groups {
+		consider(&g.resource, g.name == name || g.tags["Name"] == name)
+	}
+	for _, i := range w.instances {
+		consider(&i.resource, i.tags["Name"] == name)
+	}
+	if best == nil {
+		return "", false
+	}
+	return best.id, true
 }
 
 func (w *world) seedSecondary(n *eni, explicit []string, count int) *apiError {

@@ -1,0 +1,140 @@
+package ec2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var errBad = errors.New("bad item in batch")
+
+func newTestBatcher(maxItems int, calls *atomic.Int32, sizes *[]int, mu *sync.Mutex) *batcher[string, int, string] {
+	return &batcher[string, int, string]{
+		idle: 20 * time.Millisecond, maxWait: 200 * time.Millisecond, maxItems: maxItems, timeout: time.Second,
+		run: func(_ context.Context, key string, items []int) (map[int]string, error) {
+			calls.Add(1)
+			mu.Lock()
+			*sizes = append(*sizes, len(items))
+			mu.Unlock()
+			out := map[int]string{}
+			for _, i := range items {
+				if i < 0 {
+					return nil, errBad
+				}
+				if i%10 != 7 { // items ending in 7 "do not exist"
+					out[i] = fmt.Sprintf("%s:%d", key, i)
+				}
+			}
+			return out, nil
+		},
+		missing:    func(i int) error { return fmt.Errorf("item %d not found", i) },
+		splittable: func(err error) bool { return errors.Is(err, errBad) },
+	}
+}
+
+func TestBatcherCoalescesAndFansOut(t *testing.T) {
+	var calls atomic.Int32
+	var sizes []int
+	var mu sync.Mutex
+	b := newTestBatcher(200, &calls, &sizes, &mu)
+	const n = 450
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	vals := make([]string, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vals[i], errs[i] = b.do(context.Background(), "k", i)
+		}()
+	}
+	wg.Wait()
+	if got := calls.Load(); got != 3 {
+		t.Fatalf("%d calls for %d items with batches of 200, want 3 (sizes %v)", got, n, sizes)
+	}
+	for i := 0; i < n; i++ {
+		if i%10 == 7 {
+			if errs[i] == nil {
+				t.Errorf("item %d: want a not-found error", i)
+			}
+			continue
+		}
+		if errs[i] != nil || vals[i] != fmt.Sprintf("k:%d", i) {
+			t.Errorf("item %d: got %q, %v", i, vals[i], errs[i])
+		}
+	}
+}
+
+func TestBatcherKeysAreSeparateAndDuplicatesSentOnce(t *testing.T) {
+	var calls atomic.Int32
+	var sizes []int
+	var mu sync.Mutex
+	b := newTestBatcher(200, &calls, &sizes, &mu)
+	var wg sync.WaitGroup
+	for _, key := range []string{"a", "b"} {
+		for i := 0; i < 10; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := b.do(context.Background(), key, 1) // the same item ten times
+				if err != nil || v != key+":1" {
+					t.Errorf("key %s: got %q, %v", key, v, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if calls.Load() != 2 || sizes[0] != 1 || sizes[1] != 1 {
+		t.Fatalf("calls %d sizes %v, want 2 calls of 1 item", calls.Load(), sizes)
+	}
+}
+
+func TestBatcherSplitsAFailedBatch(t *testing.T) {
+	var calls atomic.Int32
+	var sizes []int
+	var mu sync.Mutex
+	b := newTestBatcher(8, &calls, &sizes, &mu)
+	items := []int{1, 2, 3, -4, 5, 6, 8, 9}
+	var wg sync.WaitGroup
+	errs := make([]error, len(items))
+	for i, item := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.do(context.Background(), "k", item)
+		}()
+	}
+	wg.Wait()
+	for i, item := range items {
+		if item < 0 && !errors.Is(errs[i], errBad) {
+			t.Errorf("bad item %d: err %v, want errBad", item, errs[i])
+		}
+		if item >= 0 && errs[i] != nil {
+			t.Errorf("good item %d failed with its batch: %v", item, errs[i])
+		}
+	}
+	// 8 -> 4+4 -> (2+2) -> (1+1): 1 + 2 + 2 + 2 = 7 calls.
+	if got := calls.Load(); got != 7 {
+		t.Fatalf("%d calls, want 7 (bisection down to the bad item; sizes %v)", got, sizes)
+	}
+}
+
+func TestBatcherCallerCancellation(t *testing.T) {
+	var calls atomic.Int32
+	var sizes []int
+	var mu sync.Mutex
+	b := newTestBatcher(200, &calls, &sizes, &mu)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.do(ctx, "k", 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	// The batch still goes out and does not block anyone.
+	if v, err := b.do(context.Background(), "k", 2); err != nil || v != "k:2" {
+		t.Fatalf("got %q, %v", v, err)
+	}
+}
