@@ -1,0 +1,86 @@
+package ec2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// placeholder IDs for DryRun checks: EC2 checks permissions before it
+// looks the resources up, so they need not exist.
+const (
+	dryRunENI    = "eni-00000000000000000"
+	dryRunSubnet = "subnet-00000000000000000"
+	dryRunAttach = "eni-attach-00000000000000000"
+	dryRunInst   = "i-00000000000000000"
+)
+
+// dryRuns maps each IAM action the operator may need to a DryRun call.
+func (c *Client) dryRun(ctx context.Context, action string) error {
+	dry := aws.Bool(true)
+	var err error
+	switch action {
+	case "ec2:DescribeNetworkInterfaces":
+		_, err = c.api.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{DryRun: dry, MaxResults: aws.Int32(5)})
+	case "ec2:DescribeInstances":
+		_, err = c.api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{DryRun: dry, MaxResults: aws.Int32(5)})
+	case "ec2:DescribeSubnets":
+		_, err = c.api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{DryRun: dry})
+	case "ec2:DescribeSecurityGroups":
+		_, err = c.api.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{DryRun: dry, MaxResults: aws.Int32(5)})
+	case "ec2:DescribeInstanceTypes":
+		_, err = c.api.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{DryRun: dry})
+	case "ec2:CreateTags":
+		_, err = c.api.CreateTags(ctx, &ec2.CreateTagsInput{DryRun: dry, Resources: []string{dryRunENI},
+			Tags: []types.Tag{{Key: aws.String("eni-operator/permission-check"), Value: aws.String("")}}})
+	case "ec2:DeleteTags":
+		_, err = c.api.DeleteTags(ctx, &ec2.DeleteTagsInput{DryRun: dry, Resources: []string{dryRunENI},
+			Tags: []types.Tag{{Key: aws.String("eni-operator/permission-check")}}})
+	case "ec2:CreateNetworkInterface":
+		_, err = c.api.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{DryRun: dry, SubnetId: aws.String(dryRunSubnet)})
+	case "ec2:DeleteNetworkInterface":
+		_, err = c.api.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{DryRun: dry, NetworkInterfaceId: aws.String(dryRunENI)})
+	case "ec2:AttachNetworkInterface":
+		_, err = c.api.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{DryRun: dry,
+			NetworkInterfaceId: aws.String(dryRunENI), InstanceId: aws.String(dryRunInst), DeviceIndex: aws.Int32(1)})
+	case "ec2:DetachNetworkInterface":
+		_, err = c.api.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{DryRun: dry, AttachmentId: aws.String(dryRunAttach)})
+	case "ec2:ModifyNetworkInterfaceAttribute":
+		_, err = c.api.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{DryRun: dry,
+			NetworkInterfaceId: aws.String(dryRunENI), Description: &types.AttributeValue{Value: aws.String("")}})
+	default:
+		return fmt.Errorf("no permission check for %s", action)
+	}
+	return err
+}
+
+// CheckPermissions verifies with EC2 DryRun calls that the credentials
+// allow each IAM action (e.g. "ec2:CreateTags"). The error names every
+// missing action, so the fix is one IAM policy edit.
+func (c *Client) CheckPermissions(ctx context.Context, actions []string) error {
+	var missing, failed []string
+	for _, a := range actions {
+		err := c.dryRun(ctx, a)
+		switch {
+		case Code(err) == "DryRunOperation":
+		case IsUnauthorized(err):
+			missing = append(missing, a)
+		default:
+			failed = append(failed, fmt.Sprintf("%s: %v", a, err))
+		}
+	}
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("the AWS credentials lack IAM permission for %s; add them to the operator's IAM policy (see the README's IAM section)",
+			strings.Join(missing, ", ")))
+	}
+	if len(failed) > 0 {
+		errs = append(errs, fmt.Errorf("permission checks could not run: %s", strings.Join(failed, "; ")))
+	}
+	return errors.Join(errs...)
+}
