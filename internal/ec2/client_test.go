@@ -25,7 +25,7 @@ type world struct {
 	loaded emulator.LoadResult
 }
 
-func newWorld(t *testing.T, extra emulator.World) *world {
+func newWorld(t testing.TB, extra emulator.World) *world {
 	t.Helper()
 	emu := emulator.New(emulator.Options{DetachDelay: 50 * time.Millisecond})
 	srv := httptest.NewServer(emu)
@@ -46,7 +46,7 @@ func newWorld(t *testing.T, extra emulator.World) *world {
 	return w
 }
 
-func (w *world) client(t *testing.T, cfg Config) *Client {
+func (w *world) client(t testing.TB, cfg Config) *Client {
 	t.Helper()
 	if cfg.VPCID == "" {
 		cfg.VPCID = w.vpc
