@@ -534,6 +534,7 @@ func detachNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	}
 	n.attachment.status = "detaching"
 	n.attachment.detachDone = env.now.Add(env.detachDelay)
+	w.detaching[n.id] = n
 	return &returnResponse{Return: true}, nil
 }
 

@@ -265,6 +265,7 @@ func (w *world) terminate(i *instance, _ callEnv) {
 		n.attachment = nil
 	}
 	i.state = "shutting-down"
+	w.terminating[i.id] = i
 }
 
 func describeInstanceTypes(w *world, p params, _ callEnv) (response, *apiError) {

@@ -50,15 +50,17 @@ func (w *world) xSecurityGroup(g *securityGroup) xSecurityGroup {
 
 // newVPC validates and creates a VPC with its default security group.
 func (w *world) newVPC(id, cidr string, tags map[string]string) (*vpc, *apiError) {
-	pf, err := netip.ParsePrefix(cidr)
-	if err != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
+	pf, perr := netip.ParsePrefix(cidr)
+	if perr != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
 		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid. The CIDR block must be an IPv4 block between /16 and /28.", cidr)
 	}
 	if err := validateTags(nil, tags); err != nil {
 		return nil, err
 	}
-	if id == "" {
-		id = w.newID("vpc")
+	var err *apiError
+	id, err = w.pickID("vpc", id)
+	if err != nil {
+		return nil, err
 	}
 	v := &vpc{resource: w.newResource(id, tags), cidr: pf.Masked()}
 	w.vpcs[v.id] = v
@@ -199,8 +201,10 @@ func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]stri
 	if err := validateTags(nil, tags); err != nil {
 		return nil, err
 	}
-	if id == "" {
-		id = w.newID("subnet")
+	var err *apiError
+	id, err = w.pickID("subnet", id)
+	if err != nil {
+		return nil, err
 	}
 	s := &subnet{resource: w.newResource(id, tags), vpcID: vpcID, az: az, cidr: pf, ipv6: v6.Masked()}
 	w.subnets[s.id] = s
@@ -294,8 +298,10 @@ func (w *world) newSecurityGroup(id, name, vpcID, description string, tags map[s
 	if err := validateTags(nil, tags); err != nil {
 		return nil, err
 	}
-	if id == "" {
-		id = w.newID("sg")
+	var err *apiError
+	id, err = w.pickID("sg", id)
+	if err != nil {
+		return nil, err
 	}
 	g := &securityGroup{resource: w.newResource(id, tags), name: name, vpcID: vpcID, description: description}
 	w.groups[g.id] = g

@@ -108,6 +108,9 @@ func (e *Emulator) Load(wd World) (LoadResult, error) {
 			if err := checkID("i", spec.ID); err != nil {
 				return res, fmt.Errorf("instances[%d]: %w", i, err)
 			}
+			if w.idTaken(spec.ID) {
+				return res, fmt.Errorf("instances[%d]: ID %s is already taken", i, spec.ID)
+			}
 			delete(w.instances, inst.id)
 			w.enis[inst.primaryENI].attachment.instanceID = spec.ID
 			inst.id = spec.ID
@@ -138,6 +141,9 @@ func (e *Emulator) Load(wd World) (LoadResult, error) {
 				prefixes: spec.IPv4Prefixes, prefixCount: spec.IPv4PrefixCount, tags: spec.Tags}, env)
 			if err == nil && n.interfaceType == "" {
 				n.interfaceType = "interface"
+			}
+			if err == nil && spec.ID != "" && w.idTaken(spec.ID) {
+				err = apiErr("InvalidParameterValue", "ID %s is already taken", spec.ID)
 			}
 			if err == nil && spec.ID != "" {
 				if err = checkID("eni", spec.ID); err == nil {
