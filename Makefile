@@ -23,6 +23,15 @@ build: ## build every binary into bin/
 control-plane: ## build (once) and cache kube-apiserver, etcd and kubectl for tests
 	@hack/control-plane-binaries.sh >/dev/null
 
+.PHONY: generate
+generate: ## regenerate deepcopy code of api/ (controller-gen)
+	$(GO) tool controller-gen object paths=./api/...
+
+.PHONY: manifests
+manifests: ## regenerate the CRDs (config/crd/bases) and the RBAC role (config/rbac) from the code's markers
+	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(GO) tool controller-gen rbac:roleName=eni-operator paths=./... output:rbac:artifacts:config=config/rbac
+
 .PHONY: lint
 lint: ## go vet and gofmt check
 	$(GO) vet ./...

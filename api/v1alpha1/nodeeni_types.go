@@ -1,0 +1,289 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxDeviceIndex is the highest device index any EC2 instance type
+// accepts: the largest types take 64 network interfaces (indexes 0-63).
+// Whether a given node takes the index is checked against its own type
+// at reconcile time.
+const MaxDeviceIndex = 63
+
+// Condition types of a NodeENI.
+const (
+	// ConditionReady is True when every matching node has all its ENIs
+	// attached as the spec says.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while ENIs are being created, attached,
+	// detached or deleted.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when some node cannot get its ENI (instance
+	// full, device index taken, subnet or security group not found, ...);
+	// its message names the nodes and what to do.
+	ConditionDegraded = "Degraded"
+)
+
+// Attachment states reported in status.attachments[].status.
+const (
+	AttachmentCreated   = "created"   // the ENI exists, not attached yet
+	AttachmentAttached  = "attached"  // attached as the spec says
+	AttachmentDetaching = "detaching" // being removed: detach requested
+	AttachmentDeleting  = "deleting"  // detached, deletion pending
+	AttachmentFailed    = "failed"    // see message
+)
+
+// NodeENISpec says which nodes get an ENI, in which subnets, with which
+// security groups and at which device index. At least one subnet source
+// (subnetID, subnetIDs, subnetName, subnetNames) and one security-group
+// source (securityGroupIDs, securityGroupNames) are required; the sources
+// of each kind are combined.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.subnetID) && self.subnetID != '') || (has(self.subnetName) && self.subnetName != '') || (has(self.subnetIDs) && size(self.subnetIDs) > 0) || (has(self.subnetNames) && size(self.subnetNames) > 0)",message="a subnet is required: set subnetID, subnetIDs, subnetName or subnetNames"
+// +kubebuilder:validation:XValidation:rule="(has(self.securityGroupIDs) && size(self.securityGroupIDs) > 0) || (has(self.securityGroupNames) && size(self.securityGroupNames) > 0)",message="a security group is required: set securityGroupIDs or securityGroupNames"
+type NodeENISpec struct {
+	// NodeSelector selects the nodes that get the ENIs, by label. An empty
+	// selector selects every node.
+	NodeSelector map[string]string `json:"nodeSelector"`
+
+	// SubnetID is a subnet to create ENIs in.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^subnet-[0-9a-f]{8,17}$`
+	SubnetID string `json:"subnetID,omitempty"`
+
+	// SubnetIDs are subnets to create ENIs in. A node gets one ENI in each
+	// listed subnet of its availability zone.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^subnet-[0-9a-f]{8,17}$`
+	SubnetIDs []string `json:"subnetIDs,omitempty"`
+
+	// SubnetName is the Name tag of a subnet to create ENIs in, looked up
+	// in the cluster's VPC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	SubnetName string `json:"subnetName,omitempty"`
+
+	// SubnetNames are Name tags of subnets to create ENIs in, looked up in
+	// the cluster's VPC.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	SubnetNames []string `json:"subnetNames,omitempty"`
+
+	// SecurityGroupIDs are security groups of the ENIs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^sg-[0-9a-f]{8,17}$`
+	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty"`
+
+	// SecurityGroupNames are group names of security groups of the ENIs,
+	// looked up in the cluster's VPC.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	SecurityGroupNames []string `json:"securityGroupNames,omitempty"`
+
+	// DeviceIndex is the device index of the ENI on the instance (index 0
+	// is the primary ENI). With several subnets in one availability zone
+	// the ENIs take consecutive indexes from this one, in spec order.
+	// Changing it replaces the ENIs.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=63
+	DeviceIndex int32 `json:"deviceIndex,omitempty"`
+
+	// DeleteOnTermination makes EC2 delete the ENI with its instance.
+	// +optional
+	// +kubebuilder:default=true
+	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`
+
+	// Description of the ENIs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Description string `json:"description,omitempty"`
+
+	// MTU the node agent sets on the interface; the system default when
+	// unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=9001
+	MTU int32 `json:"mtu,omitempty"`
+
+	// EnableDPDK makes the node agent bind the interface to a DPDK driver.
+	// +optional
+	EnableDPDK bool `json:"enableDPDK,omitempty"`
+
+	// DPDKDriver is the kernel driver the interface is bound to
+	// (the agent's default is vfio-pci).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9_-]+$`
+	DPDKDriver string `json:"dpdkDriver,omitempty"`
+
+	// DPDKResourceName is the SR-IOV device plugin resource the bound
+	// interface is published as, e.g. intel.com/sriov_dpdk.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9.-]+/[a-zA-Z0-9_.-]+$`
+	DPDKResourceName string `json:"dpdkResourceName,omitempty"`
+
+	// DPDKPCIAddress selects the device to bind by PCI address
+	// (domain:bus:device.function, e.g. 0000:00:06.0) instead of by MAC.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`
+	DPDKPCIAddress string `json:"dpdkPCIAddress,omitempty"`
+
+	// Tags are AWS tags put on the ENIs besides the operator's own. Keys
+	// with the prefixes aws:, eks:, kubernetes.io/cluster/,
+	// node.k8s.amazonaws.com/, eni-operator.io/ and eni-tagger.io/ are
+	// reserved.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=40
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 127 && size(self[k]) <= 256)",message="tag keys must be 1-127 characters and values at most 256"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !['aws:', 'eks:', 'kubernetes.io/cluster/', 'node.k8s.amazonaws.com/', 'eni-operator.io/', 'eni-tagger.io/'].exists(p, k.lowerAscii().startsWith(p)))",message="tag keys starting with aws:, eks:, kubernetes.io/cluster/, node.k8s.amazonaws.com/, eni-operator.io/ or eni-tagger.io/ are reserved"
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// ENIAttachment is one ENI the operator manages for one node. The
+// controller owns these entries; the node agent reads them.
+type ENIAttachment struct {
+	// NodeID is the node's name.
+	NodeID string `json:"nodeID"`
+	// InstanceID is the node's EC2 instance.
+	InstanceID string `json:"instanceID"`
+	// ENIID is the ENI.
+	ENIID string `json:"eniID"`
+	// AttachmentID is the EC2 attachment, when attached.
+	// +optional
+	AttachmentID string `json:"attachmentID,omitempty"`
+	// SubnetID is the ENI's subnet.
+	SubnetID string `json:"subnetID"`
+	// SubnetCIDR is the subnet's IPv4 CIDR.
+	// +optional
+	SubnetCIDR string `json:"subnetCIDR,omitempty"`
+	// MACAddress finds the interface on the host.
+	// +optional
+	MACAddress string `json:"macAddress,omitempty"`
+	// PrivateIP is the ENI's primary private IPv4 address.
+	// +optional
+	PrivateIP string `json:"privateIP,omitempty"`
+	// DeviceIndex is where the ENI is (or will be) attached.
+	DeviceIndex int32 `json:"deviceIndex"`
+	// DeleteOnTermination as set on the attachment.
+	// +optional
+	DeleteOnTermination bool `json:"deleteOnTermination,omitempty"`
+	// MTU the agent is asked to set (from the spec).
+	// +optional
+	MTU int32 `json:"mtu,omitempty"`
+	// Status is created, attached, detaching, deleting or failed.
+	Status string `json:"status"`
+	// Message explains a failed or pending state.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastUpdated is when this entry last changed.
+	// +optional
+	LastUpdated metav1.Time `json:"lastUpdated,omitempty"`
+}
+
+// InterfaceStatus is what the node agent configured on a node for one
+// ENI. The agent owns these entries (server-side apply, one field manager
+// per node) and prunes its own; the controller never writes them.
+type InterfaceStatus struct {
+	// NodeID is the node's name.
+	NodeID string `json:"nodeID"`
+	// ENIID is the ENI the interface belongs to.
+	ENIID string `json:"eniID"`
+	// InterfaceName is the host's name for the interface.
+	// +optional
+	InterfaceName string `json:"interfaceName,omitempty"`
+	// MTU as configured.
+	// +optional
+	MTU int32 `json:"mtu,omitempty"`
+	// DPDKBound tells whether the interface is bound to a DPDK driver.
+	// +optional
+	DPDKBound bool `json:"dpdkBound,omitempty"`
+	// DPDKDriver is the driver it is bound to.
+	// +optional
+	DPDKDriver string `json:"dpdkDriver,omitempty"`
+	// DPDKPCIAddress is the bound device's PCI address.
+	// +optional
+	DPDKPCIAddress string `json:"dpdkPCIAddress,omitempty"`
+	// DPDKResourceName is the SR-IOV resource it is published as.
+	// +optional
+	DPDKResourceName string `json:"dpdkResourceName,omitempty"`
+	// State is the agent's summary (e.g. Configured, Failed).
+	// +optional
+	State string `json:"state,omitempty"`
+	// Message explains a failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastUpdated is when the agent last wrote this entry.
+	// +optional
+	LastUpdated metav1.Time `json:"lastUpdated,omitempty"`
+}
+
+// NodeENIStatus is the observed state of a NodeENI.
+type NodeENIStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// DesiredNodes counts the nodes the selector matches.
+	// +optional
+	DesiredNodes int32 `json:"desiredNodes"`
+	// ReadyNodes counts the matching nodes with all their ENIs attached.
+	// +optional
+	ReadyNodes int32 `json:"readyNodes"`
+	// Attachments lists the ENIs the operator manages for this NodeENI.
+	// +optional
+	// +listType=map
+	// +listMapKey=eniID
+	Attachments []ENIAttachment `json:"attachments,omitempty"`
+	// Interfaces is what node agents configured, one entry per node and
+	// ENI, written by the agents.
+	// +optional
+	// +listType=map
+	// +listMapKey=nodeID
+	// +listMapKey=eniID
+	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
+	// Conditions are Ready, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeENI gives every node matching its selector an ENI in each of its
+// subnets that lies in the node's availability zone.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=neni
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyNodes`,description="Matching nodes with all their ENIs attached"
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredNodes`,description="Nodes the selector matches"
+// +kubebuilder:printcolumn:name="Index",type=integer,JSONPath=`.spec.deviceIndex`,description="Device index of the ENIs",priority=1
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeENI struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NodeENISpec   `json:"spec"`
+	Status NodeENIStatus `json:"status,omitempty"`
+}
+
+// NodeENIList is a list of NodeENIs.
+//
+// +kubebuilder:object:root=true
+type NodeENIList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeENI `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NodeENI{}, &NodeENIList{})
+}

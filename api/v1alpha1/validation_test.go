@@ -1,0 +1,277 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+var gvr = schema.GroupVersionResource{Group: "networking.k8s.aws", Version: "v1alpha1", Resource: "nodeenis"}
+
+func dyn(t *testing.T) dynamic.ResourceInterface {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc.Resource(gvr)
+}
+
+// valid is a spec every case starts from.
+func valid() map[string]any {
+	return map[string]any{
+		"nodeSelector":     map[string]any{"ng": "multi-eni"},
+		"subnetID":         "subnet-0123456789abcdef0",
+		"securityGroupIDs": []any{"sg-0123456789abcdef0"},
+	}
+}
+
+func create(t *testing.T, name string, spec map[string]any) error {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.k8s.aws/v1alpha1", "kind": "NodeENI",
+		"metadata": map[string]any{"name": name}, "spec": spec,
+	}}
+	_, err := dyn(t).Create(context.Background(), u, metav1.CreateOptions{})
+	if err == nil {
+		_ = dyn(t).Delete(context.Background(), name, metav1.DeleteOptions{})
+	}
+	return err
+}
+
+// Every invalid spec is refused at admission with a message that says
+// what is wrong.
+func TestAdmissionRefusesInvalidSpecs(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(s map[string]any)
+		want   string // substring of the refusal
+	}{
+		{"no subnet source", func(s map[string]any) { delete(s, "subnetID") }, "a subnet is required"},
+		{"empty subnet lists", func(s map[string]any) {
+			delete(s, "subnetID")
+			s["subnetIDs"], s["subnetNames"] = []any{}, []any{}
+		}, "a subnet is required"},
+		{"no security group source", func(s map[string]any) { delete(s, "securityGroupIDs") }, "a security group is required"},
+		{"malformed subnetID", func(s map[string]any) { s["subnetID"] = "subnet-XYZ" }, "spec.subnetID"},
+		{"subnetID without prefix", func(s map[string]any) { s["subnetID"] = "0123456789abcdef0" }, "spec.subnetID"},
+		{"malformed subnetIDs item", func(s map[string]any) { s["subnetIDs"] = []any{"subnet-0123456789abcdef0", "sub-1"} }, "spec.subnetIDs[1]"},
+		{"malformed security group", func(s map[string]any) { s["securityGroupIDs"] = []any{"sg-12"} }, "spec.securityGroupIDs[0]"},
+		{"security group with a subnet ID", func(s map[string]any) { s["securityGroupIDs"] = []any{"subnet-0123456789abcdef0"} }, "spec.securityGroupIDs[0]"},
+		{"deviceIndex 0 (the primary ENI)", func(s map[string]any) { s["deviceIndex"] = 0 }, "spec.deviceIndex"},
+		{"deviceIndex negative", func(s map[string]any) { s["deviceIndex"] = -1 }, "spec.deviceIndex"},
+		{"deviceIndex above the largest ENI limit", func(s map[string]any) { s["deviceIndex"] = v1alpha1.MaxDeviceIndex + 1 }, "spec.deviceIndex"},
+		{"mtu below 576", func(s map[string]any) { s["mtu"] = 575 }, "spec.mtu"},
+		{"mtu above 9001", func(s map[string]any) { s["mtu"] = 9002 }, "spec.mtu"},
+		{"malformed dpdkPCIAddress", func(s map[string]any) { s["dpdkPCIAddress"] = "00:06.0" }, "spec.dpdkPCIAddress"},
+		{"dpdkPCIAddress with a bad function", func(s map[string]any) { s["dpdkPCIAddress"] = "0000:00:06.8" }, "spec.dpdkPCIAddress"},
+		{"reserved tag aws:", func(s map[string]any) { s["tags"] = map[string]any{"aws:cloudformation:stack": "x"} }, "reserved"},
+		{"reserved tag, other case", func(s map[string]any) { s["tags"] = map[string]any{"AWS:Foo": "x"} }, "reserved"},
+		{"reserved tag of the operator", func(s map[string]any) { s["tags"] = map[string]any{"eni-operator.io/node": "x"} }, "reserved"},
+		{"reserved tag of the cluster", func(s map[string]any) { s["tags"] = map[string]any{"kubernetes.io/cluster/prod": "owned"} }, "reserved"},
+		{"reserved tag no_manage", func(s map[string]any) { s["tags"] = map[string]any{"node.k8s.amazonaws.com/no_manage": "false"} }, "reserved"},
+		{"tag key too long", func(s map[string]any) { s["tags"] = map[string]any{strings.Repeat("k", 128): "x"} }, "tag keys must be"},
+		{"tag value too long", func(s map[string]any) { s["tags"] = map[string]any{"team": strings.Repeat("v", 257)} }, "tag keys must be"},
+		{"description too long", func(s map[string]any) { s["description"] = strings.Repeat("d", 256) }, "spec.description"},
+		{"no nodeSelector", func(s map[string]any) { delete(s, "nodeSelector") }, "spec.nodeSelector"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := valid()
+			c.mutate(s)
+			err := create(t, fmt.Sprintf("invalid-%d", i), s)
+			if err == nil {
+				t.Fatalf("accepted; want a refusal mentioning %q", c.want)
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("refusal %v; want Invalid mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+// The edges of every range are accepted, and so are specs that use only
+// names.
+func TestAdmissionAcceptsValidSpecs(t *testing.T) {
+	cases := map[string]func(s map[string]any){
+		"as is":                    func(map[string]any) {},
+		"deviceIndex 1":            func(s map[string]any) { s["deviceIndex"] = 1 },
+		"deviceIndex at the limit": func(s map[string]any) { s["deviceIndex"] = v1alpha1.MaxDeviceIndex },
+		"mtu 576":                  func(s map[string]any) { s["mtu"] = 576 },
+		"mtu 9001":                 func(s map[string]any) { s["mtu"] = 9001 },
+		"8-digit IDs":              func(s map[string]any) { s["subnetID"], s["securityGroupIDs"] = "subnet-12345678", []any{"sg-12345678"} },
+		"names only": func(s map[string]any) {
+			delete(s, "subnetID")
+			delete(s, "securityGroupIDs")
+			s["subnetNames"], s["securityGroupNames"] = []any{"multus-a", "multus-b"}, []any{"multus"}
+		},
+		"DPDK": func(s map[string]any) {
+			s["enableDPDK"], s["dpdkDriver"], s["dpdkResourceName"], s["dpdkPCIAddress"] = true, "vfio-pci", "intel.com/sriov_dpdk", "0000:00:06.0"
+		},
+		"user tags": func(s map[string]any) { s["tags"] = map[string]any{"Team": "net", "Name": "multus", "cost-center": "42"} },
+	}
+	i := 0
+	for name, mutate := range cases {
+		i++
+		t.Run(name, func(t *testing.T) {
+			s := valid()
+			mutate(s)
+			if err := create(t, fmt.Sprintf("valid-%d", i), s); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func typedClient(t *testing.T) client.Client {
+	t.Helper()
+	sch := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(rest.CopyConfig(env.Config), client.Options{Scheme: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// deleteOnTermination defaults to true, and an explicit false stays false
+// whether it is written by kubectl (YAML) or by the Go types.
+func TestDefaults(t *testing.T) {
+	ctx := context.Background()
+	c := typedClient(t)
+	no, yes := false, true
+	for name, dot := range map[string]*bool{"dot-unset": nil, "dot-false": &no, "dot-true": &yes} {
+		n := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeENISpec{
+			NodeSelector: map[string]string{}, SubnetID: "subnet-12345678", SecurityGroupIDs: []string{"sg-12345678"},
+			DeleteOnTermination: dot,
+		}}
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		got := &v1alpha1.NodeENI{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(n), got); err != nil {
+			t.Fatal(err)
+		}
+		want := dot == nil || *dot
+		if got.Spec.DeleteOnTermination == nil || *got.Spec.DeleteOnTermination != want {
+			t.Errorf("%s: deleteOnTermination = %v, want %v", name, got.Spec.DeleteOnTermination, want)
+		}
+		if got.Spec.DeviceIndex != 1 {
+			t.Errorf("%s: deviceIndex = %d, want the default 1", name, got.Spec.DeviceIndex)
+		}
+	}
+	s := valid()
+	s["deleteOnTermination"] = false
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "networking.k8s.aws/v1alpha1", "kind": "NodeENI",
+		"metadata": map[string]any{"name": "dot-false-yaml"}, "spec": s}}
+	got, err := dyn(t).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, found, _ := unstructured.NestedBool(got.Object, "spec", "deleteOnTermination"); !found || v {
+		t.Fatalf("explicit false stored as %v (found %v)", v, found)
+	}
+}
+
+// The samples of config/samples (the original project's shapes among
+// them) are accepted as they are.
+func TestSamplesApply(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("samples: %v %v; want at least 4", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range strings.Split(string(b), "\n---\n") {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			js, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil {
+				t.Fatalf("%s[%d]: %v", f, i, err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := json.Unmarshal(js, &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			u.SetName(fmt.Sprintf("sample-%s-%d", strings.TrimSuffix(filepath.Base(f), ".yaml"), i))
+			if _, err := dyn(t).Create(context.Background(), u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				t.Errorf("%s[%d]: %v", filepath.Base(f), i, err)
+			}
+		}
+	}
+}
+
+// The printer columns show ready and desired nodes and the age.
+func TestPrinterColumns(t *testing.T) {
+	c := typedClient(t)
+	ctx := context.Background()
+	n := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "columns"}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{}, SubnetID: "subnet-12345678", SecurityGroupIDs: []string{"sg-12345678"}}}
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.DesiredNodes, n.Status.ReadyNodes = 3, 2
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/nodeenis/columns", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var table metav1.Table
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, col := range table.ColumnDefinitions {
+		names = append(names, col.Name)
+	}
+	if got := strings.Join(names, ","); got != "Name,Ready,Desired,Index,Status,Age" {
+		t.Fatalf("columns %s", got)
+	}
+	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[:3]) != "[columns 2 3]" {
+		t.Fatalf("rows %v; want name, ready 2, desired 3", table.Rows)
+	}
+}
