@@ -74,13 +74,39 @@ func (c *Client) CheckPermissions(ctx context.Context, actions []string) error {
 			failed = append(failed, fmt.Sprintf("%s: %v", a, err))
 		}
 	}
-	var errs []error
-	if len(missing) > 0 {
-		errs = append(errs, fmt.Errorf("the AWS credentials lack IAM permission for %s; add them to the operator's IAM policy (see the README's IAM section)",
-			strings.Join(missing, ", ")))
+	if len(missing) == 0 && len(failed) == 0 {
+		return nil
 	}
-	if len(failed) > 0 {
-		errs = append(errs, fmt.Errorf("permission checks could not run: %s", strings.Join(failed, "; ")))
+	return &PermissionError{Missing: missing, Failed: failed}
+}
+
+// PermissionError is CheckPermissions' answer when an action is not
+// allowed or could not be checked.
+type PermissionError struct {
+	// Missing are the IAM actions the credentials lack.
+	Missing []string
+	// Failed are checks that could not run, with their errors.
+	Failed []string
+}
+
+func (e *PermissionError) Error() string {
+	var parts []string
+	if len(e.Missing) > 0 {
+		parts = append(parts, fmt.Sprintf("the AWS credentials lack IAM permission for %s; add them to the operator's IAM policy (see the README's IAM section)",
+			strings.Join(e.Missing, ", ")))
 	}
-	return errors.Join(errs...)
+	if len(e.Failed) > 0 {
+		parts = append(parts, fmt.Sprintf("permission checks could not run: %s", strings.Join(e.Failed, "; ")))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// MissingActions returns the IAM actions a CheckPermissions error names as
+// missing, or nil.
+func MissingActions(err error) []string {
+	var pe *PermissionError
+	if errors.As(err, &pe) {
+		return pe.Missing
+	}
+	return nil
 }

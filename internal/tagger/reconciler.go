@@ -1,0 +1,537 @@
+package tagger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// nodeNameIndex indexes pods by node, to find a shared ENI's other pods.
+const nodeNameIndex = "spec.nodeName"
+
+// Reconciler keeps one pod's ENI tags in line with its annotation.
+type Reconciler struct {
+	client   client.Client
+	ec2      *ec2.Client
+	view     *eniView
+	ledger   *Ledger
+	recorder recorder.EventRecorder
+	metrics  *metrics
+	opts     Options
+	policy   Policy
+	subnets  map[string]bool
+	enqueue  chan event.TypedGenericEvent[*corev1.Pod]
+
+	limitMu  sync.Mutex
+	limiters map[string]*rate.Limiter
+}
+
+// outcome is what a reconcile reports on the pod.
+type outcome struct {
+	status  corev1.ConditionStatus
+	reason  string
+	message string
+	warning bool // emit a Warning event
+	event   bool // emit an event (Normal unless warning)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+	start := time.Now()
+	defer func() {
+		r.metrics.duration.Observe(time.Since(start).Seconds())
+		switch {
+		case err != nil:
+			r.metrics.reconciles.WithLabelValues("error").Inc()
+		case res.RequeueAfter > 0:
+			r.metrics.reconciles.WithLabelValues("requeue").Inc()
+		default:
+			r.metrics.reconciles.WithLabelValues("success").Inc()
+		}
+	}()
+	if err := r.ledger.WaitLoaded(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	key := req.String()
+	var pod corev1.Pod
+	if err := r.client.Get(ctx, req.NamespacedName, &pod); apierrors.IsNotFound(err) {
+		return reconcile.Result{}, r.forget(ctx, key)
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	rec, hasRec := r.ledger.Get(key)
+	if hasRec && rec.UID != string(pod.UID) {
+		// A new pod with an old pod's name: the old one's tags go first.
+		if err := r.forget(ctx, key); err != nil {
+			return reconcile.Result{}, err
+		}
+		hasRec = false
+	}
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return reconcile.Result{}, r.finish(ctx, &pod, key)
+	}
+	if pod.Spec.HostNetwork {
+		return reconcile.Result{}, nil // the node's own ENI: never ours to tag
+	}
+
+	raw, annotated := pod.Annotations[r.opts.AnnotationKey]
+	applied, appliedHash := recordedTags(&pod, rec, hasRec)
+	if !annotated && len(applied) == 0 {
+		return reconcile.Result{}, r.dropFinalizer(ctx, &pod)
+	}
+	asked, err := ParseAnnotation(raw)
+	if err == nil {
+		asked, err = r.policy.Desired(pod.Namespace, asked)
+	}
+	if err != nil {
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
+			message: fmt.Sprintf("annotation %s is invalid: %s", r.opts.AnnotationKey, oneLine(err)), warning: true, event: true})
+	}
+	ip := podIP(&pod)
+	if ip == "" {
+		return reconcile.Result{}, nil // the IP's arrival is an update that brings the pod back
+	}
+	eni, err := r.resolve(ctx, key, ip, rec, hasRec)
+	if ec2.IsNotFound(err) {
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
+			message: fmt.Sprintf("no ENI in the VPC holds the pod IP %s yet; retrying in 30s", ip)})
+	}
+	if err != nil {
+		return reconcile.Result{}, r.awsFailure(ctx, &pod, "looking up the pod's ENI", err)
+	}
+	if len(r.subnets) > 0 && !r.subnets[eni.SubnetID] {
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonSubnetNotWanted,
+			message: fmt.Sprintf("ENI %s is in subnet %s, which is not in --subnet-ids; not tagged", eni.ID, eni.SubnetID), event: true, warning: true})
+	}
+
+	desired, own, conflicts := asked, asked, map[string]string(nil)
+	shared := !dedicated(eni, ip)
+	if shared {
+		if !r.opts.AllowSharedENITagging {
+			return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonSharedENI,
+				message: fmt.Sprintf("pod IP %s is a secondary address or prefix of ENI %s, which other pods share; tags would apply to all of them. Use branch ENIs (security groups for pods) or run with --allow-shared-eni-tagging", ip, eni.ID),
+				event: true, warning: true})
+		}
+		desired, conflicts, err = r.sharedDesired(ctx, &pod, eni, asked)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		own = maps.Clone(asked)
+		for k := range conflicts {
+			delete(own, k)
+		}
+	}
+
+	plan := PlanTags(PlanInput{Desired: desired, Applied: applied, AppliedHash: appliedHash, ENITags: eni.Tags,
+		IgnoreOwnership: r.opts.AllowSharedENITagging})
+	switch {
+	case plan.Conflict != "":
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
+			message: fmt.Sprintf("not tagging ENI %s: %s. Use --allow-shared-eni-tagging if several owners are intended", eni.ID, plan.Conflict), event: true, warning: true})
+	case plan.TooMany != nil:
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
+			message: fmt.Sprintf("not tagging ENI %s: %v", eni.ID, plan.TooMany), event: true, warning: true})
+	}
+	if r.opts.DryRun {
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonDryRun,
+			message: fmt.Sprintf("dry run: would set %s and remove %s on ENI %s", describe(plan.Create), describe(plan.Delete), eni.ID), event: !plan.Empty()})
+	}
+	if !plan.Empty() {
+		if wait := r.rateLimited(key); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		if err := r.write(ctx, eni, plan); err != nil {
+			return reconcile.Result{}, r.awsFailure(ctx, &pod, "writing tags to ENI "+eni.ID, err)
+		}
+	}
+
+	if !shared {
+		own = plan.Applied
+	}
+	if len(own) == 0 {
+		r.ledger.Delete(key)
+	} else {
+		r.ledger.Put(Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: own, Hash: plan.Hash})
+	}
+	if err := r.recordOnPod(ctx, &pod, own, plan.Hash); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(conflicts) > 0 {
+		keys := slices.Sorted(maps.Keys(conflicts))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%q (%s)", k, conflicts[k])
+		}
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
+			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", eni.ID, strings.Join(parts, "; ")), event: true, warning: true})
+	}
+	if len(desired) == 0 {
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
+			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", eni.ID), event: !plan.Empty()})
+	}
+	return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
+		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(own), eni.ID, Hash(asked)), event: !plan.Empty()})
+}
+
+// recordedTags returns what was applied for the pod: from the ledger, or
+// from the pod's own annotations (pods tagged by k8s-eni-tagger).
+func recordedTags(pod *corev1.Pod, rec Record, hasRec bool) (map[string]string, string) {
+	if hasRec {
+		return rec.Tags, rec.Hash
+	}
+	var applied map[string]string
+	if raw := pod.Annotations[LastAppliedTagsAnnotation]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &applied) // unreadable: treat as nothing applied
+	}
+	return applied, pod.Annotations[LastAppliedHashAnnotation]
+}
+
+// podIP prefers the IPv4 address; IPv6-only pods use their IPv6 one.
+func podIP(pod *corev1.Pod) string {
+	if pod.Status.PodIP != "" && !strings.Contains(pod.Status.PodIP, ":") {
+		return pod.Status.PodIP
+	}
+	for _, ip := range pod.Status.PodIPs {
+		if !strings.Contains(ip.IP, ":") {
+			return ip.IP
+		}
+	}
+	if pod.Status.PodIP != "" {
+		return pod.Status.PodIP
+	}
+	return ""
+}
+
+// resolve finds the pod's ENI: from what is already known (the ledger's
+// ENI ID, the inventory, earlier lookups) and else with a batched lookup.
+func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, hasRec bool) (ec2.ENI, error) {
+	if r.opts.EnableENICache {
+		if hasRec {
+			if e, ok := r.view.byID(rec.ENI); ok && holds(e, ip) {
+				r.metrics.cache.WithLabelValues("hit").Inc()
+				return e, nil
+			}
+		}
+		if e, ok := r.view.byIP(ip); ok {
+			r.metrics.cache.WithLabelValues("hit").Inc()
+			return e, nil
+		}
+	}
+	r.metrics.cache.WithLabelValues("miss").Inc()
+	at := time.Now()
+	e, err := r.ec2.LookupByIP(ctx, ip)
+	if err != nil && ec2.IsNotFound(err) && r.view.inv != nil {
+		// Addresses inside delegated prefixes are only found by the
+		// inventory; a refresh now is one paginated read for everyone.
+		if snap, rerr := r.view.inv.Refresh(ctx); rerr == nil {
+			if pe, ok := snap.ByIP(ip); ok {
+				return pe, nil
+			}
+		}
+	}
+	if err != nil {
+		return ec2.ENI{}, err
+	}
+	r.view.observe(e, at)
+	return e, nil
+}
+
+// sharedDesired merges the tags of every pod on the same shared ENI.
+func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2.ENI, asked map[string]string) (map[string]string, map[string]string, error) {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.MatchingFields{nodeNameIndex: pod.Spec.NodeName}); err != nil {
+		return nil, nil, err
+	}
+	self := client.ObjectKeyFromObject(pod).String()
+	wants := map[string]map[string]string{self: asked}
+	var peers []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		k := client.ObjectKeyFromObject(p).String()
+		raw, ok := p.Annotations[r.opts.AnnotationKey]
+		if k == self || !ok || p.DeletionTimestamp != nil || p.Spec.HostNetwork {
+			continue
+		}
+		ip := podIP(p)
+		if ip == "" || !holds(eni, ip) {
+			continue
+		}
+		tags, err := ParseAnnotation(raw)
+		if err == nil {
+			tags, err = r.policy.Desired(p.Namespace, tags)
+		}
+		if err != nil {
+			continue // that pod reports its own problem
+		}
+		wants[k] = tags
+		peers = append(peers, k)
+	}
+	merged, conflicts := MergeShared(wants)
+	if len(conflicts) > 0 {
+		for _, k := range peers {
+			r.requeue(k) // so the other side of a conflict learns of it too
+		}
+	}
+	// Keys other pods asked for that conflict with nobody are written;
+	// keys in conflict stay as they are.
+	return merged, conflicts, nil
+}
+
+func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
+	var errs []error
+	if len(plan.Create) > 0 {
+		r.metrics.writes.WithLabelValues("create").Inc()
+		if err := r.ec2.CreateTags(ctx, eni.ID, plan.Create); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(plan.Delete) > 0 && len(errs) == 0 {
+		r.metrics.writes.WithLabelValues("delete").Inc()
+		if err := r.ec2.DeleteTags(ctx, eni.ID, plan.Delete); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	r.view.wrote(eni, plan.Create, plan.Delete)
+	return nil
+}
+
+// forget removes the tags recorded for a pod that no longer exists (or
+// whose name a new pod took) and drops its record. Tags other pods on a
+// shared ENI still want stay.
+func (r *Reconciler) forget(ctx context.Context, key string) error {
+	r.dropLimiter(key)
+	rec, ok := r.ledger.Get(key)
+	if !ok {
+		return nil
+	}
+	remove := maps.Clone(rec.Tags)
+	others := false
+	for _, o := range r.ledger.All() {
+		if o.ENI == rec.ENI && o.Pod != key {
+			others = true
+			for k, v := range o.Tags {
+				if remove[k] == v {
+					delete(remove, k)
+				}
+			}
+		}
+	}
+	if rec.Hash != "" && !others {
+		remove[HashTag] = rec.Hash
+	}
+	if len(remove) > 0 && !r.opts.DryRun {
+		r.metrics.writes.WithLabelValues("cleanup").Inc()
+		// Value-matched: a key someone else has rewritten since stays.
+		if err := r.ec2.DeleteTags(ctx, rec.ENI, remove); err != nil && !ec2.IsNotFound(err) {
+			return fmt.Errorf("removing the tags of deleted pod %s from ENI %s: %w", key, rec.ENI, err)
+		}
+		if e, ok := r.view.byID(rec.ENI); ok {
+			r.view.wrote(e, nil, remove)
+		}
+	}
+	if !r.opts.DryRun {
+		r.ledger.Delete(key)
+	}
+	log.FromContext(ctx).Info("removed the tags of a pod that is gone", "eni", rec.ENI, "tags", len(remove))
+	return nil
+}
+
+// finish handles a pod that is terminating or done: its tags go, then
+// its finalizer.
+func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) error {
+	if err := r.forget(ctx, key); err != nil {
+		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", oneLine(err))
+		return err
+	}
+	return r.dropFinalizer(ctx, pod)
+}
+
+func (r *Reconciler) dropFinalizer(ctx context.Context, pod *corev1.Pod) error {
+	if !controllerutil.ContainsFinalizer(pod, Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(pod, Finalizer)
+	return client.IgnoreNotFound(r.client.Patch(ctx, pod, patch))
+}
+
+// recordOnPod writes the last-applied annotations (k8s-eni-tagger's
+// bookkeeping, kept so users can see and tools can read it) and, in
+// finalizer mode, the finalizer — one metadata patch, only when needed.
+func (r *Reconciler) recordOnPod(ctx context.Context, pod *corev1.Pod, applied map[string]string, hash string) error {
+	orig := pod.DeepCopy()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	if len(applied) == 0 {
+		delete(pod.Annotations, LastAppliedTagsAnnotation)
+		delete(pod.Annotations, LastAppliedHashAnnotation)
+		controllerutil.RemoveFinalizer(pod, Finalizer)
+	} else {
+		raw, _ := json.Marshal(applied)
+		pod.Annotations[LastAppliedTagsAnnotation] = string(raw)
+		pod.Annotations[LastAppliedHashAnnotation] = hash
+		if r.opts.PodFinalizer {
+			controllerutil.AddFinalizer(pod, Finalizer)
+		}
+	}
+	if maps.Equal(orig.Annotations, pod.Annotations) && slices.Equal(orig.Finalizers, pod.Finalizers) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.client.Patch(ctx, pod, client.MergeFrom(orig)))
+}
+
+// report sets the pod condition (only when it changes) and emits an event.
+func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) error {
+	r.metrics.outcomes.WithLabelValues(o.reason).Inc()
+	if o.event || o.warning {
+		kind := corev1.EventTypeNormal
+		if o.warning {
+			kind = corev1.EventTypeWarning
+			log.FromContext(ctx).Info(o.message, "reason", o.reason)
+		}
+		r.recorder.Eventf(pod, nil, kind, o.reason, "Tag", "%s", o.message)
+	}
+	cond := corev1.PodCondition{Type: ConditionType, Status: o.status, Reason: o.reason, Message: o.message,
+		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now()}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType && c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message && c.ObservedGeneration == cond.ObservedGeneration {
+			return nil
+		}
+	}
+	orig := pod.DeepCopy()
+	i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == ConditionType })
+	if i < 0 {
+		pod.Status.Conditions = append(pod.Status.Conditions, cond)
+	} else {
+		if pod.Status.Conditions[i].Status == cond.Status {
+			cond.LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
+		}
+		pod.Status.Conditions[i] = cond
+	}
+	return client.IgnoreNotFound(r.client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)))
+}
+
+func (r *Reconciler) awsFailure(ctx context.Context, pod *corev1.Pod, what string, err error) error {
+	reason, hint := ReasonAWSError, "retrying with backoff"
+	if ec2.IsUnauthorized(err) {
+		hint = "the operator's IAM policy lacks a permission (see the README's IAM section); retrying with backoff"
+	}
+	_ = r.report(ctx, pod, outcome{status: corev1.ConditionFalse, reason: reason,
+		message: fmt.Sprintf("%s failed (%s): %s; %s", what, ec2.Code(err), oneLine(err), hint), event: true, warning: true})
+	return err
+}
+
+// rateLimited applies --pod-rate-limit-qps to AWS writes and returns how
+// long to wait, 0 when the write may go ahead.
+func (r *Reconciler) rateLimited(key string) time.Duration {
+	if r.opts.PodRateLimitQPS <= 0 {
+		return 0
+	}
+	r.limitMu.Lock()
+	l, ok := r.limiters[key]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(r.opts.PodRateLimitQPS), r.opts.PodRateLimitBurst)
+		r.limiters[key] = l
+	}
+	r.limitMu.Unlock()
+	res := l.Reserve()
+	if d := res.Delay(); d > 0 {
+		res.Cancel()
+		return d
+	}
+	return 0
+}
+
+func (r *Reconciler) dropLimiter(key string) {
+	r.limitMu.Lock()
+	delete(r.limiters, key)
+	r.limitMu.Unlock()
+}
+
+// requeue asks for a reconcile of a pod by key, without blocking.
+func (r *Reconciler) requeue(key string) {
+	ns, name, _ := strings.Cut(key, "/")
+	p := &corev1.Pod{}
+	p.Namespace, p.Name = ns, name
+	select {
+	case r.enqueue <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
+	default: // full: the next inventory refresh finds it again
+	}
+}
+
+// onRefresh runs after every inventory refresh: it drops superseded
+// observations, requeues pods whose ENI drifted from what was applied,
+// and requeues records of pods that are gone (deleted while the operator
+// was down), all without any AWS call.
+func (r *Reconciler) onRefresh(ctx context.Context, snap *ec2.Snapshot) {
+	r.view.prune(snap)
+	for _, rec := range r.ledger.All() {
+		e, ok := snap.ByID(rec.ENI)
+		if !ok {
+			continue
+		}
+		drifted := rec.Hash != "" && e.Tags[HashTag] != rec.Hash && !r.opts.AllowSharedENITagging
+		for k, v := range rec.Tags {
+			if e.Tags[k] != v {
+				drifted = true
+			}
+		}
+		if drifted {
+			r.metrics.drift.Inc()
+			r.requeue(rec.Pod)
+		}
+	}
+	r.sweep(ctx)
+}
+
+// sweep requeues ledger records whose pod no longer exists.
+func (r *Reconciler) sweep(ctx context.Context) {
+	for _, rec := range r.ledger.All() {
+		ns, name, _ := strings.Cut(rec.Pod, "/")
+		var pod corev1.Pod
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod)
+		if apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != rec.UID) {
+			r.requeue(rec.Pod)
+		}
+	}
+}
+
+func describe(tags map[string]string) string {
+	if len(tags) == 0 {
+		return "nothing"
+	}
+	keys := slices.Collect(maps.Keys(tags))
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%q", k, tags[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }

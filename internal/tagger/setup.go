@@ -1,0 +1,221 @@
+package tagger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// RequiredIAMActions are the EC2 permissions the tagger needs.
+var RequiredIAMActions = []string{"ec2:DescribeNetworkInterfaces", "ec2:CreateTags", "ec2:DeleteTags"}
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Setup adds the pod tagger to mgr: the controller, the ledger, the ENI
+// inventory and the startup permission check. It returns the reconciler
+// for tests and one-shot commands.
+func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	ledger := NewLedger(direct, LedgerOptions{Namespace: o.Namespace, Name: o.LedgerName, Shards: o.CacheShards,
+		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap})
+	r := &Reconciler{
+		client: mgr.GetClient(), ec2: ec2c, ledger: ledger, opts: o, policy: o.policy(),
+		recorder: mgr.GetEventRecorder("eni-operator-tagger"),
+		subnets:  map[string]bool{}, limiters: map[string]*rate.Limiter{},
+		enqueue: make(chan event.TypedGenericEvent[*corev1.Pod], 4096),
+	}
+	for _, s := range o.SubnetIDs {
+		r.subnets[s] = true
+	}
+	r.metrics = newMetrics(o.Registerer, ledger)
+	ledger.o.OnFlush = func(shard, records, bytes, overflow int) {
+		r.metrics.ledgerOps.WithLabelValues("written").Inc()
+		r.metrics.ledgerOps.WithLabelValues("overflow").Add(float64(overflow))
+		r.metrics.shardBytes.WithLabelValues(fmt.Sprint(shard)).Set(float64(bytes))
+	}
+	if err := mgr.Add(ledger); err != nil {
+		return nil, err
+	}
+
+	var inv *ec2.Inventory
+	if o.InventoryInterval > 0 {
+		var filters []ec2.Filter
+		if len(o.SubnetIDs) > 0 {
+			filters = append(filters, ec2.Filter{Name: "subnet-id", Values: o.SubnetIDs})
+		}
+		inv = ec2c.NewInventory(ec2.InventoryOptions{Filters: filters, Interval: o.InventoryInterval,
+			OnRefresh: func(s *ec2.Snapshot) {
+				ctx := context.Background()
+				if ledger.WaitLoaded(ctx) == nil {
+					r.onRefresh(ctx, s)
+				}
+			}})
+		if err := mgr.Add(inv); err != nil {
+			return nil, err
+		}
+	} else {
+		// Without an inventory, look for pods deleted while the operator
+		// was down once at start.
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			if ledger.WaitLoaded(ctx) == nil && mgr.GetCache().WaitForCacheSync(ctx) {
+				r.sweep(ctx)
+			}
+			return nil
+		})); err != nil {
+			return nil, err
+		}
+	}
+	r.view = newENIView(inv)
+
+	if err := mgr.Add(&permissionCheck{ec2: ec2c, metrics: r.metrics, ok: &atomic.Bool{}}); err != nil {
+		return nil, err
+	}
+	if o.AllowSharedENITagging {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameIndex, func(obj client.Object) []string {
+			return []string{obj.(*corev1.Pod).Spec.NodeName}
+		}); err != nil {
+			return nil, err
+		}
+	}
+
+	return r, builder.ControllerManagedBy(mgr).
+		Named(o.ControllerName).
+		For(&corev1.Pod{}, builder.WithPredicates(r.predicate())).
+		WatchesRawSource(source.Channel(r.enqueue, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation}).
+		Complete(r)
+}
+
+// Ledger returns the reconciler's ledger (tests and one-shot commands).
+func (r *Reconciler) Ledger() *Ledger { return r.ledger }
+
+// predicate lets through only pods the tagger has business with, and
+// only changes it reacts to, so unannotated pods cost no reconcile and
+// the operator's own writes do not bring a pod back.
+func (r *Reconciler) predicate() predicate.Funcs {
+	relevant := func(obj client.Object) bool {
+		if r.opts.WatchNamespace != "" && obj.GetNamespace() != r.opts.WatchNamespace {
+			return false
+		}
+		a := obj.GetAnnotations()
+		_, annotated := a[r.opts.AnnotationKey]
+		_, applied := a[LastAppliedTagsAnnotation]
+		if annotated || applied || controllerutil.ContainsFinalizer(obj, Finalizer) {
+			return true
+		}
+		_, recorded := r.ledger.Get(client.ObjectKeyFromObject(obj).String())
+		return recorded
+	}
+	fingerprint := func(p *corev1.Pod) string {
+		ips := make([]string, 0, len(p.Status.PodIPs))
+		for _, ip := range p.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+		return fmt.Sprint(p.Annotations[r.opts.AnnotationKey], "|", p.Status.PodIP, ips, "|", p.Status.Phase, "|",
+			p.DeletionTimestamp != nil, "|", p.UID, "|", controllerutil.ContainsFinalizer(p, Finalizer), "|", p.Spec.NodeName)
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return relevant(e.Object) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return relevant(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if !relevant(e.ObjectOld) && !relevant(e.ObjectNew) {
+				return false
+			}
+			oldPod, ok1 := e.ObjectOld.(*corev1.Pod)
+			newPod, ok2 := e.ObjectNew.(*corev1.Pod)
+			if !ok1 || !ok2 {
+				return true
+			}
+			_, hadAnno := oldPod.Annotations[r.opts.AnnotationKey]
+			_, hasAnno := newPod.Annotations[r.opts.AnnotationKey]
+			return hadAnno != hasAnno || fingerprint(oldPod) != fingerprint(newPod)
+		},
+		GenericFunc: func(e event.GenericEvent) bool { return true },
+	}
+}
+
+// permissionCheck verifies the IAM permissions with DryRun calls at
+// start and, while any is missing, every five minutes. It reports by
+// IAM action name and never stops the manager: a crash loop would fix
+// nothing and hide the message.
+type permissionCheck struct {
+	ec2     *ec2.Client
+	metrics *metrics
+	ok      *atomic.Bool
+}
+
+func (p *permissionCheck) Start(ctx context.Context) error {
+	for {
+		err := p.ec2.CheckPermissions(ctx, RequiredIAMActions)
+		missing := ec2.MissingActions(err)
+		for _, a := range RequiredIAMActions {
+			v := 0.0
+			if slices.Contains(missing, a) {
+				v = 1
+			}
+			p.metrics.permission.WithLabelValues(a).Set(v)
+		}
+		if err == nil {
+			p.ok.Store(true)
+			log.FromContext(ctx).Info("EC2 permissions for the tagger verified", "actions", RequiredIAMActions)
+			return nil
+		}
+		log.FromContext(ctx).Error(err, "EC2 permission check failed; the tagger keeps running and will check again in 5m")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Minute):
+		}
+	}
+}
+
+// RemoveFinalizers takes the tagger's finalizer off every pod — the
+// uninstall path of --pod-finalizer mode, so no pod is left stuck in
+// Terminating once the operator is gone. It returns how many pods it
+// changed.
+func RemoveFinalizers(ctx context.Context, c client.Client) (int, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !controllerutil.ContainsFinalizer(p, Finalizer) {
+			continue
+		}
+		patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(p, Finalizer)
+		if err := c.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return n, fmt.Errorf("removing the finalizer of pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		n++
+	}
+	return n, nil
+}
