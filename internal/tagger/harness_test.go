@@ -140,7 +140,9 @@ func (h *harness) startManager(o tagger.Options) {
 	}()
 	// The startup permission check makes DryRun calls; tests count from
 	// after it.
-	h.eventually("the permission check", func() bool { return h.series("eni_operator_tagger_permission_missing") == len(tagger.RequiredIAMActions) }, nil)
+	h.eventually("the permission check", func() bool {
+		return h.series("eni_operator_tagger_permission_missing") == len(tagger.RequiredIAMActions)
+	}, nil)
 	h.emu.ResetCounts()
 }
 

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
@@ -131,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if !r.opts.AllowSharedENITagging {
 			return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonSharedENI,
 				message: fmt.Sprintf("pod IP %s is a secondary address or prefix of ENI %s, which other pods share; tags would apply to all of them. Use branch ENIs (security groups for pods) or run with --allow-shared-eni-tagging", ip, eni.ID),
-				event: true, warning: true})
+				event:   true, warning: true})
 		}
 		desired, conflicts, err = r.sharedDesired(ctx, &pod, eni, asked)
 		if err != nil {
