@@ -1,0 +1,137 @@
+package nodeeni
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// collector deletes leaked ENIs: operator-owned (the cluster's tag),
+// available, and belonging to no existing NodeENI, e.g. after a NodeENI's
+// finalizer was removed by hand or an operator crashed between a create
+// and a cleanup. ENIs of an existing NodeENI are its reconciler's
+// business; ENIs without the cluster's tag are never even listed.
+//
+// An ENI is deleted only once two consecutive inventory refreshes have
+// shown it orphaned and available, and it is older than the grace
+// period: a single glimpse can be a moment in a create-then-attach.
+type collector struct {
+	client  client.Reader
+	ec2     *ec2.Client
+	view    *view
+	grace   time.Duration
+	metrics *metrics
+	// refreshes receives a signal after each inventory refresh.
+	refreshes chan struct{}
+
+	log logr.Logger
+
+	// seen is touched only by Start's goroutine.
+	seen map[string]*sighting
+}
+
+// sighting is what the collector remembers of an orphan candidate.
+type sighting struct {
+	first time.Time
+	times int
+	last  time.Time // the snapshot it was last seen in
+}
+
+func newCollector(c client.Reader, ec2c *ec2.Client, v *view, grace time.Duration, m *metrics) *collector {
+	return &collector{client: c, ec2: ec2c, view: v, grace: grace, metrics: m,
+		refreshes: make(chan struct{}, 1), seen: map[string]*sighting{}}
+}
+
+// notify tells the collector a refresh happened; it never blocks the
+// inventory.
+func (c *collector) notify() {
+	select {
+	case c.refreshes <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs until ctx ends (manager.Runnable; leader only).
+func (c *collector) Start(ctx context.Context) error {
+	ctx = withLogger(ctx, c.log)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.refreshes:
+			if err := c.collect(ctx); err != nil && ctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "collecting leaked ENIs; trying again after the next inventory refresh")
+			}
+		}
+	}
+}
+
+func (c *collector) collect(ctx context.Context) error {
+	list := &v1alpha1.NodeENIList{}
+	if err := c.client.List(ctx, list); err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, ne := range list.Items {
+		live[string(ne.UID)] = true
+	}
+	enis, taken := c.view.all()
+	now := time.Now()
+	doomed := orphans(enis, live, c.seen, taken, now, c.grace)
+	for _, e := range doomed {
+		err := c.ec2.DeleteENI(ctx, e.ID)
+		switch {
+		case err == nil, ec2.IsNotFound(err):
+			c.view.gone(e.ID)
+			delete(c.seen, e.ID)
+			c.metrics.cleanups.WithLabelValues(CleanupOrphan, "deleted").Inc()
+			log.FromContext(ctx).Info("deleted leaked ENI", "eni", e.ID, "nodeeni", e.Tags[TagNodeENI], "node", e.Tags[TagNode])
+		default:
+			c.metrics.cleanups.WithLabelValues(CleanupOrphan, "failed").Inc()
+			log.FromContext(ctx).Error(err, "deleting leaked ENI", "eni", e.ID)
+		}
+	}
+	return nil
+}
+
+// orphans updates the sightings with one snapshot and returns the ENIs to
+// delete now. It is pure but for the sightings map it maintains.
+func orphans(enis []ec2.ENI, live map[string]bool, seen map[string]*sighting, taken, now time.Time, grace time.Duration) []ec2.ENI {
+	var out []ec2.ENI
+	current := map[string]bool{}
+	for _, e := range enis {
+		if live[e.Tags[TagNodeENIUID]] || e.Attachment != nil || e.Status != "available" {
+			continue
+		}
+		current[e.ID] = true
+		s, ok := seen[e.ID]
+		if !ok {
+			s = &sighting{first: now}
+			seen[e.ID] = s
+		}
+		if !s.last.Equal(taken) {
+			s.times++
+			s.last = taken
+		}
+		born := s.first
+		if t := ownedFrom(e).CreatedAt; !t.IsZero() && t.Before(born) {
+			born = t
+		}
+		if s.times >= 2 && now.Sub(born) >= grace && now.Sub(s.first) > 0 {
+			out = append(out, e)
+		}
+	}
+	for id := range seen {
+		if !current[id] {
+			delete(seen, id) // adopted, attached or gone: start over if it comes back
+		}
+	}
+	return out
+}

@@ -1,0 +1,309 @@
+package nodeeni
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// Finalizer keeps a NodeENI until its ENIs are gone. It is
+// aws-multi-eni-controller's, so NodeENIs that project created are
+// cleaned up and released by this operator too.
+const Finalizer = "nodeeni.networking.k8s.aws/finalizer"
+
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// reconciler brings one NodeENI's ENIs to its spec. It reads the view
+// (inventory + local changes) and the catalog, plans, and calls EC2 only
+// for the plan's mutations and for the instances it is about to attach to.
+type reconciler struct {
+	client   client.Client
+	ec2      *ec2.Client
+	types    *ec2.InstanceTypes
+	view     *view
+	catalog  *catalog
+	opts     Options
+	metrics  *metrics
+	recorder recorder.EventRecorder
+	tokens   *tokens
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ne := &v1alpha1.NodeENI{}
+	if err := r.client.Get(ctx, req.NamespacedName, ne); err != nil {
+		if apierrors.IsNotFound(err) {
+			for _, state := range []string{"attached", "pending", "failed"} {
+				r.metrics.perNodeENI.DeleteLabelValues(req.Name, state)
+			}
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	deleting := !ne.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	if !r.view.synced() {
+		// The first inventory refresh is under way; planning without it
+		// would create ENIs that already exist.
+		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
+	}
+	if !deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
+		old := ne.DeepCopy()
+		controllerutil.AddFinalizer(ne, Finalizer)
+		if err := r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	in, nodeBlocks, err := r.planInput(ctx, ne, deleting)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	p := makePlan(in)
+	if len(p.NeedInstances) > 0 {
+		if in.Instances, err = r.instances(ctx, p.NeedInstances); err != nil {
+			return reconcile.Result{}, err
+		}
+		p = makePlan(in)
+	}
+	failures, execErr := r.execute(ctx, ne, p.Actions)
+
+	// Status describes the state after the actions: plan again from the
+	// view, which now holds their results (no EC2 call).
+	in.ENIs = r.view.ofNodeENI(string(ne.UID))
+	after := makePlan(in)
+	blocks := append(append(nodeBlocks, p.Blocked...), failures...)
+	pending := len(after.Actions) > 0
+	if err := r.writeStatus(ctx, ne, in, after, blocks, pending, deleting); err != nil {
+		return reconcile.Result{}, err
+	}
+	if execErr != nil {
+		return reconcile.Result{}, execErr
+	}
+	if deleting && len(in.ENIs) == 0 {
+		return r.release(ctx, ne)
+	}
+	for _, a := range after.Actions {
+		if a.Kind == actPoll || a.Kind == actDetach || a.Kind == actDelete {
+			// An ENI is on its way to "available"; look again soon
+			// instead of holding a worker while it detaches.
+			return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
+		}
+	}
+	if pending {
+		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// planInput gathers what the plan depends on: the spec resolved against
+// the catalog, the matching nodes and the NodeENI's ENIs.
+func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleting bool) (planInput, []blocked, error) {
+	in := planInput{
+		Base:                int(ne.Spec.DeviceIndex),
+		DeleteOnTermination: ne.Spec.DeleteOnTermination == nil || *ne.Spec.DeleteOnTermination,
+		Description:         ne.Spec.Description,
+		Tags:                ne.Spec.Tags,
+		Deleting:            deleting,
+		SubnetsComplete:     true,
+		MTU:                 ne.Spec.MTU,
+		Nodes:               map[string]bool{},
+		NodeInstances:       map[string]string{},
+		CIDRs:               map[string]string{},
+		ENIs:                r.view.ofNodeENI(string(ne.UID)),
+	}
+	if in.Base < 1 {
+		in.Base = 1
+	}
+	if deleting {
+		return in, nil, nil
+	}
+	res, err := r.catalog.resolve(ctx, &ne.Spec)
+	if err != nil {
+		return in, nil, err
+	}
+	in.SecurityGroups, in.SubnetsComplete = res.Groups, res.SubnetsComplete
+	for _, s := range res.Subnets {
+		in.CIDRs[s.ID] = s.CIDR
+	}
+	blocks := append([]blocked(nil), res.Problems...)
+
+	nodes := &corev1.NodeList{}
+	if err := r.client.List(ctx, nodes); err != nil {
+		return in, nil, err
+	}
+	sel := labels.SelectorFromSet(ne.Spec.NodeSelector)
+	var infos []nodeInfo
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if !n.DeletionTimestamp.IsZero() {
+			continue // going away: its ENIs are cleaned up as for a deleted node
+		}
+		in.Nodes[n.Name] = true
+		if !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		info, err := nodeInfoOf(n)
+		if err != nil {
+			blocks = append(blocks, blocked{Node: n.Name, Reason: ReasonNotOnEC2, Message: err.Error()})
+			continue
+		}
+		in.NodeInstances[n.Name] = info.Instance
+		infos = append(infos, info)
+	}
+	var zoneBlocks []blocked
+	in.Wants, zoneBlocks = desired(infos, res.Subnets)
+	return in, append(blocks, zoneBlocks...), nil
+}
+
+// instances describes the instances the plan wants to attach to. The
+// calls run concurrently, so the client batches them into one
+// DescribeInstances.
+func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]instanceView, error) {
+	out := make(map[string]instanceView, len(ids))
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := r.instance(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			out[id] = v
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+func (r *reconciler) instance(ctx context.Context, id string) (instanceView, error) {
+	inst, err := r.ec2.GetInstance(ctx, id)
+	if ec2.IsNotFound(err) {
+		return instanceView{ID: id, State: "not found"}, nil
+	}
+	if err != nil {
+		return instanceView{}, fmt.Errorf("describing instance %s: %w", id, err)
+	}
+	v := instanceView{ID: id, Type: inst.Type, State: inst.State, Slots: map[int]string{}}
+	for _, e := range inst.ENIs {
+		if e.Attachment != nil {
+			v.Slots[e.Attachment.DeviceIndex] = e.ID
+		}
+	}
+	if v.MaxENIs, err = r.types.MaxENIs(ctx, inst.Type); err != nil {
+		return instanceView{}, fmt.Errorf("instance type %s: %w", inst.Type, err)
+	}
+	return v, nil
+}
+
+// release removes the finalizer once EC2 itself confirms that no ENI of
+// the NodeENI is left: the view could miss one created by an earlier
+// process after the last refresh.
+func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconcile.Result, error) {
+	left, err := r.ec2.ListENIs(ctx, ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{string(ne.UID)}},
+		ec2.Filter{Name: "tag:" + TagCluster, Values: []string{r.opts.ClusterName}})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(left) > 0 {
+		for _, e := range left {
+			r.view.put(e)
+		}
+		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
+	}
+	old := ne.DeepCopy()
+	controllerutil.RemoveFinalizer(ne, Finalizer)
+	if err := r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	log.FromContext(ctx).Info("all ENIs of the NodeENI are deleted; finalizer removed")
+	return reconcile.Result{}, nil
+}
+
+// tokens remembers, per ENI-to-be, which ClientToken attempt is current
+// and the creation time its tags carry: a create retried in this process
+// must send exactly the same parameters, or EC2 refuses the token.
+type tokens struct {
+	mu      sync.Mutex
+	attempt map[string]int
+	created map[string]time.Time
+}
+
+func newTokens() *tokens {
+	return &tokens{attempt: map[string]int{}, created: map[string]time.Time{}}
+}
+
+func tokenKey(uid string, w want, base int) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%d", uid, w.Node, w.Instance, w.Subnet, base)
+}
+
+// current returns the attempt and the creation time for a key.
+func (t *tokens) current(key string) (int, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.attempt[key]
+	ck := fmt.Sprintf("%s|%d", key, a)
+	c, ok := t.created[ck]
+	if !ok {
+		c = time.Now().UTC().Truncate(time.Second)
+		t.created[ck] = c
+	}
+	return a, c
+}
+
+// burn moves a key to its next attempt: its token names a deleted ENI.
+func (t *tokens) burn(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
+	t.attempt[key]++
+}
+
+// done forgets a key whose ENI was created, keeping the memory bounded.
+func (t *tokens) done(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
+}
+
+// sortedNodes returns the distinct node names of some blocks, sorted.
+func sortedNodes(bs []blocked) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, b := range bs {
+		if b.Node != "" && !seen[b.Node] {
+			seen[b.Node] = true
+			out = append(out, b.Node)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,48 @@
+package nodeeni
+
+import "fmt"
+
+// occupant says who holds a device index on an instance.
+type occupant int
+
+const (
+	free    occupant = iota
+	sibling          // another ENI of the same NodeENI on this node, staying
+	leaving          // an ENI of the same NodeENI being removed
+	foreign          // anything else: the primary ENI, the VPC CNI's, another NodeENI's
+)
+
+// chooseIndex picks the device index for one ENI of a node.
+//
+// The ENI's natural index is base+rank (rank: its subnet's position among
+// the NodeENI's subnets of the node's zone), so every node of a zone gets
+// the same layout; preferred, when >= 0, is the index an already created
+// ENI was meant for and wins over the natural one. When that index is held
+// by a sibling of the same NodeENI (the subnets changed since it was
+// attached), the lowest index from base up that nothing holds is taken
+// instead: the layout stays without collisions and nothing is moved. When
+// it is held by anything else, there is no fallback: silently taking
+// another index would put the interface where the node's network
+// configuration does not expect it, so the caller reports the node as
+// blocked.
+func chooseIndex(base, rank, preferred int, taken map[int]occupant) (int, string, string) {
+	idx := base + rank
+	if preferred >= base {
+		idx = preferred
+	}
+	switch taken[idx] {
+	case free:
+		return idx, "", ""
+	case sibling:
+		for i := base; i <= 63; i++ {
+			if taken[i] == free {
+				return i, "", ""
+			}
+		}
+		return -1, ReasonENILimitReached, "no free device index left for the NodeENI's ENIs"
+	case leaving:
+		return -1, ReasonWaitingForDetach, fmt.Sprintf("device index %d is held by an ENI of this NodeENI that is being removed", idx)
+	default:
+		return -1, ReasonDeviceIndexInUse, fmt.Sprintf("device index %d is taken by an interface this NodeENI does not own", idx)
+	}
+}

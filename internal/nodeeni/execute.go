@@ -1,0 +1,302 @@
+package nodeeni
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// maxTokenAttempts bounds how many used-up ClientTokens one create skips
+// (each a cleanup of the same node, subnet and index in this process's
+// life or, after a restart, before it).
+const maxTokenAttempts = 16
+
+// execute carries out a plan's actions: the actions of one node in order,
+// several nodes at once. It returns the nodes EC2 refused (a block, not an
+// error: retrying at once would not help) and the first other error.
+func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []action) ([]blocked, error) {
+	byNode := map[string][]action{}
+	var order []string
+	for _, a := range acts {
+		if _, ok := byNode[a.Node]; !ok {
+			order = append(order, a.Node)
+		}
+		byNode[a.Node] = append(byNode[a.Node], a)
+	}
+	var (
+		mu       sync.Mutex
+		blocks   []blocked
+		firstErr error
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, r.opts.MaxParallelNodes)
+	)
+	for _, node := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(list []action) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, a := range list {
+				b, err := r.do(ctx, ne, a)
+				if b == nil && err == nil {
+					continue
+				}
+				mu.Lock()
+				if b != nil {
+					blocks = append(blocks, *b)
+				}
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				break // later steps of this node depend on this one
+			}
+		}(byNode[node])
+	}
+	wg.Wait()
+	return blocks, firstErr
+}
+
+// do runs one action.
+func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*blocked, error) {
+	lg := log.FromContext(ctx).WithValues("node", a.Node, "action", a.Kind.String())
+	switch a.Kind {
+	case actCreate:
+		e, err := r.create(ctx, ne, a)
+		r.metrics.op(actCreate, err)
+		if err != nil {
+			return r.failed(ne, a, "creating an ENI in subnet "+a.Want.Subnet, err)
+		}
+		lg.Info("created ENI", "eni", e.ID, "subnet", e.SubnetID)
+		r.event(ne, corev1.EventTypeNormal, "Created", "Create", "created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node)
+		a.ENI = e.ID
+		return r.attach(ctx, ne, a)
+	case actAttach:
+		return r.attach(ctx, ne, a)
+	case actSetDOT:
+		err := r.ec2.SetDeleteOnTermination(ctx, a.ENI, a.AttachmentID, a.DOT)
+		r.metrics.op(a.Kind, err)
+		if err != nil {
+			return r.failed(ne, a, "setting DeleteOnTermination on "+a.ENI, err)
+		}
+		r.view.update(a.ENI, func(e *ec2.ENI) {
+			if e.Attachment != nil {
+				e.Attachment.DeleteOnTermination = a.DOT
+			}
+		})
+	case actSetGroups:
+		err := r.ec2.SetSecurityGroups(ctx, a.ENI, a.Groups)
+		r.metrics.op(a.Kind, err)
+		if err != nil {
+			return r.failed(ne, a, "setting the security groups of "+a.ENI, err)
+		}
+		r.view.update(a.ENI, func(e *ec2.ENI) { e.SecurityGroups = append([]string(nil), a.Groups...) })
+		r.event(ne, corev1.EventTypeNormal, "Updated", "SetSecurityGroups", "security groups of ENI %s on node %s set to %s", a.ENI, a.Node, strings.Join(a.Groups, ","))
+	case actSetDesc:
+		err := r.ec2.SetDescription(ctx, a.ENI, a.Description)
+		r.metrics.op(a.Kind, err)
+		if err != nil {
+			return r.failed(ne, a, "setting the description of "+a.ENI, err)
+		}
+		r.view.update(a.ENI, func(e *ec2.ENI) { e.Description = a.Description })
+		r.event(ne, corev1.EventTypeNormal, "Updated", "SetDescription", "description of ENI %s on node %s updated", a.ENI, a.Node)
+	case actSetTags:
+		err := r.ec2.CreateTags(ctx, a.ENI, a.Tags)
+		r.metrics.op(a.Kind, err)
+		if err != nil {
+			return r.failed(ne, a, "tagging "+a.ENI, err)
+		}
+		r.view.update(a.ENI, func(e *ec2.ENI) {
+			for k, v := range a.Tags {
+				e.Tags[k] = v
+			}
+		})
+	case actDetach:
+		err := r.ec2.DetachENI(ctx, a.AttachmentID, false)
+		r.metrics.op(a.Kind, err)
+		switch {
+		case ec2.IsNotFound(err):
+			return nil, r.reread(ctx, a.ENI) // already detached
+		case err != nil:
+			r.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
+			return r.failed(ne, a, "detaching "+a.ENI, err)
+		}
+		r.view.update(a.ENI, func(e *ec2.ENI) {
+			if e.Attachment != nil {
+				e.Attachment.Status = "detaching"
+			}
+		})
+		lg.Info("detaching ENI", "eni", a.ENI, "reason", a.Reason)
+		r.event(ne, corev1.EventTypeNormal, "Detaching", "Detach", "detaching ENI %s from node %s (%s)", a.ENI, a.Node, a.Reason)
+	case actPoll:
+		if err := r.reread(ctx, a.ENI); err != nil {
+			return nil, err
+		}
+		if e, ok := r.view.get(a.ENI); ok && e.Attachment == nil && a.Reason != "" {
+			return r.remove(ctx, ne, a)
+		}
+	case actDelete:
+		return r.remove(ctx, ne, a)
+	}
+	return nil, nil
+}
+
+// create creates the ENI for a want, idempotently: the ClientToken names
+// the ENI's purpose, so a create repeated after a crash or a lost answer
+// returns the ENI made the first time.
+func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action) (ec2.ENI, error) {
+	uid := string(ne.UID)
+	key := tokenKey(uid, a.Want, int(ne.Spec.DeviceIndex))
+	for range maxTokenAttempts {
+		attempt, created := r.tokens.current(key)
+		tags := ownershipTags(r.opts.ClusterName, ne.Name, uid, a.Want, a.Index, int(ne.Spec.DeviceIndex), created, a.Tags)
+		e, err := r.ec2.CreateENI(ctx, ec2.CreateENIInput{
+			SubnetID: a.Want.Subnet, SecurityGroups: a.Groups, Description: a.Description, Tags: tags,
+			ClientToken: clientToken(uid, a.Want.Node, a.Want.Instance, a.Want.Subnet, int(ne.Spec.DeviceIndex), attempt),
+		})
+		if ec2.Code(err) == "IdempotentParameterMismatch" {
+			// The token was used with other parameters (the spec or the
+			// creation time changed since a create lost to a crash): find
+			// that ENI by its tags, or move past the token if it is gone.
+			found, ferr := r.findExisting(ctx, uid, a.Want, int(ne.Spec.DeviceIndex))
+			if ferr != nil {
+				return ec2.ENI{}, ferr
+			}
+			if found != nil {
+				r.view.put(*found)
+				return *found, nil
+			}
+			r.tokens.burn(key)
+			continue
+		}
+		if err != nil {
+			return ec2.ENI{}, err
+		}
+		if e.Status == "deleted" {
+			r.tokens.burn(key)
+			continue
+		}
+		if len(e.Tags) == 0 {
+			e.Tags = tags // an answer replayed for a token may omit them; they were set at creation
+		}
+		r.tokens.done(key)
+		r.view.put(e)
+		return e, nil
+	}
+	return ec2.ENI{}, fmt.Errorf("no usable ClientToken after %d attempts", maxTokenAttempts)
+}
+
+// findExisting looks an ENI for a want up in EC2 directly.
+func (r *reconciler) findExisting(ctx context.Context, uid string, w want, base int) (*ec2.ENI, error) {
+	list, err := r.ec2.ListENIs(ctx,
+		ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{uid}},
+		ec2.Filter{Name: "tag:" + TagNode, Values: []string{w.Node}},
+		ec2.Filter{Name: "tag:" + TagInstance, Values: []string{w.Instance}},
+		ec2.Filter{Name: "subnet-id", Values: []string{w.Subnet}})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range list {
+		if ownedFrom(e).Base == base {
+			return &e, nil
+		}
+	}
+	return nil, nil
+}
+
+// attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
+// with false).
+func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*blocked, error) {
+	id, err := r.ec2.AttachENI(ctx, a.ENI, a.Want.Instance, a.Index)
+	r.metrics.op(actAttach, err)
+	switch {
+	case ec2.IsNotFound(err) && strings.Contains(ec2.Code(err), "NetworkInterface"):
+		// The ENI is gone (its token was answered with a deleted ENI):
+		// forget it and its token; the next pass creates afresh.
+		r.view.gone(a.ENI)
+		r.tokens.burn(tokenKey(string(ne.UID), a.Want, int(ne.Spec.DeviceIndex)))
+		return nil, fmt.Errorf("ENI %s vanished before it was attached; creating another", a.ENI)
+	case err != nil:
+		return r.failed(ne, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
+	}
+	r.view.update(a.ENI, func(e *ec2.ENI) {
+		e.Status = "in-use"
+		e.Attachment = &ec2.Attachment{ID: id, InstanceID: a.Want.Instance, DeviceIndex: a.Index, Status: "attached"}
+	})
+	log.FromContext(ctx).Info("attached ENI", "node", a.Node, "eni", a.ENI, "instance", a.Want.Instance, "deviceIndex", a.Index)
+	r.event(ne, corev1.EventTypeNormal, "Attached", "Attach", "attached ENI %s to node %s (instance %s) at device index %d", a.ENI, a.Node, a.Want.Instance, a.Index)
+	if !a.DOT {
+		return nil, nil
+	}
+	return r.do(ctx, ne, action{Kind: actSetDOT, Node: a.Node, ENI: a.ENI, AttachmentID: id, DOT: true})
+}
+
+// remove deletes an available ENI that is no longer wanted.
+func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*blocked, error) {
+	err := r.ec2.DeleteENI(ctx, a.ENI)
+	r.metrics.op(actDelete, err)
+	switch {
+	case err == nil, ec2.IsNotFound(err):
+		r.view.gone(a.ENI)
+		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
+		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
+		r.event(ne, corev1.EventTypeNormal, "Deleted", "Delete", "deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason)
+		return nil, nil
+	case ec2.IsInUse(err):
+		// Attached again meanwhile (by someone else): re-read it so the
+		// next pass detaches it.
+		return nil, r.reread(ctx, a.ENI)
+	}
+	r.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
+	return r.failed(ne, a, "deleting "+a.ENI, err)
+}
+
+// reread refreshes one ENI in the view from EC2 (batched with other
+// concurrent reads into one call).
+func (r *reconciler) reread(ctx context.Context, id string) error {
+	e, err := r.ec2.GetENI(ctx, id)
+	switch {
+	case ec2.IsNotFound(err):
+		r.view.gone(id)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ENI %s: %w", id, err)
+	}
+	r.view.put(e)
+	return nil
+}
+
+// failed turns an EC2 refusal into a block on the node (reported, not
+// retried at once) or an error (retried with backoff).
+func (r *reconciler) failed(ne *v1alpha1.NodeENI, a action, what string, err error) (*blocked, error) {
+	var reason string
+	switch {
+	case ec2.IsLimitExceeded(err):
+		reason = ReasonENILimitReached
+	case ec2.Code(err) == "InvalidParameterValue" && strings.Contains(err.Error(), "device index"):
+		reason = ReasonDeviceIndexInUse
+	case ec2.IsInvalid(err), ec2.IsUnauthorized(err), ec2.Code(err) == "IncorrectInstanceState":
+		reason = ReasonEC2Error
+	default:
+		return nil, fmt.Errorf("node %s: %s: %w", a.Node, what, err)
+	}
+	msg := fmt.Sprintf("%s: %v", what, err)
+	if ec2.IsUnauthorized(err) {
+		msg += " (add the action to the operator's IAM policy; see the README)"
+	}
+	r.event(ne, corev1.EventTypeWarning, reason, a.Kind.String(), "node %s: %s", a.Node, msg)
+	return &blocked{Node: a.Node, Subnet: a.Want.Subnet, Reason: reason, Message: msg}, nil
+}
+
+func (r *reconciler) event(ne *v1alpha1.NodeENI, eventType, reason, act, note string, args ...any) {
+	if r.recorder != nil {
+		r.recorder.Eventf(ne, nil, eventType, reason, act, note, args...)
+	}
+}

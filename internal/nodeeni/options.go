@@ -1,0 +1,108 @@
+package nodeeni
+
+import (
+	"flag"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Options configure the NodeENI controller, its ENI inventory and the
+// leaked-ENI collector. Zero values mean the documented defaults.
+type Options struct {
+	// ClusterName is written on every ENI (tag eni-operator.io/cluster)
+	// and scopes the inventory: ENIs of another cluster in the same VPC
+	// are never read or touched. Required.
+	ClusterName string
+	// ResyncInterval is how often the inventory of the operator's ENIs is
+	// refreshed (one paginated DescribeNetworkInterfaces for the whole
+	// cluster) and every NodeENI re-checked against it (default 1m).
+	ResyncInterval time.Duration
+	// CatalogInterval is how often the VPC's subnets and security groups
+	// are re-read for name and zone lookups (default 5m). A name that is
+	// not found triggers an earlier re-read, at most every MinCatalogRefresh.
+	CatalogInterval   time.Duration
+	MinCatalogRefresh time.Duration
+	// DetachPollInterval is how soon a NodeENI is looked at again after
+	// one of its ENIs was told to detach (default 2s): the worker is free
+	// meanwhile.
+	DetachPollInterval time.Duration
+	// RetryInterval is how soon a NodeENI whose node cannot take an ENI
+	// yet (instance full, index taken) is looked at again (default: the
+	// resync interval).
+	RetryInterval time.Duration
+	// CollectorGracePeriod is how old an orphaned, available ENI must be
+	// before the collector deletes it (default 5m); it must also have been
+	// seen in two inventory refreshes.
+	CollectorGracePeriod time.Duration
+	// MaxConcurrentReconciles bounds NodeENIs reconciled at once (default 2).
+	MaxConcurrentReconciles int
+	// MaxParallelNodes bounds the nodes of one NodeENI whose ENIs are
+	// created, attached or removed at once (default 8).
+	MaxParallelNodes int
+	// DisableController and DisableCollector switch the two parts off
+	// (flags --enable-nodeeni-controller=false, --enable-eni-collector=false).
+	// The inventory runs whenever either part does.
+	DisableController bool
+	DisableCollector  bool
+	// Registerer receives the eni_operator_nodeeni_* metrics; nil leaves
+	// them unregistered. The operator passes controller-runtime's
+	// metrics.Registry; tests pass a fresh registry per manager.
+	Registerer prometheus.Registerer
+}
+
+// BindFlags registers the NodeENI flags on fs. --cluster-name and the
+// EC2 flags are bound by the command.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.ResyncInterval, "nodeeni-resync-interval", time.Minute,
+		"how often the operator's ENIs are listed (one paginated DescribeNetworkInterfaces) and every NodeENI re-checked")
+	fs.DurationVar(&o.CatalogInterval, "nodeeni-catalog-interval", 5*time.Minute,
+		"how often the VPC's subnets and security groups are re-read for name and zone lookups")
+	fs.DurationVar(&o.DetachPollInterval, "nodeeni-detach-poll-interval", 2*time.Second,
+		"how soon a detaching ENI is looked at again before it is deleted")
+	fs.DurationVar(&o.CollectorGracePeriod, "nodeeni-collector-grace-period", 5*time.Minute,
+		"age an orphaned, available, operator-owned ENI must reach before the collector deletes it")
+	fs.IntVar(&o.MaxConcurrentReconciles, "nodeeni-max-concurrent-reconciles", 2, "NodeENIs reconciled at once")
+	fs.IntVar(&o.MaxParallelNodes, "nodeeni-max-parallel-nodes", 8, "nodes of one NodeENI whose ENIs change at once")
+	fs.BoolFunc("enable-nodeeni-controller", "run the NodeENI controller (default true)", func(s string) error {
+		return setNegated(&o.DisableController, s)
+	})
+	fs.BoolFunc("enable-eni-collector", "run the leaked-ENI collector (default true)", func(s string) error {
+		return setNegated(&o.DisableCollector, s)
+	})
+}
+
+func setNegated(dst *bool, s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*dst = !v
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.ResyncInterval, time.Minute)
+	def(&o.CatalogInterval, 5*time.Minute)
+	def(&o.MinCatalogRefresh, 10*time.Second)
+	if o.MinCatalogRefresh > o.CatalogInterval {
+		o.MinCatalogRefresh = o.CatalogInterval
+	}
+	def(&o.DetachPollInterval, 2*time.Second)
+	def(&o.RetryInterval, o.ResyncInterval)
+	def(&o.CollectorGracePeriod, 5*time.Minute)
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 2
+	}
+	if o.MaxParallelNodes <= 0 {
+		o.MaxParallelNodes = 8
+	}
+	return o
+}

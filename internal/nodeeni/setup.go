@@ -1,0 +1,127 @@
+package nodeeni
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// Setup registers the NodeENI controller, the ENI inventory it reads and
+// the leaked-ENI collector with the manager. The inventory and the
+// collector run on the leader only, like the controller. The manager's
+// scheme must include corev1 and v1alpha1 (AddToScheme).
+func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
+	if o.ClusterName == "" {
+		return errors.New("nodeeni: a cluster name is required: it tags and scopes the operator's ENIs (--cluster-name)")
+	}
+	o = o.withDefaults()
+	if o.DisableController && o.DisableCollector {
+		return nil
+	}
+	m := newMetrics(o.Registerer)
+	v := newView()
+	resync := make(chan event.GenericEvent, 1)
+	var col *collector
+	if !o.DisableCollector {
+		col = newCollector(mgr.GetClient(), ec2c, v, o.CollectorGracePeriod, m)
+		col.log = mgr.GetLogger().WithName("eni-collector")
+	}
+	inv := ec2c.NewInventory(ec2.InventoryOptions{
+		Filters:  []ec2.Filter{{Name: "tag:" + TagCluster, Values: []string{o.ClusterName}}},
+		Interval: o.ResyncInterval,
+		OnRefresh: func(s *ec2.Snapshot) {
+			v.refreshed(s)
+			all, _ := v.all()
+			attached := 0
+			for _, e := range all {
+				if e.Attachment != nil {
+					attached++
+				}
+			}
+			m.managed.Set(float64(len(all)))
+			m.attached.Set(float64(attached))
+			if col != nil {
+				col.notify()
+			}
+			// Every NodeENI is re-checked against the new snapshot; a
+			// pending signal already covers this one.
+			select {
+			case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
+			default:
+			}
+		},
+	})
+	if err := mgr.Add(inv); err != nil {
+		return err
+	}
+	if col != nil {
+		if err := mgr.Add(col); err != nil {
+			return err
+		}
+	}
+	if o.DisableController {
+		return nil
+	}
+	r := &reconciler{
+		client: mgr.GetClient(), ec2: ec2c, types: ec2c.NewInstanceTypes(), view: v,
+		catalog: &catalog{client: ec2c, interval: o.CatalogInterval, minRefresh: o.MinCatalogRefresh},
+		opts:    o, metrics: m, recorder: mgr.GetEventRecorder("eni-operator-nodeeni"), tokens: newTokens(),
+	}
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := &v1alpha1.NodeENIList{}
+		if err := mgr.GetClient().List(ctx, list); err != nil {
+			log.FromContext(ctx).Error(err, "listing NodeENIs to re-check")
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i, ne := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: ne.Name}}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodeeni").
+		For(&v1alpha1.NodeENI{}).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
+		WatchesRawSource(source.Channel(resync, all)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// nodeChanged passes the node events that can change what a NodeENI
+// wants: creation, deletion, and changes of labels, provider ID or
+// deletion state. Status heartbeats, the bulk of node updates, do not.
+func nodeChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			if o == nil || n == nil {
+				return true
+			}
+			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || o.Spec.ProviderID != n.Spec.ProviderID ||
+				o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+		},
+	}
+}
+
+// withLogger puts a logger into a context that has none of its own.
+func withLogger(ctx context.Context, l logr.Logger) context.Context {
+	return log.IntoContext(ctx, l)
+}

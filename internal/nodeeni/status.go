@@ -1,0 +1,193 @@
+package nodeeni
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+// maxListedNodes bounds the nodes a condition message names.
+const maxListedNodes = 10
+
+// Condition reasons besides the block reasons of plan.go.
+const (
+	ReasonAttached        = "Attached"
+	ReasonNoMatchingNodes = "NoMatchingNodes"
+	ReasonProgressing     = "Progressing"
+	ReasonDeleting        = "Deleting"
+	ReasonStable          = "Stable"
+	ReasonHealthy         = "Healthy"
+)
+
+// statusFor computes the status a plan describes. Entries that did not
+// change keep their lastUpdated, so a steady state writes nothing.
+func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p plan, blocks []blocked, pending, deleting bool, now metav1.Time) v1alpha1.NodeENIStatus {
+	st := *old.DeepCopy()
+	st.ObservedGeneration = generation
+	nodes := map[string]bool{}
+	for n := range in.NodeInstances {
+		nodes[n] = true
+	}
+	for _, b := range blocks {
+		if b.Node != "" && !deleting {
+			nodes[b.Node] = true // matching nodes not on EC2 are desired too
+		}
+	}
+	st.DesiredNodes = int32(len(nodes))
+	st.ReadyNodes = int32(p.ReadyNodes)
+
+	prev := map[string]v1alpha1.ENIAttachment{}
+	for _, a := range old.Attachments {
+		prev[a.ENIID] = a
+	}
+	st.Attachments = nil
+	for _, a := range p.Attachments {
+		if o, ok := prev[a.ENIID]; ok {
+			o2 := o
+			o2.LastUpdated = a.LastUpdated
+			if equality.Semantic.DeepEqual(o2, a) {
+				a.LastUpdated = o.LastUpdated
+			} else {
+				a.LastUpdated = now
+			}
+		} else {
+			a.LastUpdated = now
+		}
+		st.Attachments = append(st.Attachments, a)
+	}
+
+	var hard, soft []blocked
+	for _, b := range blocks {
+		if b.transient() {
+			soft = append(soft, b)
+		} else {
+			hard = append(hard, b)
+		}
+	}
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: generation})
+	}
+	if len(hard) > 0 {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, dominantReason(hard), describe(hard))
+	} else {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonHealthy, "")
+	}
+	progressing := pending || len(soft) > 0
+	switch {
+	case deleting:
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDeleting, fmt.Sprintf("removing %d ENIs before the NodeENI is deleted", len(p.Attachments)))
+	case progressing:
+		msg := "creating, attaching or removing ENIs"
+		if len(soft) > 0 {
+			msg = describe(soft)
+		}
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonProgressing, msg)
+	default:
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonStable, "")
+	}
+	switch {
+	case deleting:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "the NodeENI is being deleted")
+	case st.DesiredNodes == 0:
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonNoMatchingNodes, "no node matches the nodeSelector")
+	case st.ReadyNodes == st.DesiredNodes && len(hard) == 0 && !progressing:
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAttached, fmt.Sprintf("all %d nodes have their ENIs attached", st.DesiredNodes))
+	case len(hard) > 0:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ConditionDegraded, fmt.Sprintf("%d of %d nodes ready; see the Degraded condition", st.ReadyNodes, st.DesiredNodes))
+	default:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, fmt.Sprintf("%d of %d nodes ready", st.ReadyNodes, st.DesiredNodes))
+	}
+	return st
+}
+
+// dominantReason is the most frequent reason (ties: alphabetical).
+func dominantReason(bs []blocked) string {
+	count := map[string]int{}
+	for _, b := range bs {
+		count[b.Reason]++
+	}
+	best := ""
+	for r, n := range count {
+		if best == "" || n > count[best] || (n == count[best] && r < best) {
+			best = r
+		}
+	}
+	return best
+}
+
+// describe lists blocks as "node: reason: message" lines, naming at most
+// maxListedNodes nodes.
+func describe(bs []blocked) string {
+	sorted := append([]blocked(nil), bs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Node != sorted[j].Node {
+			return sorted[i].Node < sorted[j].Node
+		}
+		return sorted[i].Subnet < sorted[j].Subnet
+	})
+	var lines []string
+	seen := map[string]bool{}
+	for _, b := range sorted {
+		line := b.Reason + ": " + b.Message
+		if b.Node != "" {
+			line = "node " + b.Node + ": " + line
+		}
+		if seen[line] {
+			continue
+		}
+		seen[line] = true
+		if len(lines) == maxListedNodes {
+			lines = append(lines, fmt.Sprintf("and %d more", len(sorted)-maxListedNodes))
+			break
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "; ")
+}
+
+// writeStatus patches the status when it changed, and tells of new
+// degradations once (event + log) rather than on every pass.
+func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, blocks []blocked, pending, deleting bool) error {
+	st := statusFor(ne.Status, ne.Generation, in, p, blocks, pending, deleting, metav1.Now())
+	r.metrics.perNodeENI.WithLabelValues(ne.Name, "attached").Set(float64(countStatus(st.Attachments, v1alpha1.AttachmentAttached)))
+	r.metrics.perNodeENI.WithLabelValues(ne.Name, "pending").Set(float64(len(st.Attachments) - countStatus(st.Attachments, v1alpha1.AttachmentAttached)))
+	failed := 0
+	for _, b := range blocks {
+		if !b.transient() {
+			failed++
+		}
+	}
+	r.metrics.perNodeENI.WithLabelValues(ne.Name, "failed").Set(float64(failed))
+	if equality.Semantic.DeepEqual(st, ne.Status) {
+		return nil
+	}
+	oldDeg := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionDegraded)
+	newDeg := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
+	if newDeg.Status == metav1.ConditionTrue && (oldDeg == nil || oldDeg.Message != newDeg.Message) {
+		log.FromContext(ctx).Info("NodeENI degraded", "reason", newDeg.Reason, "detail", newDeg.Message)
+		r.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", "%s", newDeg.Message)
+	}
+	old := ne.DeepCopy()
+	ne.Status = st
+	return r.client.Status().Patch(ctx, ne, client.MergeFrom(old))
+}
+
+func countStatus(as []v1alpha1.ENIAttachment, s string) int {
+	n := 0
+	for _, a := range as {
+		if a.Status == s {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,104 @@
+package nodeeni
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// Ownership tags, set on every ENI at creation (TagSpecifications). The
+// cluster tag marks an ENI as the operator's: only ENIs carrying it with
+// the operator's cluster name are ever read, changed or deleted.
+const (
+	TagCluster    = "eni-operator.io/cluster"
+	TagNodeENI    = "eni-operator.io/nodeeni"
+	TagNodeENIUID = "eni-operator.io/nodeeni-uid"
+	TagNode       = "eni-operator.io/node"
+	TagInstance   = "eni-operator.io/instance"
+	TagCreatedAt  = "eni-operator.io/created-at"
+	// TagDeviceIndex is the index the ENI was created for, so an ENI
+	// created just before a crash is attached where it was meant to be.
+	TagDeviceIndex = "eni-operator.io/device-index"
+	// TagDeviceIndexBase is the NodeENI's deviceIndex at creation: when the
+	// spec's changes, the ENI is replaced.
+	TagDeviceIndexBase = "eni-operator.io/device-index-base"
+	// TagNoManage tells the VPC CNI to leave the ENI alone.
+	TagNoManage = "node.k8s.amazonaws.com/no_manage"
+)
+
+// reservedTag reports whether a tag key is the operator's own, so user
+// tags never overwrite or remove it.
+func reservedTag(k string) bool {
+	switch k {
+	case TagCluster, TagNodeENI, TagNodeENIUID, TagNode, TagInstance, TagCreatedAt,
+		TagDeviceIndex, TagDeviceIndexBase, TagNoManage:
+		return true
+	}
+	return false
+}
+
+// owned is an operator-owned ENI with its ownership tags decoded.
+type owned struct {
+	ec2.ENI
+	UID, NodeENI, Node, Instance string
+	// Index and Base are -1 when the tags are missing or malformed.
+	Index, Base int
+	CreatedAt   time.Time // zero when unknown
+}
+
+func ownedFrom(e ec2.ENI) owned {
+	o := owned{ENI: e, UID: e.Tags[TagNodeENIUID], NodeENI: e.Tags[TagNodeENI], Node: e.Tags[TagNode],
+		Instance: e.Tags[TagInstance], Index: intTag(e.Tags, TagDeviceIndex), Base: intTag(e.Tags, TagDeviceIndexBase)}
+	if t, err := time.Parse(time.RFC3339, e.Tags[TagCreatedAt]); err == nil {
+		o.CreatedAt = t
+	}
+	return o
+}
+
+func intTag(tags map[string]string, k string) int {
+	v, err := strconv.Atoi(tags[k])
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// ownershipTags are the tags of a new ENI: the user's, then the
+// operator's, which win.
+func ownershipTags(cluster, nodeENI, uid string, w want, index, base int, created time.Time, user map[string]string) map[string]string {
+	tags := make(map[string]string, len(user)+9)
+	for k, v := range user {
+		tags[k] = v
+	}
+	tags[TagCluster] = cluster
+	tags[TagNodeENI] = nodeENI
+	tags[TagNodeENIUID] = uid
+	tags[TagNode] = w.Node
+	tags[TagInstance] = w.Instance
+	tags[TagCreatedAt] = created.UTC().Format(time.RFC3339)
+	tags[TagDeviceIndex] = strconv.Itoa(index)
+	tags[TagDeviceIndexBase] = strconv.Itoa(base)
+	tags[TagNoManage] = "true"
+	return tags
+}
+
+// userTagDiff returns the spec's tags an ENI lacks or carries with
+// another value. Tags are only ever added or updated in place: a tag
+// missing from the spec may be someone else's (cost allocation, backup
+// tooling), and the spec's earlier tags are not recorded, so it is left.
+func userTagDiff(have, want map[string]string) map[string]string {
+	var set map[string]string
+	for k, v := range want {
+		if reservedTag(k) {
+			continue
+		}
+		if cur, ok := have[k]; !ok || cur != v {
+			if set == nil {
+				set = map[string]string{}
+			}
+			set[k] = v
+		}
+	}
+	return set
+}
