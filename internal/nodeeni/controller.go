@@ -178,7 +178,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 
 // instances describes the instances the plan wants to attach to. The
 // calls run concurrently, so the client batches them into one
-// DescribeInstances.
+// DescribeInstances; each instance type's limit is then read once.
 func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]instanceView, error) {
 	out := make(map[string]instanceView, len(ids))
 	var mu sync.Mutex
@@ -191,17 +191,28 @@ func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]in
 			v, err := r.instance(ctx, id)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
+			if err != nil && firstErr == nil {
+				firstErr = err
 			}
 			out[id] = v
 		}()
 	}
 	wg.Wait()
-	return out, firstErr
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	for id, v := range out {
+		if v.Type == "" {
+			continue
+		}
+		n, err := r.types.MaxENIs(ctx, v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", v.Type, err)
+		}
+		v.MaxENIs = n
+		out[id] = v
+	}
+	return out, nil
 }
 
 func (r *reconciler) instance(ctx context.Context, id string) (instanceView, error) {
@@ -217,9 +228,6 @@ func (r *reconciler) instance(ctx context.Context, id string) (instanceView, err
 		if e.Attachment != nil {
 			v.Slots[e.Attachment.DeviceIndex] = e.ID
 		}
-	}
-	if v.MaxENIs, err = r.types.MaxENIs(ctx, inst.Type); err != nil {
-		return instanceView{}, fmt.Errorf("instance type %s: %w", inst.Type, err)
 	}
 	return v, nil
 }
