@@ -24,7 +24,8 @@ const (
 // it is held by anything else, there is no fallback: silently taking
 // another index would put the interface where the node's network
 // configuration does not expect it, so the caller reports the node as
-// blocked.
+// blocked. A blocked choice returns the contested index (or -1) with the
+// reason and message.
 func chooseIndex(base, rank, preferred int, taken map[int]occupant) (int, string, string) {
 	idx := base + rank
 	if preferred >= base {
@@ -41,8 +42,8 @@ func chooseIndex(base, rank, preferred int, taken map[int]occupant) (int, string
 		}
 		return -1, ReasonENILimitReached, "no free device index left for the NodeENI's ENIs"
 	case leaving:
-		return -1, ReasonWaitingForDetach, fmt.Sprintf("device index %d is held by an ENI of this NodeENI that is being removed", idx)
+		return idx, ReasonWaitingForDetach, fmt.Sprintf("device index %d is held by an ENI of this NodeENI that is being removed", idx)
 	default:
-		return -1, ReasonDeviceIndexInUse, fmt.Sprintf("device index %d is taken by an interface this NodeENI does not own", idx)
+		return idx, ReasonDeviceIndexInUse, fmt.Sprintf("device index %d is taken by an interface this NodeENI does not own", idx)
 	}
 }

@@ -328,24 +328,28 @@ func placeOn(in planInput, w want, inst instanceView, o owned, have bool, leavin
 		}
 		taken[i] = sibling
 	}
-	preferred := -1
-	if have && o.Index >= 0 {
-		preferred = o.Index
-	}
-	idx, reason, msg := chooseIndex(in.Base, w.Rank, preferred, taken)
-	if reason != "" {
-		return block(reason, msg)
-	}
-	if idx >= inst.MaxENIs {
-		return block(ReasonDeviceIndexBeyondLimit, fmt.Sprintf("device index %d is beyond instance type %s, which takes %d network interfaces (indexes 0-%d); use a lower deviceIndex or a larger instance type",
-			idx, inst.Type, inst.MaxENIs, inst.MaxENIs-1))
-	}
+	// A full instance is the more fundamental problem than a taken index.
 	if inUse+1 > inst.MaxENIs {
 		if len(leavingIdx) > 0 {
 			return block(ReasonWaitingForDetach, fmt.Sprintf("instance %s (%s) is full until an ENI being removed is detached", inst.ID, inst.Type))
 		}
 		return block(ReasonENILimitReached, fmt.Sprintf("instance %s (%s) has all %d network interfaces in use; free one or use a larger instance type",
 			inst.ID, inst.Type, inst.MaxENIs))
+	}
+	preferred := -1
+	if have && o.Index >= 0 {
+		preferred = o.Index
+	}
+	idx, reason, msg := chooseIndex(in.Base, w.Rank, preferred, taken)
+	if reason == ReasonDeviceIndexInUse {
+		msg += fmt.Sprintf(" (%s); free it or choose another deviceIndex", inst.Slots[idx])
+	}
+	if reason != "" {
+		return block(reason, msg)
+	}
+	if idx >= inst.MaxENIs {
+		return block(ReasonDeviceIndexBeyondLimit, fmt.Sprintf("device index %d is beyond instance type %s, which takes %d network interfaces (indexes 0-%d); use a lower deviceIndex or a larger instance type",
+			idx, inst.Type, inst.MaxENIs, inst.MaxENIs-1))
 	}
 	return idx, nil
 }
