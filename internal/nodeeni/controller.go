@@ -223,7 +223,7 @@ func (r *reconciler) instance(ctx context.Context, id string) (instanceView, err
 	if err != nil {
 		return instanceView{}, fmt.Errorf("describing instance %s: %w", id, err)
 	}
-	v := instanceView{ID: id, Type: inst.Type, State: inst.State, Slots: map[int]string{}}
+	v := instanceView{ID: id, Type: inst.Type, State: inst.State, Zone: inst.AvailabilityZone, Slots: map[int]string{}}
 	for _, e := range inst.ENIs {
 		if e.Attachment != nil {
 			v.Slots[e.Attachment.DeviceIndex] = e.ID

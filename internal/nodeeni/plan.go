@@ -20,6 +20,7 @@ const (
 	ReasonSubnetNotFound         = "SubnetNotFound"
 	ReasonSecurityGroupNotFound  = "SecurityGroupNotFound"
 	ReasonEC2Error               = "EC2Error"
+	ReasonZoneMismatch           = "ZoneMismatch"
 	// ReasonWaitingForDetach is transient: an ENI being removed still
 	// holds the index or the slot.
 	ReasonWaitingForDetach = "WaitingForDetach"
@@ -85,7 +86,7 @@ type action struct {
 
 // instanceView is what the plan needs of an instance to attach to it.
 type instanceView struct {
-	ID, Type, State string
+	ID, Type, State, Zone string
 	MaxENIs         int
 	// Slots maps each device index in use to the ENI holding it.
 	Slots map[int]string
@@ -308,6 +309,10 @@ func placeOn(in planInput, w want, inst instanceView, o owned, have bool, leavin
 	}
 	if inst.State != "running" && inst.State != "stopped" {
 		return block(ReasonInstanceNotRunning, fmt.Sprintf("instance %s is %s", inst.ID, inst.State))
+	}
+	if inst.Zone != "" && inst.Zone != w.Zone {
+		return block(ReasonZoneMismatch, fmt.Sprintf("the node's zone label says %s but instance %s is in %s; fix the node's %s label",
+			w.Zone, inst.ID, inst.Zone, "topology.kubernetes.io/zone"))
 	}
 	taken := map[int]occupant{}
 	inUse := 0
