@@ -19,7 +19,7 @@ import (
 func TestCapacityIsDegradedNotChurn(t *testing.T) {
 	h := newHarness(t, emulator.World{
 		Instances: []emulator.InstanceSpec{
-			{Name: "full", Type: "t3.small", Subnet: "nodes-a"},  // 3 interfaces
+			{Name: "full", Type: "t3.small", Subnet: "nodes-a"},   // 3 interfaces
 			{Name: "taken", Type: "m5.xlarge", Subnet: "nodes-a"}, // index 1 held by another ENI
 			{Name: "fine", Type: "m5.xlarge", Subnet: "nodes-a"},
 			{Name: "small", Type: "t3.small", Subnet: "nodes-a"}, // indexes 0-2 only

@@ -181,4 +181,3 @@ func TestInstanceTerminated(t *testing.T) {
 		t.Fatalf("Degraded %+v", c)
 	}
 }
-

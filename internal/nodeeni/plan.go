@@ -87,7 +87,7 @@ type action struct {
 // instanceView is what the plan needs of an instance to attach to it.
 type instanceView struct {
 	ID, Type, State, Zone string
-	MaxENIs         int
+	MaxENIs               int
 	// Slots maps each device index in use to the ENI holding it.
 	Slots map[int]string
 }
