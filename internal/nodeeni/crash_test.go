@@ -1,0 +1,134 @@
+package nodeeni_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+)
+
+func manyNodes(n int) emulator.World {
+	w := emulator.World{}
+	for i := 0; i < n; i++ {
+		w.Instances = append(w.Instances, emulator.InstanceSpec{Type: "m5.xlarge", Subnet: "nodes-a"})
+	}
+	return w
+}
+
+// exactlyOnePerKey checks the emulator holds one attached ENI per (node,
+// subnet) for the given nodes and subnets, and nothing else.
+func (h *harness) exactlyOnePerKey(nodes []string, subnets []string) {
+	h.t.Helper()
+	h.waitENIs(len(nodes) * len(subnets))
+	seen := map[string]int{}
+	for _, e := range h.enis() {
+		seen[e.Tags[nodeeni.TagNode]+"/"+e.SubnetID]++
+	}
+	for _, n := range nodes {
+		for _, s := range subnets {
+			if seen[n+"/"+s] != 1 {
+				h.t.Fatalf("%s/%s has %d ENIs, want 1 (all: %v)", n, s, seen[n+"/"+s], seen)
+			}
+		}
+	}
+}
+
+// crashScenario starts a manager while fault makes action fail (after it
+// took effect when afterApply), kills the manager once the action was
+// tried for every node, and restarts one without the fault.
+func crashScenario(t *testing.T, action string, afterApply bool) {
+	const nodes = 4
+	h := newHarness(t, manyNodes(nodes))
+	var names []string
+	for i := 0; i < nodes; i++ {
+		name := fmt.Sprintf("n%d", i)
+		names = append(names, name)
+		h.addNode(name, h.instance(i), "us-east-1a", map[string]string{"ng": "crash"})
+	}
+	if err := h.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{
+		action: {ErrorRate: 1, ErrorCode: "InternalError", AfterApply: afterApply}}}); err != nil {
+		t.Fatal(err)
+	}
+	first := h.start(h.options())
+	spec := h.spec(map[string]string{"ng": "crash"})
+	spec.SubnetNames = []string{"multus-a", "storage-a"}
+	spec.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("crash", spec)
+	h.eventually(action+" tried for every ENI", waitFor, func() (bool, string) {
+		n := h.calls(action)
+		return n >= 2*nodes*2, fmt.Sprintf("%d calls", n) // every ENI, retried at least once
+	})
+	first.stop() // the process dies: nothing after this point of its work happens
+	if err := h.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{}}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(h.enis())
+	t.Logf("%s failing (afterApply=%v): %d ENIs existed when the manager died", action, afterApply, before)
+	h.emu.ResetCounts()
+	h.start(h.options())
+	h.ready("crash", nodes)
+	h.exactlyOnePerKey(names, []string{h.subnets["multus-a"], h.subnets["storage-a"]})
+	if d := h.calls("DeleteNetworkInterface"); d != 0 {
+		t.Errorf("%d deletes after the restart: a duplicate was made", d)
+	}
+	if before == 2*nodes {
+		if c := h.calls("CreateNetworkInterface"); c != 0 {
+			t.Errorf("%d creates after the restart, want 0: every ENI existed and is adopted", c)
+		}
+	}
+}
+
+// Item 5: killed after CreateNetworkInterface took effect but before its
+// answer arrived, so before any attach.
+func TestCrashAfterCreateBeforeAttach(t *testing.T) {
+	crashScenario(t, "CreateNetworkInterface", true)
+}
+
+// Item 5: killed after AttachNetworkInterface took effect, before the
+// status write (the answer was lost).
+func TestCrashAfterAttachBeforeStatus(t *testing.T) {
+	crashScenario(t, "AttachNetworkInterface", true)
+}
+
+// Item 5: killed with attaches failing outright: ENIs exist, unattached.
+func TestCrashWithUnattachedENIs(t *testing.T) {
+	crashScenario(t, "AttachNetworkInterface", false)
+}
+
+// Item 5: killed abruptly, at whatever point the work had reached, as soon
+// as the emulator's call log shows the first create; repeated at several
+// points of the work.
+func TestCrashAtRandomPoints(t *testing.T) {
+	const nodes = 6
+	h := newHarness(t, manyNodes(nodes))
+	var names []string
+	for i := 0; i < nodes; i++ {
+		name := fmt.Sprintf("n%d", i)
+		names = append(names, name)
+		h.addNode(name, h.instance(i), "us-east-1a", map[string]string{"ng": "kill"})
+	}
+	// Slow EC2 a little so the kills land inside the work.
+	if err := h.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{
+		"*": {Latency: emulator.Duration{Duration: 5 * time.Millisecond}, Jitter: emulator.Duration{Duration: 10 * time.Millisecond}}}}); err != nil {
+		t.Fatal(err)
+	}
+	spec := h.spec(map[string]string{"ng": "kill"})
+	spec.SubnetNames = []string{"multus-a", "storage-a"}
+	spec.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("kill", spec)
+	for round, after := range []int{1, 3, 6, 9} {
+		m := h.start(h.options())
+		h.eventually("creates under way", waitFor, func() (bool, string) {
+			n := h.calls("CreateNetworkInterface") + h.calls("AttachNetworkInterface")
+			return n >= after || len(h.enis()) == 2*nodes, fmt.Sprintf("%d", n)
+		})
+		m.stop()
+		t.Logf("round %d: killed after %d create/attach calls; %d ENIs exist", round, after, len(h.enis()))
+		h.emu.ResetCounts()
+	}
+	h.start(h.options())
+	h.ready("kill", nodes)
+	h.exactlyOnePerKey(names, []string{h.subnets["multus-a"], h.subnets["storage-a"]})
+}
