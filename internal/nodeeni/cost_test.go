@@ -1,0 +1,53 @@
+package nodeeni_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Item 8: with 50 nodes and 2 NodeENIs (100 ENIs) in steady state, one
+// resync interval costs O(1) EC2 calls for the whole cluster — one
+// inventory page, plus the subnet and group catalog when it is due — and
+// no mutation.
+func TestSteadyStateCost(t *testing.T) {
+	const nodes = 50
+	h := newHarness(t, manyNodes(nodes))
+	for i := 0; i < nodes; i++ {
+		h.addNode(fmt.Sprintf("n%02d", i), h.instance(i), "us-east-1a", map[string]string{"ng": "cost"})
+	}
+	o := h.options()
+	o.CatalogInterval = resync // the worst case: the catalog is re-read every interval too
+	o.MinCatalogRefresh = resync
+	h.start(o)
+	a := h.spec(map[string]string{"ng": "cost"})
+	a.SubnetName, a.SecurityGroupNames, a.DeviceIndex = "multus-a", []string{"multus"}, 1
+	b := h.spec(map[string]string{"ng": "cost"})
+	b.SubnetName, b.SecurityGroupNames, b.DeviceIndex = "storage-a", []string{"storage"}, 2
+	start := time.Now()
+	h.createNodeENI("cost-a", a)
+	h.createNodeENI("cost-b", b)
+	h.ready("cost-a", nodes)
+	h.ready("cost-b", nodes)
+	total, by := h.totalCalls()
+	t.Logf("100 ENIs created and attached in %v: %d EC2 calls, %.2f per ENI (%v)", time.Since(start), total, float64(total)/100, by)
+
+	h.emu.ResetCounts()
+	const intervals = 10
+	time.Sleep(intervals * resync)
+	total, by = h.totalCalls()
+	perInterval := float64(total) / intervals
+	t.Logf("steady state: %d EC2 calls in %d resync intervals: %.1f per interval (%v)", total, intervals, perInterval, by)
+	if perInterval > 5 {
+		t.Fatalf("%.1f EC2 calls per interval, want at most 5", perInterval)
+	}
+	for _, m := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "ModifyNetworkInterfaceAttribute",
+		"DetachNetworkInterface", "DeleteNetworkInterface", "DescribeInstances", "CreateTags"} {
+		if by[m] != 0 {
+			t.Errorf("%d %s calls in steady state", by[m], m)
+		}
+	}
+	if by["DescribeNetworkInterfaces"] < intervals/2 {
+		t.Errorf("only %d inventory refreshes in %d intervals: the resync is not running", by["DescribeNetworkInterfaces"], intervals)
+	}
+}
