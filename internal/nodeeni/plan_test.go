@@ -1,0 +1,375 @@
+package nodeeni
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+func TestClientToken(t *testing.T) {
+	base := clientToken("uid", "node", "i-1", "subnet-1", 1, 0)
+	if len(base) > maxClientToken {
+		t.Fatalf("token %q is %d characters, over EC2's %d", base, len(base), maxClientToken)
+	}
+	if base != clientToken("uid", "node", "i-1", "subnet-1", 1, 0) {
+		t.Fatal("not deterministic")
+	}
+	long := strings.Repeat("x", 300)
+	if tok := clientToken(long, long, long, long, 63, 99); len(tok) > maxClientToken {
+		t.Fatalf("long inputs give %d characters", len(tok))
+	}
+	others := map[string]string{
+		"uid":      clientToken("uid2", "node", "i-1", "subnet-1", 1, 0),
+		"node":     clientToken("uid", "node2", "i-1", "subnet-1", 1, 0),
+		"instance": clientToken("uid", "node", "i-2", "subnet-1", 1, 0),
+		"subnet":   clientToken("uid", "node", "i-1", "subnet-2", 1, 0),
+		"base":     clientToken("uid", "node", "i-1", "subnet-1", 2, 0),
+		"attempt":  clientToken("uid", "node", "i-1", "subnet-1", 1, 1),
+		// Field boundaries are unambiguous.
+		"shifted": clientToken("uidn", "ode", "i-1", "subnet-1", 1, 0),
+	}
+	for what, tok := range others {
+		if tok == base {
+			t.Errorf("changing the %s keeps the token", what)
+		}
+	}
+}
+
+func TestChooseIndex(t *testing.T) {
+	cases := []struct {
+		name             string
+		base, rank, pref int
+		taken            map[int]occupant
+		want             int
+		reason           string
+	}{
+		{"natural index", 1, 0, -1, map[int]occupant{0: foreign}, 1, ""},
+		{"second subnet", 2, 1, -1, map[int]occupant{0: foreign, 2: sibling}, 3, ""},
+		{"preferred from the tag wins", 1, 0, 3, nil, 3, ""},
+		{"preferred below base is ignored", 2, 0, 1, nil, 2, ""},
+		{"sibling holds it: next free from base", 1, 0, -1, map[int]occupant{1: sibling, 2: foreign, 3: sibling}, 4, ""},
+		{"taken by someone else", 1, 0, -1, map[int]occupant{1: foreign}, 1, ReasonDeviceIndexInUse},
+		{"held by a leaving ENI", 1, 0, -1, map[int]occupant{1: leaving}, 1, ReasonWaitingForDetach},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, reason, _ := chooseIndex(c.base, c.rank, c.pref, c.taken)
+			if got != c.want || reason != c.reason {
+				t.Fatalf("chooseIndex = %d, %q; want %d, %q", got, reason, c.want, c.reason)
+			}
+		})
+	}
+}
+
+func TestDesired(t *testing.T) {
+	nodes := []nodeInfo{{Name: "b", Instance: "i-b", Zone: "z2"}, {Name: "a", Instance: "i-a", Zone: "z1"}, {Name: "c", Instance: "i-c", Zone: "z3"}}
+	subnets := []subnetInfo{{ID: "s1", Zone: "z1"}, {ID: "s2", Zone: "z2"}, {ID: "s3", Zone: "z1"}}
+	wants, blocks := desired(nodes, subnets)
+	got := fmt.Sprint(wants)
+	want := fmt.Sprint([]want{
+		{Node: "a", Instance: "i-a", Zone: "z1", Subnet: "s1", Rank: 0},
+		{Node: "a", Instance: "i-a", Zone: "z1", Subnet: "s3", Rank: 1},
+		{Node: "b", Instance: "i-b", Zone: "z2", Subnet: "s2", Rank: 0},
+	})
+	if got != want {
+		t.Fatalf("wants\n%s\nwant\n%s", got, want)
+	}
+	if len(blocks) != 1 || blocks[0].Node != "c" || blocks[0].Reason != ReasonNoSubnetInZone {
+		t.Fatalf("blocks %+v", blocks)
+	}
+}
+
+func TestNodeInfoOf(t *testing.T) {
+	node := func(pid string, labels map[string]string) *corev1.Node {
+		n := &corev1.Node{Spec: corev1.NodeSpec{ProviderID: pid}}
+		n.Name, n.Labels = "n", labels
+		return n
+	}
+	cases := []struct {
+		n       *corev1.Node
+		want    nodeInfo
+		wantErr bool
+	}{
+		{node("aws:///us-east-1a/i-0abc", nil), nodeInfo{Name: "n", Instance: "i-0abc", Zone: "us-east-1a"}, false},
+		{node("aws:///us-east-1a/i-0abc", map[string]string{corev1.LabelTopologyZone: "us-east-1b"}), nodeInfo{Name: "n", Instance: "i-0abc", Zone: "us-east-1b"}, false},
+		{node("aws:////i-0abc", map[string]string{corev1.LabelFailureDomainBetaZone: "us-east-1c"}), nodeInfo{Name: "n", Instance: "i-0abc", Zone: "us-east-1c"}, false},
+		{node("aws:////i-0abc", nil), nodeInfo{}, true},
+		{node("kind://docker/kind/node", nil), nodeInfo{}, true},
+		{node("", nil), nodeInfo{}, true},
+	}
+	for _, c := range cases {
+		got, err := nodeInfoOf(c.n)
+		if (err != nil) != c.wantErr || got != c.want {
+			t.Errorf("%q %v: %+v, %v", c.n.Spec.ProviderID, c.n.Labels, got, err)
+		}
+	}
+}
+
+// eni builds an owned ENI for plan tests.
+func eni(id, node, instance, subnet string, base, index int, attached string, dot bool) owned {
+	e := ec2.ENI{ID: id, SubnetID: subnet, Status: "available", SecurityGroups: []string{"sg-1"}, Description: "d",
+		Tags: map[string]string{TagNodeENIUID: "uid", TagNode: node, TagInstance: instance,
+			TagDeviceIndexBase: fmt.Sprint(base), TagDeviceIndex: fmt.Sprint(index)}}
+	if attached != "" {
+		e.Status = "in-use"
+		e.Attachment = &ec2.Attachment{ID: "attach-" + id, InstanceID: instance, DeviceIndex: index, Status: attached, DeleteOnTermination: dot}
+	}
+	return ownedFrom(e)
+}
+
+func baseInput() planInput {
+	return planInput{
+		Base: 1, DeleteOnTermination: true, SecurityGroups: []string{"sg-1"}, Description: "d", SubnetsComplete: true,
+		Wants: []want{
+			{Node: "n1", Instance: "i-1", Zone: "z", Subnet: "s-a", Rank: 0},
+			{Node: "n1", Instance: "i-1", Zone: "z", Subnet: "s-b", Rank: 1},
+		},
+		Nodes:         map[string]bool{"n1": true, "n2": true},
+		NodeInstances: map[string]string{"n1": "i-1"},
+	}
+}
+
+func roomy() map[string]instanceView {
+	return map[string]instanceView{"i-1": {ID: "i-1", Type: "m5.xlarge", State: "running", Zone: "z", MaxENIs: 4, Slots: map[int]string{0: "eni-primary"}}}
+}
+
+// describePlan renders actions and blocks compactly for comparison.
+func describePlan(p plan) string {
+	var out []string
+	for _, a := range p.Actions {
+		s := a.Kind.String()
+		switch a.Kind {
+		case actCreate:
+			s += fmt.Sprintf(" %s/%s@%d", a.Want.Node, a.Want.Subnet, a.Index)
+		case actAttach:
+			s += fmt.Sprintf(" %s@%d", a.ENI, a.Index)
+		default:
+			s += " " + a.ENI
+		}
+		if a.Reason != "" {
+			s += " (" + a.Reason + ")"
+		}
+		out = append(out, s)
+	}
+	for _, b := range p.Blocked {
+		out = append(out, "blocked "+b.Node+" "+b.Reason)
+	}
+	if len(p.NeedInstances) > 0 {
+		out = append(out, "need "+strings.Join(p.NeedInstances, ","))
+	}
+	return strings.Join(out, "; ")
+}
+
+func TestMakePlan(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(in *planInput)
+		want  string
+		ready int
+	}{
+		{"nothing yet, instance unknown: describe it first", func(in *planInput) {}, "need i-1", 0},
+		{"nothing yet: create both at consecutive indexes", func(in *planInput) { in.Instances = roomy() }, "create n1/s-a@1; create n1/s-b@2", 0},
+		{"all attached: nothing to do", func(in *planInput) {
+			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true), eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
+		}, "", 1},
+		{"drift is fixed in place", func(in *planInput) {
+			e1 := eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", false)
+			e1.SecurityGroups, e1.Description = []string{"sg-old"}, "old"
+			in.Tags = map[string]string{"Team": "net"}
+			in.ENIs = []owned{e1, eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
+		}, "set-security-groups e1; set-description e1; set-tags e1; set-delete-on-termination e1; set-tags e2", 1},
+		{"created before a crash: attach where it was meant to go", func(in *planInput) {
+			in.Instances = roomy()
+			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 3, "", false), eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
+		}, "attach e1@3", 0},
+		{"node gone, unmatched, subnet removed: detach, wait, delete", func(in *planInput) {
+			in.Wants = in.Wants[:1]
+			in.ENIs = []owned{
+				eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true),
+				eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true), // subnet removed
+				eni("e3", "n2", "i-2", "s-a", 1, 1, "detaching", true), // unmatched node
+				eni("e4", "n3", "i-3", "s-a", 1, 1, "", true),          // deleted node
+			}
+		}, "detach e2 (SubnetRemoved); poll e3 (NodeUnmatched); delete e4 (NodeDeleted)", 1},
+		{"subnets not all resolved: keep ENIs of unknown subnets", func(in *planInput) {
+			in.Wants, in.SubnetsComplete = in.Wants[:1], false
+			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true), eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
+		}, "", 1},
+		{"NodeENI deleted: everything goes", func(in *planInput) {
+			in.Deleting, in.Wants = true, nil
+			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true), eni("e2", "n1", "i-1", "s-b", 1, 2, "", true)}
+		}, "detach e1 (NodeENIDeleted); delete e2 (NodeENIDeleted)", 0},
+		{"deviceIndex changed: replace", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.Instances = roomy()
+			in.Instances["i-1"].Slots[1] = "e1"
+			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true)}
+		}, "detach e1 (DeviceIndexChanged); create n1/s-a@2", 0},
+		{"duplicate: keep the attached one", func(in *planInput) {
+			in.Wants = in.Wants[:1]
+			in.ENIs = []owned{eni("e0", "n1", "i-1", "s-a", 1, 1, "", true), eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true)}
+		}, "delete e0 (Duplicate)", 1},
+		{"instance replaced under the node name", func(in *planInput) {
+			in.Wants = in.Wants[:1]
+			in.Instances = roomy()
+			in.ENIs = []owned{eni("e1", "n1", "i-old", "s-a", 1, 1, "", true)}
+		}, "delete e1 (InstanceReplaced); create n1/s-a@1", 0},
+		{"groups unresolved: no create", func(in *planInput) { in.SecurityGroups, in.Instances = nil, roomy() }, "", 0},
+		{"instance full", func(in *planInput) {
+			in.Instances = roomy()
+			in.Instances["i-1"] = instanceView{ID: "i-1", Type: "t3.small", State: "running", MaxENIs: 3, Slots: map[int]string{0: "p", 1: "x", 2: "y"}}
+		}, "blocked n1 ENILimitReached; blocked n1 ENILimitReached", 0},
+		{"index held by someone else", func(in *planInput) {
+			in.Wants = in.Wants[:1]
+			in.Instances = roomy()
+			in.Instances["i-1"].Slots[1] = "eni-foreign"
+		}, "blocked n1 DeviceIndexInUse", 0},
+		{"index beyond the type", func(in *planInput) {
+			in.Base, in.Wants = 3, in.Wants[:1]
+			in.Instances = map[string]instanceView{"i-1": {ID: "i-1", Type: "t3.small", State: "running", MaxENIs: 3, Slots: map[int]string{0: "p"}}}
+		}, "blocked n1 DeviceIndexBeyondLimit", 0},
+		{"instance terminated", func(in *planInput) {
+			in.Instances = map[string]instanceView{"i-1": {ID: "i-1", State: "terminated"}}
+		}, "blocked n1 InstanceNotRunning; blocked n1 InstanceNotRunning", 0},
+		{"zone label wrong", func(in *planInput) {
+			in.Wants = in.Wants[:1]
+			in.Instances = roomy()
+			in.Instances["i-1"] = instanceView{ID: "i-1", State: "running", Zone: "other", MaxENIs: 4, Slots: map[int]string{0: "p"}}
+		}, "blocked n1 ZoneMismatch", 0},
+		{"full only until a leaving ENI is gone", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.Instances = map[string]instanceView{"i-1": {ID: "i-1", State: "running", MaxENIs: 2, Slots: map[int]string{0: "p", 1: "e1"}}}
+			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "detaching", true)}
+		}, "poll e1 (DeviceIndexChanged); blocked n1 WaitingForDetach", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := baseInput()
+			c.edit(&in)
+			p := makePlan(in)
+			if got := describePlan(p); got != c.want {
+				t.Fatalf("plan\n  %s\nwant\n  %s", got, c.want)
+			}
+			if p.ReadyNodes != c.ready {
+				t.Fatalf("ready nodes %d, want %d", p.ReadyNodes, c.ready)
+			}
+		})
+	}
+}
+
+func TestResolveIn(t *testing.T) {
+	subnets := []ec2.Subnet{
+		{ID: "subnet-1", AvailabilityZone: "a", CIDR: "10.0.0.0/24", Tags: map[string]string{"Name": "multus"}},
+		{ID: "subnet-2", AvailabilityZone: "b", CIDR: "10.0.1.0/24", Tags: map[string]string{"Name": "multus"}},
+		{ID: "subnet-3", AvailabilityZone: "a", CIDR: "10.0.2.0/24", Tags: map[string]string{"Name": "storage"}},
+	}
+	groups := []ec2.SecurityGroup{{ID: "sg-2", Name: "multus"}, {ID: "sg-1", Name: "storage"}}
+	r := resolveIn(subnets, groups, &v1alpha1.NodeENISpec{SubnetID: "subnet-3", SubnetNames: []string{"multus", "storage"},
+		SecurityGroupIDs: []string{"sg-2"}, SecurityGroupNames: []string{"storage", "multus"}})
+	var ids []string
+	for _, s := range r.Subnets {
+		ids = append(ids, s.ID)
+	}
+	if !slices.Equal(ids, []string{"subnet-3", "subnet-1", "subnet-2"}) || !slices.Equal(r.Groups, []string{"sg-1", "sg-2"}) ||
+		len(r.Problems) != 0 || !r.SubnetsComplete {
+		t.Fatalf("resolved %+v", r)
+	}
+	r = resolveIn(subnets, groups, &v1alpha1.NodeENISpec{SubnetIDs: []string{"subnet-9"}, SubnetName: "multus",
+		SecurityGroupNames: []string{"nope"}})
+	if r.SubnetsComplete || r.Groups != nil || len(r.Subnets) != 2 || len(r.Problems) != 2 ||
+		r.Problems[0].Reason != ReasonSubnetNotFound || r.Problems[1].Reason != ReasonSecurityGroupNotFound {
+		t.Fatalf("resolved %+v", r)
+	}
+}
+
+func TestOrphans(t *testing.T) {
+	now := time.Now()
+	grace := time.Minute
+	mk := func(id, uid string, created time.Time, attached bool) ec2.ENI {
+		e := ec2.ENI{ID: id, Status: "available", Tags: map[string]string{TagNodeENIUID: uid}}
+		if !created.IsZero() {
+			e.Tags[TagCreatedAt] = created.Format(time.RFC3339)
+		}
+		if attached {
+			e.Status, e.Attachment = "in-use", &ec2.Attachment{ID: "a"}
+		}
+		return e
+	}
+	enis := []ec2.ENI{
+		mk("old", "dead", now.Add(-time.Hour), false),
+		mk("young", "dead", time.Time{}, false),
+		mk("live", "alive", now.Add(-time.Hour), false),
+		mk("attached", "dead", now.Add(-time.Hour), true),
+	}
+	live := map[string]bool{"alive": true}
+	seen := map[string]*sighting{}
+	snap1 := now.Add(-2 * time.Minute)
+	if got := orphans(enis, live, seen, snap1, now.Add(-2*time.Minute), grace); len(got) != 0 {
+		t.Fatalf("first sighting deletes %v", got)
+	}
+	// The same snapshot again is not a second sighting.
+	if got := orphans(enis, live, seen, snap1, now.Add(-90*time.Second), grace); len(got) != 0 {
+		t.Fatalf("same snapshot counted twice: %v", got)
+	}
+	got := orphans(enis, live, seen, now.Add(-time.Second), now, grace)
+	if len(got) != 2 || got[0].ID != "old" || got[1].ID != "young" {
+		t.Fatalf("second sighting past the grace period: %v", got)
+	}
+	// Adopted meanwhile (no longer orphaned): forgotten.
+	orphans(enis[2:], live, seen, now, now, grace)
+	if len(seen) != 0 {
+		t.Fatalf("sightings kept: %v", seen)
+	}
+	// Young: seen twice but within the grace period of its first sighting.
+	seen = map[string]*sighting{}
+	orphans(enis[1:2], live, seen, now, now, grace)
+	if got := orphans(enis[1:2], live, seen, now.Add(time.Second), now.Add(2*time.Second), grace); len(got) != 0 {
+		t.Fatalf("young orphan deleted within the grace period")
+	}
+}
+
+func TestStatusSteadyStateWritesNothing(t *testing.T) {
+	in := baseInput()
+	in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true), eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
+	p := makePlan(in)
+	t0 := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	st := statusFor(v1alpha1.NodeENIStatus{}, 3, in, p, nil, false, false, t0)
+	if st.ReadyNodes != 1 || st.DesiredNodes != 1 || len(st.Attachments) != 2 || st.ObservedGeneration != 3 {
+		t.Fatalf("status %+v", st)
+	}
+	ready := cond(st, v1alpha1.ConditionReady)
+	if ready.Status != metav1.ConditionTrue || ready.Reason != ReasonAttached {
+		t.Fatalf("Ready %+v", ready)
+	}
+	again := statusFor(st, 3, in, makePlan(in), nil, false, false, metav1.Now())
+	if !equality.Semantic.DeepEqual(st, again) {
+		t.Fatalf("a second pass over the same state changes the status:\n%+v\n%+v", st, again)
+	}
+	blocks := []blocked{{Node: "n2", Reason: ReasonENILimitReached, Message: "full"}}
+	deg := statusFor(st, 3, in, p, blocks, false, false, metav1.Now())
+	if c := cond(deg, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || c.Reason != ReasonENILimitReached ||
+		!strings.Contains(c.Message, "node n2: ENILimitReached: full") {
+		t.Fatalf("Degraded %+v", c)
+	}
+	if c := cond(deg, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready %+v", c)
+	}
+}
+
+func cond(st v1alpha1.NodeENIStatus, t string) metav1.Condition {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
