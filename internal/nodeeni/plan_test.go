@@ -195,7 +195,7 @@ func TestMakePlan(t *testing.T) {
 			in.Wants = in.Wants[:1]
 			in.ENIs = []owned{
 				eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true),
-				eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true), // subnet removed
+				eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true),  // subnet removed
 				eni("e3", "n2", "i-2", "s-a", 1, 1, "detaching", true), // unmatched node
 				eni("e4", "n3", "i-3", "s-a", 1, 1, "", true),          // deleted node
 			}
