@@ -25,8 +25,8 @@ import (
 // cleaned up and released by this operator too.
 const Finalizer = "nodeeni.networking.k8s.aws/finalizer"
 
-// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=patch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
