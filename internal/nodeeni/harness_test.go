@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +80,8 @@ type harness struct {
 	k8s     client.Client
 	cluster string
 	label   string // every node and NodeENI selector of the test carries label=<test>
+	// cfg is what the operator's manager connects with (default: admin).
+	cfg *rest.Config
 }
 
 func newHarness(t *testing.T, extra emulator.World) *harness {
@@ -152,7 +155,11 @@ func (h *harness) start(o nodeeni.Options) *manager {
 	h.t.Helper()
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	cfg := h.cfg
+	if cfg == nil {
+		cfg = env.Config
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme(h.t),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
