@@ -53,7 +53,7 @@ func TestCollector(t *testing.T) {
 	h.eventually("old orphan deleted", waitFor, func() (bool, string) {
 		return !exists()[id(0)], ""
 	})
-	if elapsed := time.Since(start); elapsed < 2*resync {
+	if elapsed := time.Since(start); elapsed < resync {
 		t.Fatalf("deleted after %v, before a second sighting", elapsed)
 	}
 	if e := exists(); !e[id(1)] && time.Since(start) < o.CollectorGracePeriod {
