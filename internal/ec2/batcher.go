@@ -25,6 +25,10 @@ type batcher[K comparable, I comparable, O any] struct {
 	splittable func(error) bool
 	// observe is told the size of every call made.
 	observe func(size int)
+	// gate, when set, says how long a call would wait for the rate
+	// limiter; a due batch stays open that long and keeps taking items,
+	// so under a rate limit batches grow instead of queueing.
+	gate func() time.Duration
 
 	mu      sync.Mutex
 	pending map[K]*pendingBatch[I, O]
@@ -93,6 +97,17 @@ func (b *batcher[K, I, O]) flush(key K, p *pendingBatch[I, O]) {
 	if b.pending[key] != p {
 		b.mu.Unlock()
 		return // already sent
+	}
+	if b.gate != nil {
+		if d := b.gate(); d > 0 {
+			if p.idle != nil {
+				p.idle.Stop()
+			}
+			p.max.Stop()
+			p.idle = time.AfterFunc(d, func() { b.flush(key, p) })
+			b.mu.Unlock()
+			return
+		}
 	}
 	b.detach(key, p)
 	b.mu.Unlock()

@@ -45,6 +45,11 @@ type Config struct {
 	// to share its call (defaults 20ms and 200ms).
 	BatchIdle    time.Duration
 	BatchMaxWait time.Duration
+	// TagBatchIdle and TagBatchMaxWait are the same for CreateTags and
+	// DeleteTags, which nobody waits on interactively and which gain the
+	// most from coalescing (replicas share tag sets), so they wait longer.
+	TagBatchIdle    time.Duration
+	TagBatchMaxWait time.Duration
 	// Registerer receives the metrics; nil leaves them unregistered. The
 	// operator passes controller-runtime's registry.
 	Registerer prometheus.Registerer
@@ -205,6 +210,12 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.BatchIdle <= 0 {
 		cfg.BatchIdle = 20 * time.Millisecond
+	}
+	if cfg.TagBatchIdle <= 0 {
+		cfg.TagBatchIdle = 200 * time.Millisecond
+	}
+	if cfg.TagBatchMaxWait <= 0 {
+		cfg.TagBatchMaxWait = time.Second
 	}
 	if cfg.BatchMaxWait <= 0 {
 		cfg.BatchMaxWait = 200 * time.Millisecond

@@ -14,5 +14,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxAttempts, "aws-max-attempts", 10, "attempts of one EC2 operation; only throttling, 5xx and network errors are retried")
 	fs.DurationVar(&c.MaxBackoff, "aws-max-backoff", 20*time.Second, "longest delay between attempts")
 	fs.DurationVar(&c.BatchIdle, "aws-batch-idle", 20*time.Millisecond, "a batched EC2 call goes out after this long without a new request")
+	fs.DurationVar(&c.TagBatchIdle, "aws-tag-batch-idle", 200*time.Millisecond, "a batched CreateTags/DeleteTags goes out after this long without a new request")
+	fs.DurationVar(&c.TagBatchMaxWait, "aws-tag-batch-max-wait", time.Second, "longest a tag write waits for others with the same tags")
 	fs.DurationVar(&c.BatchMaxWait, "aws-batch-max-wait", 200*time.Millisecond, "longest a request waits for others to share its EC2 call")
 }

@@ -51,6 +51,21 @@ func (l *adaptiveLimiter) wait(ctx context.Context) (time.Duration, error) {
 	return time.Since(start), err
 }
 
+// delay is how long until a token is likely free (0: one is free now).
+// Batchers use it to keep a batch open, and growing, while the limiter
+// would make its call wait anyway.
+func (l *adaptiveLimiter) delay() time.Duration {
+	tokens := l.bucket.Tokens()
+	if tokens >= 1 {
+		return 0
+	}
+	lim := float64(l.bucket.Limit())
+	if lim <= 0 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / lim * float64(time.Second))
+}
+
 // throttled records a RequestLimitExceeded answer.
 func (l *adaptiveLimiter) throttled(now time.Time) {
 	l.mu.Lock()

@@ -39,7 +39,7 @@ func (c *Client) initBatchers(cfg Config) {
 		lookupMax = maxLookupBatch
 	}
 	c.lookups = &batcher[ipFamily, string, ENI]{
-		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: lookupMax, timeout: batchTimeout,
+		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: lookupMax, timeout: batchTimeout, gate: c.limiter.delay,
 		run: c.lookupIPs,
 		missing: func(ip string) error {
 			return &notFoundError{code: "InvalidAddress.NotFound", id: "no network interface holds " + ip}
@@ -47,7 +47,7 @@ func (c *Client) initBatchers(cfg Config) {
 		observe: observe("lookup-ip"),
 	}
 	c.enisByID = &batcher[string, string, ENI]{
-		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: maxFilterValues, timeout: batchTimeout,
+		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: maxFilterValues, timeout: batchTimeout, gate: c.limiter.delay,
 		run: func(ctx context.Context, _ string, ids []string) (map[string]ENI, error) {
 			enis, err := c.describeENIs(ctx, []Filter{{Name: "network-interface-id", Values: ids}}, false)
 			out := make(map[string]ENI, len(enis))
@@ -60,19 +60,19 @@ func (c *Client) initBatchers(cfg Config) {
 		observe: observe("get-eni"),
 	}
 	c.instances = &batcher[string, string, Instance]{
-		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: maxFilterValues, timeout: batchTimeout,
+		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: maxFilterValues, timeout: batchTimeout, gate: c.limiter.delay,
 		run:     c.describeInstances,
 		missing: func(id string) error { return &notFoundError{code: "InvalidInstanceID.NotFound", id: id} },
 		observe: observe("get-instance"),
 	}
 	c.createTag = &batcher[string, string, struct{}]{
-		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: maxTagResources, timeout: batchTimeout,
+		idle: cfg.TagBatchIdle, maxWait: cfg.TagBatchMaxWait, maxItems: maxTagResources, timeout: batchTimeout, gate: c.limiter.delay,
 		run:        c.createTags,
 		splittable: IsNotFound,
 		observe:    observe("create-tags"),
 	}
 	c.deleteTag = &batcher[string, string, struct{}]{
-		idle: cfg.BatchIdle, maxWait: cfg.BatchMaxWait, maxItems: maxTagResources, timeout: batchTimeout,
+		idle: cfg.TagBatchIdle, maxWait: cfg.TagBatchMaxWait, maxItems: maxTagResources, timeout: batchTimeout, gate: c.limiter.delay,
 		run:        c.deleteTags,
 		splittable: IsNotFound,
 		observe:    observe("delete-tags"),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,10 +18,12 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -31,7 +34,12 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+func TestMain(m *testing.M) {
+	if os.Getenv("TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	}
+	testenv.Main(m, &env)
+}
 
 var nsSeq atomic.Int64
 
@@ -76,7 +84,9 @@ func newHarness(t *testing.T, extra emulator.World) *harness {
 	}
 	h.scheme = runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(h.scheme)
-	if h.k8s, err = client.New(env.Config, client.Options{Scheme: h.scheme}); err != nil {
+	direct := rest.CopyConfig(env.Config)
+	direct.QPS, direct.Burst = 1000, 2000
+	if h.k8s, err = client.New(direct, client.Options{Scheme: h.scheme}); err != nil {
 		t.Fatal(err)
 	}
 	n := nsSeq.Add(1)
@@ -116,7 +126,9 @@ func (h *harness) startManager(o tagger.Options) {
 	h.stopManager()
 	h.reg = prometheus.NewRegistry()
 	o.Registerer = h.reg
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000 // the operator's --kube-api-qps is a separate concern
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 h.scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -292,6 +304,23 @@ func (h *harness) metric(name string) float64 {
 		}
 	}
 	return n
+}
+
+// labelled returns the value of the series of a metric whose (first)
+// label has value.
+func (h *harness) labelled(name, value string) float64 {
+	mfs, _ := h.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == value {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 func (h *harness) reconciles() float64 { return h.metric("eni_operator_tagger_reconciles_total") }

@@ -55,7 +55,7 @@ func DefaultOptions() Options {
 		ns = "kube-system"
 	}
 	return Options{
-		AnnotationKey: DefaultAnnotationKey, MaxConcurrentReconciles: 32,
+		AnnotationKey: DefaultAnnotationKey, MaxConcurrentReconciles: 100,
 		EnableENICache: true, EnableCacheConfigMap: true,
 		CacheBatchInterval: 2 * time.Second, CacheBatchSize: 20, CacheShards: 16,
 		PodRateLimitQPS: 0.1, PodRateLimitBurst: 1,
