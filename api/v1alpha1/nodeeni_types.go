@@ -26,11 +26,10 @@ const (
 
 // Attachment states reported in status.attachments[].status.
 const (
-	AttachmentCreated   = "created"   // the ENI exists, not attached yet
+	AttachmentCreated   = "created"   // the ENI exists, not attached yet (message says why)
 	AttachmentAttached  = "attached"  // attached as the spec says
 	AttachmentDetaching = "detaching" // being removed: detach requested
 	AttachmentDeleting  = "deleting"  // detached, deletion pending
-	AttachmentFailed    = "failed"    // see message
 )
 
 // NodeENISpec says which nodes get an ENI, in which subnets, with which
@@ -179,7 +178,7 @@ type ENIAttachment struct {
 	// MTU the agent is asked to set (from the spec).
 	// +optional
 	MTU int32 `json:"mtu,omitempty"`
-	// Status is created, attached, detaching, deleting or failed.
+	// Status is created, attached, detaching or deleting.
 	Status string `json:"status"`
 	// Message explains a failed or pending state.
 	// +optional

@@ -106,3 +106,15 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// RequiredIAMActions are the EC2 actions the NodeENI controller and the
+// collector use, for the operator's start-up permission check
+// (ec2.Client.CheckPermissions).
+func RequiredIAMActions() []string {
+	return []string{
+		"ec2:DescribeNetworkInterfaces", "ec2:DescribeInstances", "ec2:DescribeInstanceTypes",
+		"ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:CreateNetworkInterface", "ec2:CreateTags",
+		"ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface", "ec2:DeleteNetworkInterface",
+		"ec2:ModifyNetworkInterfaceAttribute",
+	}
+}
