@@ -28,10 +28,6 @@ type Options struct {
 	// one of its ENIs was told to detach (default 2s): the worker is free
 	// meanwhile.
 	DetachPollInterval time.Duration
-	// RetryInterval is how soon a NodeENI whose node cannot take an ENI
-	// yet (instance full, index taken) is looked at again (default: the
-	// resync interval).
-	RetryInterval time.Duration
 	// CollectorGracePeriod is how old an orphaned, available ENI must be
 	// before the collector deletes it (default 5m); it must also have been
 	// seen in two inventory refreshes.
@@ -96,7 +92,6 @@ func (o Options) withDefaults() Options {
 		o.MinCatalogRefresh = o.CatalogInterval
 	}
 	def(&o.DetachPollInterval, 2*time.Second)
-	def(&o.RetryInterval, o.ResyncInterval)
 	def(&o.CollectorGracePeriod, 5*time.Minute)
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 2
