@@ -115,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	eni, err := r.resolve(ctx, key, ip, rec, hasRec)
 	if ec2.IsNotFound(err) {
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
-			message: fmt.Sprintf("no ENI in the VPC holds the pod IP %s yet; retrying in 30s", ip)})
+			message: fmt.Sprintf("no ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying in 30s", ip)})
 	}
 	if err != nil {
 		return reconcile.Result{}, r.awsFailure(ctx, &pod, "looking up the pod's ENI", err)
@@ -137,9 +137,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if err != nil {
 			return reconcile.Result{}, err
 		}
+		// A disputed key is neither written nor removed; the pod keeps
+		// owning it if its value is the one on the ENI, so it is cleaned
+		// up when the pod goes.
 		own = maps.Clone(asked)
+		applied = maps.Clone(applied)
 		for k := range conflicts {
-			delete(own, k)
+			if !(applied[k] == asked[k] && eni.Tags[k] == asked[k]) {
+				delete(own, k)
+			}
+			delete(applied, k)
 		}
 	}
 
