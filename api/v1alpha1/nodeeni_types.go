@@ -38,7 +38,7 @@ const (
 // source (securityGroupIDs, securityGroupNames) are required; the sources
 // of each kind are combined.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.subnetID) && self.subnetID != '') || (has(self.subnetName) && self.subnetName != '') || (has(self.subnetIDs) && size(self.subnetIDs) > 0) || (has(self.subnetNames) && size(self.subnetNames) > 0)",message="a subnet is required: set subnetID, subnetIDs, subnetName or subnetNames"
+// +kubebuilder:validation:XValidation:rule="(has(self.subnetID) && size(self.subnetID) > 0) || (has(self.subnetName) && size(self.subnetName) > 0) || (has(self.subnetIDs) && size(self.subnetIDs) > 0) || (has(self.subnetNames) && size(self.subnetNames) > 0)",message="a subnet is required: set subnetID, subnetIDs, subnetName or subnetNames"
 // +kubebuilder:validation:XValidation:rule="(has(self.securityGroupIDs) && size(self.securityGroupIDs) > 0) || (has(self.securityGroupNames) && size(self.securityGroupNames) > 0)",message="a security group is required: set securityGroupIDs or securityGroupNames"
 type NodeENISpec struct {
 	// NodeSelector selects the nodes that get the ENIs, by label. An empty

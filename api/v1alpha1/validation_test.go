@@ -130,7 +130,9 @@ func TestAdmissionAcceptsValidSpecs(t *testing.T) {
 		"DPDK": func(s map[string]any) {
 			s["enableDPDK"], s["dpdkDriver"], s["dpdkResourceName"], s["dpdkPCIAddress"] = true, "vfio-pci", "intel.com/sriov_dpdk", "0000:00:06.0"
 		},
-		"user tags": func(s map[string]any) { s["tags"] = map[string]any{"Team": "net", "Name": "multus", "cost-center": "42"} },
+		"user tags": func(s map[string]any) {
+			s["tags"] = map[string]any{"Team": "net", "Name": "multus", "cost-center": "42"}
+		},
 	}
 	i := 0
 	for name, mutate := range cases {
