@@ -28,6 +28,9 @@ import (
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
+// Leader election:
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
