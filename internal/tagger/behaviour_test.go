@@ -238,3 +238,20 @@ func TestDryRunThenRealRun(t *testing.T) {
 		t.Fatal("the real run did not apply the tags")
 	}
 }
+
+// Pods and ENIs tagged by k8s-eni-tagger are adopted as they are: no
+// conflict, no write.
+func TestAdoptsK8sENITaggerBookkeeping(t *testing.T) {
+	h := newHarness(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a", InterfaceType: "branch",
+		Tags: map[string]string{"Team": "Dev", tagger.HashTag: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}}})
+	h.startManager(h.options())
+	h.pod("web", h.loaded.NetworkInterfaces[0].PrivateIP, map[string]string{
+		tagger.DefaultAnnotationKey:      "Team=Dev",
+		tagger.LastAppliedTagsAnnotation: `{"Team":"Dev"}`,
+		tagger.LastAppliedHashAnnotation: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	})
+	h.waitCondition("web", tagger.ReasonSynced, "")
+	if c := h.calls(); c["CreateTags"]+c["DeleteTags"] != 0 {
+		t.Fatalf("adoption wrote: %v", c)
+	}
+}
