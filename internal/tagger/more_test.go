@@ -190,7 +190,7 @@ func TestSubnetNamespaceAndPrefixOptions(t *testing.T) {
 func TestPodRateLimitRequeues(t *testing.T) {
 	h := newHarness(t, branchWorld(1))
 	o := h.options()
-	o.PodRateLimitQPS, o.PodRateLimitBurst = 1, 1
+	o.PodRateLimitQPS, o.PodRateLimitBurst = 0.25, 1 // one write per 4s
 	h.startManager(o)
 	eni := h.loaded.NetworkInterfaces[0]
 	h.pod("web", eni.PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "v=1"})
@@ -201,8 +201,10 @@ func TestPodRateLimitRequeues(t *testing.T) {
 	if h.eniTags(eni.ID)["v"] != "2" {
 		t.Fatal("second change lost")
 	}
-	if h.metric("eni_operator_tagger_reconciles_total") < 3 || h.labelled("eni_operator_tagger_reconciles_total", "requeue") < 1 {
-		t.Logf("second change applied after %v without a requeue (bucket had refilled)", time.Since(changed))
+	waited := time.Since(changed)
+	if h.labelled("eni_operator_tagger_reconciles_total", "requeue") < 1 || waited < 2*time.Second {
+		t.Fatalf("second change applied after %v with %v requeues; want it held back by the per-pod limit", waited,
+			h.labelled("eni_operator_tagger_reconciles_total", "requeue"))
 	}
 }
 
