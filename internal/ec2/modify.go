@@ -2,10 +2,12 @@ package ec2
 
 import (
 	"context"
+	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 )
 
 // SetSecurityGroups replaces an ENI's security groups in place.
@@ -22,4 +24,15 @@ func (c *Client) SetDescription(ctx context.Context, eniID, description string) 
 		NetworkInterfaceId: aws.String(eniID), Description: &types.AttributeValue{Value: aws.String(description)},
 	})
 	return err
+}
+
+// Message returns EC2's message for err without the transport details
+// (request IDs, status codes), so it can go into a status that must not
+// change from one identical failure to the next; err.Error() otherwise.
+func Message(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
+	}
+	return err.Error()
 }

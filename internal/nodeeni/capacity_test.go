@@ -100,3 +100,31 @@ func TestCapacityIsDegradedNotChurn(t *testing.T) {
 		t.Fatalf("%d ENIs, want 1", n)
 	}
 }
+
+// A step EC2 refuses (here: a missing IAM permission) is reported with
+// what to do and tried again once per resync, not in a loop.
+func TestRefusedStepIsNotALoop(t *testing.T) {
+	h := newHarness(t, threeNodes())
+	if err := h.emu.Configure(emulator.Config{Denied: []string{"ModifyNetworkInterfaceAttribute"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "deny"})
+	h.start(h.options())
+	spec := h.spec(map[string]string{"ng": "deny"})
+	spec.SubnetName = "multus-a"
+	spec.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("deny", spec)
+	h.eventually("degraded", waitFor, func() (bool, string) {
+		c := condition(h.get("deny"), v1alpha1.ConditionDegraded)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonEC2Error &&
+			strings.Contains(c.Message, "IAM policy"), fmt.Sprintf("%+v", c)
+	})
+	before := h.calls("ModifyNetworkInterfaceAttribute")
+	time.Sleep(6 * resync)
+	if n := h.calls("ModifyNetworkInterfaceAttribute") - before; n > 8 {
+		t.Fatalf("%d refused calls in 6 resync intervals: a retry loop", n)
+	}
+	if h.calls("CreateNetworkInterface") != 1 || h.calls("DeleteNetworkInterface") != 0 {
+		t.Fatalf("creates %d deletes %d", h.calls("CreateNetworkInterface"), h.calls("DeleteNetworkInterface"))
+	}
+}

@@ -103,16 +103,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if deleting && len(in.ENIs) == 0 {
 		return r.release(ctx, ne)
 	}
-	for _, a := range after.Actions {
-		if a.Kind == actPoll || a.Kind == actDetach || a.Kind == actDelete {
-			// An ENI is on its way to "available"; look again soon
-			// instead of holding a worker while it detaches.
-			return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
-		}
-	}
-	if pending {
+	if pending && len(failures) == 0 {
+		// An ENI is on its way to "available", or more steps follow from
+		// the ones just taken: look again soon instead of holding a
+		// worker while EC2 works.
 		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
 	}
+	// Steps EC2 refused are tried again at the next resync, not in a loop.
 	return reconcile.Result{}, nil
 }
 

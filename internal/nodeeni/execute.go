@@ -287,7 +287,9 @@ func (r *reconciler) failed(ne *v1alpha1.NodeENI, a action, what string, err err
 	default:
 		return nil, fmt.Errorf("node %s: %s: %w", a.Node, what, err)
 	}
-	msg := fmt.Sprintf("%s: %v", what, err)
+	// EC2's code and message only: the request ID differs on every call,
+	// and a status that changes on every pass is rewritten every pass.
+	msg := fmt.Sprintf("%s: %s", what, ec2.Message(err))
 	if ec2.IsUnauthorized(err) {
 		msg += " (add the action to the operator's IAM policy; see the README)"
 	}

@@ -98,7 +98,9 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeeni").
-		For(&v1alpha1.NodeENI{}).
+		// Spec changes and deletion bump the generation; the operator's own
+		// status writes do not and need no reconcile.
+		For(&v1alpha1.NodeENI{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(source.Channel(resync, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
