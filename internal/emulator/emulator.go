@@ -1,11 +1,13 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -181,13 +183,18 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp.meta().RequestID = requestID
-	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-	_, _ = w.Write([]byte(xml.Header))
+	// Encoded whole before anything is sent, so a response is either
+	// complete, with its Content-Length, or an error.
+	var body bytes.Buffer
+	body.WriteString(xml.Header)
 	root := xml.StartElement{Name: xml.Name{Space: ec2Namespace, Local: action + "Response"}}
-	if err := xml.NewEncoder(w).EncodeElement(resp, root); err != nil {
-		// The status line is already out; all we can do is cut the body short.
+	if err := xml.NewEncoder(&body).EncodeElement(resp, root); err != nil {
+		writeError(w, requestID, &apiError{Status: http.StatusInternalServerError, Code: "InternalError", Message: "encoding the response: " + err.Error()})
 		return
 	}
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("Content-Length", strconv.Itoa(body.Len()))
+	_, _ = w.Write(body.Bytes())
 }
 
 // serve runs one EC2 call through permissions, throttling, injected
