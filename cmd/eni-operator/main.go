@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -183,6 +184,17 @@ func run(ctx context.Context, c *config) error {
 			return fmt.Errorf("NodeENI controller: %w", err)
 		}
 		log.Info("NodeENI controller enabled", "cluster", c.clusterName)
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			// Reported, not fatal: a crash loop would hide the message.
+			if err := ec2c.CheckPermissions(ctx, nodeeni.RequiredIAMActions()); err != nil {
+				log.Error(err, "EC2 permission check for the NodeENI controller failed")
+			} else {
+				log.Info("EC2 permissions for the NodeENI controller verified")
+			}
+			return nil
+		})); err != nil {
+			return err
+		}
 	}
 	log.Info("starting", "version", version, "vpc", ec2c.VPCID())
 	return mgr.Start(ctx)
