@@ -38,3 +38,27 @@ func TestControlPlaneIsReal(t *testing.T) {
 		t.Fatalf("namespace not persisted: %v", err)
 	}
 }
+
+// An Outage cuts clients off the API server and lets them back.
+func TestOutage(t *testing.T) {
+	o, cfg, err := NewOutage(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+	o.Down()
+	if _, err := c.Discovery().ServerVersion(); err == nil {
+		t.Fatal("the API server answers during the outage")
+	}
+	o.Up()
+	if _, err := c.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+}
