@@ -1,0 +1,413 @@
+// Package chaos runs the whole operator (pod tagger, NodeENI controller,
+// collector) against a misbehaving EC2 and an unreliable API server, and
+// checks the invariants that matter from the emulator's state and the API
+// server — never from the operator's own view.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const (
+	pods    = 200
+	nodes   = 20
+	groups  = 10
+	cluster = "chaos"
+	ns      = "chaos-apps"
+	opsNS   = "chaos-ops"
+)
+
+type world struct {
+	t       *testing.T
+	emu     *emulator.Emulator
+	url     string
+	vpc     string
+	loaded  emulator.LoadResult
+	scheme  *runtime.Scheme
+	k8s     client.Client
+	podENIs []emulator.LoadedENI
+}
+
+func newWorld(t *testing.T) *world {
+	emu := emulator.New(emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7})
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	spec := emulator.World{
+		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
+		Subnets: []emulator.SubnetSpec{
+			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "nodes-b", VPC: "main", CIDR: "10.0.16.0/20", AvailabilityZone: "us-east-1b"},
+			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "multus-b", VPC: "main", CIDR: "10.0.48.0/20", AvailabilityZone: "us-east-1b"},
+			{Name: "storage-a", VPC: "main", CIDR: "10.0.64.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "storage-b", VPC: "main", CIDR: "10.0.80.0/20", AvailabilityZone: "us-east-1b"},
+			{Name: "pods", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
+		},
+		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
+		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods", InterfaceType: "branch", Count: pods, Tags: map[string]string{"Name": "branch"}}},
+	}
+	for i := range nodes {
+		spec.Instances = append(spec.Instances, emulator.InstanceSpec{Name: fmt.Sprintf("node-%d", i), Type: "m5.xlarge",
+			Subnet: []string{"nodes-a", "nodes-b"}[i%2]})
+	}
+	res, err := emu.Load(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, emu: emu, url: srv.URL, vpc: res.VPCs[0], loaded: res, podENIs: res.NetworkInterfaces}
+	w.scheme = runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(w.scheme)
+	_ = v1alpha1.AddToScheme(w.scheme)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	if w.k8s, err = client.New(cfg, client.Options{Scheme: w.scheme}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, n := range []string{ns, opsNS} {
+		if err := w.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, inst := range res.Instances {
+		zone := []string{"us-east-1a", "us-east-1b"}[i%2]
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i),
+			Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: zone}},
+			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", zone, inst.ID)}}
+		if err := w.k8s.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, s := range map[string]v1alpha1.NodeENISpec{
+		"multus":  {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a", "multus-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1},
+		"storage": {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"storage-a", "storage-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 2},
+	} {
+		if err := w.k8s.Create(ctx, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// misbehave turns on the faults: 20% RequestLimitExceeded, 5% 500s and
+// 0-30 ms of random latency on every EC2 call.
+func (w *world) misbehave(on bool) {
+	cfg := emulator.Config{FaultRate: ptr.To(0.0), Faults: map[string]emulator.Fault{}}
+	if on {
+		cfg = emulator.Config{FaultRate: ptr.To(0.05), Faults: map[string]emulator.Fault{"*": {
+			ErrorRate: 0.2, ErrorCode: "RequestLimitExceeded", Jitter: emulator.Duration{Duration: 30 * time.Millisecond}}}}
+	}
+	if err := w.emu.Configure(cfg); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) createPods() {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range pods {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: ns,
+				Annotations: map[string]string{tagger.DefaultAnnotationKey: desiredAnnotation(i)}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}}}
+			if err := w.k8s.Create(context.Background(), p); err != nil {
+				w.t.Error(err)
+				return
+			}
+			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: w.podENIs[i].PrivateIP}
+			if err := w.k8s.Status().Update(context.Background(), p); err != nil {
+				w.t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func desiredAnnotation(i int) string { return fmt.Sprintf("App=app-%d,Team=team-%d", i%groups, i%3) }
+
+// changed are the pods whose annotation changes during the API outage.
+func changed(i int) bool { return i >= 150 && i < 170 }
+
+func desiredTags(i int) map[string]string {
+	if changed(i) {
+		return map[string]string{"App": "changed", "Team": fmt.Sprintf("team-%d", i%3)}
+	}
+	return map[string]string{"App": fmt.Sprintf("app-%d", i%groups), "Team": fmt.Sprintf("team-%d", i%3)}
+}
+
+func (w *world) annotate(name, value string) {
+	w.t.Helper()
+	for {
+		var p corev1.Pod
+		if err := w.k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			w.t.Fatal(err)
+		}
+		p.Annotations[tagger.DefaultAnnotationKey] = value
+		err := w.k8s.Update(context.Background(), &p)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+// operator is one run of the whole operator, killable at any time.
+type operator struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *world) start(cfg *rest.Config) *operator {
+	w.t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 500, 1000
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     w.scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{ns: {}}}}},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	ec2c := ec2.NewFromAWSConfig(aws.Config{
+		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""), BaseEndpoint: aws.String(w.url),
+	}, ec2.Config{VPCID: w.vpc, QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
+	to := tagger.DefaultOptions()
+	to.Namespace, to.PodRateLimitQPS, to.InventoryInterval = opsNS, 0, 2*time.Second
+	to.CacheBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
+	if _, err := tagger.Setup(mgr, ec2c, to); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := nodeeni.Setup(mgr, ec2c, nodeeni.Options{ClusterName: cluster, ResyncInterval: 2 * time.Second,
+		DetachPollInterval: 100 * time.Millisecond, CollectorGracePeriod: 2 * time.Second, MinCatalogRefresh: 200 * time.Millisecond,
+		Registerer: reg}); err != nil {
+		w.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(op.done)
+		_ = mgr.Start(ctx) // a killed manager's error is expected
+	}()
+	w.t.Cleanup(op.kill)
+	return op
+}
+
+// kill stops the operator abruptly: its context is cancelled and nothing
+// is flushed beyond what controller-runtime does on the way out.
+func (o *operator) kill() {
+	o.cancel()
+	<-o.done
+}
+
+// check verifies every invariant from the emulator and the API server,
+// and returns what is wrong (empty when all hold).
+func (w *world) check() []string {
+	ctx := context.Background()
+	var problems []string
+	all := w.eniState()
+	// Every pod's ENI carries exactly its desired tags, the token and the
+	// tags it had before.
+	for i, e := range w.podENIs {
+		got := all[e.ID]
+		want := maps.Clone(desiredTags(i))
+		want["Name"] = "branch"
+		want[tagger.HashTag] = tagger.Hash(desiredTags(i))
+		if !maps.Equal(got.Tags, want) {
+			problems = append(problems, fmt.Sprintf("pod p-%03d: ENI %s tags %v, want %v", i, e.ID, got.Tags, want))
+		}
+	}
+	// Exactly one attached ENI per (NodeENI, node), at its device index,
+	// and no other ENI owned by the cluster.
+	seen := map[string][]string{}
+	for _, e := range all {
+		if e.Tags[nodeeni.TagCluster] != cluster {
+			continue
+		}
+		key := e.Tags[nodeeni.TagNodeENI] + "/" + e.Tags[nodeeni.TagNode]
+		seen[key] = append(seen[key], e.ID)
+		if e.Attachment == nil || e.Attachment.Status != "attached" {
+			problems = append(problems, fmt.Sprintf("ENI %s (%s) is not attached", e.ID, key))
+		}
+	}
+	for _, ne := range []string{"multus", "storage"} {
+		for n := range nodes {
+			key := fmt.Sprintf("%s/node-%d", ne, n)
+			if len(seen[key]) != 1 {
+				problems = append(problems, fmt.Sprintf("%s has ENIs %v, want exactly one", key, seen[key]))
+			}
+			delete(seen, key)
+		}
+	}
+	for key, ids := range seen {
+		problems = append(problems, fmt.Sprintf("leaked ENIs %v for %s", ids, key))
+	}
+	for _, name := range []string{"multus", "storage"} {
+		var ne v1alpha1.NodeENI
+		if err := w.k8s.Get(ctx, client.ObjectKey{Name: name}, &ne); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if !meta.IsStatusConditionTrue(ne.Status.Conditions, v1alpha1.ConditionReady) {
+			problems = append(problems, fmt.Sprintf("NodeENI %s not Ready: %v", name, ne.Status.Conditions))
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// eniState reads every ENI through DescribeNetworkInterfaces with a
+// client of its own (retrying whatever the faults throw at it).
+func (w *world) eniState() map[string]ec2.ENI {
+	c := ec2.NewFromAWSConfig(aws.Config{
+		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""), BaseEndpoint: aws.String(w.url),
+	}, ec2.Config{VPCID: w.vpc, QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
+	enis, err := c.ListENIs(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	out := map[string]ec2.ENI{}
+	for _, e := range enis {
+		out[e.ID] = e
+	}
+	return out
+}
+
+func (w *world) converge(timeout time.Duration) {
+	w.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var problems []string
+	for time.Now().Before(deadline) {
+		if problems = w.check(); len(problems) == 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	if len(problems) > 10 {
+		problems = append(problems[:10], fmt.Sprintf("... and %d more", len(problems)-10))
+	}
+	w.t.Fatalf("not converged after %v:\n%s", timeout, strings.Join(problems, "\n"))
+}
+
+// TestChaos: faults, ten kills at random points and an API server outage
+// while 200 pods and 20 nodes x 2 NodeENIs converge; then pod deletions.
+func TestChaos(t *testing.T) {
+	w := newWorld(t)
+	w.misbehave(true)
+	outage, throughProxy, err := testenv.NewOutage(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = outage.Close() })
+
+	start := time.Now()
+	created := make(chan struct{})
+	go func() { defer close(created); w.createPods() }()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 10 {
+		op := w.start(env.Config)
+		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
+		op.kill()
+		t.Logf("kill %d at %v", i+1, time.Since(start).Round(time.Millisecond))
+	}
+	op := w.start(throughProxy)
+	time.Sleep(time.Second)
+	<-created
+	outage.Down()
+	t.Log("API server unreachable for the operator for 10s; 20 pods change their annotation meanwhile")
+	for i := 150; i < 170; i++ {
+		w.annotate(fmt.Sprintf("p-%03d", i), fmt.Sprintf("App=changed,Team=team-%d", i%3))
+	}
+	time.Sleep(10 * time.Second)
+	outage.Up()
+	w.converge(3 * time.Minute)
+	t.Logf("converged %v after the start, with faults on", time.Since(start).Round(time.Second))
+	counts := w.emu.Counts()
+	var calls, throttled, failed int
+	for _, c := range counts {
+		calls += c.Calls
+		throttled += c.Throttled
+		for _, n := range c.Errors {
+			failed += n
+		}
+	}
+	t.Logf("EC2: %d calls, %d errors injected or returned, %d throttled by buckets", calls, failed, throttled)
+
+	// No pod is stuck in Terminating: deletions are immediate, and the
+	// tags of the deleted pods go.
+	for i := range 50 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: ns}}
+		if err := w.k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		var p corev1.Pod
+		if err := w.k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("p-%03d", i)}, &p); !apierrors.IsNotFound(err) {
+			t.Fatalf("pod p-%03d still exists after deletion (%v)", i, err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		all, left := w.eniState(), 0
+		for i := range 50 {
+			if _, ok := all[w.podENIs[i].ID].Tags["App"]; ok {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deleted pods' tags left behind", left)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	op.kill()
+}
