@@ -32,6 +32,13 @@ const (
 	AttachmentDeleting  = "deleting"  // detached, deletion pending
 )
 
+// Interface states reported by the node agent in status.interfaces[].state.
+const (
+	InterfaceConfigured = "Configured" // configured as the spec says
+	InterfacePending    = "Pending"    // the interface has not appeared on the host yet
+	InterfaceFailed     = "Failed"     // the agent could not configure it (message says why)
+)
+
 // NodeENISpec says which nodes get an ENI, in which subnets, with which
 // security groups and at which device index. At least one subnet source
 // (subnetID, subnetIDs, subnetName, subnetNames) and one security-group
@@ -136,6 +143,17 @@ type NodeENISpec struct {
 	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`
 	DPDKPCIAddress string `json:"dpdkPCIAddress,omitempty"`
 
+	// InterfaceName is the name the node agent gives the interface on the
+	// host, so network configurations can name it regardless of the
+	// kernel's ethN/ensN naming. With several ENIs per node, the one at
+	// deviceIndex gets the name as is and the others get the offset from
+	// deviceIndex appended (multus, multus1, ...). Unset, the kernel's
+	// name is kept.
+	// +optional
+	// +kubebuilder:validation:MaxLength=13
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9_-]*$`
+	InterfaceName string `json:"interfaceName,omitempty"`
+
 	// Tags are AWS tags put on the ENIs besides the operator's own. Keys
 	// with the prefixes aws:, eks:, kubernetes.io/cluster/,
 	// node.k8s.amazonaws.com/, eni-operator.io/ and eni-tagger.io/ are
@@ -202,6 +220,9 @@ type InterfaceStatus struct {
 	// MTU as configured.
 	// +optional
 	MTU int32 `json:"mtu,omitempty"`
+	// Up tells whether the agent brought the link up.
+	// +optional
+	Up bool `json:"up,omitempty"`
 	// DPDKBound tells whether the interface is bound to a DPDK driver.
 	// +optional
 	DPDKBound bool `json:"dpdkBound,omitempty"`
@@ -214,7 +235,8 @@ type InterfaceStatus struct {
 	// DPDKResourceName is the SR-IOV resource it is published as.
 	// +optional
 	DPDKResourceName string `json:"dpdkResourceName,omitempty"`
-	// State is the agent's summary (e.g. Configured, Failed).
+	// State is the agent's summary: Configured, Pending (the interface
+	// has not appeared on the host yet) or Failed.
 	// +optional
 	State string `json:"state,omitempty"`
 	// Message explains a failure.

@@ -96,6 +96,9 @@ func TestAdmissionRefusesInvalidSpecs(t *testing.T) {
 		{"tag value too long", func(s map[string]any) { s["tags"] = map[string]any{"team": strings.Repeat("v", 257)} }, "tag keys must be"},
 		{"description too long", func(s map[string]any) { s["description"] = strings.Repeat("d", 256) }, "spec.description"},
 		{"no nodeSelector", func(s map[string]any) { delete(s, "nodeSelector") }, "spec.nodeSelector"},
+		{"interfaceName too long for a suffix", func(s map[string]any) { s["interfaceName"] = "abcdefghijklmn" }, "spec.interfaceName"},
+		{"interfaceName with a slash", func(s map[string]any) { s["interfaceName"] = "a/b" }, "spec.interfaceName"},
+		{"interfaceName starting with a digit", func(s map[string]any) { s["interfaceName"] = "0eth" }, "spec.interfaceName"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,6 +133,7 @@ func TestAdmissionAcceptsValidSpecs(t *testing.T) {
 		"DPDK": func(s map[string]any) {
 			s["enableDPDK"], s["dpdkDriver"], s["dpdkResourceName"], s["dpdkPCIAddress"] = true, "vfio-pci", "intel.com/sriov_dpdk", "0000:00:06.0"
 		},
+		"interfaceName": func(s map[string]any) { s["interfaceName"] = "multus_data-1" },
 		"user tags": func(s map[string]any) {
 			s["tags"] = map[string]any{"Team": "net", "Name": "multus", "cost-center": "42"}
 		},
