@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // Flags of k8s-eni-tagger and aws-multi-eni-controller users keep working,
@@ -23,13 +26,13 @@ func TestOriginalFlagsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := c.tagger
+	o := c.op.Tagger
 	if o.WatchNamespace != "shop" || o.MaxConcurrentReconciles != 4 || !o.DryRun || !o.AllowSharedENITagging ||
 		len(o.SubnetIDs) != 2 || o.EnableENICache || o.CacheBatchInterval != 5*time.Second || o.CacheBatchSize != 50 ||
 		o.PodRateLimitQPS != 0.5 || o.PodRateLimitBurst != 2 || o.TagNamespace != "enable" {
 		t.Fatalf("tagger options %+v", o)
 	}
-	if c.ec2.QPS != 5 || c.ec2.Burst != 7 || c.metricsAddr != ":9090" || !c.leaderElect {
+	if c.op.EC2.QPS != 5 || c.op.EC2.Burst != 7 || c.op.MetricsAddr != ":9090" || !c.op.LeaderElection.Enabled {
 		t.Fatalf("config %+v", c)
 	}
 
@@ -37,8 +40,8 @@ func TestOriginalFlagsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ec2.QPS != 10 || d.ec2.Burst != 20 || d.tagger.AnnotationKey != "eni-tagger.io/tags" ||
-		d.tagger.CacheBatchInterval != 2*time.Second || d.tagger.CacheBatchSize != 20 || d.metricsAddr != ":8090" {
+	if d.op.EC2.QPS != 10 || d.op.EC2.Burst != 20 || d.op.Tagger.AnnotationKey != "eni-tagger.io/tags" ||
+		d.op.Tagger.CacheBatchInterval != 2*time.Second || d.op.Tagger.CacheBatchSize != 20 || d.op.MetricsAddr != ":8090" {
 		t.Fatalf("defaults %+v", d)
 	}
 }
@@ -61,5 +64,83 @@ func TestHelpListsTheFlags(t *testing.T) {
 		if !strings.Contains(out.String(), strings.TrimPrefix(f, "-")) {
 			t.Errorf("--help does not mention %s", f)
 		}
+	}
+}
+
+// The --zap-* flags parse and shape the logger: JSON by default (for log
+// pipelines), console on request, levels honoured.
+func TestLoggingFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		json      bool
+		debugSeen bool
+	}{
+		{nil, true, false},
+		{[]string{"--zap-encoder=json", "--zap-log-level=debug", "--zap-stacktrace-level=panic", "--zap-time-encoding=rfc3339"}, true, true},
+		{[]string{"--zap-encoder=console", "--zap-log-level=info"}, false, false},
+		{[]string{"--zap-devel=false", "--zap-log-level=2"}, true, true},
+	} {
+		c, err := parse(tc.args, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var buf bytes.Buffer
+		log := zap.New(zap.UseFlagOptions(&c.zap), zap.WriteTo(&buf))
+		log.Info("hello", "pod", "shop/web-0")
+		log.V(1).Info("debug line")
+		first, _, _ := strings.Cut(buf.String(), "\n")
+		var rec map[string]any
+		isJSON := json.Unmarshal([]byte(first), &rec) == nil
+		if isJSON != tc.json {
+			t.Errorf("%v: JSON=%v, want %v: %q", tc.args, isJSON, tc.json, first)
+		}
+		if isJSON && (rec["msg"] != "hello" || rec["pod"] != "shop/web-0" || rec["level"] != "info") {
+			t.Errorf("%v: record %v", tc.args, rec)
+		}
+		if got := strings.Contains(buf.String(), "debug line"); got != tc.debugSeen {
+			t.Errorf("%v: debug line printed=%v, want %v", tc.args, got, tc.debugSeen)
+		}
+	}
+	if _, err := parse([]string{"--zap-encoder=xml"}, &bytes.Buffer{}); err == nil {
+		t.Error("--zap-encoder=xml accepted")
+	}
+}
+
+// Leader election timings and release-on-cancel are flags; timings
+// client-go would refuse at start are refused at parse time.
+func TestLeaderElectionFlags(t *testing.T) {
+	c, err := parse([]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-elect-lease-duration=30s",
+		"--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=4s", "--leader-elect-release-on-cancel=false",
+		"--graceful-shutdown-timeout=45s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := c.op.LeaderElection
+	if !le.Enabled || le.Namespace != "ops" || le.LeaseDuration != 30*time.Second || le.RenewDeadline != 20*time.Second ||
+		le.RetryPeriod != 4*time.Second || le.ReleaseOnCancel || c.op.GracefulShutdownTimeout != 45*time.Second {
+		t.Fatalf("leader election %+v", le)
+	}
+	d, _ := parse(nil, &bytes.Buffer{})
+	if !d.op.LeaderElection.ReleaseOnCancel || d.op.LeaderElection.LeaseDuration != 15*time.Second {
+		t.Fatalf("defaults %+v", d.op.LeaderElection)
+	}
+	for _, args := range [][]string{
+		{"--leader-elect", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"},
+		{"--leader-elect", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=2s"},
+	} {
+		if _, err := parse(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// --version needs nothing else and names the build.
+func TestVersion(t *testing.T) {
+	c, err := parse([]string{"--version"}, &bytes.Buffer{})
+	if err != nil || !c.printVersion {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if v := versionString(); !strings.HasPrefix(v, "eni-operator dev") || !strings.Contains(v, "go1.") {
+		t.Fatalf("version %q", v)
 	}
 }

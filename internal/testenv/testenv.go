@@ -7,18 +7,17 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
 
 // Env is a running control plane.
@@ -89,31 +88,9 @@ func (e *Env) Stop() error { return e.env.Stop() }
 // ControlPlaneBinaries returns the directory holding kube-apiserver, etcd
 // and kubectl, building them on first use.
 func ControlPlaneBinaries(ctx context.Context, root string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "control-plane-binaries.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/control-plane-binaries.sh: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
+	return cachedbin.ControlPlane(ctx, root, os.Stderr)
 }
 
 // RepoRoot finds the module root by walking up from the working
 // directory to the go.mod of this project.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/eni-operator/eni-operator\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the eni-operator module root above the working directory")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return cachedbin.RepoRoot() }

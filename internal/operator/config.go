@@ -1,0 +1,128 @@
+// Package operator wires the operator's parts — the pod ENI tagger, the
+// NodeENI controller and the leaked-ENI collector — into one
+// controller-runtime manager, with health and readiness checks and
+// leader election. cmd/eni-operator and the sandbox both build the
+// manager here, so the sandbox runs exactly what a cluster runs.
+package operator
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+)
+
+// LeaderElectionID names the Lease replicas compete for.
+const LeaderElectionID = "eni-operator.eni-operator.io"
+
+// Config is everything that shapes a running operator.
+type Config struct {
+	// MetricsAddr, ProbeAddr and PprofAddr are listen addresses; "0" turns
+	// an endpoint off.
+	MetricsAddr, ProbeAddr, PprofAddr string
+	LeaderElection                    LeaderElection
+	// GracefulShutdownTimeout bounds how long running reconciles may take
+	// to finish after a stop signal before the manager gives up on them.
+	GracefulShutdownTimeout time.Duration
+	// ClusterName scopes and tags the NodeENI controller's ENIs; without
+	// it the NodeENI controller and the collector stay off.
+	ClusterName string
+	// KubeQPS and KubeBurst bound the operator's Kubernetes API requests.
+	KubeQPS   float64
+	KubeBurst int
+	// EnableTagger runs the pod ENI tagger.
+	EnableTagger bool
+	EC2          ec2.Config
+	Tagger       tagger.Options
+	NodeENI      nodeeni.Options
+	// Registerer receives every metric (nil: controller-runtime's
+	// registry, which the metrics endpoint serves).
+	Registerer prometheus.Registerer
+	// Version is logged at start.
+	Version string
+}
+
+// LeaderElection configures the Lease that lets only one replica act.
+type LeaderElection struct {
+	Enabled   bool
+	Namespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's
+	// leader election timings (defaults 15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ReleaseOnCancel gives the Lease up on a clean stop, so a rolling
+	// update hands over at once instead of after LeaseDuration. Safe
+	// because the manager returns only after every runnable stopped.
+	ReleaseOnCancel bool
+}
+
+// DefaultConfig returns the defaults the flags use.
+func DefaultConfig() Config {
+	return Config{
+		MetricsAddr: ":8090", ProbeAddr: ":8081", PprofAddr: "0",
+		LeaderElection: LeaderElection{
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+			ReleaseOnCancel: true,
+		},
+		GracefulShutdownTimeout: 30 * time.Second,
+		ClusterName:             os.Getenv("CLUSTER_NAME"),
+		KubeQPS:                 50, KubeBurst: 100,
+		EnableTagger: true,
+		Tagger:       tagger.DefaultOptions(),
+		Version:      "dev",
+	}
+}
+
+// BindFlags registers the operator's flags on fs, with c's values as
+// defaults (the EC2, tagger and NodeENI flags are bound by their packages).
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, "address of the Prometheus /metrics endpoint (0 turns it off)")
+	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of the /healthz (liveness) and /readyz (readiness: caches synced) endpoints")
+	fs.StringVar(&c.PprofAddr, "pprof-bind-address", c.PprofAddr, "address of the pprof endpoints (0 turns them off)")
+	le := &c.LeaderElection
+	fs.BoolVar(&le.Enabled, "leader-elect", le.Enabled, "elect a leader, so only one replica acts (set it when running more than one)")
+	fs.StringVar(&le.Namespace, "leader-election-namespace", le.Namespace, "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, "how long a Lease is valid: non-leaders wait this long after the last renewal before taking over")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "how long the leader keeps trying to renew before it gives up leadership (and exits)")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "how often candidates try to acquire or renew the Lease")
+	fs.BoolVar(&le.ReleaseOnCancel, "leader-elect-release-on-cancel", le.ReleaseOnCancel, "give the Lease up on a clean shutdown so the next replica takes over at once")
+	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "how long running work may take to finish after SIGTERM")
+	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name written on and scoping the ENIs the NodeENI controller creates (env CLUSTER_NAME); the NodeENI controller and collector stay off without it")
+	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself")
+	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests")
+	fs.BoolVar(&c.EnableTagger, "enable-tagger", c.EnableTagger, "run the pod ENI tagger")
+	c.EC2.BindFlags(fs)
+	c.Tagger.BindFlags(fs)
+	c.NodeENI.BindFlags(fs)
+}
+
+// Validate checks what the flags cannot.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.EnableTagger {
+		if err := c.Tagger.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.KubeQPS <= 0 || c.KubeBurst < 1 {
+		errs = append(errs, errors.New("--kube-api-qps must be > 0 and --kube-api-burst >= 1"))
+	}
+	if le := c.LeaderElection; le.Enabled {
+		// client-go refuses these at start (its jitter factor is 1.2); say
+		// which flags are wrong before anything starts instead.
+		if le.RetryPeriod <= 0 || float64(le.RenewDeadline) <= 1.2*float64(le.RetryPeriod) || le.LeaseDuration <= le.RenewDeadline {
+			errs = append(errs, fmt.Errorf("leader election timings must satisfy lease-duration (%s) > renew-deadline (%s) > 1.2 x retry-period (%s) > 0",
+				le.LeaseDuration, le.RenewDeadline, le.RetryPeriod))
+		}
+	}
+	if c.GracefulShutdownTimeout < 0 {
+		errs = append(errs, errors.New("--graceful-shutdown-timeout must not be negative"))
+	}
+	return errors.Join(errs...)
+}

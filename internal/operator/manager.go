@@ -1,0 +1,158 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+)
+
+// Scheme returns the API types the operator reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// cacheSyncTimeout bounds one readiness probe's wait for the informer
+// caches; kubelet's default probe timeout is 1s.
+const cacheSyncTimeout = 500 * time.Millisecond
+
+// NewManager builds the operator's manager from c: the EC2 client (found
+// the standard AWS way: IRSA, Pod Identity, instance profile, AWS_*
+// environment, AWS_ENDPOINT_URL_EC2), the tagger, the NodeENI controller
+// and collector as c enables them, /healthz and /readyz. Start it with
+// its Start method; it runs until ctx passed there is done.
+func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Manager, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	log := ctrl.Log.WithName("setup")
+	reg := c.Registerer
+	if reg == nil {
+		reg = metrics.Registry
+	}
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.QPS, restCfg.Burst = float32(c.KubeQPS), c.KubeBurst
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	podCache := cache.ByObject{Transform: cache.TransformStripManagedFields()}
+	if c.Tagger.WatchNamespace != "" {
+		podCache.Namespaces = map[string]cache.Config{c.Tagger.WatchNamespace: {}}
+	}
+	le := c.LeaderElection
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: c.MetricsAddr},
+		HealthProbeBindAddress:        c.ProbeAddr,
+		PprofBindAddress:              c.PprofAddr,
+		LeaderElection:                le.Enabled,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       le.Namespace,
+		LeaderElectionReleaseOnCancel: le.ReleaseOnCancel,
+		LeaseDuration:                 &le.LeaseDuration,
+		RenewDeadline:                 &le.RenewDeadline,
+		RetryPeriod:                   &le.RetryPeriod,
+		GracefulShutdownTimeout:       &c.GracefulShutdownTimeout,
+		Cache:                         cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: podCache}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Liveness is the process answering: it must not depend on AWS or on
+	// the API server, or an outage of either would restart every replica.
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr.GetCache())); err != nil {
+		return nil, err
+	}
+
+	c.EC2.Registerer = reg
+	awsCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	ec2c, err := ec2.New(awsCtx, c.EC2)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("configuring the EC2 client: %w", err)
+	}
+	if c.EnableTagger {
+		c.Tagger.Registerer = reg
+		if _, err := tagger.Setup(mgr, ec2c, c.Tagger); err != nil {
+			return nil, fmt.Errorf("pod tagger: %w", err)
+		}
+		log.Info("pod tagger enabled", "annotation", c.Tagger.AnnotationKey, "dryRun", c.Tagger.DryRun)
+	}
+	switch {
+	case c.NodeENI.DisableController && c.NodeENI.DisableCollector:
+	case c.ClusterName == "":
+		log.Error(nil, "NodeENI controller and ENI collector are OFF: set --cluster-name (or CLUSTER_NAME) to run them")
+	default:
+		c.NodeENI.ClusterName = c.ClusterName
+		c.NodeENI.Registerer = reg
+		if err := nodeeni.Setup(mgr, ec2c, c.NodeENI); err != nil {
+			return nil, fmt.Errorf("NodeENI controller: %w", err)
+		}
+		log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			// Reported, not fatal: a crash loop would hide the message.
+			if err := ec2c.CheckPermissions(ctx, nodeeni.RequiredIAMActions()); err != nil {
+				log.Error(err, "EC2 permission check for the NodeENI controller failed")
+			} else {
+				log.Info("EC2 permissions for the NodeENI controller verified")
+			}
+			return nil
+		})); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("manager built", "version", c.Version, "vpc", ec2c.VPCID(), "leaderElection", le.Enabled)
+	return mgr, nil
+}
+
+// Run builds the manager and runs it until ctx is done.
+func Run(ctx context.Context, restCfg *rest.Config, c Config) error {
+	mgr, err := NewManager(ctx, restCfg, c)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// cacheSynced is the readiness check: ready once the informer caches the
+// controllers read have synced. Before that a replica would act on a
+// partial view of the cluster.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), cacheSyncTimeout)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informer caches not synced yet")
+		}
+		return nil
+	}
+}
