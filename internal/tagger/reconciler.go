@@ -45,6 +45,9 @@ type Reconciler struct {
 
 	limitMu  sync.Mutex
 	limiters map[string]*rate.Limiter
+
+	inflight writesInFlight
+	life     lifetime
 }
 
 // outcome is what a reconcile reports on the pod.
@@ -125,6 +128,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			message: fmt.Sprintf("ENI %s is in subnet %s, which is not in --subnet-ids; not tagged", eni.ID, eni.SubnetID), event: true, warning: true})
 	}
 
+	wrote, writeErr, busy := r.inflight.status(key)
+	if busy {
+		return reconcile.Result{}, nil // the write's completion brings the pod back
+	}
+	if writeErr != nil {
+		return reconcile.Result{}, r.awsFailure(ctx, &pod, "writing tags to ENI "+eni.ID, writeErr)
+	}
+
 	desired, own, conflicts := asked, asked, map[string]string(nil)
 	shared := !dedicated(eni, ip)
 	if shared {
@@ -164,18 +175,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonDryRun,
 			message: fmt.Sprintf("dry run: would set %s and remove %s on ENI %s", describe(plan.Create), describe(plan.Delete), eni.ID), event: !plan.Empty()})
 	}
+	if !shared {
+		own = plan.Applied
+	}
 	if !plan.Empty() {
 		if wait := r.rateLimited(key); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
-		if err := r.write(ctx, eni, plan); err != nil {
-			return reconcile.Result{}, r.awsFailure(ctx, &pod, "writing tags to ENI "+eni.ID, err)
-		}
+		// The write goes out without holding this worker: workers waiting
+		// on AWS would cap how many pods share one batched call. Its
+		// completion requeues the pod, whose next reconcile finds nothing
+		// to write and records the outcome.
+		r.inflight.begin(key)
+		go r.writeAsync(ctx, key, eni, plan, Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: own, Hash: plan.Hash})
+		return reconcile.Result{}, nil
 	}
 
-	if !shared {
-		own = plan.Applied
-	}
 	if len(own) == 0 {
 		r.ledger.Delete(key)
 	} else {
@@ -195,10 +210,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	if len(desired) == 0 {
 		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
-			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", eni.ID), event: !plan.Empty()})
+			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", eni.ID), event: wrote})
 	}
 	return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
-		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(own), eni.ID, Hash(asked)), event: !plan.Empty()})
+		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(own), eni.ID, Hash(asked)), event: wrote})
 }
 
 // recordedTags returns what was applied for the pod: from the ledger, or
@@ -303,6 +318,24 @@ func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2
 	// Keys other pods asked for that conflict with nobody are written;
 	// keys in conflict stay as they are.
 	return merged, conflicts, nil
+}
+
+// writeAsync performs a planned write, records it in the ledger at once
+// (so a pod deleted before its next reconcile still has its tags removed)
+// and requeues the pod.
+func (r *Reconciler) writeAsync(ctx context.Context, key string, eni ec2.ENI, plan Plan, rec Record) {
+	ctx, cancel := context.WithTimeout(r.life.context(ctx), 2*time.Minute)
+	defer cancel()
+	err := r.write(ctx, eni, plan)
+	if err == nil {
+		if len(rec.Tags) == 0 {
+			r.ledger.Delete(key)
+		} else {
+			r.ledger.Put(rec)
+		}
+	}
+	r.inflight.end(key, err)
+	r.requeueWait(ctx, key)
 }
 
 func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
@@ -478,6 +511,18 @@ func (r *Reconciler) dropLimiter(key string) {
 	r.limitMu.Lock()
 	delete(r.limiters, key)
 	r.limitMu.Unlock()
+}
+
+// requeueWait asks for a reconcile of a pod, waiting for room rather
+// than dropping the request: a completed write must be recorded.
+func (r *Reconciler) requeueWait(ctx context.Context, key string) {
+	ns, name, _ := strings.Cut(key, "/")
+	p := &corev1.Pod{}
+	p.Namespace, p.Name = ns, name
+	select {
+	case r.enqueue <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
+	case <-ctx.Done():
+	}
 }
 
 // requeue asks for a reconcile of a pod by key, without blocking.

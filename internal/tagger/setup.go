@@ -59,6 +59,9 @@ func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error
 		r.metrics.ledgerOps.WithLabelValues("overflow").Add(float64(overflow))
 		r.metrics.shardBytes.WithLabelValues(fmt.Sprint(shard)).Set(float64(bytes))
 	}
+	if err := mgr.Add(&r.life); err != nil {
+		return nil, err
+	}
 	if err := mgr.Add(ledger); err != nil {
 		return nil, err
 	}
