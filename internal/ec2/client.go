@@ -180,6 +180,7 @@ func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 		c.byCat[cat] = newAdaptiveLimiter(l.QPS, l.Burst)
 	}
 	c.metrics = newMetrics(cfg.Registerer, c.limiter)
+	awsCfg.HTTPClient = withBufferedBodies(awsCfg.HTTPClient)
 	c.api = ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
 		// The only retry layer: the SDK's standard retryer with our
 		// attempts and backoff, and without its retry quota, which would

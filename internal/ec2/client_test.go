@@ -467,3 +467,4 @@ func TestNewFromEnvironment(t *testing.T) {
 		t.Fatalf("ListENIs through the environment's endpoint: %d, %v", len(enis), err)
 	}
 }
+
