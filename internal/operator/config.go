@@ -72,7 +72,7 @@ func DefaultConfig() Config {
 		},
 		GracefulShutdownTimeout: 30 * time.Second,
 		ClusterName:             os.Getenv("CLUSTER_NAME"),
-		KubeQPS:                 50, KubeBurst: 100,
+		KubeQPS:                 100, KubeBurst: 200,
 		EnableTagger: true,
 		Tagger:       tagger.DefaultOptions(),
 		Version:      "dev",
@@ -94,7 +94,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&le.ReleaseOnCancel, "leader-elect-release-on-cancel", le.ReleaseOnCancel, "give the Lease up on a clean shutdown so the next replica takes over at once")
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "how long running work may take to finish after SIGTERM")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name written on and scoping the ENIs the NodeENI controller creates (env CLUSTER_NAME); the NodeENI controller and collector stay off without it")
-	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself")
+	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself (a synced pod costs two small patches)")
 	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests")
 	fs.BoolVar(&c.EnableTagger, "enable-tagger", c.EnableTagger, "run the pod ENI tagger")
 	c.EC2.BindFlags(fs)
