@@ -1,0 +1,183 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+)
+
+const (
+	// demoNamespace holds the demo pods.
+	demoNamespace = "demo"
+	// operatorNamespace holds the operator's ledger ConfigMaps.
+	operatorNamespace = "eni-operator"
+)
+
+// demoPod is a pod the sandbox applies, with the annotation it carries
+// and the condition reason the tagger must reach.
+type demoPod struct {
+	Name, Tags, Want string
+}
+
+// demoPods show both annotation formats and one refusal.
+func demoPods() []demoPod {
+	return []demoPod{
+	{Name: "web-0", Tags: "Team=Payments,CostCenter=1234", Want: tagger.ReasonSynced},
+	{Name: "api-0", Tags: `{"Team":"Platform","Service":"api","Format":"json"}`, Want: tagger.ReasonSynced},
+	{Name: "forbidden-0", Tags: "aws:Owner=me,Team=Ops", Want: tagger.ReasonInvalidTags},
+	{Name: "batch-0", Tags: "Team=Data,Owner=alice", Want: tagger.ReasonSynced},
+	}
+}
+
+// readNodeENI reads a NodeENI manifest (one object).
+func readNodeENI(path string) (*v1alpha1.NodeENI, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ne := &v1alpha1.NodeENI{}
+	if err := yaml.UnmarshalStrict(b, ne); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ne.Kind != "NodeENI" || ne.Name == "" {
+		return nil, fmt.Errorf("%s: not a named NodeENI", path)
+	}
+	return ne, nil
+}
+
+// applyDemo creates the namespaces, the demo pods and the NodeENI. Each
+// pod gets the primary IP of one of the world's branch ENIs (security
+// groups for pods: one ENI per pod, the case the tagger tags) and a node
+// in that ENI's zone. With no kubelet, the sandbox writes the pod status
+// (Running, podIP) a kubelet and the VPC CNI would.
+func applyDemo(ctx context.Context, k8s client.Client, ec2c *ec2.Client, nodes []node, ne *v1alpha1.NodeENI) error {
+	for _, ns := range []string{operatorNamespace, demoNamespace} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	enis, err := ec2c.ListENIs(ctx, ec2.Filter{Name: "interface-type", Values: []string{"branch"}})
+	if err != nil {
+		return fmt.Errorf("listing the world's branch ENIs: %w", err)
+	}
+	slices.SortFunc(enis, func(a, b ec2.ENI) int {
+		if c := cmpStrings(a.AvailabilityZone, b.AvailabilityZone); c != 0 {
+			return c
+		}
+		return cmpStrings(a.ID, b.ID)
+	})
+	pods := demoPods()
+	if len(enis) < len(pods) {
+		return fmt.Errorf("the world has %d branch ENIs; the demo needs %d (one per pod)", len(enis), len(pods))
+	}
+	used := map[string]int{}
+	for i, dp := range pods {
+		eni := enis[i]
+		var inZone []node
+		for _, n := range nodes {
+			if n.Zone == eni.AvailabilityZone {
+				inZone = append(inZone, n)
+			}
+		}
+		if len(inZone) == 0 {
+			return fmt.Errorf("no node in zone %s for branch ENI %s", eni.AvailabilityZone, eni.ID)
+		}
+		n := inZone[used[eni.AvailabilityZone]%len(inZone)]
+		used[eni.AvailabilityZone]++
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: dp.Name, Namespace: demoNamespace,
+				Labels:      map[string]string{"app.kubernetes.io/part-of": "eni-sandbox"},
+				Annotations: map[string]string{tagger.DefaultAnnotationKey: dp.Tags}},
+			Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+		}
+		if err := k8s.Create(ctx, pod); err != nil {
+			return fmt.Errorf("pod %s: %w", dp.Name, err)
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, HostIP: n.IP, PodIP: eni.PrimaryIP,
+			PodIPs: []corev1.PodIP{{IP: eni.PrimaryIP}}, StartTime: &metav1.Time{Time: time.Now()}}
+		if err := k8s.Status().Update(ctx, pod); err != nil {
+			return fmt.Errorf("pod %s status: %w", dp.Name, err)
+		}
+	}
+	ne = ne.DeepCopy()
+	ne.ResourceVersion = ""
+	if err := k8s.Create(ctx, ne); err != nil {
+		return fmt.Errorf("NodeENI %s: %w", ne.Name, err)
+	}
+	return nil
+}
+
+// waitConverged waits until every demo pod has the condition reason it
+// should reach and every NodeENI is Ready with all matching nodes ready.
+// It reports progress through say whenever the state changes.
+func waitConverged(ctx context.Context, k8s client.Client, timeout time.Duration, say func(string, ...any)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := ""
+	for {
+		state, done, err := convergence(ctx, k8s)
+		if err == nil && state != last {
+			say("waiting: %s", state)
+			last = state
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("the demo did not converge within %s: %w", timeout, err)
+			}
+			return fmt.Errorf("the demo did not converge within %s: %s", timeout, state)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// convergence summarises how far the demo is.
+func convergence(ctx context.Context, k8s client.Client) (string, bool, error) {
+	want := map[string]string{}
+	for _, dp := range demoPods() {
+		want[dp.Name] = dp.Want
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
+		return "", false, err
+	}
+	podsDone := 0
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if string(c.Type) == tagger.ConditionType && c.Reason == want[p.Name] {
+				podsDone++
+			}
+		}
+	}
+	var nes v1alpha1.NodeENIList
+	if err := k8s.List(ctx, &nes); err != nil {
+		return "", false, err
+	}
+	var parts []string
+	nesDone := 0
+	for _, ne := range nes.Items {
+		ready := meta.IsStatusConditionTrue(ne.Status.Conditions, "Ready")
+		if ready && ne.Status.DesiredNodes > 0 && ne.Status.ReadyNodes == ne.Status.DesiredNodes && ne.Status.ObservedGeneration == ne.Generation {
+			nesDone++
+		}
+		parts = append(parts, fmt.Sprintf("NodeENI %s %d/%d nodes ready", ne.Name, ne.Status.ReadyNodes, ne.Status.DesiredNodes))
+	}
+	state := fmt.Sprintf("pods tagged as expected %d/%d; %s", podsDone, len(want), strings.Join(parts, ", "))
+	return state, podsDone == len(want) && len(nes.Items) > 0 && nesDone == len(nes.Items), nil
+}

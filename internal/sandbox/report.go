@@ -1,0 +1,240 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+)
+
+// report is what the sandbox shows: each demo pod with its ENI and the
+// tags on it (as EC2 reports them), each node with its attached ENIs, and
+// each NodeENI's readiness.
+type report struct {
+	pods     []podRow
+	nodes    []nodeRow
+	nodeENIs []nodeENIRow
+}
+
+type podRow struct {
+	name, node, ip, eni, condition, message string
+	tags                                    map[string]string
+}
+
+type nodeRow struct {
+	name, instance, zone, typ string
+	enis                      []eniRow
+}
+
+type eniRow struct {
+	deviceIndex          int
+	id, subnet, ip, role string
+}
+
+type nodeENIRow struct {
+	name, status   string
+	ready, desired int32
+}
+
+// collect reads the report from the API server and from EC2.
+func collect(ctx context.Context, k8s client.Client, ec2c *ec2.Client) (*report, error) {
+	enis, err := ec2c.ListENIs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing ENIs: %w", err)
+	}
+	subnets, err := ec2c.Subnets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing subnets: %w", err)
+	}
+	subnetName := map[string]string{}
+	for _, s := range subnets {
+		subnetName[s.ID] = s.Tags["Name"]
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
+		return nil, err
+	}
+	var nodes corev1.NodeList
+	if err := k8s.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	var nes v1alpha1.NodeENIList
+	if err := k8s.List(ctx, &nes); err != nil {
+		return nil, err
+	}
+	return buildReport(pods.Items, nodes.Items, nes.Items, enis, subnetName), nil
+}
+
+// buildReport joins what the API server and EC2 say.
+func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI, enis []ec2.ENI, subnetName map[string]string) *report {
+	r := &report{}
+	byIP := map[string]ec2.ENI{}
+	for _, e := range enis {
+		byIP[e.PrimaryIP] = e
+		for _, ip := range e.SecondaryIPs {
+			byIP[ip] = e
+		}
+	}
+	for _, p := range pods {
+		row := podRow{name: p.Name, node: p.Spec.NodeName, ip: p.Status.PodIP, condition: "-"}
+		for _, c := range p.Status.Conditions {
+			if string(c.Type) == tagger.ConditionType {
+				row.condition = fmt.Sprintf("%s %s", c.Status, c.Reason)
+				if c.Status != corev1.ConditionTrue {
+					row.message = c.Message
+				}
+			}
+		}
+		if e, ok := byIP[p.Status.PodIP]; ok {
+			row.eni = e.ID
+			row.tags = map[string]string{}
+			for k, v := range e.Tags {
+				if k != tagger.HashTag {
+					row.tags[k] = v
+				}
+			}
+		}
+		r.pods = append(r.pods, row)
+	}
+	slices.SortFunc(r.pods, func(a, b podRow) int { return cmpStrings(a.name, b.name) })
+
+	for _, n := range nodes {
+		row := nodeRow{name: n.Name, zone: n.Labels[corev1.LabelTopologyZone], typ: n.Labels[corev1.LabelInstanceTypeStable]}
+		if i := strings.LastIndex(n.Spec.ProviderID, "/"); i >= 0 {
+			row.instance = n.Spec.ProviderID[i+1:]
+		}
+		for _, e := range enis {
+			if e.Attachment == nil || e.Attachment.InstanceID != row.instance {
+				continue
+			}
+			role := e.InterfaceType
+			switch {
+			case e.Attachment.DeviceIndex == 0:
+				role = "primary"
+			case e.Tags["eni-operator.io/nodeeni"] != "":
+				role = "NodeENI " + e.Tags["eni-operator.io/nodeeni"]
+			}
+			subnet := subnetName[e.SubnetID]
+			if subnet == "" {
+				subnet = e.SubnetID
+			}
+			row.enis = append(row.enis, eniRow{deviceIndex: e.Attachment.DeviceIndex, id: e.ID, subnet: subnet, ip: e.PrimaryIP, role: role})
+		}
+		slices.SortFunc(row.enis, func(a, b eniRow) int { return a.deviceIndex - b.deviceIndex })
+		r.nodes = append(r.nodes, row)
+	}
+	slices.SortFunc(r.nodes, func(a, b nodeRow) int { return cmpStrings(a.name, b.name) })
+
+	for _, ne := range nes {
+		row := nodeENIRow{name: ne.Name, ready: ne.Status.ReadyNodes, desired: ne.Status.DesiredNodes, status: "-"}
+		if c := meta.FindStatusCondition(ne.Status.Conditions, "Ready"); c != nil {
+			row.status = fmt.Sprintf("%s %s", c.Status, c.Reason)
+		}
+		r.nodeENIs = append(r.nodeENIs, row)
+	}
+	return r
+}
+
+// print writes the report as aligned tables.
+func (r *report) print(out io.Writer) {
+	fmt.Fprintf(out, "\nPODS (namespace %s) — the tags are read back from EC2\n", demoNamespace)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "POD\tNODE\tPOD IP\tENI\tCONDITION\tTAGS ON THE ENI")
+	var notes []string
+	for _, p := range r.pods {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.name, p.node, p.ip, orDash(p.eni), p.condition, formatTags(p.tags))
+		if p.message != "" {
+			notes = append(notes, fmt.Sprintf("  %s: %s", p.name, p.message))
+		}
+	}
+	_ = w.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(out, n)
+	}
+	fmt.Fprintf(out, "(each tagged ENI also carries %s, the operator's ownership token)\n", tagger.HashTag)
+
+	fmt.Fprintln(out, "\nNODES — ENIs attached to each node's instance")
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tINSTANCE\tZONE\tTYPE\tINDEX\tENI\tSUBNET\tIP\tWHAT")
+	for _, n := range r.nodes {
+		if len(n.enis) == 0 {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\n", n.name, n.instance, n.zone, n.typ)
+		}
+		for i, e := range n.enis {
+			name, inst, zone, typ := n.name, n.instance, n.zone, n.typ
+			if i > 0 {
+				name, inst, zone, typ = "", "", "", ""
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", name, inst, zone, typ, e.deviceIndex, e.id, e.subnet, e.ip, e.role)
+		}
+	}
+	_ = w.Flush()
+
+	fmt.Fprintln(out, "\nNODEENIS")
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tREADY NODES\tDESIRED\tREADY CONDITION")
+	for _, ne := range r.nodeENIs {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", ne.name, ne.ready, ne.desired, ne.status)
+	}
+	_ = w.Flush()
+}
+
+func formatTags(tags map[string]string) string {
+	if len(tags) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		parts = append(parts, k+"="+tags[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// accessInfo is how a person reaches the running sandbox.
+type accessInfo struct {
+	kubeconfig, kubectl, endpoint, metrics, probe, log, apiserver string
+}
+
+func printAccess(out io.Writer, a accessInfo) {
+	fmt.Fprintf(out, `
+THE SANDBOX IS UP
+  kube-apiserver   %s
+  kubeconfig       %s
+  kubectl          %s
+  EC2 emulator     %s  (admin API: %s/_emulator/counts, /_emulator/calls)
+  operator         metrics http://%s/metrics, health http://%s/healthz and /readyz, log %s
+
+Try, in another terminal:
+  export KUBECONFIG=%s PATH=%s:$PATH
+  kubectl get pods -n %s -o wide; kubectl get neni
+  kubectl annotate pod -n %s web-0 --overwrite %s='Team=Payments,Env=dev'
+  export AWS_ENDPOINT_URL_EC2=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox
+
+`, a.apiserver, a.kubeconfig, a.kubectl, a.endpoint, a.endpoint, a.metrics, a.probe, a.log,
+		a.kubeconfig, dirOf(a.kubectl), demoNamespace, demoNamespace, tagger.DefaultAnnotationKey, a.endpoint, region)
+}
+
+func dirOf(path string) string {
+	if i := strings.LastIndex(path, "/"); i > 0 {
+		return path[:i]
+	}
+	return "."
+}

@@ -1,0 +1,281 @@
+// Package sandbox runs the whole system on one machine with no cluster
+// and no AWS account: a real etcd + kube-apiserver (controller-runtime's
+// envtest, with the binaries hack/control-plane-binaries.sh builds), the
+// EC2 emulator seeded with a demo world, Node objects for the world's
+// instances, the operator exactly as internal/operator wires it, and demo
+// pods and a NodeENI. It reports what the operator did as tables and
+// keeps running for a person to experiment, until its context ends.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/operator"
+)
+
+// ClusterName is the cluster name the sandbox's operator runs with.
+const ClusterName = "sandbox"
+
+// Options configure a sandbox run.
+type Options struct {
+	// Root is the repository root (config/, hack/).
+	Root string
+	// Dir holds the run's files (kubeconfig, operator log). It must exist.
+	Dir string
+	// WorldFile is the emulator's world (default hack/demo/world.json).
+	WorldFile string
+	// NodeENIFile is the NodeENI applied (default
+	// config/samples/nodeeni-subnet-names.yaml).
+	NodeENIFile string
+	// EmulatorListen is the emulator's address (port 0 picks one).
+	EmulatorListen string
+	// Timeout bounds the wait for pods Synced and the NodeENI Ready.
+	Timeout time.Duration
+	// Once returns after the report instead of waiting for ctx.
+	Once bool
+	// Out receives the report; Progress the progress lines.
+	Out, Progress io.Writer
+	// Version is the operator version reported.
+	Version string
+}
+
+func (o *Options) defaults() {
+	if o.WorldFile == "" {
+		o.WorldFile = filepath.Join(o.Root, "hack", "demo", "world.json")
+	}
+	if o.NodeENIFile == "" {
+		o.NodeENIFile = filepath.Join(o.Root, "config", "samples", "nodeeni-subnet-names.yaml")
+	}
+	if o.EmulatorListen == "" {
+		o.EmulatorListen = "127.0.0.1:4566"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Progress == nil {
+		o.Progress = os.Stderr
+	}
+}
+
+// Run starts everything, applies the demo, reports, and then (unless
+// Once) waits for ctx to end. Whatever it started is stopped before it
+// returns, on every path: the control plane's processes included.
+func Run(ctx context.Context, o Options) (err error) {
+	o.defaults()
+	say := func(format string, a ...any) { fmt.Fprintf(o.Progress, "» "+format+"\n", a...) }
+
+	say("control plane binaries (kube-apiserver, etcd, kubectl): built from the Go module proxy on first use, then cached")
+	assets, err := cachedbin.ControlPlane(ctx, o.Root, o.Progress)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	say("starting etcd and kube-apiserver, installing the CRDs")
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(o.Root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	restCfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer func() {
+		say("stopping kube-apiserver and etcd")
+		if stopErr := env.Stop(); stopErr != nil && err == nil {
+			err = fmt.Errorf("stopping the control plane: %w", stopErr)
+		}
+	}()
+	kubeconfig := filepath.Join(o.Dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return err
+	}
+
+	say("starting the EC2 emulator with %s", rel(o.Root, o.WorldFile))
+	emu := emulator.New(emulator.Options{Region: region})
+	loaded, err := loadWorld(emu, o.WorldFile)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.EmulatorListen)
+	if err != nil {
+		return fmt.Errorf("EC2 emulator: %w (another sandbox or emulator running? choose a free address with --emulator-listen, port 0 picks one)", err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	srv := &http.Server{Handler: emu, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() {
+		say("stopping the EC2 emulator")
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	// The operator finds the emulator the way it finds AWS: the standard
+	// environment of every AWS SDK. Nothing in it knows it is emulated.
+	for k, v := range awsEnv(endpoint) {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	reader, err := ec2.New(ctx, ec2.Config{VPCID: loaded.VPCs[0], QPS: 100, Burst: 100})
+	if err != nil {
+		return fmt.Errorf("EC2 client for the report: %w", err)
+	}
+
+	k8s, err := newClient(restCfg)
+	if err != nil {
+		return err
+	}
+	ne, err := readNodeENI(o.NodeENIFile)
+	if err != nil {
+		return err
+	}
+	say("creating Node objects for the emulator's instances, labelled %v to match NodeENI %s", ne.Spec.NodeSelector, ne.Name)
+	nodes, err := createNodes(ctx, k8s, reader, loaded, ne.Spec.NodeSelector)
+	if err != nil {
+		return err
+	}
+
+	probe, metricsAddr := freeAddr(), freeAddr()
+	if probe == "" || metricsAddr == "" {
+		return errors.New("no free local port for the operator's endpoints")
+	}
+	oc := operatorConfig(loaded.VPCs[0], metricsAddr, probe, o.Version)
+	say("starting the operator (pod tagger, NodeENI controller, ENI collector)")
+	opCtx, stopOperator := context.WithCancel(context.WithoutCancel(ctx))
+	mgr, err := operator.NewManager(opCtx, restCfg, oc)
+	if err != nil {
+		stopOperator()
+		return fmt.Errorf("operator: %w", err)
+	}
+	opDone := make(chan error, 1)
+	go func() { opDone <- mgr.Start(opCtx) }()
+	defer func() {
+		say("stopping the operator")
+		stopOperator()
+		select {
+		case opErr := <-opDone:
+			if opErr != nil && err == nil {
+				err = fmt.Errorf("operator: %w", opErr)
+			}
+		case <-time.After(time.Minute):
+			if err == nil {
+				err = errors.New("the operator did not stop within a minute")
+			}
+		}
+	}()
+	say("node agent: not started — it configures host interfaces (netlink, sysfs) and needs root and the nodes' real NICs; the sandbox has neither")
+
+	say("applying the demo: namespace %s, %d pods with tag annotations, NodeENI %s from %s", demoNamespace, len(demoPods()), ne.Name, rel(o.Root, o.NodeENIFile))
+	if err := applyDemo(ctx, k8s, reader, nodes, ne); err != nil {
+		return err
+	}
+	if err := waitConverged(ctx, k8s, o.Timeout, say); err != nil {
+		select {
+		case opErr := <-opDone:
+			return fmt.Errorf("the operator stopped: %v", opErr)
+		default:
+		}
+		if r, rerr := collect(ctx, k8s, reader); rerr == nil {
+			r.print(o.Out)
+		}
+		return err
+	}
+	r, err := collect(ctx, k8s, reader)
+	if err != nil {
+		return err
+	}
+	r.print(o.Out)
+	if o.Once {
+		return nil
+	}
+	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: endpoint,
+		metrics: metricsAddr, probe: probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: restCfg.Host})
+	fmt.Fprintln(o.Out, "Running. Press Ctrl-C to stop everything.")
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(o.Progress)
+		say("interrupted: shutting down")
+		return nil
+	case opErr := <-opDone:
+		opDone <- opErr // for the deferred stop
+		return fmt.Errorf("the operator stopped: %v", opErr)
+	}
+}
+
+// region is the emulated AWS region.
+const region = "us-east-1"
+
+// awsEnv is the standard AWS SDK environment pointing at the emulator.
+func awsEnv(endpoint string) map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL_EC2": endpoint, "AWS_REGION": region,
+		"AWS_ACCESS_KEY_ID": "sandbox", "AWS_SECRET_ACCESS_KEY": "sandbox",
+		// No instance metadata service here: do not wait for one.
+		"AWS_EC2_METADATA_DISABLED": "true",
+	}
+}
+
+// operatorConfig is the operator's production configuration with short
+// intervals, so changes a person makes show within seconds.
+func operatorConfig(vpc, metricsAddr, probeAddr, version string) operator.Config {
+	c := operator.DefaultConfig()
+	c.MetricsAddr, c.ProbeAddr, c.PprofAddr = metricsAddr, probeAddr, "0"
+	c.ClusterName = ClusterName
+	c.EC2.VPCID = vpc
+	c.Tagger.Namespace = operatorNamespace
+	c.Tagger.InventoryInterval = 30 * time.Second
+	c.Tagger.PodRateLimitQPS, c.Tagger.PodRateLimitBurst = 1, 5
+	c.NodeENI.ResyncInterval = 15 * time.Second
+	c.NodeENI.CatalogInterval = time.Minute
+	c.NodeENI.DetachPollInterval = time.Second
+	c.Version = version
+	return c
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ""
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	s, err := operator.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
+func rel(root, path string) string {
+	if r, err := filepath.Rel(root, path); err == nil {
+		return r
+	}
+	return path
+}
