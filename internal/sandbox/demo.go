@@ -35,10 +35,10 @@ type demoPod struct {
 // demoPods show both annotation formats and one refusal.
 func demoPods() []demoPod {
 	return []demoPod{
-	{Name: "web-0", Tags: "Team=Payments,CostCenter=1234", Want: tagger.ReasonSynced},
-	{Name: "api-0", Tags: `{"Team":"Platform","Service":"api","Format":"json"}`, Want: tagger.ReasonSynced},
-	{Name: "forbidden-0", Tags: "aws:Owner=me,Team=Ops", Want: tagger.ReasonInvalidTags},
-	{Name: "batch-0", Tags: "Team=Data,Owner=alice", Want: tagger.ReasonSynced},
+		{Name: "web-0", Tags: "Team=Payments,CostCenter=1234", Want: tagger.ReasonSynced},
+		{Name: "api-0", Tags: `{"Team":"Platform","Service":"api","Format":"json"}`, Want: tagger.ReasonSynced},
+		{Name: "forbidden-0", Tags: "aws:Owner=me,Team=Ops", Want: tagger.ReasonInvalidTags},
+		{Name: "batch-0", Tags: "Team=Data,Owner=alice", Want: tagger.ReasonSynced},
 	}
 }
 
