@@ -57,9 +57,12 @@ demo: ## the whole system on one machine (for now: the EC2 emulator with a demo 
 	@$(MAKE) --no-print-directory emulator
 
 .PHONY: bench
-bench: ## run the Go benchmarks and write bench/results/go-bench.txt
+bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollout) and Go benchmarks into bench/results/report.md; FIGURE=TaggingBurst runs one
 	@mkdir -p bench/results
-	$(GO) test -run '^$$' -bench . -benchmem ./... | tee bench/results/go-bench.txt
+	ENI_BENCH=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
+		$(GO) test -count=1 -v -timeout 40m -run 'TestFigure$(FIGURE)' ./test/bench/ | grep -v '^I1' | tee bench/results/figures.log
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/ec2/ | tee bench/results/go-bench.txt
+	$(GO) run ./hack/bench-report bench/results
 
 .PHONY: clean
 clean: ## remove bin/ (the control-plane cache in ~/.cache/eni-operator stays)

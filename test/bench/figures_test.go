@@ -1,0 +1,229 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+)
+
+func branchENIs(n int) emulator.World {
+	return emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods", InterfaceType: "branch", Count: n}}}
+}
+
+func tagSet(i, sets int) map[string]string {
+	return map[string]string{"eni-tagger.io/tags": fmt.Sprintf("App=app-%d,Team=team-%d,CostCenter=%d", i%sets, i%sets%5, 1000+i%sets)}
+}
+
+// Figure 1: 2,000 annotated pods (branch ENIs, 20 tag sets) at once.
+func TestFigureTaggingBurst(t *testing.T) {
+	const n, sets = 2000, 20
+	b := newBed(t, branchENIs(n))
+	b.startOperator(strings.Fields(os.Getenv("BENCH_OPERATOR_FLAGS"))...)
+	b.waitFor("first inventory refresh", time.Minute, func() bool { c, _ := b.calls(); return c["DescribeNetworkInterfaces"] > 0 })
+	time.Sleep(time.Second)
+	b.emu.ResetCounts()
+	start := time.Now()
+	ipAt := b.createPods("burst", n, func(i int) map[string]string { return tagSet(i, sets) },
+		func(i int) string { return b.loaded.NetworkInterfaces[i].PrivateIP })
+	created := time.Since(start)
+	took := b.waitFor("all pods Synced", 10*time.Minute, func() bool { return b.synced("burst") == n })
+	calls, total := b.calls()
+	// When each ENI's tags landed: the CreateTags call that named it.
+	index := map[string]int{}
+	for i, e := range b.loaded.NetworkInterfaces {
+		index[e.ID] = i
+	}
+	var lat []time.Duration
+	for _, c := range b.emu.Calls() {
+		if c.Action != "CreateTags" || c.Code != "" {
+			continue
+		}
+		for k, v := range c.Params {
+			if strings.HasPrefix(k, "ResourceId.") {
+				if i, ok := index[v[0]]; ok && !ipAt[i].IsZero() {
+					lat = append(lat, c.Time.Sub(ipAt[i]))
+				}
+			}
+		}
+	}
+	b.write(Figure{Name: "1-tagging-burst",
+		Parameters: map[string]any{"pods": n, "tagSets": sets, "operatorFlags": "defaults"},
+		Results: map[string]any{"secondsUntilAllSynced": took.Seconds() + created.Seconds(), "secondsToCreatePods": created.Seconds(),
+			"ec2CallsPerPod": float64(total) / n, "ec2CallsTotal": total,
+			"p50IPToTags": percentile(lat, 50).String(), "p99IPToTags": percentile(lat, 99).String(), "samples": len(lat)},
+		EC2Calls: calls})
+}
+
+// Figure 2: 100 pods/s created, each deleted 10 s later, for 60 s.
+func TestFigureChurn(t *testing.T) {
+	const rate, seconds, life, sets = 100, 60, 10 * time.Second, 20
+	n := rate * seconds
+	b := newBed(t, branchENIs(n))
+	b.startOperator()
+	b.waitFor("first inventory refresh", time.Minute, func() bool { c, _ := b.calls(); return c["DescribeNetworkInterfaces"] > 0 })
+	time.Sleep(time.Second)
+	b.emu.ResetCounts()
+	start := time.Now()
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / rate)
+	for i := range n {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("churn-%05d", i)
+			b.createPod(name, tagSet(i, sets), b.loaded.NetworkInterfaces[i].PrivateIP)
+			time.Sleep(life)
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: appsNS}}
+			if err := b.k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	tick.Stop()
+	backlog := 0
+	{ // pods alive now that are not yet Synced
+		var list corev1.PodList
+		_ = b.k8s.List(context.Background(), &list, client.InNamespace(appsNS))
+		for _, p := range list.Items {
+			ok := false
+			for _, c := range p.Status.Conditions {
+				ok = ok || (c.Type == "eni-tagger.io/tagged" && c.Status == corev1.ConditionTrue)
+			}
+			if !ok {
+				backlog++
+			}
+		}
+	}
+	wg.Wait()
+	churned := time.Since(start)
+	left, reads := 0, 0
+	settle := b.waitFor("tags of deleted pods removed", 5*time.Minute, func() bool {
+		enis, err := b.ec2().ListENIs(context.Background(), ec2.Filter{Name: "tag-key", Values: []string{"App"}})
+		reads++
+		if err != nil {
+			return false
+		}
+		left = len(enis)
+		return left == 0
+	})
+	calls, total := b.calls()
+	calls["DescribeNetworkInterfaces"] -= reads // this test's own reads
+	total -= reads
+	b.write(Figure{Name: "2-churn",
+		Parameters: map[string]any{"podsPerSecond": rate, "seconds": seconds, "podLifetime": life.String(), "tagSets": sets},
+		Results: map[string]any{"backlogAtEnd": backlog, "ec2CallsPerPod": float64(total) / float64(n), "ec2CallsTotal": total,
+			"tagsLeftBehind": left, "secondsToSettleAfterLastDeletion": settle.Seconds(), "runSeconds": churned.Seconds()},
+		EC2Calls: calls})
+}
+
+// Figures 3 and 4: 10,000 pods in sync, then a restart; memory with
+// 10,000 annotated and 10,000 unannotated pods.
+func TestFigureRestartAndMemory(t *testing.T) {
+	const n, sets = 10000, 20
+	b := newBed(t, branchENIs(n))
+	b.startOperator()
+	b.createPods("sync", n, func(i int) map[string]string { return tagSet(i, sets) },
+		func(i int) string { return b.loaded.NetworkInterfaces[i].PrivateIP })
+	firstSync := b.waitFor("10,000 pods Synced", 15*time.Minute, func() bool { return b.synced("sync") == n })
+	b.createPods("plain", n, func(int) map[string]string { return nil }, func(i int) string { return fmt.Sprintf("100.64.%d.%d", i/250, i%250+1) })
+	time.Sleep(10 * time.Second) // let the ledger flush and the informers settle
+	m, err := b.scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rss, heap := m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"]
+
+	b.stopOperator()
+	b.emu.ResetCounts()
+	start := time.Now()
+	b.startOperator()
+	took := b.waitFor("every pod reconciled after the restart", 10*time.Minute, func() bool {
+		m, err := b.scrape()
+		return err == nil && sum(m, "eni_operator_tagger_reconciles_total") >= n
+	})
+	calls, total := b.calls()
+	writes := calls["CreateTags"] + calls["DeleteTags"]
+	b.write(Figure{Name: "3-restart",
+		Parameters: map[string]any{"podsInSync": n, "unannotatedPods": n},
+		Results: map[string]any{"secondsUntilEveryPodConfirmed": took.Seconds() + time.Since(start).Seconds() - took.Seconds(),
+			"ec2CallsTotal": total, "tagWrites": writes, "firstSyncSeconds": firstSync.Seconds()},
+		EC2Calls: calls, Notes: []string{"the DescribeNetworkInterfaces are the inventory's pages (1,000 ENIs each) and the startup DryRun permission checks"}})
+	b.write(Figure{Name: "4-memory",
+		Parameters: map[string]any{"annotatedPods": n, "unannotatedPods": n},
+		Results:    map[string]any{"rssMiB": rss / (1 << 20), "goHeapInuseMiB": heap / (1 << 20)}})
+}
+
+// Figure 5: 200 nodes x 2 NodeENIs.
+func TestFigureNodeENIRollout(t *testing.T) {
+	const nodes = 200
+	w := emulator.World{}
+	for i := range nodes {
+		w.Instances = append(w.Instances, emulator.InstanceSpec{Type: "m5.xlarge", Subnet: []string{"nodes-a", "nodes-b"}[i%2]})
+	}
+	b := newBed(t, w)
+	ctx := context.Background()
+	for i, inst := range b.loaded.Instances {
+		zone := []string{"us-east-1a", "us-east-1b"}[i%2]
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%03d", i), Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: zone}},
+			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", zone, inst.ID)}}
+		if err := b.k8s.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.startOperator()
+	time.Sleep(2 * time.Second)
+	b.emu.ResetCounts()
+	start := time.Now()
+	for name, s := range map[string]v1alpha1.NodeENISpec{
+		"multus":  {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a", "multus-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1},
+		"storage": {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"storage-a", "storage-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 2},
+	} {
+		if err := b.k8s.Create(ctx, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := b.waitFor("both NodeENIs Ready", 15*time.Minute, func() bool {
+		for _, name := range []string{"multus", "storage"} {
+			var ne v1alpha1.NodeENI
+			if err := b.k8s.Get(ctx, client.ObjectKey{Name: name}, &ne); err != nil || !meta.IsStatusConditionTrue(ne.Status.Conditions, v1alpha1.ConditionReady) {
+				return false
+			}
+		}
+		return true
+	})
+	calls, total := b.calls()
+	enis := 2 * nodes
+	// The bound: each mutating action's AWS bucket (size, refill/s), and
+	// the operator's own limiter (10/s, burst 20) over every call.
+	awsBound := 0.0
+	for action, bucket := range map[string][2]float64{"CreateNetworkInterface": {100, 5}, "AttachNetworkInterface": {50, 5}, "ModifyNetworkInterfaceAttribute": {100, 5}} {
+		if c := float64(calls[action]); c > bucket[0] {
+			awsBound = max(awsBound, (c-bucket[0])/bucket[1])
+		}
+	}
+	clientBound := max(0, float64(total)-20) / 10
+	// Steady state: one minute of nothing to do.
+	b.emu.ResetCounts()
+	time.Sleep(time.Minute)
+	_, steady := b.calls()
+	b.write(Figure{Name: "5-nodeeni-rollout",
+		Parameters: map[string]any{"nodes": nodes, "nodeENIs": 2, "enis": enis},
+		Results: map[string]any{"secondsUntilReady": took.Seconds(), "lowerBoundSecondsAWSBuckets": awsBound,
+			"lowerBoundSecondsClientLimiter": clientBound, "ec2CallsPerENI": float64(total) / float64(enis), "ec2CallsTotal": total,
+			"steadyStateCallsPerHour": steady * 60, "sinceStart": time.Since(start).Seconds()},
+		EC2Calls: calls})
+}

@@ -1,0 +1,343 @@
+// Package bench measures the figures of `make bench` (DESIGN §7) against
+// envtest and the emulator with AWS's token buckets on and 50 ms of
+// latency per EC2 call, with the operator as a separate process at its
+// default flags. The figures are skipped unless ENI_BENCH is set; each
+// writes bench/results/<figure>.json, and hack/bench-report turns those
+// into the Markdown report.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	if os.Getenv("ENI_BENCH") == "" {
+		fmt.Println("bench: figures skipped; run them with `make bench` (ENI_BENCH=1)")
+		os.Exit(0)
+	}
+	testenv.Main(m, &env)
+}
+
+const (
+	appsNS = "bench-apps"
+	opsNS  = "eni-system"
+)
+
+// bed is one figure's test bed: the emulator (throttled, 50 ms per call),
+// namespaces, a client, and the operator process.
+type bed struct {
+	t      *testing.T
+	emu    *emulator.Emulator
+	url    string
+	vpc    string
+	loaded emulator.LoadResult
+	k8s    client.Client
+	kcfg   string
+	op     *exec.Cmd
+	opOut  *os.File
+	mAddr  string
+}
+
+func newBed(t *testing.T, w emulator.World) *bed {
+	emu := emulator.New(emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3})
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	base, err := emu.Load(emulator.World{
+		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
+		Subnets: []emulator.SubnetSpec{
+			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "nodes-b", VPC: "main", CIDR: "10.0.16.0/20", AvailabilityZone: "us-east-1b"},
+			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "multus-b", VPC: "main", CIDR: "10.0.48.0/20", AvailabilityZone: "us-east-1b"},
+			{Name: "storage-a", VPC: "main", CIDR: "10.0.64.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "storage-b", VPC: "main", CIDR: "10.0.80.0/20", AvailabilityZone: "us-east-1b"},
+			{Name: "pods", VPC: "main", CIDR: "10.0.128.0/17", AvailabilityZone: "us-east-1a"},
+		},
+		SecurityGroups: []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bed{t: t, emu: emu, url: srv.URL, vpc: base.VPCs[0]}
+	if b.loaded, err = emu.Load(w); err != nil {
+		t.Fatal(err)
+	}
+	scheme := kruntime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	if b.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{appsNS, opsNS} {
+		_ = b.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	b.kcfg = writeKubeconfig(t, env.Config)
+	emu.ResetCounts()
+	return b
+}
+
+func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
+	kc.CurrentContext = "bench"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// operatorBinary builds cmd/eni-operator once per run.
+func operatorBinary(t *testing.T) string {
+	if p := os.Getenv("ENI_OPERATOR_BIN"); p != "" {
+		return p
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(os.TempDir(), "eni-operator-bench")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/eni-operator")
+	cmd.Dir, cmd.Stderr = root, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startOperator runs the operator binary at its defaults (plus the
+// settings any deployment has: VPC, cluster name, where AWS is).
+func (b *bed) startOperator(extra ...string) {
+	b.t.Helper()
+	b.mAddr = freePort(b.t)
+	args := append([]string{"--vpc-id=" + b.vpc, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
+		"--health-probe-bind-address=" + freePort(b.t), "--zap-log-level=error"}, extra...)
+	cmd := exec.Command(operatorBinary(b.t), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+opsNS,
+		"AWS_ENDPOINT_URL_EC2="+b.url, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
+		"AWS_EC2_METADATA_DISABLED=true")
+	logf, err := os.Create(filepath.Join(b.t.TempDir(), "operator.log"))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	b.op, b.opOut = cmd, logf
+	b.t.Cleanup(b.stopOperator)
+	b.waitFor("operator metrics endpoint", 2*time.Minute, func() bool { _, err := b.scrape(); return err == nil })
+}
+
+func (b *bed) stopOperator() {
+	if b.op == nil {
+		return
+	}
+	_ = b.op.Process.Kill()
+	_ = b.op.Wait()
+	b.op = nil
+}
+
+// scrape reads the operator's /metrics into name{labels} -> value.
+func (b *bed) scrape() (map[string]float64, error) {
+	resp, err := http.Get("http://" + b.mAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// sum adds the series of a metric family.
+func sum(m map[string]float64, name string) float64 {
+	var n float64
+	for k, v := range m {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			n += v
+		}
+	}
+	return n
+}
+
+func (b *bed) waitFor(what string, timeout time.Duration, ok func() bool) time.Duration {
+	b.t.Helper()
+	start := time.Now()
+	for !ok() {
+		if time.Since(start) > timeout {
+			b.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// ec2 is a client of the bed's own (not the operator's), without retries,
+// so each of its reads is one call.
+func (b *bed) ec2() *ec2.Client {
+	return ec2.NewFromAWSConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("b", "b", ""),
+		BaseEndpoint: aws.String(b.url)}, ec2.Config{VPCID: b.vpc, MaxAttempts: 1, QPS: 1000, Burst: 1000})
+}
+
+// calls returns the emulator's calls per action and their total.
+func (b *bed) calls() (map[string]int, int) {
+	out, total := map[string]int{}, 0
+	for a, c := range b.emu.Counts() {
+		out[a] = c.Calls
+		total += c.Calls
+	}
+	return out, total
+}
+
+// createPods creates pods in parallel; ann(i) gives pod i's annotations
+// (nil for none) and ip(i) its IP. It returns when each pod got its IP.
+func (b *bed) createPods(prefix string, n int, ann func(int) map[string]string, ip func(int) string) []time.Time {
+	ipAt := make([]time.Time, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			b.createPod(fmt.Sprintf("%s-%05d", prefix, i), ann(i), ip(i))
+			ipAt[i] = time.Now()
+		}()
+	}
+	wg.Wait()
+	return ipAt
+}
+
+func (b *bed) createPod(name string, ann map[string]string, ip string) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: appsNS, Annotations: ann},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+			Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 200)}}}}}}
+	if err := b.k8s.Create(context.Background(), p); err != nil {
+		b.t.Error(err)
+		return
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
+	if err := b.k8s.Status().Update(context.Background(), p); err != nil {
+		b.t.Error(err)
+	}
+}
+
+// synced counts the pods whose tagged condition is True.
+func (b *bed) synced(prefix string) int {
+	var list corev1.PodList
+	if err := b.k8s.List(context.Background(), &list, client.InNamespace(appsNS)); err != nil {
+		b.t.Fatal(err)
+	}
+	n := 0
+	for _, p := range list.Items {
+		if !strings.HasPrefix(p.Name, prefix+"-") {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == "eni-tagger.io/tagged" && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// percentile of durations (p in [0,100]).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(float64(len(s))*p/100))]
+}
+
+// Figure is one figure of the report.
+type Figure struct {
+	Name       string             `json:"name"`
+	Parameters map[string]any     `json:"parameters"`
+	Results    map[string]any     `json:"results"`
+	EC2Calls   map[string]int     `json:"ec2Calls"`
+	Notes      []string           `json:"notes,omitempty"`
+	Machine    map[string]any     `json:"machine"`
+	Extra      map[string]float64 `json:"extra,omitempty"`
+}
+
+func (b *bed) write(f Figure) {
+	f.Machine = map[string]any{"cores": runtime.NumCPU(), "goos": runtime.GOOS, "goarch": runtime.GOARCH,
+		"emulator": "AWS token buckets on, 50ms latency per call", "date": time.Now().UTC().Format(time.RFC3339)}
+	dir := os.Getenv("BENCH_OUT")
+	if dir == "" {
+		root, _ := testenv.RepoRoot()
+		dir = filepath.Join(root, "bench", "results")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	raw, _ := json.MarshalIndent(f, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, f.Name+".json"), raw, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("%s: %s", f.Name, raw)
+}
