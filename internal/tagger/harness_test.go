@@ -132,8 +132,9 @@ func (h *harness) startManager(o tagger.Options) {
 		Scheme:                 h.scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
-		Logger:                 ctrl.Log.WithName(h.t.Name()),
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}},
+			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: tagger.TrimPod(o.AnnotationKey)}}},
+		Logger: ctrl.Log.WithName(h.t.Name()),
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -182,14 +183,15 @@ func (h *harness) stopManager() {
 func (h *harness) pod(name, ip string, annotations map[string]string) *corev1.Pod {
 	h.t.Helper()
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Annotations: annotations, Labels: map[string]string{"app": name}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
 	}
 	if err := h.k8s.Create(context.Background(), p); err != nil {
 		h.t.Fatal(err)
 	}
 	if ip != "" {
-		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 		if err := h.k8s.Status().Update(context.Background(), p); err != nil {
 			h.t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -26,6 +27,9 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
+
+// fieldOwner is the operator's server-side apply field manager on pods.
+const fieldOwner = "eni-operator-tagger"
 
 // nodeNameIndex indexes pods by node, to find a shared ENI's other pods.
 const nodeNameIndex = "spec.nodeName"
@@ -463,17 +467,19 @@ func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) err
 			return nil
 		}
 	}
-	orig := pod.DeepCopy()
-	i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == ConditionType })
-	if i < 0 {
-		pod.Status.Conditions = append(pod.Status.Conditions, cond)
-	} else {
-		if pod.Status.Conditions[i].Status == cond.Status {
-			cond.LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType && c.Status == cond.Status {
+			cond.LastTransitionTime = c.LastTransitionTime
 		}
-		pod.Status.Conditions[i] = cond
 	}
-	return client.IgnoreNotFound(r.client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)))
+	// Server-side apply of this one condition: conditions are a map keyed
+	// by type, so the kubelet's and others' conditions are never touched,
+	// whatever the (trimmed) cached pod holds.
+	apply := corev1ac.Pod(pod.Name, pod.Namespace).WithStatus(corev1ac.PodStatus().WithConditions(
+		corev1ac.PodCondition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).WithMessage(cond.Message).
+			WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime)))
+	err := r.client.Status().Apply(ctx, apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
 }
 
 func (r *Reconciler) awsFailure(ctx context.Context, pod *corev1.Pod, what string, err error) error {

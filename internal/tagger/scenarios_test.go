@@ -73,6 +73,10 @@ func TestEightScenarios(t *testing.T) {
 		t.Fatalf("scenario 2: condition %+v", c)
 	}
 	h.waitEvent("web", "Normal/Synced")
+	// The cache holds trimmed pods; nothing trimmed is lost on the server.
+	if len(p.Status.Conditions) != 2 || p.Status.Conditions[0].Type != corev1.PodReady || p.Labels["app"] != "web" || len(p.Spec.Containers) != 1 {
+		t.Fatalf("scenario 2: the operator's writes lost what its cache does not hold: labels %v, conditions %+v", p.Labels, p.Status.Conditions)
+	}
 
 	// 3. Value changed: one CreateTags with that key and the hash only.
 	v2 := map[string]string{"Team": "Ops", "Cost": "1"}
