@@ -61,7 +61,9 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	if err != nil {
 		return nil, err
 	}
-	podCache := cache.ByObject{Transform: cache.TransformStripManagedFields()}
+	// The informer holds every pod of the cluster: keep only what the
+	// tagger reads (see tagger.TrimPod).
+	podCache := cache.ByObject{Transform: tagger.TrimPod(c.Tagger.AnnotationKey)}
 	if c.Tagger.WatchNamespace != "" {
 		podCache.Namespaces = map[string]cache.Config{c.Tagger.WatchNamespace: {}}
 	}
