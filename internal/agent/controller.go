@@ -1,0 +1,535 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+// The agent reads NodeENIs and writes only its own entries of their
+// status (server-side apply); it needs nothing else from the API. These
+// markers are generated into config/agent/role.yaml, not into the
+// operator's role.
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=patch
+
+// reconciler brings one node's interfaces to what the NodeENIs ask for.
+// There is one request key, the node: links, names, driver bindings and
+// the device plugin config are shared by all NodeENIs of the node, so
+// one pass decides them together.
+type reconciler struct {
+	client        client.Client
+	node          string
+	host          host
+	sys           SysFS
+	defaultDriver string
+	sriovPath     string // "" turns SR-IOV publishing off
+	reload        Reload
+	statePath     string
+	watch         *linkWatch
+	metrics       *metrics
+	retryBase     time.Duration
+	retryMax      time.Duration
+
+	mu           sync.Mutex // one pass at a time; the fields below are its memory
+	state        *nodeState
+	failures     int  // consecutive passes that left something pending or failed
+	reloadFailed bool // the last reload of the device plugin failed: try again
+}
+
+// outcome is what configuring one want came to before the final look at
+// the host.
+type outcome struct {
+	w       want
+	state   string // v1alpha1.Interface*
+	message string
+	dpdk    *deviceRecord // set when bound to a DPDK driver
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	logger := log.FromContext(ctx)
+	if r.state == nil {
+		st, err := loadState(r.statePath)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		r.state = st
+	}
+	list := &v1alpha1.NodeENIList{}
+	if err := r.client.List(ctx, list); err != nil {
+		return reconcile.Result{}, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	wants := desired(r.node, list.Items, r.defaultDriver)
+	r.watch.setMACs(r.watchedMACs(wants))
+
+	links, err := r.host.links()
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	next := r.state.clone()
+	bad := conflicts(wants)
+	outs := make([]outcome, 0, len(wants))
+	wanted := map[string]bool{}
+	changed := false
+	for _, w := range wants {
+		wanted[w.ENIID] = true
+		o, did := r.configure(ctx, w, links, bad[w.ENIID], next)
+		changed = changed || did
+		outs = append(outs, o)
+	}
+	if r.release(ctx, wanted, links, next) {
+		changed = true
+	}
+	if changed {
+		// Report what the host has now, not what was asked for.
+		if links, err = r.host.links(); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	entries := make(map[string]v1alpha1.InterfaceStatus, len(outs))
+	for _, o := range outs {
+		entries[o.w.ENIID] = r.entry(o, links)
+	}
+	if r.sriovPath != "" {
+		r.publish(ctx, wants, entries, next)
+	}
+	if err := r.persist(next); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	statusErr := r.report(ctx, list.Items, wants, entries)
+	counts := map[string]int{v1alpha1.InterfaceConfigured: 0, v1alpha1.InterfacePending: 0, v1alpha1.InterfaceFailed: 0}
+	for _, e := range entries {
+		counts[e.State]++
+	}
+	for s, n := range counts {
+		r.metrics.interfaces.WithLabelValues(s).Set(float64(n))
+	}
+	if statusErr != nil {
+		return reconcile.Result{}, statusErr
+	}
+	if counts[v1alpha1.InterfacePending]+counts[v1alpha1.InterfaceFailed] == 0 && !r.reloadFailed {
+		r.failures = 0
+		return reconcile.Result{}, nil
+	}
+	// Link events bring a hot-plugged interface in at once; this retry,
+	// backing off, covers what no event announces (a sysfs bind that
+	// settles late, a name freed, a missed event).
+	r.failures++
+	delay := r.retryBase << min(r.failures-1, 16)
+	if delay > r.retryMax || delay <= 0 {
+		delay = r.retryMax
+	}
+	logger.V(1).Info("interfaces not all configured; looking again", "pending", counts[v1alpha1.InterfacePending], "failed", counts[v1alpha1.InterfaceFailed], "after", delay)
+	return reconcile.Result{RequeueAfter: delay}, nil
+}
+
+// watchedMACs are the MAC addresses whose link events matter: the wanted
+// interfaces and those the agent still has to release.
+func (r *reconciler) watchedMACs(ws []want) map[string]bool {
+	m := make(map[string]bool, len(ws)+len(r.state.Devices))
+	for _, w := range ws {
+		m[w.MAC] = true
+	}
+	for _, d := range r.state.Devices {
+		m[d.MAC] = true
+	}
+	return m
+}
+
+// persist saves next when it differs from what is saved, and makes it
+// the agent's memory.
+func (r *reconciler) persist(next *nodeState) error {
+	if next.equal(r.state) {
+		return nil
+	}
+	if err := next.save(r.statePath); err != nil {
+		return err
+	}
+	r.state = next.clone()
+	return nil
+}
+
+func failed(w want, format string, args ...any) outcome {
+	return outcome{w: w, state: v1alpha1.InterfaceFailed, message: fmt.Sprintf(format, args...)}
+}
+
+func pending(w want, format string, args ...any) outcome {
+	return outcome{w: w, state: v1alpha1.InterfacePending, message: fmt.Sprintf(format, args...)}
+}
+
+// configure brings one interface to its want. did tells whether the host
+// changed.
+func (r *reconciler) configure(ctx context.Context, w want, links []link, conflict string, next *nodeState) (o outcome, did bool) {
+	if conflict != "" {
+		return failed(w, "%s", conflict), false
+	}
+	l, found, err := findLink(links, w.MAC)
+	if err != nil {
+		return failed(w, "%v", err), false
+	}
+	rec := next.Devices[w.ENIID]
+	if w.DPDK {
+		return r.configureDPDK(ctx, w, l, found, rec, next)
+	}
+	if rec != nil && rec.BoundDriver != "" {
+		// DPDK was switched off: the device goes back to its driver and
+		// its interface comes back, to be configured on a later pass.
+		err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+		r.metrics.op("dpdk-restore", err)
+		if err != nil {
+			return failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err), false
+		}
+		log.FromContext(ctx).Info("DPDK switched off: device given back to its driver", "eni", w.ENIID, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
+		msg := fmt.Sprintf("PCI device %s given back to driver %q; waiting for its interface (MAC %s) to appear", rec.PCIAddress, rec.OriginalDriver, w.MAC)
+		rec.BoundDriver, rec.OriginalDriver = "", ""
+		if err := r.persist(next); err != nil {
+			return failed(w, "%v", err), true
+		}
+		did = true
+		// A synchronous probe brings the interface back at once: configure
+		// it in this pass.
+		if fresh, err := r.host.links(); err == nil {
+			links = fresh
+		}
+		if l, found, _ = findLink(links, w.MAC); !found {
+			return pending(w, "%s", msg), did
+		}
+	}
+	if !found {
+		return pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC), false
+	}
+	target := w
+	if target.Name == "" && rec != nil && rec.OriginalName != "" {
+		// interfaceName was removed from the spec: the kernel's name comes back.
+		target.Name = rec.OriginalName
+	}
+	acts, err := planLink(l, target, namesOf(links))
+	if err != nil {
+		return failed(w, "%v", err), false
+	}
+	for _, a := range acts {
+		if a.Kind == actRename {
+			if rec == nil {
+				rec = &deviceRecord{NodeENI: w.NodeENI, MAC: w.MAC}
+				next.Devices[w.ENIID] = rec
+			}
+			if rec.OriginalName == "" {
+				rec.OriginalName = l.Name
+			}
+			rec.Name = a.Name
+			// Remembered before the rename, so a crash right after still
+			// knows the kernel's name.
+			if err := r.persist(next); err != nil {
+				return failed(w, "%v", err), did
+			}
+		}
+		err := r.host.apply(l.Index, a)
+		r.metrics.op(a.Kind.String(), err)
+		if err != nil {
+			return failed(w, "%v", err), true
+		}
+		did = true
+		log.FromContext(ctx).Info("interface configured", "eni", w.ENIID, "nodeENI", w.NodeENI, "interface", l.Name, "change", a.Kind.String(), "name", a.Name, "mtu", a.MTU)
+	}
+	if rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
+		rec.OriginalName, rec.Name = "", ""
+	}
+	return outcome{w: w, state: v1alpha1.InterfaceConfigured}, did
+}
+
+// configureDPDK binds the ENI's PCI device to the DPDK driver. The
+// device's network interface disappears with the bind, so what the
+// agent must know later (PCI address, original driver, name) is recorded
+// first.
+func (r *reconciler) configureDPDK(ctx context.Context, w want, l link, found bool, rec *deviceRecord, next *nodeState) (outcome, bool) {
+	pci := w.PCIAddress
+	if pci == "" && rec != nil {
+		pci = rec.PCIAddress
+	}
+	if found && l.DefaultRoute {
+		return failed(w, "interface %s (MAC %s) carries a default route, so it looks like the node's primary interface; the agent does not bind it to a DPDK driver", l.Name, l.MAC), false
+	}
+	if pci == "" {
+		if !found {
+			return pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC), false
+		}
+		var err error
+		if pci, err = r.sys.PCIAddressOf(l.Name); err != nil {
+			return failed(w, "finding the PCI device of %s for DPDK: %v", l.Name, err), false
+		}
+	}
+	dev, err := r.sys.device(pci)
+	if err != nil {
+		return failed(w, "%v", err), false
+	}
+	if !dev.Exists {
+		return pending(w, "waiting for PCI device %s to appear on the node", pci), false
+	}
+	if rec == nil {
+		rec = &deviceRecord{NodeENI: w.NodeENI, MAC: w.MAC}
+		next.Devices[w.ENIID] = rec
+	}
+	if rec.PCIAddress != "" && rec.PCIAddress != pci && rec.BoundDriver != "" {
+		// dpdkPCIAddress changed: the device bound before goes back first.
+		err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+		r.metrics.op("dpdk-restore", err)
+		if err != nil {
+			return failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err), false
+		}
+		rec.BoundDriver, rec.OriginalDriver = "", ""
+	}
+	rec.PCIAddress = pci
+	if found {
+		rec.Name = l.Name
+	}
+	if dev.Driver == w.Driver && rec.BoundDriver == w.Driver && dev.Override == w.Driver {
+		return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
+	}
+	if rec.BoundDriver == "" && dev.Driver != w.Driver {
+		rec.OriginalDriver = dev.Driver
+	}
+	rec.BoundDriver = w.Driver
+	if err := r.persist(next); err != nil {
+		return failed(w, "%v", err), false
+	}
+	_, err = r.sys.Bind(pci, w.Driver)
+	r.metrics.op("dpdk-bind", err)
+	if err != nil {
+		return failed(w, "binding PCI device %s to %s: %v", pci, w.Driver, err), true
+	}
+	log.FromContext(ctx).Info("interface bound to a DPDK driver", "eni", w.ENIID, "nodeENI", w.NodeENI, "pci", pci, "driver", w.Driver, "was", rec.OriginalDriver)
+	return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, true
+}
+
+// release undoes what the agent did to interfaces that are no longer
+// wanted (NodeENI deleted, node unmatched, ENI detaching): the original
+// driver and the kernel's name come back. A record whose undo fails stays,
+// to be tried again.
+func (r *reconciler) release(ctx context.Context, wanted map[string]bool, links []link, next *nodeState) (did bool) {
+	ids := make([]string, 0, len(next.Devices))
+	for id := range next.Devices {
+		if !wanted[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	logger := log.FromContext(ctx)
+	for _, id := range ids {
+		rec := next.Devices[id]
+		if rec.BoundDriver != "" {
+			err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+			r.metrics.op("dpdk-restore", err)
+			if err != nil {
+				logger.Error(err, "giving a released ENI's device back to its driver; will retry", "eni", id, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
+				continue
+			}
+			logger.Info("released ENI's device given back to its driver", "eni", id, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
+			did = true
+		}
+		if rec.OriginalName != "" {
+			if l, found, _ := findLink(links, rec.MAC); found && l.Name != rec.OriginalName {
+				if idx, taken := namesOf(links)[rec.OriginalName]; taken && idx != l.Index {
+					logger.Info("released interface keeps its name: its kernel name is taken", "eni", id, "interface", l.Name, "kernelName", rec.OriginalName)
+				} else {
+					err := r.host.rename(l.Index, rec.OriginalName)
+					r.metrics.op("restore-name", err)
+					if err != nil {
+						logger.Error(err, "renaming a released interface back; will retry", "eni", id)
+						continue
+					}
+					logger.Info("released interface renamed back", "eni", id, "from", l.Name, "to", rec.OriginalName)
+					did = true
+				}
+			}
+		}
+		delete(next.Devices, id)
+	}
+	return did
+}
+
+// entry is the status entry of one interface, from the host as it is now.
+func (r *reconciler) entry(o outcome, links []link) v1alpha1.InterfaceStatus {
+	e := v1alpha1.InterfaceStatus{NodeID: r.node, ENIID: o.w.ENIID, State: o.state, Message: o.message}
+	if o.dpdk != nil {
+		e.InterfaceName = o.dpdk.Name
+		e.DPDKBound, e.DPDKDriver, e.DPDKPCIAddress = true, o.dpdk.BoundDriver, o.dpdk.PCIAddress
+		return e
+	}
+	l, found, _ := findLink(links, o.w.MAC)
+	if found {
+		e.InterfaceName, e.MTU, e.Up = l.Name, int32(l.MTU), l.Up
+	}
+	if o.state == v1alpha1.InterfaceConfigured && !found {
+		// Gone between the change and the look: hot-unplugged.
+		e.State, e.Message = v1alpha1.InterfacePending, fmt.Sprintf("waiting for an interface with MAC address %s to appear on the node", o.w.MAC)
+	}
+	return e
+}
+
+// publish puts the bound devices of resources named by NodeENIs into the
+// SR-IOV device plugin's config and tells the plugin when it changed.
+// Problems are reported on the interfaces concerned.
+func (r *reconciler) publish(ctx context.Context, wants []want, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
+	byName := map[string]*sriovResource{}
+	users := map[string][]string{} // resource -> ENIs
+	for _, w := range wants {
+		e := entries[w.ENIID]
+		if w.Resource == "" || !e.DPDKBound || e.State != v1alpha1.InterfaceConfigured {
+			continue
+		}
+		res := byName[w.Resource]
+		if res == nil {
+			res = &sriovResource{Name: w.Resource}
+			byName[w.Resource] = res
+		}
+		res.PCIAddresses = appendUnique(res.PCIAddresses, e.DPDKPCIAddress)
+		res.Drivers = appendUnique(res.Drivers, e.DPDKDriver)
+		users[w.Resource] = append(users[w.Resource], w.ENIID)
+	}
+	var resources []sriovResource
+	for _, res := range byName {
+		sort.Strings(res.PCIAddresses)
+		sort.Strings(res.Drivers)
+		resources = append(resources, *res)
+	}
+	sort.Slice(resources, func(i, j int) bool { return resources[i].Name < resources[j].Name })
+
+	fail := func(resource, msg string) {
+		for _, id := range users[resource] {
+			e := entries[id]
+			e.State, e.Message = v1alpha1.InterfaceFailed, msg
+			entries[id] = e
+		}
+	}
+	failAll := func(msg string) {
+		for name := range byName {
+			fail(name, msg)
+		}
+	}
+	logger := log.FromContext(ctx)
+	existing, err := os.ReadFile(r.sriovPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		logger.Error(err, "reading the SR-IOV device plugin config", "path", r.sriovPath)
+		failAll(fmt.Sprintf("reading the SR-IOV device plugin config %s: %v", r.sriovPath, err))
+		return
+	}
+	m, err := mergeSRIOV(existing, next.SRIOVOwned, resources)
+	if err != nil {
+		logger.Error(err, "merging into the SR-IOV device plugin config", "path", r.sriovPath)
+		failAll(fmt.Sprintf("SR-IOV device plugin config %s: %v", r.sriovPath, err))
+		return
+	}
+	for name, msg := range m.Conflicts {
+		fail(name, msg)
+	}
+	if m.Changed {
+		// Owned before written: a crash in between leaves an entry the
+		// agent knows to remove, never one it forgot it wrote.
+		next.SRIOVOwned = unionSorted(next.SRIOVOwned, m.Owned)
+		if err := r.persist(next); err != nil {
+			failAll(err.Error())
+			return
+		}
+		err := writeAtomic(r.sriovPath, m.Config, 0o644)
+		r.metrics.op("sriov-write", err)
+		if err != nil {
+			logger.Error(err, "writing the SR-IOV device plugin config", "path", r.sriovPath)
+			failAll(fmt.Sprintf("writing the SR-IOV device plugin config %s: %v", r.sriovPath, err))
+			return
+		}
+		logger.Info("SR-IOV device plugin config written", "path", r.sriovPath, "resources", m.Owned)
+		r.reloadFailed = true
+	}
+	next.SRIOVOwned = m.Owned
+	if r.reloadFailed {
+		cfg, _ := os.ReadFile(r.sriovPath)
+		err := r.reload.Do(cfg)
+		r.metrics.op("sriov-reload", err)
+		r.reloadFailed = err != nil
+		if err != nil {
+			logger.Error(err, "telling the SR-IOV device plugin its config changed; will retry", "how", r.reload.String())
+			failAll(fmt.Sprintf("the SR-IOV device plugin config is written, but telling the plugin failed (%s): %v", r.reload.String(), err))
+		}
+	}
+	for _, w := range wants {
+		e := entries[w.ENIID]
+		if w.Resource != "" && e.DPDKBound && e.State == v1alpha1.InterfaceConfigured {
+			e.DPDKResourceName = w.Resource
+			entries[w.ENIID] = e
+		}
+	}
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func unionSorted(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, v := range b {
+		out = appendUnique(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// report writes this node's entries into every NodeENI whose part
+// changed, logging interfaces that went wrong (once, when their message
+// changes, not on every pass).
+func (r *reconciler) report(ctx context.Context, nes []v1alpha1.NodeENI, wants []want, entries map[string]v1alpha1.InterfaceStatus) error {
+	byNodeENI := map[string][]v1alpha1.InterfaceStatus{}
+	for _, w := range wants {
+		byNodeENI[w.NodeENI] = append(byNodeENI[w.NodeENI], entries[w.ENIID])
+	}
+	logger := log.FromContext(ctx)
+	now := metav1.Now()
+	var errs []error
+	for i := range nes {
+		ne := &nes[i]
+		old := interfacesOf(ne, r.node)
+		cur := byNodeENI[ne.Name]
+		if sameInterfaces(old, cur) {
+			continue
+		}
+		prev := map[string]v1alpha1.InterfaceStatus{}
+		for _, o := range old {
+			prev[o.ENIID] = o
+		}
+		for _, c := range cur {
+			if c.State != v1alpha1.InterfaceConfigured && prev[c.ENIID].Message != c.Message {
+				logger.Info("interface not configured", "nodeENI", ne.Name, "eni", c.ENIID, "state", c.State, "reason", c.Message)
+			}
+		}
+		err := applyInterfaces(ctx, r.client, r.node, ne.Name, stamp(old, cur, now))
+		if apierrors.IsNotFound(err) {
+			continue // deleted meanwhile
+		}
+		r.metrics.op("status-apply", err)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reporting interfaces in NodeENI %s: %w", ne.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

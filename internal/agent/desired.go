@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+// DefaultDPDKDriver is the driver an interface is bound to when its
+// NodeENI enables DPDK without naming one.
+const DefaultDPDKDriver = "vfio-pci"
+
+// want is what one ENI attached to this node should look like on the host.
+type want struct {
+	NodeENI     string
+	ENIID       string
+	MAC         string // normalized: lower case, colon separated
+	DeviceIndex int32
+	MTU         int32  // 0: leave the MTU alone
+	Name        string // "": keep the kernel's name
+	DPDK        bool
+	Driver      string // DPDK driver, when DPDK
+	Resource    string // SR-IOV device plugin resource (prefix/name), optional
+	PCIAddress  string // from the spec; "" means: found through the interface
+}
+
+// desired lists what this node should have, from every NodeENI: one want
+// per ENI attached to the node, sorted by NodeENI and device index.
+// Attachments still being created have nothing on the host yet;
+// attachments being detached or deleted, and NodeENIs being deleted, are
+// left out, so their interfaces are released as if already gone.
+func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
+	if defaultDriver == "" {
+		defaultDriver = DefaultDPDKDriver
+	}
+	var out []want
+	for i := range nes {
+		ne := &nes[i]
+		if !ne.DeletionTimestamp.IsZero() {
+			continue
+		}
+		base := ne.Spec.DeviceIndex
+		if base < 1 {
+			base = 1
+		}
+		for _, a := range ne.Status.Attachments {
+			if a.NodeID != node || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" {
+				continue
+			}
+			w := want{
+				NodeENI: ne.Name, ENIID: a.ENIID, MAC: normalizeMAC(a.MACAddress), DeviceIndex: a.DeviceIndex,
+				MTU: ne.Spec.MTU, Name: stableName(ne.Spec.InterfaceName, a.DeviceIndex, base),
+				DPDK: ne.Spec.EnableDPDK, Resource: ne.Spec.DPDKResourceName,
+			}
+			if w.DPDK {
+				w.Driver = ne.Spec.DPDKDriver
+				if w.Driver == "" {
+					w.Driver = defaultDriver
+				}
+				w.PCIAddress = strings.ToLower(ne.Spec.DPDKPCIAddress)
+			}
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].NodeENI != out[j].NodeENI {
+			return out[i].NodeENI < out[j].NodeENI
+		}
+		if out[i].DeviceIndex != out[j].DeviceIndex {
+			return out[i].DeviceIndex < out[j].DeviceIndex
+		}
+		return out[i].ENIID < out[j].ENIID
+	})
+	return out
+}
+
+// stableName is the host name of the ENI at index, when the NodeENI asks
+// for one: the ENI at the NodeENI's base index gets the name as is, the
+// others the offset appended, so every node of a zone has the same names.
+func stableName(name string, index, base int32) string {
+	if name == "" {
+		return ""
+	}
+	off := index - base
+	switch {
+	case off == 0:
+		return name
+	case off > 0:
+		return name + strconv.Itoa(int(off))
+	default:
+		// Not produced by the operator (indexes grow from the base), but
+		// still one distinct name per index.
+		return name + "i" + strconv.Itoa(int(index))
+	}
+}
+
+// normalizeMAC returns the canonical form of a MAC address, or the input
+// lower-cased when it does not parse (it then matches nothing).
+func normalizeMAC(s string) string {
+	hw, err := net.ParseMAC(s)
+	if err != nil {
+		return strings.ToLower(s)
+	}
+	return hw.String()
+}
+
+// conflicts finds wants that cannot all be honoured on one host: two ENIs
+// with the same MAC, or the same name asked for twice. The later want (in
+// the sorted order) gets the message; the first keeps its chance.
+func conflicts(ws []want) map[string]string {
+	out := map[string]string{}
+	macs := map[string]want{}
+	names := map[string]want{}
+	for _, w := range ws {
+		if o, ok := macs[w.MAC]; ok {
+			out[w.ENIID] = fmt.Sprintf("MAC address %s is also the address of ENI %s (NodeENI %s)", w.MAC, o.ENIID, o.NodeENI)
+			continue
+		}
+		macs[w.MAC] = w
+		if w.Name == "" || w.DPDK {
+			continue
+		}
+		if o, ok := names[w.Name]; ok {
+			out[w.ENIID] = fmt.Sprintf("interface name %q is also asked for by ENI %s (NodeENI %s)", w.Name, o.ENIID, o.NodeENI)
+			continue
+		}
+		names[w.Name] = w
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+// Defaults of Options.
+const (
+	DefaultSysfsRoot = "/sys"
+	DefaultStateFile = "/var/lib/eni-agent/state.json"
+	DefaultRetryBase = time.Second
+	DefaultRetryMax  = time.Minute
+)
+
+// Options configure the agent. Zero values mean the documented defaults.
+type Options struct {
+	// NodeName is the node the agent configures (the downward API's
+	// spec.nodeName). Required.
+	NodeName string
+	// Netlink is a handle of the network namespace to configure. nil opens
+	// one in NetNS.
+	Netlink *netlink.Handle
+	// NetNS is the namespace whose link events wake the agent up, and
+	// where Netlink is opened when nil. nil is the agent's own namespace:
+	// the host's, as the DaemonSet runs with hostNetwork.
+	NetNS *netns.NsHandle
+	// SysfsRoot is where sysfs is (default /sys).
+	SysfsRoot string
+	// DefaultDPDKDriver is used when a NodeENI enables DPDK without
+	// dpdkDriver (default vfio-pci).
+	DefaultDPDKDriver string
+	// SRIOVConfig is the SR-IOV device plugin's config.json; "" turns
+	// publishing to the device plugin off.
+	SRIOVConfig string
+	// SRIOVReload is how the device plugin learns of a new config.
+	SRIOVReload Reload
+	// StateFile keeps what the agent must remember across restarts
+	// (default /var/lib/eni-agent/state.json, on a hostPath volume).
+	StateFile string
+	// RetryBase and RetryMax bound the backoff of the look again at
+	// interfaces that are pending or failed (defaults 1s and 1m).
+	RetryBase, RetryMax time.Duration
+	// Registerer receives the eni_agent_* metrics; nil leaves them
+	// unregistered.
+	Registerer prometheus.Registerer
+
+	// sysfsWrite replaces sysfs writes (tests: a fake kernel).
+	sysfsWrite func(path, value string) error
+}
+
+func (o Options) withDefaults() Options {
+	if o.SysfsRoot == "" {
+		o.SysfsRoot = DefaultSysfsRoot
+	}
+	if o.DefaultDPDKDriver == "" {
+		o.DefaultDPDKDriver = DefaultDPDKDriver
+	}
+	if o.StateFile == "" {
+		o.StateFile = DefaultStateFile
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = DefaultRetryBase
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = DefaultRetryMax
+	}
+	if o.RetryMax < o.RetryBase {
+		o.RetryMax = o.RetryBase
+	}
+	return o
+}
+
+// Setup registers the agent with the manager: a controller watching the
+// NodeENIs that concern the node and the link events of its namespace,
+// and the link watcher. The manager's scheme must include v1alpha1, and
+// its cache should hold NodeENIs only (the agent reads nothing else).
+func Setup(mgr ctrl.Manager, o Options) error {
+	if o.NodeName == "" {
+		return errors.New("agent: the node name is required (--node-name, or NODE_NAME from the downward API)")
+	}
+	o = o.withDefaults()
+	h := o.Netlink
+	if h == nil {
+		var err error
+		if o.NetNS != nil {
+			h, err = netlink.NewHandleAt(*o.NetNS)
+		} else {
+			h, err = netlink.NewHandle()
+		}
+		if err != nil {
+			return fmt.Errorf("agent: opening netlink: %w", err)
+		}
+	}
+	w := &linkWatch{ns: o.NetNS, node: o.NodeName, events: make(chan event.GenericEvent, 1),
+		log: mgr.GetLogger().WithName("eni-agent-links")}
+	if err := mgr.Add(w); err != nil {
+		return err
+	}
+	r := &reconciler{
+		client: mgr.GetClient(), node: o.NodeName, host: host{h: h},
+		sys:           SysFS{Root: o.SysfsRoot, write: o.sysfsWrite},
+		defaultDriver: o.DefaultDPDKDriver, sriovPath: o.SRIOVConfig, reload: o.SRIOVReload,
+		statePath: o.StateFile, watch: w, metrics: newMetrics(o.Registerer),
+		retryBase: o.RetryBase, retryMax: o.RetryMax,
+	}
+	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.NodeName}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("eni-agent").
+		Watches(&v1alpha1.NodeENI{}, toNode, builder.WithPredicates(concerns(o.NodeName))).
+		WatchesRawSource(source.Channel(w.events, toNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r)
+}
+
+// concerns passes the NodeENI events that can change what the node has
+// or reports: NodeENIs with an attachment for the node or an entry of
+// the node in status.interfaces, and of their updates those that change
+// the spec, the deletion state, the node's attachments or the node's
+// entries. Other nodes' entries and attachments, the bulk of the updates
+// in a large cluster, wake nobody up.
+func concerns(node string) predicate.Funcs {
+	relevant := func(o client.Object) bool {
+		ne, ok := o.(*v1alpha1.NodeENI)
+		if !ok {
+			return false
+		}
+		for _, a := range ne.Status.Attachments {
+			if a.NodeID == node {
+				return true
+			}
+		}
+		return len(interfacesOf(ne, node)) > 0
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return relevant(e.Object) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return relevant(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if !relevant(e.ObjectOld) && !relevant(e.ObjectNew) {
+				return false
+			}
+			o, n := e.ObjectOld.(*v1alpha1.NodeENI), e.ObjectNew.(*v1alpha1.NodeENI)
+			return nodeView(o, node) != nodeView(n, node)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return true },
+	}
+}
+
+// nodeView is what of a NodeENI matters to one node's agent, as a
+// comparable string.
+func nodeView(ne *v1alpha1.NodeENI, node string) string {
+	s := fmt.Sprintf("%d|%t|", ne.Generation, ne.DeletionTimestamp.IsZero())
+	for _, a := range ne.Status.Attachments {
+		if a.NodeID == node {
+			s += fmt.Sprintf("a:%s,%s,%s,%d;", a.ENIID, a.MACAddress, a.Status, a.DeviceIndex)
+		}
+	}
+	for _, i := range interfacesOf(ne, node) {
+		i.LastUpdated = metav1.Time{}
+		s += fmt.Sprintf("i:%+v;", i)
+	}
+	return s
+}
+
+// linkWatch turns link events of the namespace into reconciles: a
+// hot-plugged ENI is configured as soon as the kernel announces it.
+// Only links with the MAC address of an ENI of the node count, so the
+// veth churn of pods wakes nobody up.
+type linkWatch struct {
+	ns     *netns.NsHandle
+	node   string
+	events chan event.GenericEvent
+	log    logr.Logger
+
+	mu   sync.Mutex
+	macs map[string]bool
+}
+
+func (w *linkWatch) setMACs(m map[string]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.macs = m
+}
+
+func (w *linkWatch) interesting(mac string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.macs[mac]
+}
+
+func (w *linkWatch) trigger() {
+	select {
+	case w.events <- event.GenericEvent{Object: &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.node}}}:
+	default: // one pending wake-up covers this one
+	}
+}
+
+// Start subscribes to link events until ctx ends, subscribing again
+// (after a pause) when the subscription breaks; every new subscription
+// wakes the agent, for the events missed meanwhile.
+func (w *linkWatch) Start(ctx context.Context) error {
+	pause := 100 * time.Millisecond
+	for {
+		ch := make(chan netlink.LinkUpdate, 64)
+		done := make(chan struct{})
+		err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
+			Namespace:     w.ns,
+			ErrorCallback: func(err error) { w.log.Error(err, "link event subscription") },
+		})
+		if err != nil {
+			w.log.Error(err, "subscribing to link events; the agent falls back to its retries meanwhile")
+		} else {
+			pause = 100 * time.Millisecond
+			w.trigger()
+		read:
+			for {
+				select {
+				case <-ctx.Done():
+					close(done)
+					go drain(ch)
+					return nil
+				case u, ok := <-ch:
+					if !ok {
+						break read
+					}
+					if u.Link != nil && w.interesting(normalizeMAC(u.Link.Attrs().HardwareAddr.String())) {
+						w.trigger()
+					}
+				}
+			}
+			close(done)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
+}
+
+// drain empties a subscription channel until netlink closes it, so its
+// reader goroutine is never stuck on a send.
+func drain(ch <-chan netlink.LinkUpdate) {
+	for range ch {
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every
+// node's agent runs, none is elected.
+func (w *linkWatch) NeedLeaderElection() bool { return false }

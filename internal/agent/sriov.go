@@ -1,0 +1,308 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// sriovResource is one resource the agent publishes through the SR-IOV
+// network device plugin: the PCI devices of this node's interfaces whose
+// NodeENIs name the resource.
+type sriovResource struct {
+	Name         string   // prefix/name, as in the NodeENI's dpdkResourceName
+	PCIAddresses []string // sorted
+	Drivers      []string // sorted; the drivers the devices are bound to
+}
+
+// sriovEntry is a resourceList entry as the agent writes it. selectors is
+// the object form, which every version of the plugin reads.
+type sriovEntry struct {
+	ResourceName   string         `json:"resourceName"`
+	ResourcePrefix string         `json:"resourcePrefix,omitempty"`
+	Selectors      sriovSelectors `json:"selectors"`
+}
+
+type sriovSelectors struct {
+	PCIAddresses []string `json:"pciAddresses"`
+	Drivers      []string `json:"drivers,omitempty"`
+}
+
+func entryOf(r sriovResource) sriovEntry {
+	e := sriovEntry{ResourceName: r.Name, Selectors: sriovSelectors{PCIAddresses: r.PCIAddresses, Drivers: r.Drivers}}
+	if i := strings.LastIndex(r.Name, "/"); i >= 0 {
+		e.ResourcePrefix, e.ResourceName = r.Name[:i], r.Name[i+1:]
+	}
+	return e
+}
+
+// entryKey names the resource of a config entry. An entry without its own
+// prefix gets the plugin's --resource-prefix, which the agent does not
+// know: its key is the bare name, and it is compared by name alone.
+func entryKey(raw json.RawMessage) (key, name string, err error) {
+	var e struct {
+		ResourceName   string `json:"resourceName"`
+		ResourcePrefix string `json:"resourcePrefix"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return "", "", err
+	}
+	if e.ResourcePrefix == "" {
+		return e.ResourceName, e.ResourceName, nil
+	}
+	return e.ResourcePrefix + "/" + e.ResourceName, e.ResourceName, nil
+}
+
+func bareName(full string) string {
+	if i := strings.LastIndex(full, "/"); i >= 0 {
+		return full[i+1:]
+	}
+	return full
+}
+
+// sriovMerge is the result of merging the agent's resources into a
+// device plugin config.
+type sriovMerge struct {
+	Config    []byte            // the new file content
+	Changed   bool              // whether it differs from the old one in what the agent manages
+	Owned     []string          // the resources the agent's entries now publish, sorted
+	Conflicts map[string]string // resource -> why the agent cannot publish it
+}
+
+// mergeSRIOV merges the agent's resources into the plugin's config.json
+// (existing: its content, nil or empty when there is none). Entries the
+// agent owned (owned) and no longer wants are removed; entries of others
+// are kept as they are and never overwritten — a resource someone else
+// already defines is reported as a conflict instead. An entry exactly as
+// the agent would write it is adopted (the node's state was lost).
+func mergeSRIOV(existing []byte, owned []string, want []sriovResource) (sriovMerge, error) {
+	top := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(existing)) > 0 {
+		if err := json.Unmarshal(existing, &top); err != nil {
+			return sriovMerge{}, fmt.Errorf("the device plugin config is not a JSON object, leaving it alone: %w", err)
+		}
+	}
+	var list []json.RawMessage
+	if raw, ok := top["resourceList"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return sriovMerge{}, fmt.Errorf("resourceList of the device plugin config is not a list, leaving it alone: %w", err)
+		}
+	}
+	mine := map[string]bool{}
+	for _, o := range owned {
+		mine[o] = true
+	}
+	wanted := map[string]sriovEntry{}
+	for _, r := range want {
+		wanted[r.Name] = entryOf(r)
+	}
+
+	res := sriovMerge{Conflicts: map[string]string{}}
+	placed := map[string]bool{}
+	var out []json.RawMessage
+	for i, raw := range list {
+		key, name, err := entryKey(raw)
+		if err != nil {
+			return sriovMerge{}, fmt.Errorf("resourceList[%d] of the device plugin config: %w", i, err)
+		}
+		if mine[key] {
+			e, ok := wanted[key]
+			if !ok || placed[key] {
+				res.Changed = true // released: the NodeENI or its interface is gone
+				continue
+			}
+			b, _ := json.Marshal(e)
+			if !jsonEqual(raw, b) {
+				res.Changed = true
+			}
+			out = append(out, b)
+			placed[key] = true
+			continue
+		}
+		// Someone else's entry. One that publishes a resource the agent
+		// wants blocks it, unless it is exactly the agent's own.
+		for full, e := range wanted {
+			if placed[full] || (key != full && (key != name || name != bareName(full))) {
+				continue
+			}
+			b, _ := json.Marshal(e)
+			if jsonEqual(raw, b) {
+				placed[full] = true
+				mine[full] = true
+			} else {
+				res.Conflicts[full] = fmt.Sprintf("resource %s is already defined in the device plugin config by someone else (resourceList[%d]); the agent does not overwrite it", full, i)
+			}
+		}
+		out = append(out, raw)
+	}
+	var add []string
+	for full := range wanted {
+		if !placed[full] && res.Conflicts[full] == "" {
+			add = append(add, full)
+		}
+	}
+	sort.Strings(add)
+	for _, full := range add {
+		b, _ := json.Marshal(wanted[full])
+		out = append(out, b)
+		placed[full] = true
+		res.Changed = true
+	}
+	for full := range placed {
+		res.Owned = append(res.Owned, full)
+	}
+	sort.Strings(res.Owned)
+	if out == nil {
+		out = []json.RawMessage{}
+	}
+	listJSON, err := json.Marshal(out)
+	if err != nil {
+		return sriovMerge{}, err
+	}
+	top["resourceList"] = listJSON
+	cfg, err := json.MarshalIndent(top, "", "  ")
+	if err != nil {
+		return sriovMerge{}, err
+	}
+	res.Config = append(cfg, '\n')
+	return res, nil
+}
+
+// jsonEqual compares two JSON documents by value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+// writeAtomic replaces path with data: a temporary file in the same
+// directory, synced, then renamed over it, so a reader (the device plugin
+// starting) sees the old file or the new one, never a part.
+func writeAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// Reload modes of the SR-IOV device plugin after its config changed. The
+// plugin reads config.json only when it starts (and exits on SIGHUP), so
+// "reloading" it means getting it restarted.
+const (
+	// ReloadNone only writes the file: something else restarts the plugin
+	// (for example its own liveness probe comparing the config).
+	ReloadNone = "none"
+	// ReloadTouch writes the new config's SHA-256 to a file; the plugin
+	// pod's liveness probe compares it with the one it started with, and
+	// the kubelet restarts the plugin. The agent needs no privilege for it
+	// beyond writing a shared directory.
+	ReloadTouch = "touch"
+	// ReloadSignal sends SIGHUP to the process whose PID is in a file;
+	// the plugin exits and its container is restarted. The agent and the
+	// plugin must share a PID namespace (shareProcessNamespace in one pod).
+	ReloadSignal = "signal"
+)
+
+// Reload tells the SR-IOV device plugin that its config changed.
+type Reload struct {
+	Mode string // ReloadNone, ReloadTouch or ReloadSignal
+	Path string // the stamp file (touch) or the PID file (signal)
+}
+
+// ParseReload reads a --sriov-reload value: "none", "touch:<file>" or
+// "signal:<pidfile>".
+func ParseReload(s string) (Reload, error) {
+	mode, path, _ := strings.Cut(s, ":")
+	switch mode {
+	case "", ReloadNone:
+		if path != "" {
+			return Reload{}, fmt.Errorf("--sriov-reload=%s takes no path", s)
+		}
+		return Reload{Mode: ReloadNone}, nil
+	case ReloadTouch, ReloadSignal:
+		if path == "" || !filepath.IsAbs(path) {
+			return Reload{}, fmt.Errorf("--sriov-reload=%s needs an absolute path: %s:/path", s, mode)
+		}
+		return Reload{Mode: mode, Path: path}, nil
+	}
+	return Reload{}, fmt.Errorf("--sriov-reload=%s: want none, touch:<file> or signal:<pidfile>", s)
+}
+
+// String is the flag form.
+func (r Reload) String() string {
+	if r.Mode == "" || r.Mode == ReloadNone {
+		return ReloadNone
+	}
+	return r.Mode + ":" + r.Path
+}
+
+// Do tells the plugin that config (the new file content) is in place.
+func (r Reload) Do(config []byte) error {
+	switch r.Mode {
+	case "", ReloadNone:
+		return nil
+	case ReloadTouch:
+		sum := sha256.Sum256(config)
+		return writeAtomic(r.Path, []byte(hex.EncodeToString(sum[:])+"\n"), 0o644)
+	case ReloadSignal:
+		b, err := os.ReadFile(r.Path)
+		if err != nil {
+			return fmt.Errorf("reading the device plugin's PID file: %w", err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			return fmt.Errorf("PID file %s holds %q, not a process ID", r.Path, strings.TrimSpace(string(b)))
+		}
+		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				// Not running: it reads the new file when it starts.
+				return nil
+			}
+			return fmt.Errorf("signalling the device plugin (PID %d): %w", pid, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown reload mode %q", r.Mode)
+}

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+// FieldManagerPrefix starts the server-side apply field manager of every
+// agent; the node name follows.
+const FieldManagerPrefix = "eni-agent/"
+
+// FieldManager is the field manager of the agent of node. One manager per
+// node owns exactly that node's entries of status.interfaces (a map list
+// keyed by nodeID and eniID), so agents never overwrite each other and
+// never need the object's resourceVersion: no conflict loop however many
+// nodes write at once.
+func FieldManager(node string) string { return FieldManagerPrefix + node }
+
+// interfacesOf returns node's entries of a NodeENI's status.interfaces.
+func interfacesOf(ne *v1alpha1.NodeENI, node string) []v1alpha1.InterfaceStatus {
+	var out []v1alpha1.InterfaceStatus
+	for _, s := range ne.Status.Interfaces {
+		if s.NodeID == node {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortInterfaces(s []v1alpha1.InterfaceStatus) {
+	sort.Slice(s, func(i, j int) bool { return s[i].ENIID < s[j].ENIID })
+}
+
+// sameInterfaces compares two sets of entries, order and lastUpdated
+// aside.
+func sameInterfaces(a, b []v1alpha1.InterfaceStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x := append([]v1alpha1.InterfaceStatus(nil), a...)
+	y := append([]v1alpha1.InterfaceStatus(nil), b...)
+	sortInterfaces(x)
+	sortInterfaces(y)
+	for i := range x {
+		x[i].LastUpdated, y[i].LastUpdated = metav1.Time{}, metav1.Time{}
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// stamp sets lastUpdated: entries that did not change keep theirs, so a
+// steady state writes nothing and lastUpdated tells when something last
+// changed.
+func stamp(old, cur []v1alpha1.InterfaceStatus, now metav1.Time) []v1alpha1.InterfaceStatus {
+	prev := map[string]v1alpha1.InterfaceStatus{}
+	for _, o := range old {
+		prev[o.ENIID] = o
+	}
+	out := make([]v1alpha1.InterfaceStatus, len(cur))
+	for i, c := range cur {
+		c.LastUpdated = now
+		if o, ok := prev[c.ENIID]; ok && sameInterfaces([]v1alpha1.InterfaceStatus{o}, []v1alpha1.InterfaceStatus{c}) {
+			c.LastUpdated = o.LastUpdated
+		}
+		out[i] = c
+	}
+	sortInterfaces(out)
+	return out
+}
+
+// applyInterfaces makes entries the whole of node's part of a NodeENI's
+// status.interfaces, with server-side apply on the status subresource:
+// entries this node applied before and leaves out now are removed, other
+// nodes' entries and every other status field are untouched.
+func applyInterfaces(ctx context.Context, c client.Client, node, name string, entries []v1alpha1.InterfaceStatus) error {
+	items := make([]any, 0, len(entries))
+	for i := range entries {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&entries[i])
+		if err != nil {
+			return err
+		}
+		items = append(items, m)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "NodeENI",
+		"metadata":   map[string]any{"name": name},
+		"status":     map[string]any{"interfaces": items},
+	}}
+	// Force: an entry of this node edited by hand is this agent's to
+	// correct; no other agent ever holds this node's keys.
+	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager(node)), client.ForceOwnership)
+}
