@@ -10,6 +10,8 @@ BIN       := bin
 TEST_P    ?= 2
 TEST_ARGS ?=
 EMULATOR_LISTEN ?= 127.0.0.1:4566
+CHART     := charts/eni-operator
+DEMO_ARGS ?=
 
 .PHONY: help
 help: ## list the targets
@@ -23,6 +25,10 @@ build: ## build every binary into bin/
 control-plane: ## build (once) and cache kube-apiserver, etcd and kubectl for tests
 	@hack/control-plane-binaries.sh >/dev/null
 
+.PHONY: helm
+helm: ## build (once) and cache helm for the chart tests (hack/helm-binary.sh prints its path)
+	@hack/helm-binary.sh >/dev/null
+
 .PHONY: generate
 generate: ## regenerate deepcopy code of api/ (controller-gen)
 	$(GO) tool controller-gen object paths=./api/...
@@ -31,6 +37,14 @@ generate: ## regenerate deepcopy code of api/ (controller-gen)
 manifests: ## regenerate the CRDs (config/crd/bases) and the RBAC role (config/rbac) from the code's markers
 	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(GO) tool controller-gen rbac:roleName=eni-operator paths=./... output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart-sync
+
+.PHONY: chart-sync
+chart-sync: ## copy the generated CRDs and RBAC rules into the Helm chart (run by manifests; a test fails when stale)
+	@mkdir -p $(CHART)/crds $(CHART)/files
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/rbac/role.yaml $(CHART)/files/operator-role.yaml
+	$(GO) tool controller-gen rbac:roleName=eni-agent paths=./internal/agent/... output:stdout > $(CHART)/files/agent-role.yaml
 
 .PHONY: lint
 lint: ## go vet and gofmt check
@@ -39,7 +53,7 @@ lint: ## go vet and gofmt check
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 
 .PHONY: test
-test: lint control-plane ## lint, then unit, integration (envtest + emulator) and conformance tests
+test: lint control-plane helm ## lint, then unit, integration (envtest + emulator) and conformance tests
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(GO) test -count=1 -p $(TEST_P) $(TEST_ARGS) ./...
 
 .PHONY: conformance
@@ -51,10 +65,10 @@ emulator: build ## run the EC2 emulator on $(EMULATOR_LISTEN) with the demo worl
 	$(BIN)/ec2-emulator --listen $(EMULATOR_LISTEN) --seed-file hack/demo/world.json
 
 .PHONY: demo
-demo: ## the whole system on one machine (for now: the EC2 emulator with a demo world)
-	@echo "The sandbox (control plane + emulator + operator) is not built yet; it lands with the sandbox issue."
-	@echo "Meanwhile: the EC2 emulator with a demo world. Point an AWS SDK at AWS_ENDPOINT_URL_EC2=http://$(EMULATOR_LISTEN). Ctrl-C stops it."
-	@$(MAKE) --no-print-directory emulator
+demo: ## the whole system on one machine: control plane, EC2 emulator, operator, demo pods and a NodeENI (Ctrl-C stops it)
+	@echo "» building the sandbox (bin/eni-sandbox)"
+	@$(GO) build -o $(BIN)/eni-sandbox ./cmd/eni-sandbox
+	@$(BIN)/eni-sandbox $(DEMO_ARGS)
 
 .PHONY: bench
 bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollout) and Go benchmarks into bench/results/report.md; FIGURE=TaggingBurst runs one

@@ -1,0 +1,421 @@
+// Package chart tests the Helm chart charts/eni-operator: helm lint,
+// helm template with default and non-default values, the rendered
+// objects applied to a real API server with a server-side dry run, the
+// rendered operator arguments parsed by the operator's own flags, and
+// the chart's values kept in step with the operator's flags.
+package chart
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/operator"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const (
+	namespace   = "eni-operator"
+	kubeVersion = "1.37.1" // the test control plane's
+)
+
+type chart struct {
+	root, dir, helm string
+}
+
+func newChart(t *testing.T) chart {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := cachedbin.Helm(context.Background(), root, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chart{root: root, dir: filepath.Join(root, "charts", "eni-operator"), helm: h}
+}
+
+func (c chart) run(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(c.helm, args...)
+	// Keep helm's own state (repositories, cache) out of the user's home.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// render runs helm template (CRDs included) and decodes the objects.
+func (c chart) render(t *testing.T, values ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "rel", c.dir, "--namespace", namespace, "--include-crds", "--kube-version", kubeVersion}
+	for _, v := range values {
+		args = append(args, "-f", v)
+	}
+	return decode(t, c.run(t, args...))
+}
+
+func decode(t *testing.T, manifests string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatalf("decoding the rendered manifests: %v", err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+func has(objs []*unstructured.Unstructured, kind string) bool {
+	return slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind })
+}
+
+// apply sends every object to the API server as a server-side apply with
+// dryRun=All: the API server validates each against its schema (CRDs
+// included), admission and RBAC escalation rules, and stores nothing.
+func apply(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	k8s, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := k8s.Patch(ctx, o.DeepCopy(), client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test")); err != nil {
+			t.Errorf("server-side dry run of %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// installServiceMonitorCRD gives the API server a stand-in for the
+// Prometheus Operator's ServiceMonitor CRD (group, kind and the fields the
+// chart sets), so the optional ServiceMonitor can be dry-run applied too.
+func installServiceMonitorCRD(t *testing.T) {
+	t.Helper()
+	k8s, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(k8s.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	preserve := true
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "monitoring.coreos.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Required: []string{"selector", "endpoints"}, XPreserveUnknownFields: &preserve},
+					}}}}},
+		},
+	}
+	ctx := context.Background()
+	if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+			return false, nil
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("ServiceMonitor CRD not established: %v", err)
+	}
+}
+
+// operatorFlags is the operator's command line as cmd/eni-operator binds
+// it: internal/operator's flags, the zap logging flags and the two
+// one-shot flags.
+func operatorFlags() (*flag.FlagSet, *operator.Config) {
+	c := operator.DefaultConfig()
+	fs := flag.NewFlagSet("eni-operator", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.BindFlags(fs)
+	var z zap.Options
+	z.BindFlags(fs)
+	fs.Bool("remove-pod-finalizers", false, "")
+	fs.Bool("version", false, "")
+	return fs, &c
+}
+
+// containerArgs returns the args of the first container of a workload.
+func containerArgs(t *testing.T, o *unstructured.Unstructured) []string {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		t.Fatalf("%s %s has no containers", o.GetKind(), o.GetName())
+	}
+	var args []string
+	for _, a := range cs[0].(map[string]any)["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	return args
+}
+
+// The rendered operator arguments are accepted by the operator's flag
+// parser and pass its validation.
+func checkOperatorArgs(t *testing.T, args []string) *operator.Config {
+	t.Helper()
+	fs, c := operatorFlags()
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the operator refuses the chart's arguments: %v\n%v", err, args)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the chart's arguments fail validation: %v", err)
+	}
+	return c
+}
+
+func rulesOf(t *testing.T, path string) []any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role map[string]any
+	if err := yaml.Unmarshal(b, &role); err != nil {
+		t.Fatal(err)
+	}
+	return role["rules"].([]any)
+}
+
+func sameJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	ja, err1 := yaml.Marshal(a)
+	jb, err2 := yaml.Marshal(b)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	return bytes.Equal(ja, jb)
+}
+
+func TestLint(t *testing.T) {
+	c := newChart(t)
+	c.run(t, "lint", "--strict", c.dir, "--kube-version", kubeVersion)
+	c.run(t, "lint", "--strict", c.dir, "--kube-version", kubeVersion, "-f", filepath.Join(c.dir, "ci", "nondefault-values.yaml"))
+}
+
+func TestDefaultValues(t *testing.T) {
+	c := newChart(t)
+	objs := c.render(t)
+	dep := find(t, objs, "Deployment", "rel-eni-operator")
+	args := containerArgs(t, dep)
+	cfg := checkOperatorArgs(t, args)
+	if !cfg.LeaderElection.Enabled || cfg.LeaderElection.Namespace != namespace || !cfg.LeaderElection.ReleaseOnCancel {
+		t.Errorf("two replicas without leader election: %+v", cfg.LeaderElection)
+	}
+	if s, _, _ := unstructured.NestedString(dep.Object, "spec", "strategy", "type"); s == "Recreate" {
+		t.Error("a leader-elected Deployment should roll, not recreate")
+	}
+	if cfg.ClusterName != "" || cfg.MetricsAddr != ":8090" || cfg.ProbeAddr != ":8081" {
+		t.Errorf("config %+v", cfg)
+	}
+	pod, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
+	checkSecure(t, pod)
+	if !has(objs, "PodDisruptionBudget") || has(objs, "ServiceMonitor") {
+		t.Error("default: a PodDisruptionBudget and no ServiceMonitor expected")
+	}
+	if svc := find(t, objs, "Service", "rel-eni-operator-metrics"); svc == nil {
+		t.Error("no metrics Service")
+	}
+
+	// RBAC is the generated role, for each of the two ServiceAccounts.
+	role := find(t, objs, "ClusterRole", "rel-eni-operator")
+	if !sameJSON(t, role.Object["rules"], rulesOf(t, filepath.Join(c.root, "config", "rbac", "role.yaml"))) {
+		t.Errorf("operator ClusterRole differs from config/rbac/role.yaml:\n%v", role.Object["rules"])
+	}
+	agentRole := find(t, objs, "ClusterRole", "rel-eni-operator-agent")
+	if !sameJSON(t, agentRole.Object["rules"], rulesOf(t, filepath.Join(c.dir, "files", "agent-role.yaml"))) {
+		t.Errorf("agent ClusterRole differs from the generated agent role")
+	}
+	ds := find(t, objs, "DaemonSet", "rel-eni-operator-agent")
+	dsSA, _, _ := unstructured.NestedString(ds.Object, "spec", "template", "spec", "serviceAccountName")
+	depSA, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "serviceAccountName")
+	if dsSA == depSA || dsSA == "" {
+		t.Errorf("agent ServiceAccount %q must differ from the operator's %q", dsSA, depSA)
+	}
+	agentArgs := strings.Join(containerArgs(t, ds), " ")
+	for _, want := range []string{"--node-name=$(NODE_NAME)", "--sysfs-root=/sys", "--sriov-config=/etc/pcidp/config.json", "--metrics-bind-address=:9810", "--health-probe-bind-address=:9811"} {
+		if !strings.Contains(agentArgs, want) {
+			t.Errorf("agent args %q lack %s", agentArgs, want)
+		}
+	}
+	if hn, _, _ := unstructured.NestedBool(ds.Object, "spec", "template", "spec", "hostNetwork"); !hn {
+		t.Error("the agent must run in the host network namespace")
+	}
+	if !has(objs, "CustomResourceDefinition") {
+		t.Error("no CRD rendered with --include-crds")
+	}
+	apply(t, objs)
+}
+
+func TestNonDefaultValues(t *testing.T) {
+	c := newChart(t)
+	installServiceMonitorCRD(t)
+	objs := c.render(t, filepath.Join(c.dir, "ci", "nondefault-values.yaml"))
+	dep := find(t, objs, "Deployment", "eni")
+	args := containerArgs(t, dep)
+	cfg := checkOperatorArgs(t, args)
+	if cfg.LeaderElection.Enabled {
+		t.Error("one replica: no leader election asked for")
+	}
+	if s, _, _ := unstructured.NestedString(dep.Object, "spec", "strategy", "type"); s != "Recreate" {
+		t.Errorf("one replica without leader election must not overlap in a rollout: strategy %q", s)
+	}
+	if cfg.ClusterName != "prod-eu" || !cfg.Tagger.DryRun || !cfg.Tagger.PodFinalizer || len(cfg.Tagger.SubnetIDs) != 2 ||
+		cfg.EC2.VPCID != "vpc-0123456789abcdef0" || !cfg.NodeENI.DisableCollector || cfg.Tagger.WatchNamespace != "shop" {
+		t.Errorf("values did not reach the flags: %v", args)
+	}
+	if !slices.Contains(args, "--zap-encoder=console") || !slices.Contains(args, "--zap-log-level=debug") {
+		t.Errorf("logging values not passed: %v", args)
+	}
+	if has(objs, "PodDisruptionBudget") {
+		t.Error("a PodDisruptionBudget with one replica blocks node drains")
+	}
+	sa := find(t, objs, "ServiceAccount", "eni")
+	if sa.GetAnnotations()["eks.amazonaws.com/role-arn"] != "arn:aws:iam::123456789012:role/eni-operator" {
+		t.Errorf("IRSA annotation missing: %v", sa.GetAnnotations())
+	}
+	sm := find(t, objs, "ServiceMonitor", "eni")
+	if sm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("ServiceMonitor labels %v", sm.GetLabels())
+	}
+	ds := find(t, objs, "DaemonSet", "eni-agent")
+	if sa, _, _ := unstructured.NestedString(ds.Object, "spec", "template", "spec", "serviceAccountName"); sa != "custom-agent" {
+		t.Errorf("agent ServiceAccount %q", sa)
+	}
+	img := fmt.Sprint(ds.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"])
+	if !strings.Contains(img, "registry.example.com/eni-agent:v9.9.9-agent") || !strings.Contains(img, "/host/sys") || !strings.Contains(img, "/etc/sriov-dp") {
+		t.Errorf("agent values not applied: %s", img)
+	}
+	apply(t, objs)
+}
+
+// flagsSetByChart are derived from other values (addresses, leader
+// election, cluster name, namespace) or are one-shot commands.
+var flagsSetByChart = []string{
+	"metrics-bind-address", "health-probe-bind-address", "cluster-name", "leader-elect", "leader-election-namespace",
+	"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period", "leader-elect-release-on-cancel",
+	"cache-namespace", "remove-pod-finalizers", "version",
+	"zap-log-level", "zap-encoder", "zap-stacktrace-level", "zap-time-encoding", "zap-devel",
+}
+
+// Every operator flag is a value of the chart, with the operator's default.
+func TestEveryFlagIsAValue(t *testing.T) {
+	c := newChart(t)
+	b, err := os.ReadFile(filepath.Join(c.dir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Operator struct {
+			Flags map[string]any `json:"flags"`
+		} `json:"operator"`
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	fs, _ := operatorFlags()
+	fs.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(flagsSetByChart, f.Name) {
+			return
+		}
+		v, ok := values.Operator.Flags[f.Name]
+		if !ok {
+			t.Errorf("flag --%s (default %q) is missing from operator.flags in %s/values.yaml", f.Name, f.DefValue, c.dir)
+			return
+		}
+		got := fmt.Sprint(v)
+		if f.DefValue == "" && got == "true" && strings.HasPrefix(f.Name, "enable-") {
+			return // BoolFunc flags print no default; theirs is true
+		}
+		if got != f.DefValue {
+			t.Errorf("operator.flags.%s is %q in values.yaml, but the operator's default is %q: update the chart", f.Name, got, f.DefValue)
+		}
+	})
+	for name := range values.Operator.Flags {
+		if fs.Lookup(name) == nil {
+			t.Errorf("operator.flags.%s is not a flag of eni-operator", name)
+		}
+	}
+}
+
+func checkSecure(t *testing.T, pod map[string]any) {
+	t.Helper()
+	if v, _, _ := unstructured.NestedBool(pod, "securityContext", "runAsNonRoot"); !v {
+		t.Error("operator pod may run as root")
+	}
+	c := pod["containers"].([]any)[0].(map[string]any)
+	if v, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !v {
+		t.Error("operator root filesystem is writable")
+	}
+	if v, _, _ := unstructured.NestedBool(c, "securityContext", "allowPrivilegeEscalation"); v {
+		t.Error("operator allows privilege escalation")
+	}
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		if p, _, _ := unstructured.NestedString(c, probe, "httpGet", "path"); p != path {
+			t.Errorf("%s path %q, want %s", probe, p, path)
+		}
+	}
+}
