@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+func nodeENI(name string, spec v1alpha1.NodeENISpec, atts ...v1alpha1.ENIAttachment) v1alpha1.NodeENI {
+	return v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec,
+		Status: v1alpha1.NodeENIStatus{Attachments: atts}}
+}
+
+func att(node, eni, mac string, index int32, status string) v1alpha1.ENIAttachment {
+	return v1alpha1.ENIAttachment{NodeID: node, ENIID: eni, MACAddress: mac, DeviceIndex: index, Status: status}
+}
+
+func TestDesired(t *testing.T) {
+	deleting := nodeENI("gone", v1alpha1.NodeENISpec{}, att("n1", "eni-gone", "02:00:00:00:00:09", 1, v1alpha1.AttachmentAttached))
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	cases := []struct {
+		name string
+		nes  []v1alpha1.NodeENI
+		want []want
+	}{
+		{"nothing", nil, nil},
+		{"only this node's attached ENIs, MAC normalized", []v1alpha1.NodeENI{
+			nodeENI("a", v1alpha1.NodeENISpec{MTU: 9001, DeviceIndex: 2},
+				att("n1", "eni-1", "02:AA:BB:CC:DD:01", 2, v1alpha1.AttachmentAttached),
+				att("n2", "eni-2", "02:aa:bb:cc:dd:02", 2, v1alpha1.AttachmentAttached),
+				att("n1", "eni-3", "02:aa:bb:cc:dd:03", 3, v1alpha1.AttachmentCreated),
+				att("n1", "eni-4", "02:aa:bb:cc:dd:04", 4, v1alpha1.AttachmentDetaching),
+				att("n1", "eni-5", "", 5, v1alpha1.AttachmentAttached)),
+		}, []want{{NodeENI: "a", ENIID: "eni-1", MAC: "02:aa:bb:cc:dd:01", DeviceIndex: 2, MTU: 9001}}},
+		{"a NodeENI being deleted wants nothing", []v1alpha1.NodeENI{deleting}, nil},
+		{"stable names from the base index; DPDK defaults", []v1alpha1.NodeENI{
+			nodeENI("b", v1alpha1.NodeENISpec{InterfaceName: "multus", EnableDPDK: true, DPDKResourceName: "intel.com/dpdk", DPDKPCIAddress: "0000:00:06.0"},
+				att("n1", "eni-b2", "02:00:00:00:00:02", 2, v1alpha1.AttachmentAttached),
+				att("n1", "eni-b1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached)),
+			nodeENI("a", v1alpha1.NodeENISpec{InterfaceName: "data", DeviceIndex: 3, DPDKDriver: "igb_uio"},
+				att("n1", "eni-a", "02:00:00:00:00:03", 3, v1alpha1.AttachmentAttached)),
+		}, []want{
+			{NodeENI: "a", ENIID: "eni-a", MAC: "02:00:00:00:00:03", DeviceIndex: 3, Name: "data"},
+			{NodeENI: "b", ENIID: "eni-b1", MAC: "02:00:00:00:00:01", DeviceIndex: 1, Name: "multus", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
+			{NodeENI: "b", ENIID: "eni-b2", MAC: "02:00:00:00:00:02", DeviceIndex: 2, Name: "multus1", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := desired("n1", c.nes, "")
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("desired:\n got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestStableName(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		index, base int32
+		want        string
+	}{{"", 2, 1, ""}, {"multus", 1, 1, "multus"}, {"multus", 3, 1, "multus2"}, {"m", 1, 2, "mi1"}} {
+		if got := stableName(c.name, c.index, c.base); got != c.want {
+			t.Errorf("stableName(%q, %d, %d) = %q; want %q", c.name, c.index, c.base, got, c.want)
+		}
+	}
+}
+
+func TestConflicts(t *testing.T) {
+	ws := []want{
+		{NodeENI: "a", ENIID: "e1", MAC: "m1", Name: "data"},
+		{NodeENI: "b", ENIID: "e2", MAC: "m1"},
+		{NodeENI: "b", ENIID: "e3", MAC: "m3", Name: "data"},
+		{NodeENI: "c", ENIID: "e4", MAC: "m4", Name: "data", DPDK: true}, // no netdev: its name is moot
+	}
+	got := conflicts(ws)
+	if len(got) != 2 || !strings.Contains(got["e2"], "MAC address m1") || !strings.Contains(got["e3"], `"data"`) {
+		t.Fatalf("conflicts %v", got)
+	}
+}
+
+func TestFindLink(t *testing.T) {
+	mac := "02:00:00:00:00:01"
+	phys := link{Index: 3, Name: "ens6", MAC: mac, Type: "device"}
+	cases := []struct {
+		name      string
+		links     []link
+		want      string
+		wantFound bool
+		wantErr   string
+	}{
+		{"absent", []link{{Index: 1, Name: "lo", Loopback: true}}, "", false, ""},
+		{"the physical link", []link{phys}, "ens6", true, ""},
+		{"children with the same MAC are not it", []link{
+			{Index: 5, Name: "ens6.100", MAC: mac, Type: "vlan", Parent: 3},
+			{Index: 6, Name: "ipvl0", MAC: mac, Type: "ipvlan", Parent: 3},
+			{Index: 7, Name: "bond0", MAC: mac, Type: "bond"},
+			phys,
+		}, "ens6", true, ""},
+		{"two candidates: none is touched", []link{phys, {Index: 8, Name: "dummy0", MAC: mac, Type: "dummy"}}, "", false, "several interfaces"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, found, err := findLink(c.links, mac)
+			if (err != nil) != (c.wantErr != "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("err %v; want %q", err, c.wantErr)
+			}
+			if found != c.wantFound || l.Name != c.want {
+				t.Fatalf("found %v %q; want %v %q", found, l.Name, c.wantFound, c.want)
+			}
+		})
+	}
+}
+
+func TestPlanLink(t *testing.T) {
+	base := link{Index: 3, Name: "ens6", MAC: "02:00:00:00:00:01", MTU: 1500, Up: true}
+	cases := []struct {
+		name    string
+		l       link
+		w       want
+		names   map[string]int
+		want    []linkAction
+		wantErr string
+	}{
+		{"nothing to do", base, want{MTU: 1500}, nil, nil, ""},
+		{"no MTU in the spec leaves it", base, want{}, nil, nil, ""},
+		{"MTU and up", link{Index: 3, Name: "ens6", MTU: 1500}, want{MTU: 9001}, nil,
+			[]linkAction{{Kind: actMTU, MTU: 9001}, {Kind: actUp}}, ""},
+		{"rename first", base, want{Name: "multus", MTU: 9001}, map[string]int{"ens6": 3},
+			[]linkAction{{Kind: actRename, Name: "multus"}, {Kind: actMTU, MTU: 9001}}, ""},
+		{"name held by another link", base, want{Name: "eth0"}, map[string]int{"eth0": 2}, nil, "another interface"},
+		{"already named", link{Index: 3, Name: "multus", Up: true, MTU: 1500}, want{Name: "multus"}, map[string]int{"multus": 3}, nil, ""},
+		{"primary interface refused", link{Index: 2, Name: "eth0", DefaultRoute: true}, want{MTU: 9001}, nil, nil, "default route"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := planLink(c.l, c.w, c.names)
+			if (err != nil) != (c.wantErr != "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("err %v; want %q", err, c.wantErr)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("plan %+v; want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestBindPlan(t *testing.T) {
+	const a = "0000:00:06.0"
+	ov := "bus/pci/devices/" + a + "/driver_override"
+	cases := []struct {
+		name string
+		dev  pciDevice
+		want []sysfsWrite
+	}{
+		{"from ena", pciDevice{Address: a, Exists: true, Driver: "ena"}, []sysfsWrite{
+			{ov, "vfio-pci"}, {"bus/pci/drivers/ena/unbind", a}, {"bus/pci/drivers_probe", a}}},
+		{"unbound", pciDevice{Address: a, Exists: true}, []sysfsWrite{{ov, "vfio-pci"}, {"bus/pci/drivers_probe", a}}},
+		{"override set, crashed before the unbind", pciDevice{Address: a, Exists: true, Driver: "ena", Override: "vfio-pci"}, []sysfsWrite{
+			{"bus/pci/drivers/ena/unbind", a}, {"bus/pci/drivers_probe", a}}},
+		{"bound by hand: the override makes it stick", pciDevice{Address: a, Exists: true, Driver: "vfio-pci"}, []sysfsWrite{{ov, "vfio-pci"}}},
+		{"done", pciDevice{Address: a, Exists: true, Driver: "vfio-pci", Override: "vfio-pci"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := bindPlan(c.dev, "vfio-pci"); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("plan %+v; want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestRestorePlan(t *testing.T) {
+	const a = "0000:00:06.0"
+	ov := "bus/pci/devices/" + a + "/driver_override"
+	cases := []struct {
+		name     string
+		dev      pciDevice
+		original string
+		want     []sysfsWrite
+	}{
+		{"back to ena", pciDevice{Address: a, Exists: true, Driver: "vfio-pci", Override: "vfio-pci"}, "ena", []sysfsWrite{
+			{ov, "ena"}, {"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}, {ov, clearOverride}}},
+		{"original unknown: the kernel's choice", pciDevice{Address: a, Exists: true, Driver: "vfio-pci", Override: "vfio-pci"}, "", []sysfsWrite{
+			{ov, clearOverride}, {"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}}},
+		{"crashed after the probe", pciDevice{Address: a, Exists: true, Driver: "ena", Override: "ena"}, "ena", []sysfsWrite{{ov, clearOverride}}},
+		{"crashed after the unbind", pciDevice{Address: a, Exists: true, Override: "ena"}, "ena", []sysfsWrite{
+			{ov, "ena"}, {"bus/pci/drivers_probe", a}, {ov, clearOverride}}},
+		{"nothing to do", pciDevice{Address: a, Exists: true, Driver: "ena"}, "ena", nil},
+		{"kernel's choice already", pciDevice{Address: a, Exists: true, Driver: "ena"}, "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := restorePlan(c.dev, c.original); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("plan %+v; want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestParseReload(t *testing.T) {
+	for in, want := range map[string]Reload{
+		"": {Mode: ReloadNone}, "none": {Mode: ReloadNone},
+		"touch:/run/eni-agent/sriov-reload": {Mode: ReloadTouch, Path: "/run/eni-agent/sriov-reload"},
+		"signal:/run/sriovdp/pid":           {Mode: ReloadSignal, Path: "/run/sriovdp/pid"},
+	} {
+		got, err := ParseReload(in)
+		if err != nil || got != want {
+			t.Errorf("ParseReload(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if again, _ := ParseReload(got.String()); again != got {
+			t.Errorf("%q does not round-trip: %q", in, got.String())
+		}
+	}
+	for _, bad := range []string{"touch", "touch:relative", "signal:", "kill:/x", "none:/x"} {
+		if _, err := ParseReload(bad); err == nil {
+			t.Errorf("ParseReload(%q) accepted", bad)
+		}
+	}
+}
+
+func TestStatusEntriesCompareWithoutTime(t *testing.T) {
+	t0, t1 := metav1.Unix(100, 0), metav1.Unix(200, 0)
+	a := []v1alpha1.InterfaceStatus{{NodeID: "n", ENIID: "e2", State: "Configured", LastUpdated: t0}, {NodeID: "n", ENIID: "e1", MTU: 9001, LastUpdated: t0}}
+	b := []v1alpha1.InterfaceStatus{{NodeID: "n", ENIID: "e1", MTU: 9001, LastUpdated: t1}, {NodeID: "n", ENIID: "e2", State: "Configured", LastUpdated: t1}}
+	if !sameInterfaces(a, b) {
+		t.Fatal("same entries in another order at another time differ")
+	}
+	b[0].MTU = 1500
+	if sameInterfaces(a, b) {
+		t.Fatal("an MTU change is not a change")
+	}
+	got := stamp(a, b, t1)
+	if got[0].ENIID != "e1" || !got[0].LastUpdated.Equal(&t1) || !got[1].LastUpdated.Equal(&t0) {
+		t.Fatalf("stamp kept the time of the unchanged entry only? %+v", got)
+	}
+}
+
+// Events of other nodes' entries and attachments wake nobody up.
+func TestConcernsPredicate(t *testing.T) {
+	p := concerns("n1")
+	mine := nodeENI("a", v1alpha1.NodeENISpec{}, att("n1", "e1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached),
+		att("n2", "e2", "02:00:00:00:00:02", 1, v1alpha1.AttachmentAttached))
+	other := nodeENI("b", v1alpha1.NodeENISpec{}, att("n2", "e3", "02:00:00:00:00:03", 1, v1alpha1.AttachmentAttached))
+	if !p.Create(event.CreateEvent{Object: &mine}) || p.Create(event.CreateEvent{Object: &other}) {
+		t.Fatal("create events")
+	}
+	upd := func(o, n v1alpha1.NodeENI) bool { return p.Update(event.UpdateEvent{ObjectOld: &o, ObjectNew: &n}) }
+	n2 := *mine.DeepCopy()
+	n2.Status.Interfaces = append(n2.Status.Interfaces, v1alpha1.InterfaceStatus{NodeID: "n2", ENIID: "e2", State: "Configured"})
+	if upd(mine, n2) {
+		t.Fatal("another node's report woke this node up")
+	}
+	n1 := *mine.DeepCopy()
+	n1.Status.Interfaces = append(n1.Status.Interfaces, v1alpha1.InterfaceStatus{NodeID: "n1", ENIID: "e1", State: "Configured", LastUpdated: metav1.Now()})
+	if !upd(mine, n1) {
+		t.Fatal("this node's entry changed (say, removed by hand) and the node is not told")
+	}
+	n1b := *n1.DeepCopy()
+	n1b.Status.Interfaces[0].LastUpdated = metav1.Unix(5, 0)
+	if upd(n1, n1b) {
+		t.Fatal("a lastUpdated change woke the node up")
+	}
+	gone := *mine.DeepCopy()
+	gone.Status.Attachments = gone.Status.Attachments[1:]
+	if !upd(mine, gone) {
+		t.Fatal("this node's attachment went away and the node is not told")
+	}
+	spec := *mine.DeepCopy()
+	spec.Generation = 2
+	if !upd(mine, spec) || upd(other, *other.DeepCopy()) {
+		t.Fatal("spec changes")
+	}
+}
