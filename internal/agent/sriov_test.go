@@ -51,7 +51,7 @@ func TestMergeSRIOV(t *testing.T) {
 		{name: "steady state", existing: `{"resourceList":[` + foreign + `,` + mineJSON + `]}`, owned: []string{"intel.com/sriov_dpdk"},
 			want: []sriovResource{dpdk}, wantNames: []string{"intel_sriov_netdevice", "sriov_dpdk"}, wantOwned: []string{"intel.com/sriov_dpdk"}, changed: false},
 		{name: "a device more", existing: `{"resourceList":[` + mineJSON + `]}`, owned: []string{"intel.com/sriov_dpdk"},
-			want: []sriovResource{{Name: "intel.com/sriov_dpdk", PCIAddresses: []string{"0000:00:06.0", "0000:00:07.0", "0000:00:08.0"}, Drivers: []string{"vfio-pci"}}},
+			want:      []sriovResource{{Name: "intel.com/sriov_dpdk", PCIAddresses: []string{"0000:00:06.0", "0000:00:07.0", "0000:00:08.0"}, Drivers: []string{"vfio-pci"}}},
 			wantNames: []string{"sriov_dpdk"}, wantOwned: []string{"intel.com/sriov_dpdk"}, changed: true},
 		{name: "entries of deleted NodeENIs are removed", existing: `{"resourceList":[` + mineJSON + `,` + foreign + `]}`, owned: []string{"intel.com/sriov_dpdk"},
 			wantNames: []string{"intel_sriov_netdevice"}, changed: true},

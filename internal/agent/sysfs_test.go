@@ -21,8 +21,8 @@ type fakeKernel struct {
 	root string
 
 	mu       sync.Mutex
-	writes   []sysfsWrite        // relative path, value
-	defaults map[string]string   // PCI address -> the driver the kernel picks
+	writes   []sysfsWrite          // relative path, value
+	defaults map[string]string     // PCI address -> the driver the kernel picks
 	onBind   func(pci, drv string) // after a driver took the device
 	onUnbind func(pci, drv string) // after a driver let it go
 }
