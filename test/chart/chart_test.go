@@ -1,4 +1,5 @@
-// Package chart tests the Helm chart charts/eni-operator: helm lint,
+// Package chart tests the install artefacts: the plain manifests of
+// config/ (kustomize) and the Helm chart charts/eni-operator: helm lint,
 // helm template with default and non-default values, the rendered
 // objects applied to a real API server with a server-side dry run, the
 // rendered operator arguments parsed by the operator's own flags, and
