@@ -33,10 +33,17 @@ helm: ## build (once) and cache helm for the chart tests (hack/helm-binary.sh pr
 generate: ## regenerate deepcopy code of api/ (controller-gen)
 	$(GO) tool controller-gen object paths=./api/...
 
+# The operator's role is generated from the operator's packages only, so
+# the node agent's markers (internal/agent) land in the agent's own role
+# (config/agent) and not in the operator's; a new operator package with
+# RBAC markers goes into OPERATOR_RBAC_PATHS.
+OPERATOR_RBAC_PATHS := ./cmd/eni-operator/...;./internal/tagger/...;./internal/nodeeni/...
+
 .PHONY: manifests
-manifests: ## regenerate the CRDs (config/crd/bases) and the RBAC role (config/rbac) from the code's markers
+manifests: ## regenerate the CRDs (config/crd/bases) and the RBAC roles (config/rbac: operator, config/agent: node agent) from the code's markers
 	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(GO) tool controller-gen rbac:roleName=eni-operator paths=./... output:rbac:artifacts:config=config/rbac
+	$(GO) tool controller-gen rbac:roleName=eni-operator 'paths=$(OPERATOR_RBAC_PATHS)' output:rbac:artifacts:config=config/rbac
+	$(GO) tool controller-gen rbac:roleName=eni-agent paths=./internal/agent/... output:rbac:artifacts:config=config/agent
 	@$(MAKE) --no-print-directory chart-sync
 
 .PHONY: chart-sync
@@ -44,7 +51,7 @@ chart-sync: ## copy the generated CRDs and RBAC rules into the Helm chart (run b
 	@mkdir -p $(CHART)/crds $(CHART)/files
 	cp config/crd/bases/*.yaml $(CHART)/crds/
 	cp config/rbac/role.yaml $(CHART)/files/operator-role.yaml
-	$(GO) tool controller-gen rbac:roleName=eni-agent paths=./internal/agent/... output:stdout > $(CHART)/files/agent-role.yaml
+	cp config/agent/role.yaml $(CHART)/files/agent-role.yaml
 
 .PHONY: lint
 lint: ## go vet and gofmt check
@@ -74,7 +81,7 @@ demo: ## the whole system on one machine: control plane, EC2 emulator, operator,
 bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollout) and Go benchmarks into bench/results/report.md; FIGURE=TaggingBurst runs one
 	@mkdir -p bench/results
 	ENI_BENCH=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
-		$(GO) test -count=1 -v -timeout 40m -run 'TestFigure$(FIGURE)' ./test/bench/ | grep -v '^I1' | tee bench/results/figures.log
+		$(GO) test -count=1 -v -timeout 40m -run 'TestFigure$(FIGURE)' ./test/bench/ | grep --line-buffered -v '^I1' | tee bench/results/figures.log
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/ec2/ | tee bench/results/go-bench.txt
 	$(GO) run ./hack/bench-report bench/results
 
