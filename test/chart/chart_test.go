@@ -129,9 +129,18 @@ func apply(t *testing.T, objs []*unstructured.Unstructured) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	// Namespaces must exist for a dry run of what goes into them.
+	namespaces := map[string]bool{namespace: true}
+	for _, o := range objs {
+		if o.GetNamespace() != "" {
+			namespaces[o.GetNamespace()] = true
+		}
+	}
+	for name := range namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	for _, o := range objs {
 		if err := k8s.Patch(ctx, o.DeepCopy(), client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test")); err != nil {
@@ -228,6 +237,25 @@ func checkOperatorArgs(t *testing.T, args []string) *operator.Config {
 	return c
 }
 
+// checkAgentArgs runs the real eni-agent with the rendered arguments and
+// --version, which exits right after parsing: an unknown flag or a bad
+// value fails it.
+func checkAgentArgs(t *testing.T, c chart, args []string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "eni-agent")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/eni-agent")
+	build.Dir = c.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building eni-agent: %v\n%s", err, out)
+	}
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "$(NODE_NAME)", "node-1")
+	}
+	if out, err := exec.Command(bin, append(args, "--version")...).CombinedOutput(); err != nil {
+		t.Fatalf("eni-agent refuses the chart's arguments %v: %v\n%s", args, err, out)
+	}
+}
+
 func rulesOf(t *testing.T, path string) []any {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -296,8 +324,10 @@ func TestDefaultValues(t *testing.T) {
 	if dsSA == depSA || dsSA == "" {
 		t.Errorf("agent ServiceAccount %q must differ from the operator's %q", dsSA, depSA)
 	}
+	checkAgentArgs(t, c, containerArgs(t, ds))
 	agentArgs := strings.Join(containerArgs(t, ds), " ")
-	for _, want := range []string{"--node-name=$(NODE_NAME)", "--sysfs-root=/sys", "--sriov-config=/etc/pcidp/config.json", "--metrics-bind-address=:9810", "--health-probe-bind-address=:9811"} {
+	for _, want := range []string{"--node-name=$(NODE_NAME)", "--sysfs-root=/sys", "--sriov-config=/etc/pcidp/config.json",
+		"--state-file=/var/lib/eni-agent/state.json", "--sriov-reload=touch:/var/run/eni-agent/sriov-reload", "--metrics-bind-address=:9810", "--health-probe-bind-address=:9811"} {
 		if !strings.Contains(agentArgs, want) {
 			t.Errorf("agent args %q lack %s", agentArgs, want)
 		}
@@ -346,6 +376,7 @@ func TestNonDefaultValues(t *testing.T) {
 	if sa, _, _ := unstructured.NestedString(ds.Object, "spec", "template", "spec", "serviceAccountName"); sa != "custom-agent" {
 		t.Errorf("agent ServiceAccount %q", sa)
 	}
+	checkAgentArgs(t, c, containerArgs(t, ds))
 	img := fmt.Sprint(ds.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"])
 	if !strings.Contains(img, "registry.example.com/eni-agent:v9.9.9-agent") || !strings.Contains(img, "/host/sys") || !strings.Contains(img, "/etc/sriov-dp") {
 		t.Errorf("agent values not applied: %s", img)

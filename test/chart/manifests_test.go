@@ -11,7 +11,8 @@ import (
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
 
-// The plain manifests of config/ build with kustomize (kubectl's) and
+// The plain manifests of config/ (config/default: the operator;
+// config/agent: the node agent) build with kustomize (kubectl's) and
 // apply to a real API server (server-side dry run); the operator accepts
 // the Deployment's arguments.
 func TestKustomizeManifests(t *testing.T) {
@@ -45,4 +46,20 @@ func TestKustomizeManifests(t *testing.T) {
 		t.Error("kustomize changed the generated rules")
 	}
 	apply(t, objs)
+
+	// The node agent's manifests (config/agent) apply too, with the
+	// generated agent role.
+	stdout.Reset()
+	cmd = exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "config", "agent"))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl kustomize config/agent: %v\n%s", err, stderr.String())
+	}
+	agentObjs := decode(t, stdout.String())
+	find(t, agentObjs, "DaemonSet", "")
+	agentRole := find(t, agentObjs, "ClusterRole", "")
+	if !sameJSON(t, agentRole.Object["rules"], rulesOf(t, filepath.Join(root, "config", "agent", "role.yaml"))) {
+		t.Error("kustomize changed the generated agent rules")
+	}
+	apply(t, agentObjs)
 }
