@@ -84,10 +84,11 @@ func Run(ctx context.Context, o Options) (err error) {
 
 	say("control plane binaries (kube-apiserver, etcd, kubectl): built from the Go module proxy on first use, then cached")
 	assets, err := cachedbin.ControlPlane(ctx, o.Root, o.Progress)
-	if err != nil {
-		return err
+	if ctx.Err() != nil {
+		say("interrupted")
+		return nil
 	}
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 
@@ -193,6 +194,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	if err := waitConverged(ctx, k8s, o.Timeout, say); err != nil {
+		if ctx.Err() != nil {
+			say("interrupted: shutting down")
+			return nil
+		}
 		select {
 		case opErr := <-opDone:
 			return fmt.Errorf("the operator stopped: %v", opErr)
