@@ -14,7 +14,7 @@ type link struct {
 	MTU      int
 	Up       bool   // administratively up
 	Type     string // netlink's kind: device, dummy, veth, vlan, bond, ...
-	Parent   int    // parent link index: VLAN, macvlan and ipvlan children share the parent's MAC
+	Parent   int    // IFLA_LINK: the lower link of a VLAN, macvlan or ipvlan, a veth's peer
 	Loopback bool
 	// DefaultRoute is true when a default route leaves through the link:
 	// the node's primary interface, which the agent never touches.
@@ -26,7 +26,7 @@ type link struct {
 // ipvlan) or aggregate it (bond, team, bridge).
 func stacked(kind string) bool {
 	switch kind {
-	case "vlan", "macvlan", "macvtap", "ipvlan", "ipvtap", "bond", "team", "bridge", "vxlan", "openvswitch":
+	case "vlan", "macvlan", "macvtap", "ipvlan", "ipvtap", "macsec", "bond", "team", "bridge", "vxlan", "openvswitch":
 		return true
 	}
 	return false
@@ -39,7 +39,9 @@ func stacked(kind string) bool {
 func findLink(links []link, mac string) (l link, found bool, err error) {
 	var cands []link
 	for _, c := range links {
-		if c.MAC != mac || c.Loopback || c.Parent != 0 || stacked(c.Type) {
+		// Not the parent index: a veth's names its peer, and the kinds
+		// that sit on another link are known by their kind.
+		if c.MAC != mac || c.Loopback || stacked(c.Type) {
 			continue
 		}
 		cands = append(cands, c)

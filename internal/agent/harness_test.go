@@ -1,0 +1,397 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	// TEST_LOG=1 shows the agent's logs.
+	if os.Getenv("TEST_LOG") != "" {
+		log.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		log.SetLogger(logr.Discard())
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "\n"+strings.Repeat("!", 78)+
+			"\n!!! internal/agent: NOT RUNNING AS ROOT: the node agent's network-namespace tests are SKIPPED.\n"+
+			"!!! They create namespaces and links and need root: run `make test` as root.\n"+strings.Repeat("!", 78)+"\n")
+	}
+	testenv.Main(m, &env)
+}
+
+// waitFor bounds every wait of the tests.
+const waitFor = 15 * time.Second
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: not root. This test creates a network namespace and links in it; `make test` runs it as root.")
+	}
+}
+
+func testScheme(t testing.TB) *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newNetNS creates a network namespace for the test. The namespace is
+// entered on a thread of its own that is never given back to the Go
+// scheduler (it ends with its goroutine), so no other goroutine ever
+// runs in it and the test's own threads stay in the host's namespace.
+func newNetNS(t *testing.T) netns.NsHandle {
+	t.Helper()
+	type result struct {
+		ns  netns.NsHandle
+		err error
+	}
+	ch := make(chan result)
+	go func() {
+		runtime.LockOSThread()
+		ns, err := netns.New()
+		ch <- result{ns, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("creating a network namespace: %v", r.err)
+	}
+	t.Cleanup(func() { _ = r.ns.Close() }) // the last handle: the namespace and its links go
+	return r.ns
+}
+
+// world is one node of a test: a network namespace standing for the
+// node's host, ENIs of an emulated instance whose MACs the test gives
+// to links in it, and a client of the shared API server.
+type world struct {
+	t      *testing.T
+	k8s    client.Client
+	node   string
+	prefix string // of the test's NodeENI names (the API server is shared)
+	ns     netns.NsHandle
+	nl     *netlink.Handle
+	enis   []emulator.LoadedENI
+	inst   string
+	subnet string
+	sg     string
+	dir    string
+}
+
+// newWorld makes a node called <test>-<suffix> with n ENIs attached to
+// its instance (device indexes 1..n).
+func newWorld(t *testing.T, suffix string, n int) *world {
+	t.Helper()
+	requireRoot(t)
+	// A seed per node: two nodes of a test get distinct ENI IDs and MACs.
+	var seed int64
+	for _, c := range suffix {
+		seed = seed*31 + int64(c)
+	}
+	emu := emulator.New(emulator.Options{Seed: seed})
+	base, err := emu.Load(emulator.World{
+		VPCs:           []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
+		Subnets:        []emulator.SubnetSpec{{Name: "multus", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"}},
+		SecurityGroups: []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnet := base.Subnets[0]
+	wd := emulator.World{Instances: []emulator.InstanceSpec{{Name: "node", Type: "m5.4xlarge", Subnet: subnet}}}
+	res, err := emu.Load(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd = emulator.World{}
+	for i := 1; i <= n; i++ {
+		wd.NetworkInterfaces = append(wd.NetworkInterfaces, emulator.NetworkInterfaceSpec{Subnet: subnet, Instance: res.Instances[0].ID, DeviceIndex: i})
+	}
+	enis, err := emu.Load(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := client.New(env.Config, client.Options{Scheme: testScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := newNetNS(t)
+	nl, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nl.Close)
+	prefix := strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
+	w := &world{t: t, k8s: k8s, node: prefix + "-" + suffix, prefix: prefix, ns: ns, nl: nl, enis: enis.NetworkInterfaces,
+		inst: res.Instances[0].ID, subnet: subnet, sg: base.SecurityGroups[0], dir: t.TempDir()}
+	return w
+}
+
+func (w *world) mac(i int) string { return w.enis[i].MAC }
+
+// attachment is the status entry the operator writes for ENI i at index.
+func (w *world) attachment(i int, status string) v1alpha1.ENIAttachment {
+	return v1alpha1.ENIAttachment{NodeID: w.node, InstanceID: w.inst, ENIID: w.enis[i].ID, SubnetID: w.subnet,
+		MACAddress: w.enis[i].MAC, PrivateIP: w.enis[i].PrivateIP, DeviceIndex: int32(i + 1), Status: status}
+}
+
+func (w *world) name(s string) string { return w.prefix + "-" + s }
+
+// createNodeENI creates a NodeENI and writes its attachments into its
+// status, as the operator does once it attached the ENIs.
+func (w *world) createNodeENI(name string, mutate func(*v1alpha1.NodeENISpec), atts ...v1alpha1.ENIAttachment) {
+	w.t.Helper()
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"test": w.prefix}, SubnetID: w.subnet, SecurityGroupIDs: []string{w.sg}, DeviceIndex: 1}}
+	if mutate != nil {
+		mutate(&ne.Spec)
+	}
+	if err := w.k8s.Create(context.Background(), ne); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { _ = w.k8s.Delete(context.Background(), ne) })
+	w.setAttachments(name, atts...)
+}
+
+// setAttachments replaces a NodeENI's attachments with a merge patch of
+// status.attachments alone, as the operator's status writes do.
+func (w *world) setAttachments(name string, atts ...v1alpha1.ENIAttachment) {
+	w.t.Helper()
+	ne := w.get(name)
+	old := ne.DeepCopy()
+	ne.Status.Attachments = atts
+	if err := w.k8s.Status().Patch(context.Background(), ne, client.MergeFrom(old)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) updateSpec(name string, f func(*v1alpha1.NodeENISpec)) {
+	w.t.Helper()
+	for i := 0; ; i++ {
+		ne := w.get(name)
+		f(&ne.Spec)
+		err := w.k8s.Update(context.Background(), ne)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+func (w *world) get(name string) *v1alpha1.NodeENI {
+	w.t.Helper()
+	ne := &v1alpha1.NodeENI{}
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Name: name}, ne); err != nil {
+		w.t.Fatal(err)
+	}
+	return ne
+}
+
+func (w *world) deleteNodeENI(name string) {
+	w.t.Helper()
+	if err := w.k8s.Delete(context.Background(), &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// entries returns this node's entries of a NodeENI's status.interfaces,
+// by ENI ID.
+func (w *world) entries(name string) map[string]v1alpha1.InterfaceStatus {
+	w.t.Helper()
+	out := map[string]v1alpha1.InterfaceStatus{}
+	for _, s := range interfacesOf(w.get(name), w.node) {
+		out[s.ENIID] = s
+	}
+	return out
+}
+
+// addLink adds a link standing for an ENI's interface: a dummy, or, on
+// kernels built without the dummy driver, one end of a veth pair (the
+// peer, <name>p, gets a MAC of the kernel's).
+func (w *world) addLink(name, mac string, mtu int) {
+	w.t.Helper()
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	err = w.nl.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw, MTU: mtu}})
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = w.nl.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw, MTU: mtu}, PeerName: name + "p"})
+	}
+	if err != nil {
+		w.t.Fatalf("adding link %s: %v", name, err)
+	}
+}
+
+func (w *world) addVeth(name, peer, mac string) {
+	w.t.Helper()
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.nl.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw}, PeerName: peer}); err != nil {
+		w.t.Fatalf("adding veth %s: %v", name, err)
+	}
+}
+
+func (w *world) deleteLink(name string) {
+	w.t.Helper()
+	l, err := w.nl.LinkByName(name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.nl.LinkDel(l); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// links reads the namespace's links as the agent does.
+func (w *world) links() []link {
+	w.t.Helper()
+	ls, err := host{h: w.nl}.links()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ls
+}
+
+func (w *world) linkByMAC(mac string) (link, bool) {
+	l, found, _ := findLink(w.links(), mac)
+	return l, found
+}
+
+func (w *world) linkByName(name string) (link, bool) {
+	for _, l := range w.links() {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return link{}, false
+}
+
+// eventually polls cond until it holds or the time is up; cond says what
+// it saw, for the failure message.
+func (w *world) eventually(what string, cond func() (bool, string)) {
+	w.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	var last string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.t.Fatalf("%s: not within %s; last seen: %s", what, waitFor, last)
+}
+
+// agentRun is a running agent: the real controller-runtime manager with
+// the agent's controller and link watcher.
+type agentRun struct {
+	cancel context.CancelFunc
+	done   chan error
+	reg    *prometheus.Registry
+}
+
+func (a *agentRun) stop() {
+	if a.cancel == nil {
+		return
+	}
+	a.cancel()
+	a.cancel = nil
+	<-a.done
+}
+
+// options are the agent's options for this world; the state file lives
+// in the world's directory, so a restarted agent finds it.
+func (w *world) options() Options {
+	return Options{StateFile: filepath.Join(w.dir, "state.json"), RetryBase: 100 * time.Millisecond, RetryMax: 2 * time.Second}
+}
+
+// start runs an agent for this world's node in its namespace, connected
+// with cfg (nil: as administrator).
+func (w *world) start(o Options, cfg *rest.Config) *agentRun {
+	w.t.Helper()
+	if cfg == nil {
+		cfg = env.Config
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     testScheme(w.t),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:     log.Log.WithName(w.node),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.NodeENI{}: {Transform: cache.TransformStripManagedFields()},
+		}},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	o.NodeName, o.Netlink, o.NetNS, o.Registerer = w.node, w.nl, &w.ns, reg
+	if err := Setup(mgr, o); err != nil {
+		w.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &agentRun{cancel: cancel, done: make(chan error, 1), reg: reg}
+	go func() { a.done <- mgr.Start(ctx) }()
+	w.t.Cleanup(a.stop)
+	return a
+}
+
+// gauge reads eni_agent_interfaces{state}.
+func (a *agentRun) gauge(t *testing.T, state string) float64 {
+	t.Helper()
+	mfs, err := a.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "eni_agent_interfaces" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "state" && l.GetValue() == state {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
