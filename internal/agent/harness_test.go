@@ -245,17 +245,24 @@ func (w *world) entries(name string) map[string]v1alpha1.InterfaceStatus {
 // peer, <name>p, gets a MAC of the kernel's).
 func (w *world) addLink(name, mac string, mtu int) {
 	w.t.Helper()
-	hw, err := net.ParseMAC(mac)
-	if err != nil {
+	if err := addLinkWith(w.nl, name, mac, mtu); err != nil {
 		w.t.Fatal(err)
 	}
-	err = w.nl.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw, MTU: mtu}})
+}
+
+func addLinkWith(h *netlink.Handle, name, mac string, mtu int) error {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return err
+	}
+	err = h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw, MTU: mtu}})
 	if errors.Is(err, unix.EOPNOTSUPP) {
-		err = w.nl.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw, MTU: mtu}, PeerName: name + "p"})
+		err = h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw, MTU: mtu}, PeerName: name + "p"})
 	}
 	if err != nil {
-		w.t.Fatalf("adding link %s: %v", name, err)
+		return fmt.Errorf("adding link %s: %w", name, err)
 	}
+	return nil
 }
 
 func (w *world) addVeth(name, peer, mac string) {

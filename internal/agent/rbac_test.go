@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+// The generated agent role (config/agent/role.yaml) is enough to run the
+// agent, as a ServiceAccount bound to nothing else — and it allows
+// nothing beyond reading NodeENIs and patching their status.
+func TestAgentRoleIsEnough(t *testing.T) {
+	w := newWorld(t, "n", 1)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "config", "agent", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(b, role); err != nil {
+		t.Fatal(err)
+	}
+	role.Name = w.name("agent-role")
+	sa := w.name("sa")
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "eni-system"}}}
+	s := testScheme(t)
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(env.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:eni-system:" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:eni-system", "system:authenticated"}}
+	as, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := as.List(ctx, &v1alpha1.NodeENIList{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("before the binding, listing NodeENIs: %v; want Forbidden (RBAC enforced)", err)
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
+	}
+	w.eventually("the binding is in force", func() (bool, string) {
+		err := as.List(ctx, &v1alpha1.NodeENIList{})
+		return err == nil, fmt.Sprint(err)
+	})
+
+	w.addLink("ens5", w.mac(0), 1500)
+	name := w.name("rbac")
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) { s.MTU, s.InterfaceName = 9001, "rbac" }, w.attachment(0, v1alpha1.AttachmentAttached))
+	w.start(w.options(), cfg)
+	w.eventually("configured and reported under the agent's role", func() (bool, string) {
+		l, ok := w.linkByMAC(w.mac(0))
+		e := w.entries(name)[w.enis[0].ID]
+		return ok && l.Name == "rbac" && l.MTU == 9001 && e.State == v1alpha1.InterfaceConfigured, fmt.Sprintf("%+v %+v", l, e)
+	})
+
+	// Nothing else: no spec writes, no deletes, no creates, no pods.
+	ne := &v1alpha1.NodeENI{}
+	if err := as.Get(ctx, client.ObjectKey{Name: name}, ne); err != nil {
+		t.Fatal(err)
+	}
+	old := ne.DeepCopy()
+	ne.Spec.MTU = 1500
+	checks := map[string]error{
+		"patch spec": as.Patch(ctx, ne, client.MergeFrom(old)),
+		"delete":     as.Delete(ctx, old),
+		"create":     as.Create(ctx, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.name("x")}, Spec: old.Spec}),
+		"list pods":  as.List(ctx, &corev1.PodList{}),
+		"get nodes":  as.Get(ctx, client.ObjectKey{Name: w.node}, &corev1.Node{}),
+	}
+	for what, err := range checks {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s as the agent: %v; want Forbidden", what, err)
+		}
+	}
+}
