@@ -155,6 +155,17 @@ func TestRemovalReAddAndRestart(t *testing.T) {
 	w.setAttachments(name, w.attachment(0, v1alpha1.AttachmentAttached))
 	w.eventually("configured again", configured(9001))
 
+	// interfaceName removed from the spec: the kernel name comes back;
+	// set again: renamed again.
+	w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.InterfaceName = "" })
+	w.eventually("kernel name back once interfaceName is gone", func() (bool, string) {
+		l, _ := w.linkByMAC(w.mac(0))
+		e := w.entries(name)[w.enis[0].ID]
+		return l.Name == "ens5" && l.Up && e.InterfaceName == "ens5" && e.State == v1alpha1.InterfaceConfigured, fmt.Sprintf("%+v %+v", l, e)
+	})
+	w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.InterfaceName = "multus" })
+	w.eventually("renamed again", configured(9001))
+
 	// Restart: changes made while the agent is down are picked up.
 	a.stop()
 	w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.MTU = 8000 })
