@@ -11,7 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -130,7 +132,17 @@ func run(ctx context.Context, c *config) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	// Ready once the NodeENI cache is filled: before that the agent has not
+	// looked at its node yet. Liveness is only the ping, so an API outage
+	// never restarts the agent (a restart would fix nothing).
+	if err := mgr.AddReadyzCheck("cache-sync", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 500*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("NodeENI cache not synced yet")
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	c.agent.Registerer = metrics.Registry

@@ -20,7 +20,7 @@ var errNoPCIDevice = errors.New("no PCI device behind the interface")
 // SysFS reads and changes PCI driver bindings through sysfs under Root
 // ("/sys" on a node; a fake tree in tests). Only these files are used:
 // class/net/<if>/device, bus/pci/devices/<addr>/{driver,driver_override},
-// bus/pci/drivers/<driver>/{unbind,bind} and bus/pci/drivers_probe.
+// bus/pci/drivers/<driver>/unbind and bus/pci/drivers_probe.
 type SysFS struct {
 	// Root is where sysfs is mounted.
 	Root string

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// The command as the DaemonSet runs it: it connects, becomes ready once
+// its cache is filled, and serves its metrics. Its node has no NodeENI, so
+// it changes nothing on this host.
+func TestRunServesProbesAndMetrics(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: not root; the agent opens netlink in the host's namespace")
+	}
+	dir := t.TempDir()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["env"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["env"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
+	kc.Contexts["env"] = &clientcmdapi.Context{Cluster: "env", AuthInfo: "env"}
+	kc.CurrentContext = "env"
+	path := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", path)
+	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	c, err := parse([]string{"--node-name=smoke-" + fmt.Sprint(time.Now().UnixNano()), "--state-file=" + filepath.Join(dir, "state.json"),
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, c) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body := get("http://" + probeAddr + "/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, _ := get("http://" + probeAddr + "/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz %d", code)
+	}
+	code, body := get("http://" + metricsAddr + "/metrics")
+	if code != http.StatusOK || !strings.Contains(body, "eni_agent_interfaces") || !strings.Contains(body, "controller_runtime_reconcile_total") {
+		t.Fatalf("metrics %d:\n%.2000s", code, body)
+	}
+}
