@@ -46,7 +46,7 @@ type reconciler struct {
 	mu           sync.Mutex // one pass at a time; the fields below are its memory
 	state        *nodeState
 	failures     int  // consecutive passes that left something pending or failed
-	reloadFailed bool // the last reload of the device plugin failed: try again
+	reloadPending bool // the device plugin has not been told of the config yet (its last telling failed): tell it
 }
 
 // outcome is what configuring one want came to before the final look at
@@ -124,7 +124,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if statusErr != nil {
 		return reconcile.Result{}, statusErr
 	}
-	if counts[v1alpha1.InterfacePending]+counts[v1alpha1.InterfaceFailed] == 0 && !r.reloadFailed {
+	if counts[v1alpha1.InterfacePending]+counts[v1alpha1.InterfaceFailed] == 0 && !r.reloadPending {
 		r.failures = 0
 		return reconcile.Result{}, nil
 	}
@@ -455,14 +455,14 @@ func (r *reconciler) publish(ctx context.Context, wants []want, entries map[stri
 			return
 		}
 		logger.Info("SR-IOV device plugin config written", "path", r.sriovPath, "resources", m.Owned)
-		r.reloadFailed = true
+		r.reloadPending = true
 	}
 	next.SRIOVOwned = m.Owned
-	if r.reloadFailed {
+	if r.reloadPending {
 		cfg, _ := os.ReadFile(r.sriovPath)
 		err := r.reload.Do(cfg)
 		r.metrics.op("sriov-reload", err)
-		r.reloadFailed = err != nil
+		r.reloadPending = err != nil
 		if err != nil {
 			logger.Error(err, "telling the SR-IOV device plugin its config changed; will retry", "how", r.reload.String())
 			failAll(fmt.Sprintf("the SR-IOV device plugin config is written, but telling the plugin failed (%s): %v", r.reload.String(), err))
