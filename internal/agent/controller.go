@@ -43,9 +43,9 @@ type reconciler struct {
 	retryBase     time.Duration
 	retryMax      time.Duration
 
-	mu           sync.Mutex // one pass at a time; the fields below are its memory
-	state        *nodeState
-	failures     int  // consecutive passes that left something pending or failed
+	mu            sync.Mutex // one pass at a time; the fields below are its memory
+	state         *nodeState
+	failures      int  // consecutive passes that left something pending or failed
 	reloadPending bool // the device plugin has not been told of the config yet (its last telling failed): tell it
 }
 
