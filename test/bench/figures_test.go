@@ -87,7 +87,7 @@ func TestFigureChurn(t *testing.T) {
 			name := fmt.Sprintf("churn-%05d", i)
 			b.createPod(name, tagSet(i, sets), b.loaded.NetworkInterfaces[i].PrivateIP)
 			time.Sleep(life)
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: appsNS}}
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.ns}}
 			if err := b.k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)); err != nil {
 				t.Error(err)
 			}
@@ -97,7 +97,7 @@ func TestFigureChurn(t *testing.T) {
 	backlog := 0
 	{ // pods alive now that are not yet Synced
 		var list corev1.PodList
-		_ = b.k8s.List(context.Background(), &list, client.InNamespace(appsNS))
+		_ = b.k8s.List(context.Background(), &list, client.InNamespace(b.ns))
 		for _, p := range list.Items {
 			ok := false
 			for _, c := range p.Status.Conditions {
@@ -219,11 +219,11 @@ func TestFigureNodeENIRollout(t *testing.T) {
 	// Steady state: one minute of nothing to do.
 	b.emu.ResetCounts()
 	time.Sleep(time.Minute)
-	_, steady := b.calls()
+	steadyCalls, steady := b.calls()
 	b.write(Figure{Name: "5-nodeeni-rollout",
 		Parameters: map[string]any{"nodes": nodes, "nodeENIs": 2, "enis": enis},
 		Results: map[string]any{"secondsUntilReady": took.Seconds(), "lowerBoundSecondsAWSBuckets": awsBound,
 			"lowerBoundSecondsClientLimiter": clientBound, "ec2CallsPerENI": float64(total) / float64(enis), "ec2CallsTotal": total,
 			"steadyStateCallsPerHour": steady * 60, "sinceStart": time.Since(start).Seconds()},
-		EC2Calls: calls})
+		EC2Calls: calls, Notes: []string{fmt.Sprintf("steady-state minute: %v", steadyCalls)}})
 }

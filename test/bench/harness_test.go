@@ -53,11 +53,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env)
 }
 
-const (
-	appsNS = "bench-apps"
-	opsNS  = "eni-system"
-)
-
 // bed is one figure's test bed: the emulator (throttled, 50 ms per call),
 // namespaces, a client, and the operator process.
 type bed struct {
@@ -68,6 +63,8 @@ type bed struct {
 	loaded emulator.LoadResult
 	k8s    client.Client
 	kcfg   string
+	ns     string // the figure's pods
+	opsNS  string // the operator's namespace (its ledger)
 	op     *exec.Cmd
 	opOut  *os.File
 	mAddr  string
@@ -105,9 +102,19 @@ func newBed(t *testing.T, w emulator.World) *bed {
 	if b.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{appsNS, opsNS} {
-		_ = b.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	// Each figure has namespaces of its own, and its pods go with it:
+	// envtest runs no namespace controller, and a pod left behind would be
+	// tagged again by the next figure's operator.
+	short := strings.ToLower(strings.TrimPrefix(t.Name(), "TestFigure"))
+	b.ns, b.opsNS = "bench-"+short, "eni-"+short
+	for _, ns := range []string{b.ns, b.opsNS} {
+		if err := b.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	t.Cleanup(func() {
+		_ = b.k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(b.ns), client.GracePeriodSeconds(0))
+	})
 	b.kcfg = writeKubeconfig(t, env.Config)
 	emu.ResetCounts()
 	return b
@@ -161,7 +168,7 @@ func (b *bed) startOperator(extra ...string) {
 	args := append([]string{"--vpc-id=" + b.vpc, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
 		"--health-probe-bind-address=" + freePort(b.t), "--zap-log-level=error"}, extra...)
 	cmd := exec.Command(operatorBinary(b.t), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+opsNS,
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS,
 		"AWS_ENDPOINT_URL_EC2="+b.url, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
 		"AWS_EC2_METADATA_DISABLED=true")
 	logf, err := os.Create(filepath.Join(b.t.TempDir(), "operator.log"))
@@ -270,7 +277,7 @@ func (b *bed) createPods(prefix string, n int, ann func(int) map[string]string, 
 }
 
 func (b *bed) createPod(name string, ann map[string]string, ip string) {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: appsNS, Annotations: ann},
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.ns, Annotations: ann},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
 			Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 200)}}}}}}
 	if err := b.k8s.Create(context.Background(), p); err != nil {
@@ -286,7 +293,7 @@ func (b *bed) createPod(name string, ann map[string]string, ip string) {
 // synced counts the pods whose tagged condition is True.
 func (b *bed) synced(prefix string) int {
 	var list corev1.PodList
-	if err := b.k8s.List(context.Background(), &list, client.InNamespace(appsNS)); err != nil {
+	if err := b.k8s.List(context.Background(), &list, client.InNamespace(b.ns)); err != nil {
 		b.t.Fatal(err)
 	}
 	n := 0
