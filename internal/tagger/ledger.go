@@ -62,7 +62,8 @@ type Ledger struct {
 
 	mu      sync.Mutex
 	byUID   map[string]Record
-	byPod   map[string]string // namespace/name -> UID
+	byPod   map[string]string          // namespace/name -> UID
+	byENI   map[string]map[string]bool // ENI ID -> UIDs
 	dirty   map[int]bool
 	changed int
 }
@@ -85,7 +86,7 @@ func NewLedger(c client.Client, o LedgerOptions) *Ledger {
 		o.FieldOwner = "eni-operator"
 	}
 	return &Ledger{c: c, o: o, loaded: make(chan struct{}), kick: make(chan struct{}, 1),
-		byUID: map[string]Record{}, byPod: map[string]string{}, dirty: map[int]bool{}}
+		byUID: map[string]Record{}, byPod: map[string]string{}, byENI: map[string]map[string]bool{}, dirty: map[int]bool{}}
 }
 
 func (l *Ledger) shardName(i int) string { return fmt.Sprintf("%s-%02d", l.o.Name, i) }
@@ -128,9 +129,8 @@ func (l *Ledger) Load(ctx context.Context) error {
 		return nil // loaded before; memory is newer than the ConfigMaps
 	default:
 	}
-	for uid, r := range byUID {
-		l.byUID[uid] = r
-		l.byPod[r.Pod] = uid
+	for _, r := range byUID {
+		l.addLocked(r)
 	}
 	close(l.loaded)
 	return nil
@@ -194,12 +194,11 @@ func (l *Ledger) Get(pod string) (Record, bool) {
 func (l *Ledger) Put(r Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old, ok := l.byPod[r.Pod]; ok && old != r.UID {
-		delete(l.byUID, old)
+	if old, ok := l.byPod[r.Pod]; ok {
+		l.removeLocked(old)
 		l.markLocked(old)
 	}
-	l.byUID[r.UID] = r
-	l.byPod[r.Pod] = r.UID
+	l.addLocked(r)
 	l.markLocked(r.UID)
 }
 
@@ -207,13 +206,45 @@ func (l *Ledger) Put(r Record) {
 func (l *Ledger) Delete(pod string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	uid, ok := l.byPod[pod]
+	if uid, ok := l.byPod[pod]; ok {
+		l.removeLocked(uid)
+		l.markLocked(uid)
+	}
+}
+
+// OnENI returns the records of the pods on one ENI.
+func (l *Ledger) OnENI(eni string) []Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Record, 0, len(l.byENI[eni]))
+	for uid := range l.byENI[eni] {
+		out = append(out, l.byUID[uid])
+	}
+	return out
+}
+
+func (l *Ledger) addLocked(r Record) {
+	l.byUID[r.UID] = r
+	l.byPod[r.Pod] = r.UID
+	if l.byENI[r.ENI] == nil {
+		l.byENI[r.ENI] = map[string]bool{}
+	}
+	l.byENI[r.ENI][r.UID] = true
+}
+
+func (l *Ledger) removeLocked(uid string) {
+	r, ok := l.byUID[uid]
 	if !ok {
 		return
 	}
-	delete(l.byPod, pod)
 	delete(l.byUID, uid)
-	l.markLocked(uid)
+	if l.byPod[r.Pod] == uid {
+		delete(l.byPod, r.Pod)
+	}
+	delete(l.byENI[r.ENI], uid)
+	if len(l.byENI[r.ENI]) == 0 {
+		delete(l.byENI, r.ENI)
+	}
 }
 
 func (l *Ledger) markLocked(uid string) {

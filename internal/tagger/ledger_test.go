@@ -67,6 +67,9 @@ func TestLedgerLimitsBatchesAndDeletes(t *testing.T) {
 	if err := big.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if n, m := len(big.OnENI("eni-2")), len(big.OnENI("eni-3")); n != 8 || m != 1 {
+		t.Fatalf("records by ENI: eni-2 %d (want 8), eni-3 %d (want 1)", n, m)
+	}
 	again := h.newLedger(tagger.LedgerOptions{Shards: 2})
 	if err := again.Load(ctx); err != nil {
 		t.Fatal(err)

@@ -374,8 +374,8 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 	}
 	remove := maps.Clone(rec.Tags)
 	others := false
-	for _, o := range r.ledger.All() {
-		if o.ENI == rec.ENI && o.Pod != key {
+	for _, o := range r.ledger.OnENI(rec.ENI) {
+		if o.Pod != key {
 			others = true
 			for k, v := range o.Tags {
 				if remove[k] == v {
