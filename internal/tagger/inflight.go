@@ -8,26 +8,33 @@ import (
 // writesInFlight tracks the tag writes under way, per pod, and the outcome
 // of each finished one until the pod's next reconcile takes it.
 type writesInFlight struct {
-	mu      sync.Mutex
-	running map[string]bool
-	done    map[string]error
+	mu     sync.Mutex
+	active map[string]bool
+	done   map[string]error
 }
 
 func (w *writesInFlight) begin(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running == nil {
-		w.running, w.done = map[string]bool{}, map[string]error{}
+	if w.active == nil {
+		w.active, w.done = map[string]bool{}, map[string]error{}
 	}
-	w.running[key] = true
+	w.active[key] = true
 	delete(w.done, key)
 }
 
 func (w *writesInFlight) end(key string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.running, key)
+	delete(w.active, key)
 	w.done[key] = err
+}
+
+// running reports whether a write of the pod is under way.
+func (w *writesInFlight) running(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.active[key]
 }
 
 // status reports whether a write of the pod finished since the last call
@@ -35,7 +42,7 @@ func (w *writesInFlight) end(key string, err error) {
 func (w *writesInFlight) status(key string) (wrote bool, err error, running bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running[key] {
+	if w.active[key] {
 		return false, nil, true
 	}
 	err, wrote = w.done[key]

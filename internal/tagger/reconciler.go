@@ -407,6 +407,11 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 // finish handles a pod that is terminating or done: its tags go, then
 // its finalizer.
 func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) error {
+	if r.inflight.running(key) {
+		// Its completion requeues the pod; the finalizer must wait for the
+		// record of what that write applied.
+		return nil
+	}
 	if err := r.forget(ctx, key); err != nil {
 		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", oneLine(err))
 		return err
