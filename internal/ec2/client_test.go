@@ -467,4 +467,3 @@ func TestNewFromEnvironment(t *testing.T) {
 		t.Fatalf("ListENIs through the environment's endpoint: %d, %v", len(enis), err)
 	}
 }
-
