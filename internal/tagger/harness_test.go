@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -27,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -65,9 +63,7 @@ type harness struct {
 
 func newHarness(t *testing.T, extra emulator.World) *harness {
 	t.Helper()
-	emu := emulator.New(emulator.Options{DetachDelay: 50 * time.Millisecond})
-	srv := httptest.NewServer(emu)
-	t.Cleanup(srv.Close)
+	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
 	base, err := emu.Load(emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -78,7 +74,7 @@ func newHarness(t *testing.T, extra emulator.World) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, emu: emu, url: srv.URL, vpc: base.VPCs[0], subnet: base.Subnets[0]}
+	h := &harness{t: t, emu: emu, url: url, vpc: base.VPCs[0], subnet: base.Subnets[0]}
 	if h.loaded, err = emu.Load(extra); err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +110,7 @@ func (h *harness) options() tagger.Options {
 }
 
 func (h *harness) ec2Client(reg prometheus.Registerer) *ec2.Client {
-	return ec2.NewFromAWSConfig(aws.Config{
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: aws.String(h.url),
-	}, ec2.Config{VPCID: h.vpc, Registerer: reg})
+	return ec2test.Client(h.url, ec2.Config{VPCID: h.vpc, Registerer: reg})
 }
 
 func (h *harness) startManager(o tagger.Options) {

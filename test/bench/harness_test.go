@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,11 +33,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
@@ -71,9 +68,7 @@ type bed struct {
 }
 
 func newBed(t *testing.T, w emulator.World) *bed {
-	emu := emulator.New(emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3})
-	srv := httptest.NewServer(emu)
-	t.Cleanup(srv.Close)
+	emu, url := ec2test.Serve(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3})
 	base, err := emu.Load(emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -90,7 +85,7 @@ func newBed(t *testing.T, w emulator.World) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bed{t: t, emu: emu, url: srv.URL, vpc: base.VPCs[0]}
+	b := &bed{t: t, emu: emu, url: url, vpc: base.VPCs[0]}
 	if b.loaded, err = emu.Load(w); err != nil {
 		t.Fatal(err)
 	}
@@ -242,8 +237,7 @@ func (b *bed) waitFor(what string, timeout time.Duration, ok func() bool) time.D
 // ec2 is a client of the bed's own (not the operator's), without retries,
 // so each of its reads is one call.
 func (b *bed) ec2() *ec2.Client {
-	return ec2.NewFromAWSConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("b", "b", ""),
-		BaseEndpoint: aws.String(b.url)}, ec2.Config{VPCID: b.vpc, MaxAttempts: 1, QPS: 1000, Burst: 1000})
+	return ec2test.Client(b.url, ec2.Config{VPCID: b.vpc, MaxAttempts: 1, QPS: 1000, Burst: 1000})
 }
 
 // calls returns the emulator's calls per action and their total.

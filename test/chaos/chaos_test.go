@@ -9,15 +9,12 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +32,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
@@ -66,9 +64,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	emu := emulator.New(emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7})
-	srv := httptest.NewServer(emu)
-	t.Cleanup(srv.Close)
+	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7})
 	spec := emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -91,7 +87,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, emu: emu, url: srv.URL, vpc: res.VPCs[0], loaded: res, podENIs: res.NetworkInterfaces}
+	w := &world{t: t, emu: emu, url: url, vpc: res.VPCs[0], loaded: res, podENIs: res.NetworkInterfaces}
 	w.scheme = runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(w.scheme)
 	_ = v1alpha1.AddToScheme(w.scheme)
@@ -215,9 +211,7 @@ func (w *world) start(cfg *rest.Config) *operator {
 		w.t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	ec2c := ec2.NewFromAWSConfig(aws.Config{
-		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""), BaseEndpoint: aws.String(w.url),
-	}, ec2.Config{VPCID: w.vpc, QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
+	ec2c := ec2test.Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
 	to := tagger.DefaultOptions()
 	to.Namespace, to.PodRateLimitQPS, to.InventoryInterval = opsNS, 0, 2*time.Second
 	to.CacheBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
@@ -305,9 +299,7 @@ func (w *world) check() []string {
 // eniState reads every ENI through DescribeNetworkInterfaces with a
 // client of its own (retrying whatever the faults throw at it).
 func (w *world) eniState() map[string]ec2.ENI {
-	c := ec2.NewFromAWSConfig(aws.Config{
-		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""), BaseEndpoint: aws.String(w.url),
-	}, ec2.Config{VPCID: w.vpc, QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
+	c := ec2test.Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
 	enis, err := c.ListENIs(context.Background())
 	if err != nil {
 		w.t.Fatal(err)
