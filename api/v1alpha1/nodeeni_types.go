@@ -22,6 +22,12 @@ const (
 	// full, device index taken, subnet or security group not found, ...);
 	// its message names the nodes and what to do.
 	ConditionDegraded = "Degraded"
+	// ConditionInterfacesConfigured aggregates the node agents' reports
+	// (status.interfaces) over the attached ENIs: True when the agent of
+	// every node configured all its attached ENIs, False when one failed
+	// or has not been reported configured yet, Unknown when no ENI is
+	// attached. It does not affect Ready, which is about EC2 only.
+	ConditionInterfacesConfigured = "InterfacesConfigured"
 )
 
 // Attachment states reported in status.attachments[].status.
@@ -270,7 +276,8 @@ type NodeENIStatus struct {
 	// +listMapKey=nodeID
 	// +listMapKey=eniID
 	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
-	// Conditions are Ready, Progressing and Degraded.
+	// Conditions are Ready, Progressing, Degraded and
+	// InterfacesConfigured.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -287,6 +294,7 @@ type NodeENIStatus struct {
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredNodes`,description="Nodes the selector matches"
 // +kubebuilder:printcolumn:name="Index",type=integer,JSONPath=`.spec.deviceIndex`,description="Device index of the ENIs",priority=1
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Configured",type=string,JSONPath=`.status.conditions[?(@.type=="InterfacesConfigured")].reason`,description="The node agents' aggregate: Configured, Pending, InterfaceFailed or NoAttachments"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeENI struct {
 	metav1.TypeMeta   `json:",inline"`

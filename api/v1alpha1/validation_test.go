@@ -239,7 +239,8 @@ func TestSamplesApply(t *testing.T) {
 	}
 }
 
-// The printer columns show ready and desired nodes and the age.
+// The printer columns show ready and desired nodes, the reasons of the
+// Ready and InterfacesConfigured conditions, and the age.
 func TestPrinterColumns(t *testing.T) {
 	c := typedClient(t)
 	ctx := context.Background()
@@ -249,6 +250,11 @@ func TestPrinterColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Status.DesiredNodes, n.Status.ReadyNodes = 3, 2
+	now := metav1.Now()
+	n.Status.Conditions = []metav1.Condition{
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing", LastTransitionTime: now},
+		{Type: v1alpha1.ConditionInterfacesConfigured, Status: metav1.ConditionFalse, Reason: "Pending", LastTransitionTime: now},
+	}
 	if err := c.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
@@ -274,10 +280,11 @@ func TestPrinterColumns(t *testing.T) {
 	for _, col := range table.ColumnDefinitions {
 		names = append(names, col.Name)
 	}
-	if got := strings.Join(names, ","); got != "Name,Ready,Desired,Index,Status,Age" {
+	if got := strings.Join(names, ","); got != "Name,Ready,Desired,Index,Status,Configured,Age" {
 		t.Fatalf("columns %s", got)
 	}
-	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[:3]) != "[columns 2 3]" {
-		t.Fatalf("rows %v; want name, ready 2, desired 3", table.Rows)
+	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[:3]) != "[columns 2 3]" ||
+		fmt.Sprint(table.Rows[0].Cells[4:6]) != "[Progressing Pending]" {
+		t.Fatalf("rows %v; want name, ready 2, desired 3, index, status Progressing, configured Pending", table.Rows)
 	}
 }
