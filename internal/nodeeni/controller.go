@@ -94,7 +94,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	after := makePlan(in)
 	blocks := append(append(nodeBlocks, p.Blocked...), failures...)
 	pending := len(after.Actions) > 0
-	if err := r.writeStatus(ctx, ne, in, after, blocks, pending, deleting); err != nil {
+	recheck, err := r.writeStatus(ctx, ne, in, after, blocks, pending, deleting)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if execErr != nil {
@@ -110,7 +111,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
 	}
 	// Steps EC2 refused are tried again at the next resync, not in a loop.
-	return reconcile.Result{}, nil
+	// An agent report still awaited within its grace period is looked at
+	// again when the grace is over (recheck is 0 otherwise).
+	return reconcile.Result{RequeueAfter: recheck}, nil
 }
 
 // planInput gathers what the plan depends on: the spec resolved against

@@ -13,6 +13,10 @@
 //     and delete, and which nodes cannot get one and why;
 //   - the reconciler (controller.go, execute.go, status.go) carries the
 //     plan out and reports it in status, conditions, events and metrics;
+//   - interfaces.go aggregates the node agents' reports
+//     (status.interfaces, which only the agents write) into the
+//     InterfacesConfigured condition, a pure function, and wakes the
+//     reconciler when those reports change;
 //   - the collector (collector.go) deletes orphaned ENIs: operator-owned,
 //     available, whose NodeENI no longer exists.
 //

@@ -32,6 +32,14 @@ type Options struct {
 	// before the collector deletes it (default 5m); it must also have been
 	// seen in two inventory refreshes.
 	CollectorGracePeriod time.Duration
+	// AgentReportGracePeriod is how long after an attachment (its status
+	// entry's last change) the InterfacesConfigured condition waits for
+	// the node agent's report before it names the node as probably
+	// running no agent (default 2m: an agent pod on a new node may still
+	// be pulling its image). Either way the condition is False Pending.
+	// No flag sets it yet: every operator flag is also a Helm value
+	// (test/chart), and the default has not needed tuning.
+	AgentReportGracePeriod time.Duration
 	// MaxConcurrentReconciles bounds NodeENIs reconciled at once (default 2).
 	MaxConcurrentReconciles int
 	// MaxParallelNodes bounds the nodes of one NodeENI whose ENIs are
@@ -93,6 +101,7 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.DetachPollInterval, 2*time.Second)
 	def(&o.CollectorGracePeriod, 5*time.Minute)
+	def(&o.AgentReportGracePeriod, 2*time.Minute)
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 2
 	}

@@ -99,8 +99,11 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeeni").
 		// Spec changes and deletion bump the generation; the operator's own
-		// status writes do not and need no reconcile.
-		For(&v1alpha1.NodeENI{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// status writes do not and need no reconcile. The agents' reports
+		// do not either, but the InterfacesConfigured condition aggregates
+		// them: those updates pass on their own predicate, which the
+		// operator's writes never satisfy.
+		For(&v1alpha1.NodeENI{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, interfacesChanged()))).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(source.Channel(resync, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -156,9 +157,18 @@ func describe(bs []blocked) string {
 }
 
 // writeStatus patches the status when it changed, and tells of new
-// degradations once (event + log) rather than on every pass.
-func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, blocks []blocked, pending, deleting bool) error {
-	st := statusFor(ne.Status, ne.Generation, in, p, blocks, pending, deleting, metav1.Now())
+// degradations once (event + log) rather than on every pass. It returns
+// when the InterfacesConfigured condition should be looked at again (0:
+// only on events): a missing agent report is named once its grace period
+// is over, which no event announces.
+func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, blocks []blocked, pending, deleting bool) (time.Duration, error) {
+	now := metav1.Now()
+	st := statusFor(ne.Status, ne.Generation, in, p, blocks, pending, deleting, now)
+	// Aggregated over the attachments just computed and the agents'
+	// entries as read: st.Interfaces is ne.Status.Interfaces untouched, so
+	// the patch below never carries status.interfaces.
+	configured, recheck := interfacesCondition(st.Attachments, st.Interfaces, ne.Generation, now.Time, r.opts.AgentReportGracePeriod)
+	meta.SetStatusCondition(&st.Conditions, configured)
 	r.metrics.perNodeENI.WithLabelValues(ne.Name, "attached").Set(float64(countStatus(st.Attachments, v1alpha1.AttachmentAttached)))
 	r.metrics.perNodeENI.WithLabelValues(ne.Name, "pending").Set(float64(len(st.Attachments) - countStatus(st.Attachments, v1alpha1.AttachmentAttached)))
 	failed := 0
@@ -169,7 +179,9 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 	}
 	r.metrics.perNodeENI.WithLabelValues(ne.Name, "failed").Set(float64(failed))
 	if equality.Semantic.DeepEqual(st, ne.Status) {
-		return nil
+		// The usual outcome of an agent's report: the aggregate did not
+		// change, so nothing is written.
+		return recheck, nil
 	}
 	oldDeg := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionDegraded)
 	newDeg := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
@@ -179,7 +191,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 	}
 	old := ne.DeepCopy()
 	ne.Status = st
-	return r.client.Status().Patch(ctx, ne, client.MergeFrom(old))
+	return recheck, r.client.Status().Patch(ctx, ne, client.MergeFrom(old))
 }
 
 func countStatus(as []v1alpha1.ENIAttachment, s string) int {

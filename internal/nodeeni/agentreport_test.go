@@ -1,0 +1,249 @@
+package nodeeni_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+)
+
+// The node agents' reports in status.interfaces become the
+// InterfacesConfigured condition: Pending without reports (naming the
+// nodes once the grace period is over), True once every attached ENI is
+// reported Configured, False InterfaceFailed when one is reported Failed.
+// A report that leaves the aggregate as it is makes the controller
+// reconcile but write nothing, the controller never writes
+// status.interfaces, and Ready stays about attachments only.
+func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
+	h := newHarness(t, threeNodes())
+	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "agent"})
+	h.addNode("n1", h.instance(1), "us-east-1a", map[string]string{"ng": "agent"})
+	o := h.options()
+	// No periodic re-check: every change of the condition below must come
+	// from the reports themselves (the predicate) or from the controller's
+	// own timer for the grace period.
+	o.ResyncInterval = time.Hour
+	o.AgentReportGracePeriod = 2 * time.Second
+	h.start(o)
+	spec := h.spec(map[string]string{"ng": "agent"})
+	spec.SubnetName = "multus-a"
+	spec.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("ag", spec)
+	ne := h.ready("ag", 2)
+	eniOf := map[string]string{}
+	for _, a := range ne.Status.Attachments {
+		eniOf[a.NodeID] = a.ENIID
+	}
+	if len(eniOf) != 2 {
+		t.Fatalf("attachments %+v", ne.Status.Attachments)
+	}
+	w := h.watchWrites("ag")
+
+	// No agent has reported: Pending, and once the grace period is over
+	// (no event: the controller's own requeue) both nodes are named.
+	h.configured("ag", "no report after the grace period", metav1.ConditionFalse, nodeeni.ReasonPending,
+		"2 of 2 attached ENIs not configured yet",
+		"no report from eni-agent on node n0 for "+eniOf["n0"]+": is the eni-agent DaemonSet running there?",
+		"no report from eni-agent on node n1 for "+eniOf["n1"])
+
+	configured := func(node string, mtu int32) v1alpha1.InterfaceStatus {
+		return v1alpha1.InterfaceStatus{NodeID: node, ENIID: eniOf[node], InterfaceName: "eth1", MTU: mtu, Up: true,
+			State: v1alpha1.InterfaceConfigured, LastUpdated: metav1.Now()}
+	}
+	h.report("n0", "ag", configured("n0", 1500))
+	h.configured("ag", "n0 configured, n1 silent", metav1.ConditionFalse, nodeeni.ReasonPending,
+		"1 of 2 attached ENIs not configured yet: no report from eni-agent on node n1")
+	h.report("n1", "ag", configured("n1", 1500))
+	got := h.configured("ag", "both configured", metav1.ConditionTrue, nodeeni.ReasonConfigured, "all 2 attached ENIs on 2 nodes")
+	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != nodeeni.ReasonAttached {
+		t.Fatalf("Ready changed with the agents' reports: %+v", c)
+	}
+
+	// A report that changes the entry but not the aggregate: the
+	// controller looks (a reconcile is counted) and writes nothing.
+	before := reconciles(t)
+	h.report("n0", "ag", configured("n0", 9001))
+	h.eventually("reconcile on the report", waitFor, func() (bool, string) {
+		n := reconciles(t)
+		return n > before, fmt.Sprintf("%v reconciles, %v before", n, before)
+	})
+	time.Sleep(500 * time.Millisecond) // room for a write that should not come
+	switch n := w.writesAfter(func(ne *v1alpha1.NodeENI) bool { return reportedMTU(ne, "n0") == 9001 }); {
+	case n < 0:
+		t.Fatalf("the watch never saw the report: %s", w.describe())
+	case n > 0:
+		t.Fatalf("%d writes after a report that left the aggregate unchanged: %s", n, w.describe())
+	}
+
+	// A failure reported by one agent: False InterfaceFailed, quoting it.
+	failed := configured("n1", 1500)
+	failed.State, failed.Message, failed.Up = v1alpha1.InterfaceFailed, "name multus is taken by eth3", false
+	h.report("n1", "ag", failed)
+	got = h.configured("ag", "n1 failed", metav1.ConditionFalse, nodeeni.ReasonInterfaceFailed,
+		"1 of 2 attached ENIs failed: node n1: "+eniOf["n1"]+": name multus is taken by eth3")
+	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != nodeeni.ReasonAttached {
+		t.Fatalf("Ready changed with the agents' reports: %+v", c)
+	}
+	h.report("n1", "ag", configured("n1", 1500))
+	got = h.configured("ag", "n1 fixed", metav1.ConditionTrue, nodeeni.ReasonConfigured)
+
+	// The agents' entries are the agents' alone: no other field manager
+	// ever took part of status.interfaces.
+	for _, mf := range got.ManagedFields {
+		if !strings.HasPrefix(mf.Manager, "eni-agent/") && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:interfaces"`) {
+			t.Errorf("field manager %q (%s) owns part of status.interfaces: %s", mf.Manager, mf.Operation, mf.FieldsV1.Raw)
+		}
+	}
+	if len(got.Status.Interfaces) != 2 {
+		t.Errorf("interfaces %+v", got.Status.Interfaces)
+	}
+}
+
+// report applies entries as node's agent does: server-side apply of the
+// node's part of status.interfaces, field manager eni-agent/<node>.
+func (h *harness) report(node, name string, entries ...v1alpha1.InterfaceStatus) {
+	h.t.Helper()
+	items := make([]any, 0, len(entries))
+	for i := range entries {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&entries[i])
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		items = append(items, m)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "NodeENI",
+		"metadata":   map[string]any{"name": name},
+		"status":     map[string]any{"interfaces": items},
+	}}
+	if err := h.k8s.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner("eni-agent/"+node), client.ForceOwnership); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// configured waits for the InterfacesConfigured condition of a NodeENI to
+// have status and reason and a message holding every fragment.
+func (h *harness) configured(name, what string, status metav1.ConditionStatus, reason string, fragments ...string) *v1alpha1.NodeENI {
+	h.t.Helper()
+	var ne *v1alpha1.NodeENI
+	h.eventually(what, waitFor, func() (bool, string) {
+		ne = h.get(name)
+		c := condition(ne, v1alpha1.ConditionInterfacesConfigured)
+		if c == nil || c.Status != status || c.Reason != reason || c.ObservedGeneration != ne.Generation {
+			return false, fmt.Sprintf("condition %+v", c)
+		}
+		for _, f := range fragments {
+			if !strings.Contains(c.Message, f) {
+				return false, fmt.Sprintf("message %q lacks %q", c.Message, f)
+			}
+		}
+		return true, ""
+	})
+	return ne
+}
+
+func reportedMTU(ne *v1alpha1.NodeENI, node string) int32 {
+	for _, s := range ne.Status.Interfaces {
+		if s.NodeID == node {
+			return s.MTU
+		}
+	}
+	return 0
+}
+
+// reconciles is controller-runtime's count of finished NodeENI
+// reconciles. The counter is the process's, shared by the managers of
+// every test; the tests of this package run one at a time.
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "nodeeni" {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// writeLog records every version of one NodeENI the API server sends to a
+// watch, so a test can count the writes after a given one.
+type writeLog struct {
+	mu       sync.Mutex
+	versions []*v1alpha1.NodeENI
+}
+
+func (h *harness) watchWrites(name string) *writeLog {
+	h.t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme(h.t)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	wi, err := wc.Watch(ctx, &v1alpha1.NodeENIList{}, client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	l := &writeLog{}
+	go func() {
+		defer wi.Stop()
+		for ev := range wi.ResultChan() {
+			ne, ok := ev.Object.(*v1alpha1.NodeENI)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+				continue
+			}
+			l.mu.Lock()
+			l.versions = append(l.versions, ne)
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// writesAfter counts the versions after the first one that matches, -1
+// when none matches (the marked write was not seen).
+func (l *writeLog) writesAfter(first func(*v1alpha1.NodeENI) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, ne := range l.versions {
+		if first(ne) {
+			return len(l.versions) - 1 - i
+		}
+	}
+	return -1
+}
+
+func (l *writeLog) describe() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, ne := range l.versions {
+		fmt.Fprintf(&b, "\n  rv %s: interfaces %+v conditions %+v", ne.ResourceVersion, ne.Status.Interfaces, ne.Status.Conditions)
+	}
+	return b.String()
+}

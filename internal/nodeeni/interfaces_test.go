@@ -1,0 +1,202 @@
+package nodeeni
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+func TestInterfacesCondition(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	grace := 2 * time.Minute
+	att := func(node, eni, status string, age time.Duration) v1alpha1.ENIAttachment {
+		return v1alpha1.ENIAttachment{NodeID: node, ENIID: eni, Status: status, LastUpdated: metav1.NewTime(now.Add(-age))}
+	}
+	rep := func(node, eni, state, msg string) v1alpha1.InterfaceStatus {
+		return v1alpha1.InterfaceStatus{NodeID: node, ENIID: eni, State: state, Message: msg, LastUpdated: metav1.NewTime(now)}
+	}
+	const old = time.Hour // attached long ago: past the grace period
+	cases := []struct {
+		name        string
+		attachments []v1alpha1.ENIAttachment
+		interfaces  []v1alpha1.InterfaceStatus
+		status      metav1.ConditionStatus
+		reason      string
+		contains    []string
+		absent      []string
+		recheck     time.Duration
+	}{{
+		name:   "nothing attached",
+		status: metav1.ConditionUnknown, reason: ReasonNoAttachments,
+	}, {
+		name:        "only ENIs not attached yet or on their way out",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentCreated, old), att("n1", "eni-2", v1alpha1.AttachmentDetaching, old), att("n2", "eni-3", v1alpha1.AttachmentDeleting, old)},
+		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-2", v1alpha1.InterfaceFailed, "gone")},
+		status:      metav1.ConditionUnknown, reason: ReasonNoAttachments,
+	}, {
+		name:        "all configured",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n1", "eni-2", v1alpha1.AttachmentAttached, old), att("n2", "eni-3", v1alpha1.AttachmentAttached, old)},
+		interfaces: []v1alpha1.InterfaceStatus{rep("n2", "eni-3", v1alpha1.InterfaceConfigured, ""), rep("n1", "eni-2", v1alpha1.InterfaceConfigured, ""),
+			rep("n1", "eni-1", v1alpha1.InterfaceConfigured, "")},
+		status: metav1.ConditionTrue, reason: ReasonConfigured, contains: []string{"all 3 attached ENIs on 2 nodes"},
+	}, {
+		name:        "stale entries of detached ENIs and other nodes do not count",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old)},
+		interfaces: []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfaceConfigured, ""), rep("n1", "eni-9", v1alpha1.InterfaceFailed, "old"),
+			rep("n2", "eni-1", v1alpha1.InterfaceFailed, "moved")},
+		status: metav1.ConditionTrue, reason: ReasonConfigured,
+	}, {
+		name:        "a report of another node does not stand for this one",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old)},
+		interfaces:  []v1alpha1.InterfaceStatus{rep("n2", "eni-1", v1alpha1.InterfaceConfigured, "")},
+		status:      metav1.ConditionFalse, reason: ReasonPending,
+		contains: []string{"no report from eni-agent on node n1 for eni-1: is the eni-agent DaemonSet running there?"},
+	}, {
+		name:        "no report within the grace period: just pending, look again when it ends",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, 30*time.Second), att("n2", "eni-2", v1alpha1.AttachmentAttached, 90*time.Second)},
+		status:      metav1.ConditionFalse, reason: ReasonPending,
+		contains: []string{"2 of 2 attached ENIs not configured yet", "node n1: eni-1: waiting for the eni-agent's report", "node n2: eni-2: waiting"},
+		absent:   []string{"DaemonSet"},
+		recheck:  30 * time.Second,
+	}, {
+		name:        "no report past the grace period names the node",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n2", "eni-2", v1alpha1.AttachmentAttached, old)},
+		interfaces:  []v1alpha1.InterfaceStatus{rep("n2", "eni-2", v1alpha1.InterfaceConfigured, "")},
+		status:      metav1.ConditionFalse, reason: ReasonPending,
+		contains: []string{"1 of 2 attached ENIs not configured yet: no report from eni-agent on node n1 for eni-1: is the eni-agent DaemonSet running there?"},
+		absent:   []string{"n2"},
+	}, {
+		name:        "the grace period ends exactly now",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, grace)},
+		status:      metav1.ConditionFalse, reason: ReasonPending,
+		contains: []string{"no report from eni-agent on node n1"},
+	}, {
+		name:        "pending reported by the agent quotes it, whatever the age",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n2", "eni-2", v1alpha1.AttachmentAttached, time.Second)},
+		interfaces: []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfacePending, "no link with MAC 02:00:00:00:00:01 yet"),
+			rep("n2", "eni-2", v1alpha1.InterfacePending, "")},
+		status: metav1.ConditionFalse, reason: ReasonPending,
+		contains: []string{"node n1: eni-1: no link with MAC 02:00:00:00:00:01 yet", "node n2: eni-2: pending"},
+		absent:   []string{"DaemonSet"},
+	}, {
+		name:        "an unknown or empty state counts as pending",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n1", "eni-2", v1alpha1.AttachmentAttached, old)},
+		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-1", "", ""), rep("n1", "eni-2", "Rebooting", "soon")},
+		status:      metav1.ConditionFalse, reason: ReasonPending,
+		contains: []string{"2 of 2", "node n1: eni-2: soon"},
+	}, {
+		name:        "a failure wins over pending and quotes the agent",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n2", "eni-2", v1alpha1.AttachmentAttached, old), att("n3", "eni-3", v1alpha1.AttachmentAttached, time.Second)},
+		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfaceConfigured, ""), rep("n2", "eni-2", v1alpha1.InterfaceFailed, "name multus is taken by eth3")},
+		status:      metav1.ConditionFalse, reason: ReasonInterfaceFailed,
+		contains: []string{"1 of 3 attached ENIs failed: node n2: eni-2: name multus is taken by eth3; 1 more not configured yet"},
+		absent:   []string{"n1"},
+		recheck:  grace - time.Second,
+	}, {
+		name:        "a failure without a message",
+		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old)},
+		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfaceFailed, "")},
+		status:      metav1.ConditionFalse, reason: ReasonInterfaceFailed,
+		contains: []string{"node n1: eni-1: failed"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, recheck := interfacesCondition(tc.attachments, tc.interfaces, 7, now, grace)
+			if c.Type != v1alpha1.ConditionInterfacesConfigured || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 7 {
+				t.Fatalf("condition %+v, want %s %s", c, tc.status, tc.reason)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(c.Message, s) {
+					t.Errorf("message %q lacks %q", c.Message, s)
+				}
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(c.Message, s) {
+					t.Errorf("message %q names %q", c.Message, s)
+				}
+			}
+			if recheck != tc.recheck {
+				t.Errorf("recheck %v, want %v", recheck, tc.recheck)
+			}
+			// The same state a moment later, still on the same side of
+			// every grace period, gives the same condition: a re-check
+			// writes nothing.
+			again, _ := interfacesCondition(tc.attachments, tc.interfaces, 7, now.Add(time.Millisecond), grace)
+			if again != c {
+				t.Errorf("not stable over time:\n%+v\n%+v", c, again)
+			}
+		})
+	}
+}
+
+func TestInterfacesConditionListsAtMostTenNodes(t *testing.T) {
+	var as []v1alpha1.ENIAttachment
+	var rs []v1alpha1.InterfaceStatus
+	for i := range 15 {
+		node, id := fmt.Sprintf("n%02d", i), fmt.Sprintf("eni-%02d", i)
+		as = append(as, v1alpha1.ENIAttachment{NodeID: node, ENIID: id, Status: v1alpha1.AttachmentAttached})
+		rs = append(rs, v1alpha1.InterfaceStatus{NodeID: node, ENIID: id, State: v1alpha1.InterfaceFailed, Message: "boom"})
+	}
+	// The plan's order is not the message's: reversed input, same text.
+	rev := make([]v1alpha1.ENIAttachment, len(as))
+	for i := range as {
+		rev[len(as)-1-i] = as[i]
+	}
+	c, _ := interfacesCondition(as, rs, 1, time.Now(), time.Minute)
+	r, _ := interfacesCondition(rev, rs, 1, time.Now(), time.Minute)
+	if c.Message != r.Message {
+		t.Fatalf("message depends on the attachments' order:\n%s\n%s", c.Message, r.Message)
+	}
+	if !strings.Contains(c.Message, "node n09: eni-09: boom; and 5 more") || strings.Contains(c.Message, "n10") {
+		t.Fatalf("message %q", c.Message)
+	}
+}
+
+func TestInterfacesChangedPredicate(t *testing.T) {
+	t0, t1 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
+	ne := func(gen int64, cond string, ifs ...v1alpha1.InterfaceStatus) *v1alpha1.NodeENI {
+		n := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "x", Generation: gen}}
+		n.Status.Interfaces = ifs
+		if cond != "" {
+			n.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionInterfacesConfigured, Reason: cond}}
+		}
+		return n
+	}
+	a := v1alpha1.InterfaceStatus{NodeID: "n1", ENIID: "eni-1", State: v1alpha1.InterfacePending, LastUpdated: t0}
+	aLater := a
+	aLater.LastUpdated = t1
+	aDone := a
+	aDone.State = v1alpha1.InterfaceConfigured
+	aMTU := a
+	aMTU.MTU = 9001
+	b := v1alpha1.InterfaceStatus{NodeID: "n2", ENIID: "eni-2", State: v1alpha1.InterfaceConfigured, LastUpdated: t0}
+	p := interfacesChanged()
+	cases := []struct {
+		name     string
+		old, new *v1alpha1.NodeENI
+		want     bool
+	}{
+		{"the controller's own status write", ne(1, "", a), ne(1, ReasonPending, a), false},
+		{"only lastUpdated moved", ne(1, "", a), ne(1, "", aLater), false},
+		{"same entries in another order", ne(1, "", a, b), ne(1, "", b, a), false},
+		{"first report", ne(1, ""), ne(1, "", a), true},
+		{"state changed", ne(1, "", a), ne(1, "", aDone), true},
+		{"another field changed", ne(1, "", a), ne(1, "", aMTU), true},
+		{"entry removed", ne(1, "", a, b), ne(1, "", a), true},
+		{"entry replaced by another node's", ne(1, "", a), ne(1, "", b), true},
+	}
+	for _, tc := range cases {
+		if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if p.Create(event.CreateEvent{Object: ne(1, "")}) || p.Delete(event.DeleteEvent{Object: ne(1, "")}) || p.Generic(event.GenericEvent{Object: ne(1, "")}) {
+		t.Fatal("only updates are this predicate's")
+	}
+}
