@@ -297,7 +297,7 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		if !s.cidr.Contains(a) {
 			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's address range", ip)
 		}
-		if _, used := w.ipOwner[a]; used || seen[a] {
+		if _, used := w.owner(s.vpcID, a); used || seen[a] {
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address is already in use.")
 		}
 		seen[a] = true
@@ -308,7 +308,7 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || pf.Masked() != pf {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a /28 inside subnet %s", ps, s.id)
 		}
-		if !w.prefixFree(pf) {
+		if !w.prefixFree(s.vpcID, pf) {
 			return nil, apiErr("InvalidIPAddress.InUse", "The prefix %s is already in use.", ps)
 		}
 		prefixes = append(prefixes, pf)
@@ -319,7 +319,7 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		if perr != nil || !a.Is6() || !s.ipv6.IsValid() || !s.ipv6.Contains(a) {
 			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's IPv6 range", ip)
 		}
-		if _, used := w.ipOwner[a]; used {
+		if _, used := w.owner(s.vpcID, a); used {
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address is already in use.")
 		}
 		ipv6 = append(ipv6, a)
@@ -603,7 +603,7 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 		if perr != nil || !s.cidr.Contains(a) {
 			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's address range", ip)
 		}
-		if owner, used := w.ipOwner[a]; used && (owner != n || !p.bool("AllowReassignment")) {
+		if owner, used := w.owner(n.vpcID, a); used && (owner != n || !p.bool("AllowReassignment")) {
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is already in use.", ip)
 		}
 		addrs = append(addrs, a)
@@ -611,7 +611,7 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 	var prefixes []netip.Prefix
 	for _, ps := range p.list("Ipv4Prefix") {
 		pf, perr := netip.ParsePrefix(ps)
-		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(pf) {
+		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(n.vpcID, pf) {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a free /28 inside subnet %s", ps, s.id)
 		}
 		prefixes = append(prefixes, pf)

@@ -205,7 +205,7 @@ func (w *world) seedSecondary(n *eni, explicit []string, count int) *apiError {
 		if err != nil || !s.cidr.Contains(a) {
 			return apiErr("InvalidParameterValue", "Address %s does not fall within subnet %s", ip, s.id)
 		}
-		if _, used := w.ipOwner[a]; used {
+		if _, used := w.owner(n.vpcID, a); used {
 			return apiErr("InvalidIPAddress.InUse", "The specified address %s is already in use.", ip)
 		}
 		n.secondaryIPs = append(n.secondaryIPs, a)

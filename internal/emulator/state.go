@@ -22,8 +22,10 @@ type world struct {
 	groups        map[string]*securityGroup
 	instances     map[string]*instance
 	enis          map[string]*eni
-	// ipOwner maps a private IPv4/IPv6 address to the ENI that holds it.
-	ipOwner map[netip.Addr]*eni
+	// ipOwner maps a private IPv4/IPv6 address of a VPC to the ENI that
+	// holds it. VPCs have separate address spaces: two VPCs with the same
+	// CIDR can each hold the same address.
+	ipOwner map[ipKey]*eni
 	// attachments maps an attachment ID to its ENI.
 	attachments map[string]*eni
 	// clientTokens maps a CreateNetworkInterface ClientToken to its result.
@@ -33,6 +35,12 @@ type world struct {
 	// costs nothing extra in a world of 10,000 ENIs.
 	detaching   map[string]*eni
 	terminating map[string]*instance
+}
+
+// ipKey is an address within one VPC.
+type ipKey struct {
+	vpcID string
+	addr  netip.Addr
 }
 
 type tokenRecord struct {
@@ -137,7 +145,7 @@ func newWorld(region, accountID string, seed int64) *world {
 		groups:        map[string]*securityGroup{},
 		instances:     map[string]*instance{},
 		enis:          map[string]*eni{},
-		ipOwner:       map[netip.Addr]*eni{},
+		ipOwner:       map[ipKey]*eni{},
 		attachments:   map[string]*eni{},
 		clientTokens:  map[string]tokenRecord{},
 		macs:          map[string]bool{},
@@ -223,7 +231,7 @@ func (w *world) allocateIP(s *subnet) (netip.Addr, *apiError) {
 	start := s.next
 	a := start
 	for {
-		if _, used := w.ipOwner[a]; !used {
+		if _, used := w.owner(s.vpcID, a); !used {
 			s.next = a.Next()
 			return a, nil
 		}
@@ -249,7 +257,7 @@ func (w *world) allocateIPv6(s *subnet) (netip.Addr, *apiError) {
 		a = s.ipv6.Addr().Next().Next().Next().Next()
 	}
 	for ; s.ipv6.Contains(a); a = a.Next() {
-		if _, used := w.ipOwner[a]; !used {
+		if _, used := w.owner(s.vpcID, a); !used {
 			s.nextIPv6 = a.Next()
 			return a, nil
 		}
@@ -272,7 +280,7 @@ func (w *world) allocatePrefix(s *subnet) (netip.Prefix, *apiError) {
 		if p.Addr().Less(first) || last.Less(addOffset(start, 15)) {
 			continue
 		}
-		if w.prefixFree(p) {
+		if w.prefixFree(s.vpcID, p) {
 			return p, nil
 		}
 	}
@@ -280,18 +288,25 @@ func (w *world) allocatePrefix(s *subnet) (netip.Prefix, *apiError) {
 		"There are not enough free cidr blocks in the specified subnet %s to satisfy the request.", s.id)
 }
 
-func (w *world) prefixFree(p netip.Prefix) bool {
+// owner returns the ENI that holds an address of a VPC.
+func (w *world) owner(vpcID string, a netip.Addr) (*eni, bool) {
+	n, ok := w.ipOwner[ipKey{vpcID, a}]
+	return n, ok
+}
+
+// prefixFree reports whether no address of p is held in the VPC.
+func (w *world) prefixFree(vpcID string, p netip.Prefix) bool {
 	for _, a := range prefixAddrs(p) {
-		if _, used := w.ipOwner[a]; used {
+		if _, used := w.owner(vpcID, a); used {
 			return false
 		}
 	}
 	return true
 }
 
-// claim records that n holds an address; the address must be free.
+// claim records that n holds an address of its VPC; the address must be free.
 func (w *world) claim(n *eni, a netip.Addr) {
-	w.ipOwner[a] = n
+	w.ipOwner[ipKey{n.vpcID, a}] = n
 	if a.Is4() {
 		w.subnets[n.subnetID].used++
 	}
@@ -299,10 +314,11 @@ func (w *world) claim(n *eni, a netip.Addr) {
 
 // release frees an address held by n.
 func (w *world) release(n *eni, a netip.Addr) {
-	if w.ipOwner[a] != n {
+	k := ipKey{n.vpcID, a}
+	if w.ipOwner[k] != n {
 		return
 	}
-	delete(w.ipOwner, a)
+	delete(w.ipOwner, k)
 	if s, ok := w.subnets[n.subnetID]; ok && a.Is4() {
 		s.used--
 	}
