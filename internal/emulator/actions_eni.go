@@ -308,7 +308,7 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || pf.Masked() != pf {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a /28 inside subnet %s", ps, s.id)
 		}
-		if !w.prefixFree(s.vpcID, pf) {
+		if !w.prefixFree(s.vpcID, pf) || overlapsAny(pf, prefixes, seen) {
 			return nil, apiErr("InvalidIPAddress.InUse", "The prefix %s is already in use.", ps)
 		}
 		prefixes = append(prefixes, pf)
@@ -337,33 +337,41 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		interfaceType: req.interfaceType, description: req.description, mac: w.newMAC(), groups: groups,
 	}
 	w.enis[n.id] = n
-	var aerr *apiError
+	// Explicit addresses and prefixes are claimed first, so that nothing
+	// allocated automatically lands on them.
 	if req.primaryIP != "" {
 		n.primaryIP = netip.MustParseAddr(req.primaryIP)
-	} else if n.primaryIP, aerr = w.allocateIP(s); aerr != nil {
-		w.deleteENI(n)
-		return nil, aerr
+		w.claim(n, n.primaryIP)
 	}
-	w.claim(n, n.primaryIP)
 	for _, ip := range req.secondaryIPs {
 		a := netip.MustParseAddr(ip)
 		n.secondaryIPs = append(n.secondaryIPs, a)
 		w.claim(n, a)
 	}
-	if aerr = w.addSecondary(n, req.secondaryCount); aerr == nil {
-		aerr = w.addPrefixes(n, prefixes, req.prefixCount)
+	for _, pf := range prefixes {
+		w.claimPrefix(n, pf)
+	}
+	for _, a := range ipv6 {
+		n.ipv6 = append(n.ipv6, a)
+		w.claim(n, a)
+	}
+	var aerr *apiError
+	if req.primaryIP == "" {
+		if n.primaryIP, aerr = w.allocateIP(s); aerr == nil {
+			w.claim(n, n.primaryIP)
+		}
 	}
 	if aerr == nil {
-		for _, a := range ipv6 {
+		aerr = w.addSecondary(n, req.secondaryCount)
+	}
+	if aerr == nil {
+		aerr = w.addPrefixes(n, req.prefixCount)
+	}
+	for i := 0; i < req.ipv6Count && aerr == nil; i++ {
+		var a netip.Addr
+		if a, aerr = w.allocateIPv6(s); aerr == nil {
 			n.ipv6 = append(n.ipv6, a)
 			w.claim(n, a)
-		}
-		for i := 0; i < req.ipv6Count && aerr == nil; i++ {
-			var a netip.Addr
-			if a, aerr = w.allocateIPv6(s); aerr == nil {
-				n.ipv6 = append(n.ipv6, a)
-				w.claim(n, a)
-			}
 		}
 	}
 	if aerr != nil {
@@ -371,6 +379,22 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		return nil, aerr
 	}
 	return n, nil
+}
+
+// overlapsAny reports whether pf overlaps one of the prefixes or contains
+// one of the addresses.
+func overlapsAny(pf netip.Prefix, prefixes []netip.Prefix, addrs map[netip.Addr]bool) bool {
+	for _, q := range prefixes {
+		if pf.Overlaps(q) {
+			return true
+		}
+	}
+	for a := range addrs {
+		if pf.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *world) addSecondary(n *eni, count int) *apiError {
@@ -386,22 +410,27 @@ func (w *world) addSecondary(n *eni, count int) *apiError {
 	return nil
 }
 
-func (w *world) addPrefixes(n *eni, explicit []netip.Prefix, count int) *apiError {
+// addPrefixes allocates count free /28 prefixes of the ENI's subnet, each
+// claimed before the next is looked for.
+func (w *world) addPrefixes(n *eni, count int) *apiError {
 	s := w.subnets[n.subnetID]
 	for i := 0; i < count; i++ {
 		pf, err := w.allocatePrefix(s)
 		if err != nil {
 			return err
 		}
-		explicit = append(explicit, pf)
-	}
-	for _, pf := range explicit {
-		n.prefixes = append(n.prefixes, pf)
-		for _, a := range prefixAddrs(pf) {
-			w.claim(n, a)
-		}
+		w.claimPrefix(n, pf)
 	}
 	return nil
+}
+
+// claimPrefix records that n holds a delegated prefix; its addresses must
+// be free.
+func (w *world) claimPrefix(n *eni, pf netip.Prefix) {
+	n.prefixes = append(n.prefixes, pf)
+	for _, a := range prefixAddrs(pf) {
+		w.claim(n, a)
+	}
 }
 
 // defaultGroup returns the VPC's "default" security group, creating it as
@@ -611,7 +640,8 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 	var prefixes []netip.Prefix
 	for _, ps := range p.list("Ipv4Prefix") {
 		pf, perr := netip.ParsePrefix(ps)
-		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(n.vpcID, pf) {
+		if perr != nil || pf.Bits() != 28 || pf.Masked() != pf || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(n.vpcID, pf) ||
+			overlapsAny(pf, prefixes, nil) {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a free /28 inside subnet %s", ps, s.id)
 		}
 		prefixes = append(prefixes, pf)
@@ -631,7 +661,10 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 		return nil, err
 	}
 	prefixBefore := len(n.prefixes)
-	if err := w.addPrefixes(n, prefixes, prefixCount); err != nil {
+	for _, pf := range prefixes {
+		w.claimPrefix(n, pf)
+	}
+	if err := w.addPrefixes(n, prefixCount); err != nil {
 		return nil, err
 	}
 	resp := &assignPrivateIPAddressesResponse{NetworkInterfaceID: n.id}

@@ -62,3 +62,102 @@ func TestAddressesArePerVPC(t *testing.T) {
 		t.Errorf("used addresses %d and %d, want 1 and 4", s[0].used, s[1].used)
 	}
 }
+
+// Every prefix of a request is claimed before the next is allocated, in
+// CreateNetworkInterface, AssignPrivateIpAddresses and a world load alike;
+// explicit prefixes are claimed before anything is allocated automatically.
+func TestPrefixesOfOneRequestAreDistinct(t *testing.T) {
+	w, s := testWorld(t, "10.0.0.0/24")
+	distinct := func(what string, n *eni, want int) {
+		t.Helper()
+		if len(n.prefixes) != want {
+			t.Fatalf("%s: prefixes %v, want %d", what, n.prefixes, want)
+		}
+		for i, p := range n.prefixes {
+			for _, q := range n.prefixes[i+1:] {
+				if p.Overlaps(q) {
+					t.Errorf("%s: prefixes %v overlap", what, n.prefixes)
+				}
+			}
+			for _, a := range append([]netip.Addr{n.primaryIP}, n.secondaryIPs...) {
+				if p.Contains(a) {
+					t.Errorf("%s: prefix %s contains the ENI's address %s", what, p, a)
+				}
+			}
+			for _, a := range prefixAddrs(p) {
+				if o, _ := w.owner(n.vpcID, a); o != n {
+					t.Errorf("%s: %s of prefix %s is held by %v", what, a, p, o)
+				}
+			}
+		}
+	}
+
+	n, err := w.createENI(eniRequest{subnetID: s[0].id, prefixCount: 3}, testEnv())
+	if err != nil {
+		t.Fatalf("createENI with 3 prefixes: %v", err)
+	}
+	distinct("create", n, 3)
+
+	p := params{"NetworkInterfaceId": {n.id}, "Ipv4PrefixCount": {"2"}}
+	resp, aerr := assignPrivateIPAddresses(w, p, testEnv())
+	if aerr != nil {
+		t.Fatalf("assign 2 prefixes: %v", aerr)
+	}
+	if got := resp.(*assignPrivateIPAddressesResponse).AssignedPrefixes; len(got) != 2 || got[0] == got[1] {
+		t.Errorf("assigned prefixes %v, want 2 distinct", got)
+	}
+	distinct("assign", n, 5)
+
+	// In a fresh subnet, take .4 to .15: the next automatic address is
+	// .16. Asking for 10.2.0.16/28 explicitly with an automatic primary
+	// address must not put the primary inside the prefix.
+	w, s = testWorld(t, "10.2.0.0/24")
+	if _, err := w.createENI(eniRequest{subnetID: s[0].id, secondaryCount: 11}, testEnv()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := w.createENI(eniRequest{subnetID: s[0].id, prefixes: []string{"10.2.0.16/28"}, prefixCount: 1}, testEnv())
+	if err != nil {
+		t.Fatalf("createENI with 10.2.0.16/28 and 1 more prefix: %v", err)
+	}
+	distinct("explicit and automatic", m, 2)
+	if m.prefixes[0] != netip.MustParsePrefix("10.2.0.16/28") {
+		t.Errorf("prefixes %v, want 10.2.0.16/28 first", m.prefixes)
+	}
+	if _, err := w.createENI(eniRequest{subnetID: s[0].id, prefixes: []string{"10.2.0.16/28"}}, testEnv()); err == nil {
+		t.Errorf("a prefix already delegated was delegated again")
+	}
+	if _, err := w.createENI(eniRequest{subnetID: s[0].id, prefixes: []string{"10.2.0.96/28", "10.2.0.96/28"}}, testEnv()); err == nil {
+		t.Errorf("one prefix given twice in a request was accepted")
+	}
+	if _, err := w.createENI(eniRequest{subnetID: s[0].id, primaryIP: "10.2.0.100", prefixes: []string{"10.2.0.96/28"}}, testEnv()); err == nil {
+		t.Errorf("a prefix containing the request's own primary address was accepted")
+	}
+	if want := 256 - 5 - 12 - 1 - 32; w.freeAddresses(s[0]) != want {
+		t.Errorf("free addresses %d, want %d (refused requests must leave nothing behind)", w.freeAddresses(s[0]), want)
+	}
+}
+
+func TestLoadPrefixesAreDistinct(t *testing.T) {
+	e := New(Options{})
+	res, err := e.Load(World{
+		VPCs:              []VPCSpec{{Name: "v", CIDR: "10.1.0.0/24"}},
+		Subnets:           []SubnetSpec{{Name: "s", VPC: "v", CIDR: "10.1.0.0/24", AvailabilityZone: "us-east-1a"}},
+		NetworkInterfaces: []NetworkInterfaceSpec{{Subnet: "s", IPv4PrefixCount: 2, Count: 2}},
+	})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	seen := map[netip.Prefix]string{}
+	for _, l := range res.NetworkInterfaces {
+		n := e.world.enis[l.ID]
+		if len(n.prefixes) != 2 {
+			t.Fatalf("%s has prefixes %v, want 2", n.id, n.prefixes)
+		}
+		for _, p := range n.prefixes {
+			if other, dup := seen[p]; dup {
+				t.Errorf("prefix %s is on %s and %s", p, other, n.id)
+			}
+			seen[p] = n.id
+		}
+	}
+}
