@@ -607,6 +607,13 @@ func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *
 	return &returnResponse{Return: true}, nil
 }
 
+// assignPrivateIPAddresses adds secondary addresses and delegated
+// prefixes to an ENI. An explicit address held by another ENI of the VPC
+// as a secondary address moves to this ENI with AllowReassignment and is
+// refused as in use without it; primary addresses and addresses inside a
+// delegated prefix never move. An address the ENI already holds as a
+// secondary address is assigned already: it is reported, not added twice.
+// The call changes nothing unless it succeeds.
 func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiError) {
 	id, err := p.required("NetworkInterfaceId")
 	if err != nil {
@@ -625,56 +632,129 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 	if err != nil {
 		return nil, err
 	}
-	explicit := p.list("PrivateIpAddress")
-	var addrs []netip.Addr
-	for _, ip := range explicit {
+	if count < 0 || prefixCount < 0 {
+		return nil, apiErr("InvalidParameterValue", "SecondaryPrivateIpAddressCount and Ipv4PrefixCount must not be negative.")
+	}
+	allow := p.bool("AllowReassignment")
+	type move struct {
+		addr netip.Addr
+		from *eni // nil when the address is free
+	}
+	var (
+		adds    []move       // addresses new to the ENI
+		held    []netip.Addr // secondary addresses it holds already
+		fresh   int          // adds that take a free address of the subnet
+		seen    = map[netip.Addr]bool{}
+		inUseAt = func(a netip.Addr) *apiError {
+			return apiErr("InvalidIPAddress.InUse", "The specified address %s is already in use.", a)
+		}
+	)
+	for _, ip := range p.list("PrivateIpAddress") {
 		a, perr := netip.ParseAddr(ip)
-		if perr != nil || !s.cidr.Contains(a) {
+		if perr != nil || !a.Is4() || !s.cidr.Contains(a) {
 			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's address range", ip)
 		}
-		if owner, used := w.owner(n.vpcID, a); used && (owner != n || !p.bool("AllowReassignment")) {
-			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is already in use.", ip)
+		if seen[a] {
+			continue
 		}
-		addrs = append(addrs, a)
+		seen[a] = true
+		owner, used := w.owner(n.vpcID, a)
+		switch {
+		case !used:
+			adds = append(adds, move{addr: a})
+			fresh++
+		case owner == n && a == n.primaryIP:
+			return nil, apiErr("InvalidParameterValue", "Address %s is the primary private IP address of %s.", a, n.id)
+		case owner == n && containsAddr(n.secondaryIPs, a):
+			held = append(held, a)
+		case owner == n:
+			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is part of a prefix delegated to %s.", a, n.id)
+		case !allow:
+			return nil, inUseAt(a)
+		case a == owner.primaryIP:
+			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is the primary private IP address of %s and cannot be reassigned.", a, owner.id)
+		case !containsAddr(owner.secondaryIPs, a):
+			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is part of a prefix delegated to %s and cannot be reassigned.", a, owner.id)
+		default:
+			adds = append(adds, move{addr: a, from: owner})
+		}
 	}
 	var prefixes []netip.Prefix
 	for _, ps := range p.list("Ipv4Prefix") {
 		pf, perr := netip.ParsePrefix(ps)
 		if perr != nil || pf.Bits() != 28 || pf.Masked() != pf || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(n.vpcID, pf) ||
-			overlapsAny(pf, prefixes, nil) {
+			overlapsAny(pf, prefixes, seen) {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a free /28 inside subnet %s", ps, s.id)
 		}
 		prefixes = append(prefixes, pf)
 	}
-	if count == 0 && len(addrs) == 0 && prefixCount == 0 && len(prefixes) == 0 {
+	if count == 0 && len(seen) == 0 && prefixCount == 0 && len(prefixes) == 0 {
 		return nil, apiErr("MissingParameter", "Specify private IP addresses, a count, or prefixes to assign.")
 	}
-	if limit := w.ipLimit(n); limit > 0 && 1+len(n.secondaryIPs)+count+len(addrs) > limit {
+	if limit := w.ipLimit(n); limit > 0 && 1+len(n.secondaryIPs)+count+len(adds) > limit {
 		return nil, apiErr("PrivateIpAddressLimitExceeded", "Number of private addresses will exceed limit.")
 	}
-	before := len(n.secondaryIPs)
-	for _, a := range addrs {
-		n.secondaryIPs = append(n.secondaryIPs, a)
-		w.claim(n, a)
+	if w.freeAddresses(s) < fresh+count+16*(prefixCount+len(prefixes)) {
+		return nil, apiErr("InsufficientFreeAddressesInSubnet",
+			"The specified subnet %s does not have enough free addresses to satisfy the request.", s.id)
 	}
-	if err := w.addSecondary(n, count); err != nil {
-		return nil, err
+
+	before, prefixBefore := len(n.secondaryIPs), len(n.prefixes)
+	for _, m := range adds {
+		if m.from != nil {
+			w.release(m.from, m.addr)
+			m.from.secondaryIPs = removeAddr(m.from.secondaryIPs, m.addr)
+		}
+		n.secondaryIPs = append(n.secondaryIPs, m.addr)
+		w.claim(n, m.addr)
 	}
-	prefixBefore := len(n.prefixes)
 	for _, pf := range prefixes {
 		w.claimPrefix(n, pf)
 	}
-	if err := w.addPrefixes(n, prefixCount); err != nil {
+	err = w.addSecondary(n, count)
+	if err == nil {
+		err = w.addPrefixes(n, prefixCount)
+	}
+	if err != nil {
+		// Put everything back as it was (a /28 can be missing even when
+		// enough single addresses are free).
+		for _, a := range n.secondaryIPs[before:] {
+			w.release(n, a)
+		}
+		n.secondaryIPs = n.secondaryIPs[:before]
+		for _, pf := range n.prefixes[prefixBefore:] {
+			for _, a := range prefixAddrs(pf) {
+				w.release(n, a)
+			}
+		}
+		n.prefixes = n.prefixes[:prefixBefore]
+		for _, m := range adds {
+			if m.from != nil {
+				m.from.secondaryIPs = append(m.from.secondaryIPs, m.addr)
+				w.claim(m.from, m.addr)
+			}
+		}
 		return nil, err
 	}
 	resp := &assignPrivateIPAddressesResponse{NetworkInterfaceID: n.id}
-	for _, a := range n.secondaryIPs[before:] {
+	for _, a := range append(held, n.secondaryIPs[before:]...) {
 		resp.Assigned = append(resp.Assigned, xPrivateIP{PrivateIPAddress: a.String()})
 	}
 	for _, pf := range n.prefixes[prefixBefore:] {
 		resp.AssignedPrefixes = append(resp.AssignedPrefixes, xIPv4Prefix{IPv4Prefix: pf.String()})
 	}
 	return resp, nil
+}
+
+// removeAddr returns list without a, keeping the order.
+func removeAddr(list []netip.Addr, a netip.Addr) []netip.Addr {
+	out := list[:0]
+	for _, x := range list {
+		if x != a {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // ipLimit is the per-interface IPv4 limit of the instance type the ENI is

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -159,5 +160,108 @@ func TestLoadPrefixesAreDistinct(t *testing.T) {
 			}
 			seen[p] = n.id
 		}
+	}
+}
+
+// AllowReassignment moves another ENI's secondary address; without it the
+// address is in use. Primary addresses and delegated prefixes never move,
+// and an address the ENI holds already is not added twice.
+func TestAssignPrivateIPAddressesReassignment(t *testing.T) {
+	w, s := testWorld(t, "10.0.0.0/24")
+	from, err := w.createENI(eniRequest{subnetID: s[0].id, secondaryIPs: []string{"10.0.0.50"}, prefixes: []string{"10.0.0.64/28"}}, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := w.createENI(eniRequest{subnetID: s[0].id, secondaryIPs: []string{"10.0.0.60"}}, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := s[0].used
+	assign := func(allow bool, ips ...string) ([]xPrivateIP, *apiError) {
+		p := params{"NetworkInterfaceId": {to.id}, "AllowReassignment": {strconv.FormatBool(allow)}}
+		for i, ip := range ips {
+			p["PrivateIpAddress."+strconv.Itoa(i+1)] = []string{ip}
+		}
+		resp, err := assignPrivateIPAddresses(w, p, testEnv())
+		if err != nil {
+			return nil, err
+		}
+		return resp.(*assignPrivateIPAddressesResponse).Assigned, nil
+	}
+	wantCode := func(what, code string, err *apiError) {
+		t.Helper()
+		if err == nil || err.Code != code {
+			t.Errorf("%s: %v, want %s", what, err, code)
+		}
+	}
+
+	_, err = assign(false, "10.0.0.50")
+	wantCode("another ENI's secondary without AllowReassignment", "InvalidIPAddress.InUse", err)
+	_, err = assign(true, from.primaryIP.String())
+	wantCode("another ENI's primary", "InvalidIPAddress.InUse", err)
+	_, err = assign(true, "10.0.0.70")
+	wantCode("inside another ENI's prefix", "InvalidIPAddress.InUse", err)
+	_, err = assign(true, to.primaryIP.String())
+	wantCode("its own primary", "InvalidParameterValue", err)
+	// A refused call changes nothing, even when part of it was fine.
+	_, err = assign(true, "10.0.0.50", from.primaryIP.String())
+	wantCode("a movable and an unmovable address", "InvalidIPAddress.InUse", err)
+	if !containsAddr(from.secondaryIPs, netip.MustParseAddr("10.0.0.50")) || len(to.secondaryIPs) != 1 {
+		t.Fatalf("after refused calls: from holds %v, to holds %v", from.secondaryIPs, to.secondaryIPs)
+	}
+
+	got, err := assign(true, "10.0.0.50", "10.0.0.60", "10.0.0.50")
+	if err != nil {
+		t.Fatalf("moving 10.0.0.50 with AllowReassignment: %v", err)
+	}
+	if len(got) != 2 {
+		t.Errorf("assigned %v, want 10.0.0.60 (held already) and 10.0.0.50", got)
+	}
+	if len(from.secondaryIPs) != 0 {
+		t.Errorf("the source still holds %v", from.secondaryIPs)
+	}
+	want := []netip.Addr{netip.MustParseAddr("10.0.0.60"), netip.MustParseAddr("10.0.0.50")}
+	if len(to.secondaryIPs) != 2 || to.secondaryIPs[0] != want[0] || to.secondaryIPs[1] != want[1] {
+		t.Errorf("the target holds %v, want %v", to.secondaryIPs, want)
+	}
+	if o, _ := w.owner(to.vpcID, want[1]); o != to {
+		t.Errorf("10.0.0.50 is owned by %v, want %s", o, to.id)
+	}
+	if s[0].used != used {
+		t.Errorf("moving an address changed the subnet's used count from %d to %d", used, s[0].used)
+	}
+	if _, err := assign(false, "10.0.0.50"); err != nil {
+		t.Errorf("assigning an address the ENI holds already: %v", err)
+	}
+	if len(to.secondaryIPs) != 2 {
+		t.Errorf("assigning a held address again gave %v", to.secondaryIPs)
+	}
+}
+
+// An assignment that fails part-way (no /28 left although single
+// addresses are) leaves the ENIs as they were.
+func TestAssignPrivateIPAddressesRollsBack(t *testing.T) {
+	// A /27 has 27 usable addresses, but neither of its /28s fits between
+	// the reserved ones.
+	w, s := testWorld(t, "10.0.0.0/27")
+	from, err := w.createENI(eniRequest{subnetID: s[0].id, secondaryIPs: []string{"10.0.0.20"}}, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := w.createENI(eniRequest{subnetID: s[0].id}, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := s[0].used
+	p := params{"NetworkInterfaceId": {to.id}, "AllowReassignment": {"true"}, "PrivateIpAddress.1": {"10.0.0.20"},
+		"SecondaryPrivateIpAddressCount": {"2"}, "Ipv4PrefixCount": {"1"}}
+	if _, err := assignPrivateIPAddresses(w, p, testEnv()); err == nil || err.Code != "InsufficientCidrBlocks" {
+		t.Fatalf("assign with no /28 free: %v, want InsufficientCidrBlocks", err)
+	}
+	if len(from.secondaryIPs) != 1 || len(to.secondaryIPs) != 0 || len(to.prefixes) != 0 || s[0].used != used {
+		t.Errorf("after the failed call: from %v, to %v %v, used %d (was %d)", from.secondaryIPs, to.secondaryIPs, to.prefixes, s[0].used, used)
+	}
+	if o, _ := w.owner(from.vpcID, netip.MustParseAddr("10.0.0.20")); o != from {
+		t.Errorf("10.0.0.20 is owned by %v after the failed call, want %s", o, from.id)
 	}
 }

@@ -324,17 +324,36 @@ func TestAssignPrivateIPAddressesAllowReassignment(t *testing.T) {
 		return err
 	}
 	requireAPIError(t, assign(false), "InvalidIPAddress.InUse", http.StatusBadRequest)
-	err := assign(true)
-	if errorCode(err) == "InvalidIPAddress.InUse" {
-		knownGap(t, w.tg, "AssignPrivateIpAddresses with AllowReassignment=true refuses %v held by another ENI (InvalidIPAddress.InUse); "+
-			"the emulator only lets an ENI re-assign addresses it already holds", moving)
-	}
-	noErr(t, err, "AssignPrivateIpAddresses %v with AllowReassignment", moving)
+	noErr(t, assign(true), "AssignPrivateIpAddresses %v with AllowReassignment", moving)
 	if _, sec := ipsOf(w.eni(aws.ToString(to.NetworkInterfaceId))); !slices.Equal(sec, moving) {
 		t.Errorf("the target ENI holds secondary IPs %v, want %v", sec, moving)
 	}
 	if _, sec := ipsOf(w.eni(aws.ToString(from.NetworkInterfaceId))); len(sec) != 0 {
 		t.Errorf("the source ENI still holds %v", sec)
+	}
+
+	// Assigning what the ENI holds already, its primary address included,
+	// may succeed or fail, but never lists an address twice.
+	toPrimary := aws.ToString(to.PrivateIpAddress)
+	for _, allow := range []bool{false, true} {
+		_, _ = w.ec2.AssignPrivateIpAddresses(t.Context(), &ec2.AssignPrivateIpAddressesInput{NetworkInterfaceId: to.NetworkInterfaceId,
+			PrivateIpAddresses: moving, AllowReassignment: aws.Bool(allow)})
+		_, _ = w.ec2.AssignPrivateIpAddresses(t.Context(), &ec2.AssignPrivateIpAddressesInput{NetworkInterfaceId: to.NetworkInterfaceId,
+			PrivateIpAddresses: []string{toPrimary}, AllowReassignment: aws.Bool(allow)})
+	}
+	primary, sec := ipsOf(w.eni(aws.ToString(to.NetworkInterfaceId)))
+	if primary != toPrimary || !slices.Equal(sec, moving) {
+		t.Errorf("after assigning its own addresses again the ENI holds primary %s and secondary %v, want %s and %v", primary, sec, toPrimary, moving)
+	}
+
+	// A primary address never moves, AllowReassignment or not.
+	_, err := w.ec2.AssignPrivateIpAddresses(t.Context(), &ec2.AssignPrivateIpAddressesInput{NetworkInterfaceId: from.NetworkInterfaceId,
+		PrivateIpAddresses: []string{toPrimary}, AllowReassignment: aws.Bool(true)})
+	if err == nil {
+		t.Errorf("AllowReassignment moved %s, the primary address of %s", toPrimary, aws.ToString(to.NetworkInterfaceId))
+	}
+	if p, _ := ipsOf(w.eni(aws.ToString(to.NetworkInterfaceId))); p != toPrimary {
+		t.Errorf("the primary address of %s is %s, want %s", aws.ToString(to.NetworkInterfaceId), p, toPrimary)
 	}
 }
 
