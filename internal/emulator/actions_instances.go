@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 type describeInstancesResponse struct {
@@ -114,8 +115,30 @@ type instanceRequest struct {
 	groups       []string
 	privateIP    string
 	clientToken  string
+	minCount     int
+	maxCount     int
 	tags         map[string]string
 	eniTags      map[string]string
+}
+
+// fingerprint identifies the parameters of a RunInstances call for
+// ClientToken idempotency: the same token with other parameters is a
+// mismatch.
+func (r instanceRequest) fingerprint() string {
+	groups := append([]string(nil), r.groups...)
+	sort.Strings(groups)
+	return strings.Join([]string{r.imageID, r.instanceType, r.subnetID, strings.Join(groups, ","), r.privateIP,
+		strconv.Itoa(r.minCount), strconv.Itoa(r.maxCount), tagString(r.tags), tagString(r.eniTags)}, "|")
+}
+
+// tagString is a canonical form of a tag set.
+func tagString(tags map[string]string) string {
+	kv := make([]string, 0, len(tags))
+	for k, v := range tags {
+		kv = append(kv, strconv.Quote(k)+"="+strconv.Quote(v))
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
 }
 
 func runInstances(w *world, p params, env callEnv) (response, *apiError) {
@@ -150,6 +173,7 @@ func runInstances(w *world, p params, env callEnv) (response, *apiError) {
 	if minCount < 1 || maxCount < minCount {
 		return nil, apiErr("InvalidParameterValue", "MinCount must be >= 1 and MaxCount >= MinCount")
 	}
+	req.minCount, req.maxCount = minCount, maxCount
 	if req.privateIP != "" && maxCount > 1 {
 		return nil, apiErr("InvalidParameterCombination", "PrivateIpAddress can only be used when launching one instance")
 	}
@@ -176,6 +200,9 @@ func runInstances(w *world, p params, env callEnv) (response, *apiError) {
 		return nil, err
 	}
 	if req.clientToken != "" {
+		if len(req.clientToken) > 64 {
+			return nil, apiErr("InvalidParameterValue", "ClientToken must be at most 64 characters")
+		}
 		var prior []*instance
 		for _, i := range w.instances {
 			if i.clientToken == req.clientToken {
@@ -184,6 +211,10 @@ func runInstances(w *world, p params, env callEnv) (response, *apiError) {
 		}
 		if len(prior) > 0 {
 			sort.Slice(prior, func(a, b int) bool { return prior[a].seq < prior[b].seq })
+			if prior[0].fingerprint != req.fingerprint() {
+				return nil, apiErr("IdempotentParameterMismatch",
+					"The client token you have provided is associated with a resource that was created with different parameters.")
+			}
 			resp := &runInstancesResponse{ReservationID: "r-" + prior[0].id[len("i-"):], OwnerID: w.accountID}
 			for _, i := range prior {
 				resp.Instances = append(resp.Instances, w.xInstance(i))
@@ -219,7 +250,7 @@ func (w *world) launch(req instanceRequest, env callEnv) (*instance, *apiError) 
 	inst := &instance{
 		resource: w.newResource(w.newID("i"), req.tags), instanceType: req.instanceType, subnetID: s.id,
 		vpcID: s.vpcID, az: s.az, groups: primary.groups, state: "running", launchTime: env.now,
-		primaryENI: primary.id, imageID: req.imageID, clientToken: req.clientToken,
+		primaryENI: primary.id, imageID: req.imageID, clientToken: req.clientToken, fingerprint: req.fingerprint(),
 	}
 	w.instances[inst.id] = inst
 	a := &attachment{id: w.newID("eni-attach"), instanceID: inst.id, deviceIndex: 0, status: "attached",

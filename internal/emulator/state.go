@@ -97,6 +97,9 @@ type instance struct {
 	primaryENI   string
 	imageID      string
 	clientToken  string
+	// fingerprint is the parameters of the RunInstances call that made
+	// the instance, for ClientToken idempotency.
+	fingerprint string
 }
 
 type attachment struct {

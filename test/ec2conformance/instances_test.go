@@ -125,8 +125,8 @@ func TestRunInstancesClientToken(t *testing.T) {
 
 	t.Run("same token, other parameters", func(t *testing.T) {
 		c, err := run(largeType)
-		if err == nil && c == a {
-			knownGap(t, w.tg, "RunInstances with a used ClientToken and another InstanceType returns the first instance %s instead of IdempotentParameterMismatch", a)
+		if err == nil {
+			t.Fatalf("RunInstances with a used ClientToken and another InstanceType returned %s (the first launch was %s), want IdempotentParameterMismatch", c, a)
 		}
 		requireAPIError(t, err, "IdempotentParameterMismatch", http.StatusBadRequest)
 	})
