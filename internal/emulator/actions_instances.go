@@ -199,6 +199,9 @@ func runInstances(w *world, p params, env callEnv) (response, *apiError) {
 	if err := validateTags(nil, req.tags); err != nil {
 		return nil, err
 	}
+	if err := validateTags(nil, req.eniTags); err != nil {
+		return nil, err
+	}
 	if req.clientToken != "" {
 		if len(req.clientToken) > 64 {
 			return nil, apiErr("InvalidParameterValue", "ClientToken must be at most 64 characters")
