@@ -590,6 +590,9 @@ func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *
 	case len(p.list("SecurityGroupId")) > 0:
 		groups := p.list("SecurityGroupId")
 		for _, g := range groups {
+			if err := checkID("sg", g); err != nil {
+				return nil, err
+			}
 			sg, ok := w.groups[g]
 			if !ok {
 				return nil, notFound("sg", g)

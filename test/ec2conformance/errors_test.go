@@ -84,11 +84,7 @@ func TestMalformedIDs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.call()
-			if c.code == "InvalidGroupId.Malformed" && errorCode(err) == "InvalidGroup.NotFound" {
-				knownGap(t, w.tg, "%s answers InvalidGroup.NotFound for a malformed group ID (CreateNetworkInterface says InvalidGroupId.Malformed)", c.name)
-			}
-			requireAPIError(t, err, c.code, http.StatusBadRequest)
+			requireAPIError(t, c.call(), c.code, http.StatusBadRequest)
 		})
 	}
 }
