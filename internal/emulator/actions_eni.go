@@ -48,8 +48,16 @@ func (w *world) eniFields(n *eni) fieldFunc {
 				out = append(out, a.String())
 			}
 			return out, true
+		case "addresses.primary":
+			out := []string{"true"}
+			for range n.secondaryIPs {
+				out = append(out, "false")
+			}
+			return out, true
 		case "private-ip-address":
 			return []string{n.primaryIP.String()}, true
+		case "private-dns-name":
+			return []string{w.dnsName(n.primaryIP)}, true
 		case "ipv6-addresses.ipv6-address", "ipv6-address":
 			out := make([]string, len(n.ipv6))
 			for i, a := range n.ipv6 {
@@ -64,6 +72,10 @@ func (w *world) eniFields(n *eni) fieldFunc {
 			return []string{n.vpcID}, true
 		case "availability-zone":
 			return []string{n.az}, true
+		case "availability-zone-id":
+			return []string{azID(n.az)}, true
+		case "source-dest-check":
+			return []string{strconv.FormatBool(n.sourceDestCheck)}, true
 		case "status":
 			return []string{n.status()}, true
 		case "interface-type":
@@ -84,7 +96,7 @@ func (w *world) eniFields(n *eni) fieldFunc {
 				}
 			}
 			return out, true
-		case "attachment.instance-id", "attachment.device-index", "attachment.status",
+		case "attachment.instance-id", "attachment.instance-owner-id", "attachment.device-index", "attachment.status",
 			"attachment.attachment-id", "attachment.delete-on-termination":
 			a := n.attachment
 			if a == nil {
@@ -93,6 +105,8 @@ func (w *world) eniFields(n *eni) fieldFunc {
 			switch name {
 			case "attachment.instance-id":
 				return []string{a.instanceID}, true
+			case "attachment.instance-owner-id":
+				return []string{w.accountID}, true
 			case "attachment.device-index":
 				return []string{strconv.Itoa(a.deviceIndex)}, true
 			case "attachment.status":
@@ -335,6 +349,7 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 	n := &eni{
 		resource: w.newResource(w.newID("eni"), req.tags), subnetID: s.id, vpcID: s.vpcID, az: s.az,
 		interfaceType: req.interfaceType, description: req.description, mac: w.newMAC(), groups: groups,
+		sourceDestCheck: true,
 	}
 	w.enis[n.id] = n
 	// Explicit addresses and prefixes are claimed first, so that nothing
@@ -603,7 +618,11 @@ func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *
 		}
 		n.groups = groups
 	case p.has("SourceDestCheck.Value"):
-		// Accepted and not modelled: nothing in the product reads it.
+		v := p.get("SourceDestCheck.Value")
+		if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+			return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter sourceDestCheck is invalid.", v)
+		}
+		n.sourceDestCheck = p.bool("SourceDestCheck.Value")
 	default:
 		return nil, apiErr("MissingParameter", "You must specify an attribute to modify.")
 	}

@@ -128,6 +128,7 @@ type eni struct {
 	prefixes         []netip.Prefix
 	attachment       *attachment
 	requesterManaged bool
+	sourceDestCheck  bool
 }
 
 func (n *eni) status() string {

@@ -62,6 +62,7 @@ type xNetworkInterface struct {
 	SubnetID           string        `xml:"subnetId"`
 	VpcID              string        `xml:"vpcId"`
 	AvailabilityZone   string        `xml:"availabilityZone"`
+	AvailabilityZoneID string        `xml:"availabilityZoneId"`
 	Description        string        `xml:"description"`
 	OwnerID            string        `xml:"ownerId"`
 	RequesterManaged   bool          `xml:"requesterManaged"`
@@ -272,9 +273,9 @@ func xPrefixes(n *eni) []xIPv4Prefix {
 func (w *world) xENI(n *eni) xNetworkInterface {
 	return xNetworkInterface{
 		NetworkInterfaceID: n.id, SubnetID: n.subnetID, VpcID: n.vpcID, AvailabilityZone: n.az,
-		Description: n.description, OwnerID: w.accountID, RequesterManaged: n.requesterManaged,
+		AvailabilityZoneID: azID(n.az), Description: n.description, OwnerID: w.accountID, RequesterManaged: n.requesterManaged,
 		Status: n.status(), MacAddress: n.mac, PrivateIPAddress: n.primaryIP.String(),
-		PrivateDNSName: w.dnsName(n.primaryIP), SourceDestCheck: true, InterfaceType: n.interfaceType,
+		PrivateDNSName: w.dnsName(n.primaryIP), SourceDestCheck: n.sourceDestCheck, InterfaceType: n.interfaceType,
 		Groups: w.xGroups(n.groups), Attachment: w.xAttachment(n.attachment), Tags: xTags(n.tags),
 		PrivateIPs: w.xPrivateIPs(n), IPv6Addresses: xIPv6s(n), IPv4Prefixes: xPrefixes(n),
 	}

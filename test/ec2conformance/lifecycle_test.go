@@ -406,6 +406,17 @@ func TestModifyNetworkInterfaceAttribute(t *testing.T) {
 	}
 	requireAPIError(t, modify(&ec2.ModifyNetworkInterfaceAttributeInput{Groups: []string{"sg-0123456789abcdef0"}}), "InvalidGroup.NotFound", http.StatusBadRequest)
 
+	if !aws.ToBool(w.eni(id).SourceDestCheck) {
+		t.Errorf("a new ENI has SourceDestCheck false, want true")
+	}
+	noErr(t, modify(&ec2.ModifyNetworkInterfaceAttributeInput{SourceDestCheck: &types.AttributeBooleanValue{Value: aws.Bool(false)}}), "source/dest check")
+	if aws.ToBool(w.eni(id).SourceDestCheck) {
+		t.Errorf("SourceDestCheck is still true after the change")
+	}
+	if ids, _ := w.eniIDs(filter("source-dest-check", "false")); !slices.Equal(ids, []string{id}) {
+		t.Errorf("source-dest-check=false matched %v, want [%s]", ids, id)
+	}
+
 	attachment := w.attach(id, w.instances[0], 1)
 	if got := w.eni(id).Attachment; got == nil || aws.ToBool(got.DeleteOnTermination) {
 		t.Fatalf("an ENI attached with AttachNetworkInterface has DeleteOnTermination %v, want false", got)
