@@ -352,7 +352,9 @@ func (c *AdminClient) Calls(ctx context.Context) ([]Call, error) {
 	return out, c.do(ctx, http.MethodGet, "calls", nil, &out)
 }
 
-// Configure changes throttling, latency, faults and permissions.
+// Configure changes throttling, latency, faults and permissions. As with
+// Emulator.Configure, nil fields leave the current value alone and an
+// empty Faults, Buckets or Denied clears that set.
 func (c *AdminClient) Configure(ctx context.Context, cfg Config) error {
 	return c.do(ctx, http.MethodPost, "config", cfg, nil)
 }

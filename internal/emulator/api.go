@@ -27,20 +27,22 @@ type Options struct {
 }
 
 // Config is the runtime-adjustable part of the emulator (admin API
-// POST /_emulator/config). Nil or zero fields leave the current value alone,
-// except Faults, Buckets and Denied which replace the current set when non-nil.
+// POST /_emulator/config). Nil fields leave the current value alone.
+// Faults, Buckets and Denied replace the current set when non-nil, so an
+// empty (non-nil) map or list clears it. In JSON, an absent or null field
+// is nil and {} or [] is empty; AdminClient.Configure sends nil as null.
 type Config struct {
 	Throttling  *bool     `json:"throttling,omitempty"`
 	Latency     *Duration `json:"latency,omitempty"`
 	FaultRate   *float64  `json:"faultRate,omitempty"`
 	DetachDelay *Duration `json:"detachDelay,omitempty"`
 	// Faults per action name; the key "*" applies to every action.
-	Faults map[string]Fault `json:"faults,omitempty"`
+	Faults map[string]Fault `json:"faults"`
 	// Buckets override AWS's default token bucket of an action.
-	Buckets map[string]Bucket `json:"buckets,omitempty"`
+	Buckets map[string]Bucket `json:"buckets"`
 	// Denied actions answer UnauthorizedOperation, as a missing IAM
 	// permission would (DryRun included).
-	Denied []string `json:"denied,omitempty"`
+	Denied []string `json:"denied"`
 }
 
 // Fault describes injected misbehaviour of one action.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -82,7 +83,8 @@ func (e *Emulator) Reset() {
 	e.ResetCounts()
 }
 
-// Configure changes throttling, latency, faults and permissions at runtime.
+// Configure changes throttling, latency, faults and permissions at runtime:
+// see Config for which fields leave the current value alone.
 func (e *Emulator) Configure(c Config) error {
 	for name, f := range c.Faults {
 		if f.ErrorRate < 0 || f.ErrorRate > 1 || f.TimeoutRate < 0 || f.TimeoutRate > 1 {
@@ -110,10 +112,10 @@ func (e *Emulator) Configure(c Config) error {
 		e.cfg.detachDelay = c.DetachDelay.Duration
 	}
 	if c.Faults != nil {
-		e.cfg.faults = c.Faults
+		e.cfg.faults = maps.Clone(c.Faults)
 	}
 	if c.Buckets != nil {
-		e.cfg.buckets = c.Buckets
+		e.cfg.buckets = maps.Clone(c.Buckets)
 		e.buckets = map[string]*rate.Limiter{}
 	}
 	if c.Denied != nil {

@@ -164,26 +164,14 @@ func isolated(t *testing.T) *target {
 }
 
 // restoreConfig puts throttling, faults, buckets and denied actions back to
-// their defaults. It posts raw JSON: AdminClient.Configure cannot express
-// an empty set (Config's omitempty drops empty maps and slices, so
-// Denied: []string{} would leave the denied list as it is).
+// their defaults (empty sets clear them).
 func restoreConfig(t *testing.T, tg *target) {
 	t.Helper()
-	body := []byte(`{"throttling":false,"faults":{},"buckets":{},"denied":[]}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.endpoint+emulator.AdminPrefix+"config", bytes.NewReader(body))
-	if err != nil {
+	c := emulator.Config{Throttling: aws.Bool(false), Faults: map[string]emulator.Fault{}, Buckets: map[string]emulator.Bucket{}, Denied: []string{}}
+	if err := requireAdmin(t, tg).Configure(ctx, c); err != nil {
 		t.Fatalf("restoring the emulator configuration: %v", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("restoring the emulator configuration: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("restoring the emulator configuration: HTTP %d", resp.StatusCode)
 	}
 }
 
