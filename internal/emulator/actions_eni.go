@@ -341,7 +341,11 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 	if (req.ipv6Count > 0 || len(ipv6) > 0) && !s.ipv6.IsValid() {
 		return nil, apiErr("InvalidParameterValue", "Subnet %s does not have an IPv6 CIDR block.", s.id)
 	}
-	if free := w.freeAddresses(s); free < req.secondaryCount+len(explicit)+1+16*(req.prefixCount+len(prefixes)) {
+	need := req.secondaryCount + len(explicit) + 16*(req.prefixCount+len(prefixes))
+	if req.primaryIP == "" {
+		need++ // the primary address is allocated too
+	}
+	if w.freeAddresses(s) < need {
 		return nil, apiErr("InsufficientFreeAddressesInSubnet",
 			"The specified subnet %s does not have enough free addresses to satisfy the request.", s.id)
 	}

@@ -265,3 +265,14 @@ func TestAssignPrivateIPAddressesRollsBack(t *testing.T) {
 		t.Errorf("10.0.0.20 is owned by %v after the failed call, want %s", o, from.id)
 	}
 }
+
+// An explicit primary address is counted once against the free addresses.
+func TestCreateENIFillsSubnetWithExplicitPrimary(t *testing.T) {
+	w, s := testWorld(t, "10.0.0.0/28") // 11 usable addresses
+	if _, err := w.createENI(eniRequest{subnetID: s[0].id, primaryIP: "10.0.0.14", secondaryCount: 10}, testEnv()); err != nil {
+		t.Fatalf("an explicit primary and 10 secondary addresses in a /28: %v", err)
+	}
+	if free := w.freeAddresses(s[0]); free != 0 {
+		t.Errorf("%d addresses left, want 0", free)
+	}
+}
