@@ -4,7 +4,7 @@
 # KUBEBUILDER_ASSETS) on stdout; progress goes to stderr.
 #
 # Why build: setup-envtest cannot download release binaries here; only the Go
-# module proxy is reachable. See docs/testing.md.
+# module proxy is reachable. See the README, "Testing".
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.37.1}"
@@ -17,11 +17,25 @@ if [[ -f "$DEST/.complete" ]]; then
   exit 0
 fi
 
+# Concurrent runs (test packages started at once on a fresh machine) wait
+# for the one that builds instead of building into the same directory.
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/control-plane.lock"
+if ! flock -n 9; then
+  echo "control-plane-binaries: waiting for another build of $DEST" >&2
+  flock 9
+fi
+if [[ -f "$DEST/.complete" ]]; then
+  echo "$DEST"
+  exit 0
+fi
+
 log() { echo "control-plane-binaries: $*" >&2; }
 log "building kube-apiserver v${K8S_VERSION}, kubectl and etcd v${ETCD_VERSION} from the Go module proxy into $DEST (first time only; ~10 min cold)"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+rm -rf "$DEST.tmp"
 mkdir -p "$DEST.tmp"
 
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0

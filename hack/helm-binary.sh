@@ -18,6 +18,19 @@ if [[ -f "$DEST/.complete" ]]; then
   exit 0
 fi
 
+# Concurrent runs (test packages started at once on a fresh machine) wait
+# for the one that builds instead of building into the same directory.
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/helm.lock"
+if ! flock -n 9; then
+  echo "helm-binary: waiting for another build of $DEST" >&2
+  flock 9
+fi
+if [[ -f "$DEST/.complete" ]]; then
+  echo "$DEST/helm"
+  exit 0
+fi
+
 log() { echo "helm-binary: $*" >&2; }
 log "building helm v${HELM_VERSION} from the Go module proxy into $DEST (first time only; a few minutes cold)"
 
