@@ -37,8 +37,6 @@ type Options struct {
 	// the node agent's report before it names the node as probably
 	// running no agent (default 2m: an agent pod on a new node may still
 	// be pulling its image). Either way the condition is False Pending.
-	// No flag sets it yet: every operator flag is also a Helm value
-	// (test/chart), and the default has not needed tuning.
 	AgentReportGracePeriod time.Duration
 	// MaxConcurrentReconciles bounds NodeENIs reconciled at once (default 2).
 	MaxConcurrentReconciles int
@@ -67,6 +65,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"how soon a detaching ENI is looked at again before it is deleted")
 	fs.DurationVar(&o.CollectorGracePeriod, "nodeeni-collector-grace-period", 5*time.Minute,
 		"age an orphaned, available, operator-owned ENI must reach before the collector deletes it")
+	fs.DurationVar(&o.AgentReportGracePeriod, "nodeeni-agent-report-grace-period", 2*time.Minute,
+		"how long InterfacesConfigured waits for a node agent's report on a new attachment before it names the node as running no agent")
 	fs.IntVar(&o.MaxConcurrentReconciles, "nodeeni-max-concurrent-reconciles", 2, "NodeENIs reconciled at once")
 	fs.IntVar(&o.MaxParallelNodes, "nodeeni-max-parallel-nodes", 8, "nodes of one NodeENI whose ENIs change at once")
 	fs.BoolFunc("enable-nodeeni-controller", "run the NodeENI controller (default true)", func(s string) error {
