@@ -36,6 +36,7 @@ func run() error {
 		latency     = flag.Duration("latency", 0, "latency added to every EC2 call")
 		faultRate   = flag.Float64("fault-rate", 0, "fraction of EC2 calls answered with 500 InternalError")
 		detachDelay = flag.Duration("detach-delay", 500*time.Millisecond, "how long a detached ENI stays 'detaching'")
+		visibility  = flag.Duration("visibility-delay", 0, "how long a created ENI stays unknown to other calls (EC2's eventual consistency)")
 		seed        = flag.Int64("seed", 1, "seed for generated IDs, MACs and fault choices")
 	)
 	flag.Usage = func() {
@@ -54,7 +55,7 @@ Flags:
 		return fmt.Errorf("--fault-rate must be within [0,1], got %v", *faultRate)
 	}
 	emu := emulator.New(emulator.Options{Region: *region, Throttling: *throttling, Latency: *latency,
-		FaultRate: *faultRate, DetachDelay: *detachDelay, Seed: *seed})
+		FaultRate: *faultRate, DetachDelay: *detachDelay, VisibilityDelay: *visibility, Seed: *seed})
 	if *seedFile != "" {
 		b, err := os.ReadFile(*seedFile)
 		if err != nil {

@@ -269,6 +269,9 @@ func createNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	if token != "" {
 		w.clientTokens[token] = tokenRecord{eniID: n.id, fingerprint: req.fingerprint()}
 	}
+	if env.visibility > 0 {
+		w.unseen[n.id] = env.now.Add(env.visibility)
+	}
 	return &createNetworkInterfaceResponse{NetworkInterface: w.xENI(n), ClientToken: token}, nil
 }
 
@@ -471,7 +474,7 @@ func (w *world) lookupENI(id string) (*eni, *apiError) {
 		return nil, err
 	}
 	n, ok := w.enis[id]
-	if !ok {
+	if !ok || !w.visible(id) {
 		return nil, notFound("eni", id)
 	}
 	return n, nil

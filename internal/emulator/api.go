@@ -22,6 +22,12 @@ type Options struct {
 	// DetachDelay is how long a detached ENI stays "detaching" before it is
 	// "available". Default 500ms. AWS takes seconds; tests want less.
 	DetachDelay time.Duration
+	// VisibilityDelay models EC2's eventual consistency: for this long
+	// after CreateNetworkInterface, the new ENI is unknown to every other
+	// call (NotFound by ID, absent from Describe results), as EC2 may
+	// answer right after a create. A create repeated with the same
+	// ClientToken still answers it. Default 0: visible at once.
+	VisibilityDelay time.Duration
 	// Seed makes generated IDs, MACs and fault choices reproducible.
 	Seed int64
 }
@@ -36,6 +42,8 @@ type Config struct {
 	Latency     *Duration `json:"latency,omitempty"`
 	FaultRate   *float64  `json:"faultRate,omitempty"`
 	DetachDelay *Duration `json:"detachDelay,omitempty"`
+	// VisibilityDelay: see Options.VisibilityDelay.
+	VisibilityDelay *Duration `json:"visibilityDelay,omitempty"`
 	// Faults per action name; the key "*" applies to every action.
 	Faults map[string]Fault `json:"faults"`
 	// Buckets override AWS's default token bucket of an action.

@@ -40,6 +40,7 @@ type runtimeConfig struct {
 	latency     time.Duration
 	faultRate   float64
 	detachDelay time.Duration
+	visibility  time.Duration
 	faults      map[string]Fault
 	buckets     map[string]Bucket
 	denied      map[string]bool
@@ -74,7 +75,7 @@ func (e *Emulator) Reset() {
 	e.cfgMu.Lock()
 	e.cfg = runtimeConfig{
 		throttling: e.opts.Throttling, latency: e.opts.Latency, faultRate: e.opts.FaultRate,
-		detachDelay: e.opts.DetachDelay, faults: map[string]Fault{}, buckets: map[string]Bucket{}, denied: map[string]bool{},
+		detachDelay: e.opts.DetachDelay, visibility: e.opts.VisibilityDelay, faults: map[string]Fault{}, buckets: map[string]Bucket{}, denied: map[string]bool{},
 	}
 	e.buckets = map[string]*rate.Limiter{}
 	e.rng = rand.New(rand.NewPCG(uint64(e.opts.Seed)+1, 7))
@@ -110,6 +111,9 @@ func (e *Emulator) Configure(c Config) error {
 	}
 	if c.DetachDelay != nil {
 		e.cfg.detachDelay = c.DetachDelay.Duration
+	}
+	if c.VisibilityDelay != nil {
+		e.cfg.visibility = c.VisibilityDelay.Duration
 	}
 	if c.Faults != nil {
 		e.cfg.faults = maps.Clone(c.Faults)
@@ -225,7 +229,7 @@ func (e *Emulator) serve(ctx context.Context, action string, h handler, p params
 	e.mu.Lock()
 	now := time.Now()
 	e.world.advance(now)
-	resp, err := h(e.world, p, callEnv{now: now, detachDelay: plan.detachDelay})
+	resp, err := h(e.world, p, callEnv{now: now, detachDelay: plan.detachDelay, visibility: plan.visibility})
 	e.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -244,12 +248,14 @@ type callPlan struct {
 	fault       *apiError // error to answer, nil when the call goes through
 	afterApply  bool
 	detachDelay time.Duration
+	visibility  time.Duration
 }
 
 func (e *Emulator) planCall(action string, p params) callPlan {
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
-	plan := callPlan{delay: e.cfg.latency, denied: e.cfg.denied[action], detachDelay: e.cfg.detachDelay}
+	plan := callPlan{delay: e.cfg.latency, denied: e.cfg.denied[action], detachDelay: e.cfg.detachDelay,
+		visibility: e.cfg.visibility}
 	f, ok := e.cfg.faults[action]
 	if !ok {
 		f = e.cfg.faults["*"]
@@ -397,6 +403,8 @@ type response interface{ meta() *respMeta }
 type callEnv struct {
 	now         time.Time
 	detachDelay time.Duration
+	// visibility is how long a created ENI stays unknown to other calls.
+	visibility time.Duration
 }
 
 // handler executes one EC2 action against the world, under the world lock.

@@ -35,6 +35,9 @@ type world struct {
 	// costs nothing extra in a world of 10,000 ENIs.
 	detaching   map[string]*eni
 	terminating map[string]*instance
+	// unseen holds the ENIs other calls cannot see yet (eventual
+	// consistency, Options.VisibilityDelay) and when they can.
+	unseen map[string]time.Time
 }
 
 // ipKey is an address within one VPC.
@@ -155,6 +158,7 @@ func newWorld(region, accountID string, seed int64) *world {
 		macs:          map[string]bool{},
 		detaching:     map[string]*eni{},
 		terminating:   map[string]*instance{},
+		unseen:        map[string]time.Time{},
 	}
 	return w
 }
@@ -369,6 +373,17 @@ func (w *world) advance(now time.Time) {
 		i.state = "terminated"
 		delete(w.terminating, id)
 	}
+	for id, at := range w.unseen {
+		if !now.Before(at) {
+			delete(w.unseen, id)
+		}
+	}
+}
+
+// visible tells whether calls can see an ENI yet.
+func (w *world) visible(id string) bool {
+	_, hidden := w.unseen[id]
+	return !hidden
 }
 
 // deleteENI removes an ENI and frees its addresses.
@@ -381,6 +396,7 @@ func (w *world) deleteENI(n *eni) {
 	}
 	delete(w.macs, n.mac)
 	delete(w.detaching, n.id)
+	delete(w.unseen, n.id)
 	delete(w.enis, n.id)
 }
 
@@ -398,7 +414,9 @@ func (n *eni) addresses() []netip.Addr {
 func (w *world) sortedENIs() []*eni {
 	out := make([]*eni, 0, len(w.enis))
 	for _, n := range w.enis {
-		out = append(out, n)
+		if w.visible(n.id) {
+			out = append(out, n)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
 	return out
@@ -418,7 +436,7 @@ func (w *world) attachedTo(instanceID string) []*eni {
 
 // taggable finds any resource that carries tags.
 func (w *world) taggable(id string) (*resource, string, bool) {
-	if n, ok := w.enis[id]; ok {
+	if n, ok := w.enis[id]; ok && w.visible(id) {
 		return &n.resource, "network-interface", true
 	}
 	if i, ok := w.instances[id]; ok {

@@ -276,3 +276,64 @@ func TestCreateENIFillsSubnetWithExplicitPrimary(t *testing.T) {
 		t.Errorf("%d addresses left, want 0", free)
 	}
 }
+
+// With a visibility delay, a created ENI is unknown to every other call
+// until the delay is over (EC2's eventual consistency); a create repeated
+// with the same ClientToken answers it all the same.
+func TestCreatedENIIsInvisibleForTheVisibilityDelay(t *testing.T) {
+	w, s := testWorld(t, "10.0.0.0/24")
+	env := testEnv()
+	env.visibility = 10 * time.Second
+	create := params{"SubnetId": {s[0].id}, "ClientToken": {"token-1"}}
+	resp, err := createNetworkInterface(w, create, env)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	id := resp.(*createNetworkInterfaceResponse).NetworkInterface.NetworkInterfaceID
+
+	hidden := map[string]func() *apiError{
+		"DescribeNetworkInterfaces by ID": func() *apiError {
+			_, err := describeNetworkInterfaces(w, params{"NetworkInterfaceId.1": {id}}, env)
+			return err
+		},
+		"AttachNetworkInterface": func() *apiError {
+			_, err := attachNetworkInterface(w, params{"NetworkInterfaceId": {id}, "InstanceId": {"i-00000000000000001"}, "DeviceIndex": {"1"}}, env)
+			return err
+		},
+		"CreateTags": func() *apiError {
+			_, err := createTags(w, params{"ResourceId.1": {id}, "Tag.1.Key": {"k"}, "Tag.1.Value": {"v"}}, env)
+			return err
+		},
+		"DeleteNetworkInterface": func() *apiError {
+			_, err := deleteNetworkInterface(w, params{"NetworkInterfaceId": {id}}, env)
+			return err
+		},
+	}
+	for name, call := range hidden {
+		if err := call(); err == nil || err.Code != "InvalidNetworkInterfaceID.NotFound" {
+			t.Errorf("%s during the delay: %v, want InvalidNetworkInterfaceID.NotFound", name, err)
+		}
+	}
+	list, err := describeNetworkInterfaces(w, params{"Filter.1.Name": {"subnet-id"}, "Filter.1.Value.1": {s[0].id}}, env)
+	if err != nil {
+		t.Fatalf("describe by subnet: %v", err)
+	}
+	if got := list.(*describeNetworkInterfacesResponse).NetworkInterfaces; len(got) != 0 {
+		t.Errorf("describe by subnet during the delay lists %d ENIs, want 0", len(got))
+	}
+	again, err := createNetworkInterface(w, create, env)
+	if err != nil {
+		t.Fatalf("create with the same token during the delay: %v", err)
+	}
+	if got := again.(*createNetworkInterfaceResponse).NetworkInterface.NetworkInterfaceID; got != id {
+		t.Errorf("create with the same token answered %s, want %s", got, id)
+	}
+
+	w.advance(env.now.Add(env.visibility))
+	if _, err := describeNetworkInterfaces(w, params{"NetworkInterfaceId.1": {id}}, env); err != nil {
+		t.Errorf("describe by ID after the delay: %v", err)
+	}
+	if _, err := deleteNetworkInterface(w, params{"NetworkInterfaceId": {id}}, env); err != nil {
+		t.Errorf("delete after the delay: %v", err)
+	}
+}
