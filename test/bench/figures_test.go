@@ -225,5 +225,6 @@ func TestFigureNodeENIRollout(t *testing.T) {
 		Results: map[string]any{"secondsUntilReady": took.Seconds(), "lowerBoundSecondsAWSBuckets": awsBound,
 			"lowerBoundSecondsClientLimiter": clientBound, "ec2CallsPerENI": float64(total) / float64(enis), "ec2CallsTotal": total,
 			"steadyStateCallsPerHour": steady * 60, "sinceStart": time.Since(start).Seconds()},
-		EC2Calls: calls, Notes: []string{fmt.Sprintf("steady-state minute: %v", steadyCalls)}})
+		EC2Calls: calls, Notes: []string{fmt.Sprintf("steady-state minute: %v; DescribeNetworkInterfaces by shape: %v",
+			steadyCalls, b.callShapes("DescribeNetworkInterfaces"))}})
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,9 +108,7 @@ func newBed(t *testing.T, w emulator.World) *bed {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		_ = b.k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(b.ns), client.GracePeriodSeconds(0))
-	})
+	t.Cleanup(b.removePods)
 	b.kcfg = writeKubeconfig(t, env.Config)
 	emu.ResetCounts()
 	return b
@@ -234,6 +233,22 @@ func (b *bed) waitFor(what string, timeout time.Duration, ok func() bool) time.D
 	return time.Since(start)
 }
 
+// removePods deletes the figure's pods and waits until none is left: one
+// delete-collection of 20,000 pods can time out half done, and a pod left
+// behind, its IP unknown to the next figure's emulator, would be looked up
+// by the next figure's operator.
+func (b *bed) removePods() {
+	ctx := context.Background()
+	b.waitFor("the pods of "+b.ns+" to be deleted", 5*time.Minute, func() bool {
+		_ = b.k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(b.ns), client.GracePeriodSeconds(0))
+		var left corev1.PodList
+		if err := b.k8s.List(ctx, &left, client.InNamespace(b.ns), client.Limit(1)); err != nil {
+			return false
+		}
+		return len(left.Items) == 0
+	})
+}
+
 // ec2 is a client of the bed's own (not the operator's), without retries,
 // so each of its reads is one call.
 func (b *bed) ec2() *ec2.Client {
@@ -248,6 +263,31 @@ func (b *bed) calls() (map[string]int, int) {
 		total += c.Calls
 	}
 	return out, total
+}
+
+// callShapes counts the recorded calls of one action by the names of
+// their parameters and filters (values aside): who made them shows in the
+// shape, e.g. an inventory page filtered on a tag or a lookup by ID.
+func (b *bed) callShapes(action string) map[string]int {
+	out := map[string]int{}
+	for _, c := range b.emu.Calls() {
+		if c.Action != action {
+			continue
+		}
+		var parts []string
+		for k, v := range c.Params {
+			switch {
+			case strings.HasSuffix(k, ".Name"):
+				parts = append(parts, "filter "+v[0])
+			case strings.Contains(k, ".Value.") || k == "Action" || k == "Version" || k == "NextToken":
+			default:
+				parts = append(parts, strings.TrimRight(k, ".0123456789"))
+			}
+		}
+		sort.Strings(parts)
+		out[strings.Join(slices.Compact(parts), ", ")]++
+	}
+	return out
 }
 
 // createPods creates pods in parallel; ann(i) gives pod i's annotations
