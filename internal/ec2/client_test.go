@@ -411,6 +411,42 @@ func TestInventory(t *testing.T) {
 	}
 }
 
+// On-demand refreshes: concurrent callers share one refresh, and a
+// snapshot younger than maxAge is answered without a call.
+func TestFreshCoalescesOnDemandRefreshes(t *testing.T) {
+	w := newWorld(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a", InterfaceType: "branch", Count: 1500}}})
+	c := w.client(t, Config{})
+	inv := c.NewInventory(InventoryOptions{})
+	const maxAge = 300 * time.Millisecond
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if snap, err := inv.Fresh(context.Background(), maxAge); err != nil || snap.Len() != 1500 {
+				t.Errorf("Fresh: %v, %d ENIs", err, snap.Len())
+			}
+		}()
+	}
+	wg.Wait()
+	if n := w.calls("DescribeNetworkInterfaces"); n != 2 {
+		t.Fatalf("100 concurrent on-demand refreshes of 1,500 ENIs cost %d calls, want 2 (one refresh of two pages)", n)
+	}
+	if _, err := inv.Fresh(context.Background(), maxAge); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.calls("DescribeNetworkInterfaces"); n != 2 {
+		t.Fatalf("a refresh within maxAge called EC2: %d calls, want still 2", n)
+	}
+	time.Sleep(maxAge)
+	if _, err := inv.Fresh(context.Background(), maxAge); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.calls("DescribeNetworkInterfaces"); n != 4 {
+		t.Fatalf("a refresh after maxAge: %d calls in all, want 4", n)
+	}
+}
+
 // Concurrent GetENI and GetInstance calls share requests.
 func TestGetByIDCoalesces(t *testing.T) {
 	w := newWorld(t, emulator.World{

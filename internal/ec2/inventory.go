@@ -54,6 +54,25 @@ func (c *Client) NewInventory(o InventoryOptions) *Inventory {
 func (inv *Inventory) Refresh(ctx context.Context) (*Snapshot, error) {
 	inv.refreshMu.Lock()
 	defer inv.refreshMu.Unlock()
+	return inv.refreshLocked(ctx)
+}
+
+// Fresh returns the latest snapshot when it was taken less than maxAge
+// ago, and refreshes otherwise: the on-demand refresh for callers that
+// missed something. Callers arriving during a refresh wait for it and
+// share its result, so a burst of misses costs one refresh, and a steady
+// stream of them (pods whose IP no ENI holds, retried) at most one per
+// maxAge instead of one each.
+func (inv *Inventory) Fresh(ctx context.Context, maxAge time.Duration) (*Snapshot, error) {
+	inv.refreshMu.Lock()
+	defer inv.refreshMu.Unlock()
+	if s := inv.Snapshot(); s != nil && time.Since(s.Taken) < maxAge {
+		return s, nil
+	}
+	return inv.refreshLocked(ctx)
+}
+
+func (inv *Inventory) refreshLocked(ctx context.Context) (*Snapshot, error) {
 	taken := time.Now()
 	enis, err := inv.client.listENIs(ctx, inv.filters)
 	if err != nil {

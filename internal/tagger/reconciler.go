@@ -121,8 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	eni, err := r.resolve(ctx, key, ip, rec, hasRec)
 	if ec2.IsNotFound(err) {
-		return reconcile.Result{RequeueAfter: 30 * time.Second}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
-			message: fmt.Sprintf("no ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying in 30s", ip)})
+		retry := notFoundRetry(missingFor(&pod, time.Now()))
+		return reconcile.Result{RequeueAfter: retry}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
+			message: fmt.Sprintf("no ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", ip, notFoundMaxRetry)})
 	}
 	if err != nil {
 		return reconcile.Result{}, r.awsFailure(ctx, &pod, "looking up the pod's ENI", err)
@@ -270,7 +271,7 @@ func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, ha
 	if err != nil && ec2.IsNotFound(err) && r.view.inv != nil {
 		// Addresses inside delegated prefixes are only found by the
 		// inventory; a refresh now is one paginated read for everyone.
-		if snap, rerr := r.view.inv.Refresh(ctx); rerr == nil {
+		if snap, rerr := r.view.inv.Fresh(ctx, missRefreshMaxAge); rerr == nil {
 			if pe, ok := snap.ByIP(ip); ok {
 				return pe, nil
 			}
