@@ -258,15 +258,19 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 
 // tokens remembers, per ENI-to-be, which ClientToken attempt is current
 // and the creation time its tags carry: a create retried in this process
-// must send exactly the same parameters, or EC2 refuses the token.
+// must send exactly the same parameters, or EC2 refuses the token. Both
+// are kept until the ENI is attached, since until then a create may be
+// repeated (an inventory taken before EC2 showed the new ENI drops it
+// from the view). answered is when EC2 last answered the create.
 type tokens struct {
-	mu      sync.Mutex
-	attempt map[string]int
-	created map[string]time.Time
+	mu       sync.Mutex
+	attempt  map[string]int
+	created  map[string]time.Time
+	answered map[string]time.Time
 }
 
 func newTokens() *tokens {
-	return &tokens{attempt: map[string]int{}, created: map[string]time.Time{}}
+	return &tokens{attempt: map[string]int{}, created: map[string]time.Time{}, answered: map[string]time.Time{}}
 }
 
 func tokenKey(uid string, w want, base int) string {
@@ -292,14 +296,31 @@ func (t *tokens) burn(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
+	delete(t.answered, key)
 	t.attempt[key]++
 }
 
-// done forgets a key whose ENI was created, keeping the memory bounded.
+// answer records that EC2 answered the key's create with an ENI at now.
+func (t *tokens) answer(key string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.answered[key] = now
+}
+
+// lastAnswer is when EC2 last answered the key's create in this process
+// (zero when it did not).
+func (t *tokens) lastAnswer(key string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.answered[key]
+}
+
+// done forgets a key whose ENI is attached, keeping the memory bounded.
 func (t *tokens) done(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
+	delete(t.answered, key)
 }
 
 // sortedNodes returns the distinct node names of some blocks, sorted.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -186,7 +187,7 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 		if len(e.Tags) == 0 {
 			e.Tags = tags // an answer replayed for a token may omit them; they were set at creation
 		}
-		r.tokens.done(key)
+		r.tokens.answer(key, time.Now())
 		r.view.put(e)
 		return e, nil
 	}
@@ -214,18 +215,32 @@ func (r *reconciler) findExisting(ctx context.Context, uid string, w want, base 
 // attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
 // with false).
 func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*blocked, error) {
+	key := tokenKey(string(ne.UID), a.Want, int(ne.Spec.DeviceIndex))
 	id, err := r.ec2.AttachENI(ctx, a.ENI, a.Want.Instance, a.Index)
 	r.metrics.op(actAttach, err)
 	switch {
 	case ec2.IsNotFound(err) && strings.Contains(ec2.Code(err), "NetworkInterface"):
+		var createdAt time.Time
+		if e, ok := r.view.get(a.ENI); ok {
+			createdAt = ownedFrom(e).CreatedAt
+		}
+		if mayBeUnseen(time.Now(), createdAt, r.tokens.lastAnswer(key)) {
+			// EC2 is eventually consistent: other calls may not know an
+			// ENI created moments ago. Keep it and its token; the plan
+			// still wants the attach, so the NodeENI is looked at again
+			// in DetachPollInterval.
+			log.FromContext(ctx).Info("ENI not known to EC2 yet; attaching it again shortly", "node", a.Node, "eni", a.ENI)
+			return nil, nil
+		}
 		// The ENI is gone (its token was answered with a deleted ENI):
 		// forget it and its token; the next pass creates afresh.
 		r.view.gone(a.ENI)
-		r.tokens.burn(tokenKey(string(ne.UID), a.Want, int(ne.Spec.DeviceIndex)))
+		r.tokens.burn(key)
 		return nil, fmt.Errorf("ENI %s vanished before it was attached; creating another", a.ENI)
 	case err != nil:
 		return r.failed(ne, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
 	}
+	r.tokens.done(key)
 	r.view.update(a.ENI, func(e *ec2.ENI) {
 		e.Status = "in-use"
 		e.Attachment = &ec2.Attachment{ID: id, InstanceID: a.Want.Instance, DeviceIndex: a.Index, Status: "attached"}

@@ -15,6 +15,29 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
+func TestMayBeUnseen(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	for _, tc := range []struct {
+		name                string
+		createdAt, answered time.Time
+		want                bool
+	}{
+		{"created moments ago", ago(3 * time.Second), time.Time{}, true},
+		{"answered moments ago, first attempt long ago", ago(time.Hour), ago(time.Second), true},
+		{"created long ago, no answer in this process", ago(10 * time.Minute), time.Time{}, false},
+		{"both long ago", ago(10 * time.Minute), ago(5 * time.Minute), false},
+		{"exactly at the window's end", ago(visibilityWindow), time.Time{}, false},
+		{"nothing known", time.Time{}, time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mayBeUnseen(now, tc.createdAt, tc.answered); got != tc.want {
+				t.Errorf("mayBeUnseen = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestClientToken(t *testing.T) {
 	base := clientToken("uid", "node", "i-1", "subnet-1", 1, 0)
 	if len(base) > maxClientToken {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxClientToken is EC2's limit on ClientToken length.
@@ -24,4 +25,25 @@ func clientToken(uid, node, instance, subnet string, base, attempt int) string {
 	// "neni-" + 40 hex digits (160 bits): far from collisions, well within
 	// the 64 characters EC2 accepts.
 	return "neni-" + hex.EncodeToString(h[:20])
+}
+
+// visibilityWindow is how long after its creation an ENI that EC2 calls
+// NotFound is taken to be not yet visible rather than gone. EC2 is
+// eventually consistent: a call right after CreateNetworkInterface may not
+// know the new ENI. It usually settles within seconds; AWS advises
+// retrying for up to a few minutes.
+const visibilityWindow = 2 * time.Minute
+
+// mayBeUnseen tells whether an ENI that EC2 just called NotFound may only
+// be unknown to it yet: it was created less than visibilityWindow ago,
+// going by the later of its creation-time tag and this process's last
+// create answer (the tag holds the first attempt's time, which can be
+// long before EC2 accepted one). Otherwise the ENI is gone; treating it
+// as gone too early would create a second ENI for the same purpose.
+func mayBeUnseen(now, createdAt, answeredAt time.Time) bool {
+	latest := createdAt
+	if answeredAt.After(latest) {
+		latest = answeredAt
+	}
+	return !latest.IsZero() && now.Sub(latest) < visibilityWindow
 }
