@@ -106,9 +106,12 @@ func applyDemo(ctx context.Context, k8s client.Client, ec2c *ec2.Client, nodes [
 		if err := k8s.Create(ctx, pod); err != nil {
 			return fmt.Errorf("pod %s: %w", dp.Name, err)
 		}
+		// A patch, not an update: the operator may have written the pod
+		// since it was created (a condition, a finalizer).
+		unset := pod.DeepCopy()
 		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, HostIP: n.IP, PodIP: eni.PrimaryIP,
 			PodIPs: []corev1.PodIP{{IP: eni.PrimaryIP}}, StartTime: &metav1.Time{Time: time.Now()}}
-		if err := k8s.Status().Update(ctx, pod); err != nil {
+		if err := k8s.Status().Patch(ctx, pod, client.StrategicMergeFrom(unset)); err != nil {
 			return fmt.Errorf("pod %s status: %w", dp.Name, err)
 		}
 	}

@@ -182,9 +182,12 @@ func (h *harness) pod(name, ip string, annotations map[string]string) *corev1.Po
 		h.t.Fatal(err)
 	}
 	if ip != "" {
+		// A patch, not an update: the operator may have written the pod
+		// since it was created (a condition, a finalizer).
+		unset := p.DeepCopy()
 		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-		if err := h.k8s.Status().Update(context.Background(), p); err != nil {
+		if err := h.k8s.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
 			h.t.Fatal(err)
 		}
 	}

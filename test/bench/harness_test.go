@@ -318,8 +318,11 @@ func (b *bed) createPod(name string, ann map[string]string, ip string) {
 		b.t.Error(err)
 		return
 	}
+	// A patch, not an update: the operator may have written the pod
+	// since it was created (a condition, a finalizer).
+	unset := p.DeepCopy()
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
-	if err := b.k8s.Status().Update(context.Background(), p); err != nil {
+	if err := b.k8s.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
 		b.t.Error(err)
 	}
 }

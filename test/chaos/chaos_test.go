@@ -151,8 +151,11 @@ func (w *world) createPods() {
 				w.t.Error(err)
 				return
 			}
+			// A patch, not an update: the operator may have written the pod
+			// since it was created (a condition, a finalizer).
+			unset := p.DeepCopy()
 			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: w.podENIs[i].PrivateIP}
-			if err := w.k8s.Status().Update(context.Background(), p); err != nil {
+			if err := w.k8s.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
 				w.t.Error(err)
 			}
 		}()
