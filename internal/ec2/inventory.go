@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,9 @@ type Inventory struct {
 	onRefresh func(*Snapshot)
 
 	refreshMu sync.Mutex // one refresh at a time
+	// refreshes counts completed refreshes, so a caller of Fresh that
+	// waited for one knows to use its result.
+	refreshes atomic.Uint64
 	mu        sync.RWMutex
 	snap      *Snapshot
 }
@@ -64,9 +68,10 @@ func (inv *Inventory) Refresh(ctx context.Context) (*Snapshot, error) {
 // stream of them (pods whose IP no ENI holds, retried) at most one per
 // maxAge instead of one each.
 func (inv *Inventory) Fresh(ctx context.Context, maxAge time.Duration) (*Snapshot, error) {
+	seen := inv.refreshes.Load()
 	inv.refreshMu.Lock()
 	defer inv.refreshMu.Unlock()
-	if s := inv.Snapshot(); s != nil && time.Since(s.Taken) < maxAge {
+	if s := inv.Snapshot(); s != nil && (inv.refreshes.Load() != seen || time.Since(s.Taken) < maxAge) {
 		return s, nil
 	}
 	return inv.refreshLocked(ctx)
@@ -82,6 +87,7 @@ func (inv *Inventory) refreshLocked(ctx context.Context) (*Snapshot, error) {
 	inv.mu.Lock()
 	inv.snap = snap
 	inv.mu.Unlock()
+	inv.refreshes.Add(1)
 	if inv.onRefresh != nil {
 		inv.onRefresh(snap)
 	}
