@@ -17,14 +17,9 @@ if [[ -f "$DEST/.complete" ]]; then
   exit 0
 fi
 
-# Concurrent runs (test packages started at once on a fresh machine) wait
-# for the one that builds instead of building into the same directory.
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/control-plane.lock"
-if ! flock -n 9; then
-  echo "control-plane-binaries: waiting for another build of $DEST" >&2
-  flock 9
-fi
+# shellcheck source=cache-lock.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cache-lock.sh"
+cache_lock control-plane "$DEST"
 if [[ -f "$DEST/.complete" ]]; then
   echo "$DEST"
   exit 0

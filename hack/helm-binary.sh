@@ -18,14 +18,9 @@ if [[ -f "$DEST/.complete" ]]; then
   exit 0
 fi
 
-# Concurrent runs (test packages started at once on a fresh machine) wait
-# for the one that builds instead of building into the same directory.
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/helm.lock"
-if ! flock -n 9; then
-  echo "helm-binary: waiting for another build of $DEST" >&2
-  flock 9
-fi
+# shellcheck source=cache-lock.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cache-lock.sh"
+cache_lock helm "$DEST"
 if [[ -f "$DEST/.complete" ]]; then
   echo "$DEST/helm"
   exit 0
