@@ -522,7 +522,7 @@ func (r *reconciler) report(ctx context.Context, nes []v1alpha1.NodeENI, wants [
 				logger.Info("interface not configured", "nodeENI", ne.Name, "eni", c.ENIID, "state", c.State, "reason", c.Message)
 			}
 		}
-		err := applyInterfaces(ctx, r.client, r.node, ne.Name, stamp(old, cur, now))
+		err := ApplyInterfaces(ctx, r.client, r.node, ne.Name, stamp(old, cur, now))
 		if apierrors.IsNotFound(err) {
 			continue // deleted meanwhile
 		}

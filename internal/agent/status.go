@@ -77,11 +77,11 @@ func stamp(old, cur []v1alpha1.InterfaceStatus, now metav1.Time) []v1alpha1.Inte
 	return out
 }
 
-// applyInterfaces makes entries the whole of node's part of a NodeENI's
+// ApplyInterfaces makes entries the whole of node's part of a NodeENI's
 // status.interfaces, with server-side apply on the status subresource:
 // entries this node applied before and leaves out now are removed, other
 // nodes' entries and every other status field are untouched.
-func applyInterfaces(ctx context.Context, c client.Client, node, name string, entries []v1alpha1.InterfaceStatus) error {
+func ApplyInterfaces(ctx context.Context, c client.Client, node, name string, entries []v1alpha1.InterfaceStatus) error {
 	items := make([]any, 0, len(entries))
 	for i := range entries {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&entries[i])

@@ -51,7 +51,7 @@ func TestConcurrentNodeWritesNeverConflict(t *testing.T) {
 				if r == rounds-1 && n%2 == 0 {
 					es = es[:1] // even nodes drop ENIs in the last round
 				}
-				errs <- applyInterfaces(ctx, k8s, node, name, es)
+				errs <- ApplyInterfaces(ctx, k8s, node, name, es)
 			}
 		}()
 	}

@@ -9,13 +9,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/agent"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
@@ -111,26 +110,11 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	}
 }
 
-// report applies entries as node's agent does: server-side apply of the
-// node's part of status.interfaces, field manager eni-agent/<node>.
+// report applies entries as node's agent does, with the agent's own code:
+// server-side apply of the node's part of status.interfaces.
 func (h *harness) report(node, name string, entries ...v1alpha1.InterfaceStatus) {
 	h.t.Helper()
-	items := make([]any, 0, len(entries))
-	for i := range entries {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&entries[i])
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		items = append(items, m)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(),
-		"kind":       "NodeENI",
-		"metadata":   map[string]any{"name": name},
-		"status":     map[string]any{"interfaces": items},
-	}}
-	if err := h.k8s.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner("eni-agent/"+node), client.ForceOwnership); err != nil {
+	if err := agent.ApplyInterfaces(context.Background(), h.k8s, node, name, entries); err != nil {
 		h.t.Fatal(err)
 	}
 }
