@@ -161,13 +161,13 @@ type NodeENISpec struct {
 	InterfaceName string `json:"interfaceName,omitempty"`
 
 	// Tags are AWS tags put on the ENIs besides the operator's own. Keys
-	// with the prefixes aws:, eks:, kubernetes.io/cluster/,
-	// node.k8s.amazonaws.com/, eni-operator.io/ and eni-tagger.io/ are
-	// reserved.
+	// with a reserved prefix (the operator's own, AWS's, and those other
+	// AWS and Kubernetes components act on; internal/tagkeys lists them
+	// with the reasons) are refused, in any letter case.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=40
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 127 && size(self[k]) <= 256)",message="tag keys must be 1-127 characters and values at most 256"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !['aws:', 'eks:', 'kubernetes.io/cluster/', 'node.k8s.amazonaws.com/', 'eni-operator.io/', 'eni-tagger.io/'].exists(p, k.lowerAscii().startsWith(p)))",message="tag keys starting with aws:, eks:, kubernetes.io/cluster/, node.k8s.amazonaws.com/, eni-operator.io/ or eni-tagger.io/ are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !['eni-operator.io/', 'eni-tagger.io/', 'aws:', 'kubernetes.io/', 'k8s.io/', 'node.k8s.amazonaws.com/', 'cluster.k8s.amazonaws.com/', 'vpcresources.k8s.aws/', 'eks:', 'eks-cluster-name', 'karpenter.sh/', 'karpenter.k8s.aws/', 'elbv2.k8s.aws/', 'service.k8s.aws/', 'ingress.k8s.aws/'].exists(p, k.lowerAscii().startsWith(p)))",message="tag keys starting with a reserved prefix (eni-operator.io/, eni-tagger.io/, aws:, kubernetes.io/, k8s.io/, node.k8s.amazonaws.com/, cluster.k8s.amazonaws.com/, vpcresources.k8s.aws/, eks:, eks-cluster-name, karpenter.sh/, karpenter.k8s.aws/, elbv2.k8s.aws/, service.k8s.aws/, ingress.k8s.aws/) are not allowed: the operator or another AWS/Kubernetes component acts on them"
 	Tags map[string]string `json:"tags,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // Ownership tags, set on every ENI at creation (TagSpecifications). The
@@ -27,16 +28,11 @@ const (
 	TagNoManage = "node.k8s.amazonaws.com/no_manage"
 )
 
-// reservedTag reports whether a tag key is the operator's own, so user
-// tags never overwrite or remove it.
-func reservedTag(k string) bool {
-	switch k {
-	case TagCluster, TagNodeENI, TagNodeENIUID, TagNode, TagInstance, TagCreatedAt,
-		TagDeviceIndex, TagDeviceIndexBase, TagNoManage:
-		return true
-	}
-	return false
-}
+// reservedTag reports whether a tag key is on the product's reserved list
+// (internal/tagkeys), so spec.tags never overwrite the operator's
+// ownership tags or set one another component acts on. The CRD refuses
+// such keys already; this holds even if that validation is bypassed.
+func reservedTag(k string) bool { return tagkeys.IsReserved(k) }
 
 // owned is an operator-owned ENI with its ownership tags decoded.
 type owned struct {
@@ -64,12 +60,14 @@ func intTag(tags map[string]string, k string) int {
 	return v
 }
 
-// ownershipTags are the tags of a new ENI: the user's, then the
-// operator's, which win.
+// ownershipTags are the tags of a new ENI: the user's, reserved keys
+// left out, then the operator's.
 func ownershipTags(cluster, nodeENI, uid string, w want, index, base int, created time.Time, user map[string]string) map[string]string {
 	tags := make(map[string]string, len(user)+9)
 	for k, v := range user {
-		tags[k] = v
+		if !reservedTag(k) {
+			tags[k] = v
+		}
 	}
 	tags[TagCluster] = cluster
 	tags[TagNodeENI] = nodeENI

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // AWS's limits on EC2 tags, checked before any call so a bad annotation
@@ -15,11 +18,6 @@ const (
 	MaxKeyLength       = 127
 	MaxValueLength     = 256
 )
-
-// reservedPrefixes may not start a key in any letter case: AWS reserves
-// aws:, EKS and the cloud provider use kubernetes.io/cluster/ and eks: for
-// ownership decisions, and eni-tagger.io/ is the operator's own bookkeeping.
-var reservedPrefixes = [...]string{"aws:", "kubernetes.io/cluster/", "eks:", "eni-tagger.io/"}
 
 // NamespacingPodNamespace is the --tag-namespace value that prefixes every
 // key with the pod's namespace (k8s-eni-tagger's "enable").
@@ -87,7 +85,7 @@ func (p Policy) Desired(podNamespace string, asked map[string]string) (map[strin
 		case !utf8.ValidString(k) || !utf8.ValidString(v):
 			problems = append(problems, fmt.Errorf("tag %q: key and value must be valid UTF-8", k))
 		case reserved(k) || reserved(full):
-			problems = append(problems, fmt.Errorf("tag %q: keys starting with %s are reserved", k, strings.Join(reservedPrefixes[:], ", ")))
+			problems = append(problems, reservedProblem(k, full))
 		case !p.allowed(k):
 			problems = append(problems, fmt.Errorf("tag %q: key not allowed by the operator's tag policy", k))
 		case utf8.RuneCountInString(full) > MaxKeyLength:
@@ -124,14 +122,18 @@ func (p Policy) allowed(key string) bool {
 	return false
 }
 
-func reserved(key string) bool {
-	lower := strings.ToLower(key)
-	for _, p := range reservedPrefixes {
-		if strings.HasPrefix(lower, p) {
-			return true
-		}
+// reserved reports whether a key is on the product's reserved list
+// (internal/tagkeys): the operator's own ownership keys and those AWS and
+// other components act on. A pod that could set them could make the
+// NodeENI controller, the VPC CNI or EKS detach, delete or ignore an ENI.
+func reserved(key string) bool { return tagkeys.IsReserved(key) }
+
+func reservedProblem(key, full string) error {
+	r, ok := tagkeys.ReservedBy(key)
+	if !ok {
+		r, _ = tagkeys.ReservedBy(full)
 	}
-	return false
+	return fmt.Errorf("tag %s: keys starting with %s are reserved (%s acts on them)", bounded.Quoted(key), r.Prefix, r.Owner)
 }
 
 // globMatch reports whether s matches pattern, where '*' matches any run

@@ -1,0 +1,87 @@
+// Package bounded keeps what the operator writes about its inputs small:
+// condition messages, event notes and log lines quote user input (tag
+// keys, annotation fragments, node names), and an input near Kubernetes'
+// 256 KiB annotation limit must not become a status etcd refuses, an
+// event the API server rejects, or megabytes of log.
+package bounded
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+const (
+	// EventNote is the API server's limit on an event's note (1 KiB);
+	// a longer one is refused and the event lost.
+	EventNote = 1024
+	// Message is the bound of a condition message the operator writes: a
+	// person reads it in kubectl, and status objects stay small.
+	Message = 1024
+	// Quote is the bound of one piece of user input quoted in a message.
+	Quote = 64
+	// Items is how many problems or names a message lists before it says
+	// how many more there are.
+	Items = 5
+)
+
+const ellipsis = "…"
+
+// Truncate returns s cut to at most n bytes on a rune boundary, with an
+// ellipsis (counted in n) when anything was cut.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= len(ellipsis) {
+		return ellipsis[:max(n, 0)]
+	}
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// Quoted is %q of s, cut to Quote bytes of input first, with the full
+// length said when it was cut: a 100 KB key is named, not reproduced.
+func Quoted(s string) string {
+	if len(s) <= Quote {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q (%d bytes)", Truncate(s, Quote), len(s))
+}
+
+// List joins at most limit items with sep and says how many more there
+// are: "a; b; c; and 7 more".
+func List(items []string, sep string, limit int) string {
+	if limit < 1 {
+		limit = 1
+	}
+	if len(items) <= limit {
+		return strings.Join(items, sep)
+	}
+	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:limit], sep), sep, len(items)-limit)
+}
+
+// Recorder wraps an event recorder so that no note exceeds EventNote:
+// the API server refuses longer events, and the event is then lost.
+func Recorder(r recorder.EventRecorder) recorder.EventRecorder {
+	if r == nil {
+		return nil
+	}
+	return boundedRecorder{r}
+}
+
+type boundedRecorder struct{ next recorder.EventRecorder }
+
+func (b boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	b.next.Eventf(regarding, related, eventtype, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), EventNote))
+}
+
+func (b boundedRecorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) {
+	b.next.AnnotatedEventf(regarding, related, annotations, eventtype, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), EventNote))
+}

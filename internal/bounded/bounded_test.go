@@ -1,0 +1,83 @@
+package bounded
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"0123456789abc", 10, "0123456…"},
+		{"ééééé", 7, "éé…"}, // never splits a rune
+		{"abc", 2, "\xe2\x80"[:2]},
+	}
+	for _, tt := range tests {
+		got := Truncate(tt.in, tt.n)
+		if tt.n > len(ellipsis) && got != tt.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+		if len(got) > tt.n {
+			t.Errorf("Truncate(%q, %d) is %d bytes", tt.in, tt.n, len(got))
+		}
+		if tt.n > len(ellipsis) && !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, %d) = %q is not valid UTF-8", tt.in, tt.n, got)
+		}
+	}
+}
+
+func TestQuoted(t *testing.T) {
+	if got := Quoted("Team"); got != `"Team"` {
+		t.Errorf("Quoted = %s", got)
+	}
+	huge := strings.Repeat("k", 100000)
+	got := Quoted(huge)
+	if len(got) > Quote+40 || !strings.Contains(got, "(100000 bytes)") {
+		t.Errorf("Quoted(100 KB) = %s (%d bytes)", got, len(got))
+	}
+}
+
+func TestList(t *testing.T) {
+	items := []string{"a", "b", "c", "d"}
+	if got := List(items, "; ", 5); got != "a; b; c; d" {
+		t.Errorf("List = %q", got)
+	}
+	if got := List(items, "; ", 2); got != "a; b; and 2 more" {
+		t.Errorf("List = %q", got)
+	}
+}
+
+type capture struct{ notes []string }
+
+func (c *capture) Eventf(_, _ runtime.Object, _, _, _, note string, args ...any) {
+	c.notes = append(c.notes, fmt.Sprintf(note, args...))
+}
+
+func (c *capture) AnnotatedEventf(r, rel runtime.Object, _ map[string]string, t, reason, a, note string, args ...any) {
+	c.Eventf(r, rel, t, reason, a, note, args...)
+}
+
+func TestRecorderBoundsNotes(t *testing.T) {
+	c := &capture{}
+	r := Recorder(c)
+	r.Eventf(nil, nil, "Normal", "R", "A", "short %d", 1)
+	r.Eventf(nil, nil, "Warning", "R", "A", "%s", strings.Repeat("x", 5000))
+	if c.notes[0] != "short 1" {
+		t.Errorf("note = %q", c.notes[0])
+	}
+	if n := len(c.notes[1]); n > EventNote {
+		t.Errorf("note of %d bytes passed", n)
+	}
+	if Recorder(nil) != nil {
+		t.Error("Recorder(nil) must stay nil so callers' nil checks work")
+	}
+}
