@@ -37,7 +37,9 @@ func demoPods() []demoPod {
 	return []demoPod{
 		{Name: "web-0", Tags: "Team=Payments,CostCenter=1234", Want: tagger.ReasonSynced},
 		{Name: "api-0", Tags: `{"Team":"Platform","Service":"api","Format":"json"}`, Want: tagger.ReasonSynced},
-		{Name: "forbidden-0", Tags: "aws:Owner=me,Team=Ops", Want: tagger.ReasonInvalidTags},
+		// An attempt to forge the NodeENI ownership tag (see the README's
+		// Security model): refused before any AWS call.
+		{Name: "forbidden-0", Tags: "eni-operator.io/cluster=" + ClusterName + ",Team=Ops", Want: tagger.ReasonInvalidTags},
 		{Name: "batch-0", Tags: "Team=Data,Owner=alice", Want: tagger.ReasonSynced},
 	}
 }
