@@ -5,6 +5,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 func TestPolicyDesired(t *testing.T) {
@@ -82,4 +84,90 @@ func TestGlobMatch(t *testing.T) {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tt.pat, tt.s, got, tt.want)
 		}
 	}
+}
+
+// Every reserved prefix of the product's list (internal/tagkeys) is
+// refused in any letter case, as the key a pod writes and as the key
+// --tag-namespace makes of it, and the message names the prefix.
+func TestPolicyRefusesEveryReservedPrefix(t *testing.T) {
+	keys := map[string]string{ // a key under each prefix, as an attacker would write it
+		"eni-operator.io/":           "eni-operator.io/cluster",
+		"eni-tagger.io/":             "eni-tagger.io/hash",
+		"aws:":                       "aws:cloudformation:stack-name",
+		"kubernetes.io/":             "kubernetes.io/cluster/prod",
+		"k8s.io/":                    "k8s.io/cluster-autoscaler/enabled",
+		"node.k8s.amazonaws.com/":    "node.k8s.amazonaws.com/no_manage",
+		"cluster.k8s.amazonaws.com/": "cluster.k8s.amazonaws.com/name",
+		"vpcresources.k8s.aws/":      "vpcresources.k8s.aws/trunk-eni-id",
+		"eks:":                       "eks:eni:owner",
+		"eks-cluster-name":           "eks-cluster-name",
+		"karpenter.sh/":              "karpenter.sh/nodepool",
+		"karpenter.k8s.aws/":         "karpenter.k8s.aws/ec2nodeclass",
+		"elbv2.k8s.aws/":             "elbv2.k8s.aws/cluster",
+		"service.k8s.aws/":           "service.k8s.aws/stack",
+		"ingress.k8s.aws/":           "ingress.k8s.aws/stack",
+	}
+	for _, prefix := range tagkeys.Prefixes() {
+		key, ok := keys[prefix]
+		if !ok {
+			t.Errorf("reserved prefix %q has no case here: add one", prefix)
+			continue
+		}
+		for _, k := range []string{key, strings.ToUpper(key), mixedCase(key)} {
+			for _, p := range []Policy{{}, {Namespacing: NamespacingPodNamespace}, {Allow: []string{"*"}}} {
+				got, err := p.Desired("shop", map[string]string{k: "x", "Team": "Dev"})
+				if err == nil {
+					t.Errorf("policy %+v accepted reserved key %q: %v", p, k, got)
+					continue
+				}
+				if msg := err.Error(); !strings.Contains(msg, "keys starting with "+prefix+" are reserved") {
+					t.Errorf("policy %+v, key %q: message %q does not name the prefix %q", p, k, msg, prefix)
+				}
+			}
+		}
+	}
+	// --tag-namespace turns harmless keys into reserved ones when the
+	// namespace (or the fixed prefix) is itself a reserved prefix.
+	for _, tt := range []struct {
+		policy    Policy
+		namespace string
+		prefix    string
+	}{
+		{Policy{Namespacing: NamespacingPodNamespace}, "aws", "aws:"},
+		{Policy{Namespacing: NamespacingPodNamespace}, "AWS", "aws:"},
+		{Policy{Namespacing: NamespacingPodNamespace}, "eks", "eks:"},
+		{Policy{Namespacing: NamespacingPodNamespace}, "Eks", "eks:"},
+		{Policy{Namespacing: NamespacingPodNamespace}, "eks-cluster-name", "eks-cluster-name"},
+		{Policy{Namespacing: "Aws"}, "shop", "aws:"}, // Validate refuses it; Desired holds even so
+		{Policy{Namespacing: "EKS"}, "shop", "eks:"},
+	} {
+		got, err := tt.policy.Desired(tt.namespace, map[string]string{"Team": "Dev"})
+		if err == nil {
+			t.Errorf("policy %+v in namespace %q accepted Team: %v", tt.policy, tt.namespace, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), "keys starting with "+tt.prefix+" are reserved") {
+			t.Errorf("policy %+v in namespace %q: %q does not name %q", tt.policy, tt.namespace, err, tt.prefix)
+		}
+		if tt.policy.Namespacing != NamespacingPodNamespace && tt.policy.Validate() == nil {
+			t.Errorf("Validate accepted --tag-namespace %q", tt.policy.Namespacing)
+		}
+	}
+	// Look-alikes stay allowed: only the prefixes are reserved.
+	for _, k := range []string{"my-eni-operator.io/x", "awsome", "eks", "Team/aws:x", "node.k8s.amazonaws.com"} {
+		if _, err := (Policy{}).Desired("shop", map[string]string{k: "x"}); err != nil {
+			t.Errorf("look-alike %q refused: %v", k, err)
+		}
+	}
+}
+
+// mixedCase alternates the letter case of s.
+func mixedCase(s string) string {
+	b := []rune(s)
+	for i := range b {
+		if i%2 == 0 {
+			b[i] = []rune(strings.ToUpper(string(b[i])))[0]
+		}
+	}
+	return string(b)
 }
