@@ -28,6 +28,7 @@ func TestIsReserved(t *testing.T) {
 		{"node.k8s.amazonaws.com/no_manage", true},
 		{"cluster.k8s.amazonaws.com/name", true},
 		{"vpcresources.k8s.aws/trunk-eni-id", true},
+		{"cni.networking.k8s.aws/cluster/prod", true},
 		{"eks:eni:owner", true},
 		{"eks-cluster-name", true},
 		{"karpenter.sh/nodepool", true},
