@@ -94,3 +94,22 @@ func TestCRDRuleListsEveryReservedPrefix(t *testing.T) {
 		t.Fatalf("CRD rule lists %v, tagkeys.Reserved %v: update the marker on NodeENISpec.Tags and run make manifests", inCRD, want)
 	}
 }
+
+// The README's table of reserved keys is what users read; it must list
+// every prefix.
+func TestREADMEListsEveryReservedPrefix(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "### Reserved tag keys")
+	if !ok {
+		t.Fatal(`README has no "### Reserved tag keys" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, p := range Prefixes() {
+		if !strings.Contains(section, "| `"+p+"` |") {
+			t.Errorf("README's reserved-key table lacks %s", p)
+		}
+	}
+}
