@@ -67,6 +67,88 @@ func List(items []string, sep string, limit int) string {
 	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:limit], sep), sep, len(items)-limit)
 }
 
+// ListWithin is List kept within n bytes as well: it lists at most limit
+// items, fewer when they would not fit, and always says how many it left
+// out. The first item is cut to fit rather than left out, so the result
+// names at least one problem; it is at most n bytes whenever n leaves
+// room for the "and N more" suffix.
+func ListWithin(items []string, sep string, limit, n int) string {
+	if limit < 1 {
+		limit = 1
+	}
+	var b strings.Builder
+	shown := 0
+	for i, it := range items {
+		if i == limit {
+			break
+		}
+		suffix := ""
+		if more := len(items) - i - 1; more > 0 {
+			suffix = fmt.Sprintf("%sand %d more", sep, more)
+		}
+		add := it
+		if i > 0 {
+			add = sep + it
+		}
+		if b.Len()+len(add)+len(suffix) > n {
+			if i > 0 {
+				break
+			}
+			add = Truncate(it, n-len(suffix))
+		}
+		b.WriteString(add)
+		shown++
+		if len(add) < len(it) {
+			break // cut: what follows would read as part of it
+		}
+	}
+	if more := len(items) - shown; more > 0 {
+		if shown > 0 {
+			b.WriteString(sep)
+		}
+		fmt.Fprintf(&b, "and %d more", more)
+	}
+	return b.String()
+}
+
+// Errors flattens err (errors.Join nests) into one line per problem,
+// newlines folded, for ListWithin.
+func Errors(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, inner := range j.Unwrap() {
+				if inner != nil {
+					walk(inner)
+				}
+			}
+			return
+		}
+		out = append(out, strings.ReplaceAll(e.Error(), "\n", "; "))
+	}
+	walk(err)
+	return out
+}
+
+// Error wraps err so that its message is at most Message bytes; errors.Is
+// and errors.As still see err. For errors that end in a log line, such as
+// those a reconciler returns (controller-runtime logs them in full).
+func Error(err error) error {
+	if err == nil || len(err.Error()) <= Message {
+		return err
+	}
+	return &boundedError{err}
+}
+
+type boundedError struct{ err error }
+
+func (e *boundedError) Error() string { return Truncate(e.err.Error(), Message) }
+func (e *boundedError) Unwrap() error { return e.err }
+
 // Recorder wraps an event recorder so that no note exceeds EventNote:
 // the API server refuses longer events, and the event is then lost.
 func Recorder(r recorder.EventRecorder) recorder.EventRecorder {
