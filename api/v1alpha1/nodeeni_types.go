@@ -217,11 +217,14 @@ type ENIAttachment struct {
 // per node) and prunes its own; the controller never writes them.
 type InterfaceStatus struct {
 	// NodeID is the node's name.
+	// +kubebuilder:validation:MaxLength=253
 	NodeID string `json:"nodeID"`
 	// ENIID is the ENI the interface belongs to.
+	// +kubebuilder:validation:MaxLength=32
 	ENIID string `json:"eniID"`
 	// InterfaceName is the host's name for the interface.
 	// +optional
+	// +kubebuilder:validation:MaxLength=15
 	InterfaceName string `json:"interfaceName,omitempty"`
 	// MTU as configured.
 	// +optional
@@ -234,19 +237,25 @@ type InterfaceStatus struct {
 	DPDKBound bool `json:"dpdkBound,omitempty"`
 	// DPDKDriver is the driver it is bound to.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	DPDKDriver string `json:"dpdkDriver,omitempty"`
 	// DPDKPCIAddress is the bound device's PCI address.
 	// +optional
+	// +kubebuilder:validation:MaxLength=16
 	DPDKPCIAddress string `json:"dpdkPCIAddress,omitempty"`
 	// DPDKResourceName is the SR-IOV resource it is published as.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	DPDKResourceName string `json:"dpdkResourceName,omitempty"`
 	// State is the agent's summary: Configured, Pending (the interface
 	// has not appeared on the host yet) or Failed.
 	// +optional
+	// +kubebuilder:validation:Enum=Configured;Pending;Failed
 	State string `json:"state,omitempty"`
-	// Message explains a failure.
+	// Message explains a failure. Bounded: the operator quotes it in the
+	// InterfacesConfigured condition.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 	// LastUpdated is when the agent last wrote this entry.
 	// +optional

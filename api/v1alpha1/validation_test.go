@@ -294,3 +294,48 @@ func TestPrinterColumns(t *testing.T) {
 		t.Fatalf("rows %v; want name, ready 2, desired 3, index, status Progressing, configured Pending", table.Rows)
 	}
 }
+
+// The node agents write status.interfaces; the API server bounds what
+// they can write, so an agent (or its stolen token) cannot fill the
+// object the operator reads and quotes in its conditions.
+func TestAgentReportsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	c := typedClient(t)
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "bounded-reports"}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"ng": "x"}, SubnetID: "subnet-0123456789abcdef0", SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}}
+	if err := c.Create(ctx, ne); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, ne) })
+	ok := v1alpha1.InterfaceStatus{NodeID: "node-a", ENIID: "eni-0123456789abcdef0", InterfaceName: "multus0",
+		State: v1alpha1.InterfaceFailed, Message: strings.Repeat("m", 1024)}
+	cases := map[string]func(*v1alpha1.InterfaceStatus){
+		"message over 1 KiB":  func(s *v1alpha1.InterfaceStatus) { s.Message = strings.Repeat("m", 1025) },
+		"unknown state":       func(s *v1alpha1.InterfaceStatus) { s.State = "Owned" },
+		"long interface name": func(s *v1alpha1.InterfaceStatus) { s.InterfaceName = strings.Repeat("i", 16) },
+		"long node name":      func(s *v1alpha1.InterfaceStatus) { s.NodeID = strings.Repeat("n", 254) },
+		"long ENI ID":         func(s *v1alpha1.InterfaceStatus) { s.ENIID = "eni-" + strings.Repeat("0", 40) },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			cur := &v1alpha1.NodeENI{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ne), cur); err != nil {
+				t.Fatal(err)
+			}
+			bad := ok
+			mutate(&bad)
+			cur.Status.Interfaces = []v1alpha1.InterfaceStatus{bad}
+			if err := c.Status().Update(ctx, cur); !apierrors.IsInvalid(err) {
+				t.Fatalf("status with %s: %v, want Invalid", name, err)
+			}
+		})
+	}
+	cur := &v1alpha1.NodeENI{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ne), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.Interfaces = []v1alpha1.InterfaceStatus{ok}
+	if err := c.Status().Update(ctx, cur); err != nil {
+		t.Fatalf("a report at the limits is refused: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 func nodeENI(name string, spec v1alpha1.NodeENISpec, atts ...v1alpha1.ENIAttachment) v1alpha1.NodeENI {
@@ -240,6 +241,10 @@ func TestStatusEntriesCompareWithoutTime(t *testing.T) {
 	got := stamp(a, b, t1)
 	if got[0].ENIID != "e1" || !got[0].LastUpdated.Equal(&t1) || !got[1].LastUpdated.Equal(&t0) {
 		t.Fatalf("stamp kept the time of the unchanged entry only? %+v", got)
+	}
+	long := []v1alpha1.InterfaceStatus{{NodeID: "n", ENIID: "e1", State: "Failed", Message: strings.Repeat("x", 5000)}}
+	if got := stamp(nil, long, t1); len(got[0].Message) > bounded.Message {
+		t.Fatalf("a %d-byte message is reported; the CRD refuses more than %d", len(got[0].Message), bounded.Message)
 	}
 }
 

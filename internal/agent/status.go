@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 // FieldManagerPrefix starts the server-side apply field manager of every
@@ -67,6 +68,10 @@ func stamp(old, cur []v1alpha1.InterfaceStatus, now metav1.Time) []v1alpha1.Inte
 	}
 	out := make([]v1alpha1.InterfaceStatus, len(cur))
 	for i, c := range cur {
+		// The API refuses longer messages (the CRD bounds them); a
+		// netlink or sysfs error quoting a long path must not cost the
+		// whole report.
+		c.Message = bounded.Truncate(c.Message, bounded.Message)
 		c.LastUpdated = now
 		if o, ok := prev[c.ENIID]; ok && sameInterfaces([]v1alpha1.InterfaceStatus{o}, []v1alpha1.InterfaceStatus{c}) {
 			c.LastUpdated = o.LastUpdated
