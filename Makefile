@@ -52,6 +52,8 @@ chart-sync: ## copy the generated CRDs and RBAC rules into the Helm chart (run b
 	cp config/crd/bases/*.yaml $(CHART)/crds/
 	cp config/rbac/role.yaml $(CHART)/files/operator-role.yaml
 	cp config/agent/role.yaml $(CHART)/files/agent-role.yaml
+	@mkdir -p $(CHART)/files/iam
+	cp docs/iam/*.json $(CHART)/files/iam/
 
 .PHONY: lint
 lint: ## go vet and gofmt check
