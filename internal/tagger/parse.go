@@ -6,14 +6,32 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
+
+// MaxAnnotationBytes bounds the tag annotation the tagger reads; a longer
+// one is refused before it is parsed. AWS allows 50 tags on an ENI, keys
+// of at most 127 characters and values of at most 256, so the largest
+// annotation that can be valid, in ASCII with JSON quoting, is about
+// 50 x (127 + 256 + 6) = 19.5 KB; 32 KiB leaves room for that and for
+// multi-byte characters, and is an eighth of Kubernetes' 256 KiB limit on
+// a pod's annotations. Anything bigger cannot be a tag set, and reading
+// it would only cost memory, CPU and (quoted back) status and log bytes.
+const MaxAnnotationBytes = 32 << 10
 
 // ParseAnnotation reads the tags a pod asks for. Two formats are accepted,
 // as in k8s-eni-tagger: a JSON object of strings ({"Team":"Dev"}) and a
 // comma-separated list of key=value pairs (Team=Dev,Cost=1). An empty or
 // blank annotation asks for no tags. Errors say exactly what is wrong so
 // the pod's owner can fix the annotation from the condition message alone.
+//
+// An annotation over MaxAnnotationBytes is refused without being read, and
+// errors quote the input only in short pieces (bounded.Quoted).
 func ParseAnnotation(s string) (map[string]string, error) {
+	if len(s) > MaxAnnotationBytes {
+		return nil, fmt.Errorf("it is %d bytes, over the limit of %d (50 tags of the longest keys and values AWS allows fit in about 20 KB); not read", len(s), MaxAnnotationBytes)
+	}
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return map[string]string{}, nil
@@ -41,33 +59,33 @@ func ParseAnnotation(s string) (map[string]string, error) {
 func parseJSON(s string) (map[string]string, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	if _, err := dec.Token(); err != nil { // the opening brace
-		return nil, fmt.Errorf("malformed JSON: %v", err)
+		return nil, fmt.Errorf("malformed JSON: %s", bounded.Truncate(err.Error(), bounded.Quote*2))
 	}
 	tags := map[string]string{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
+			return nil, fmt.Errorf("malformed JSON: %s", bounded.Truncate(err.Error(), bounded.Quote*2))
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return nil, fmt.Errorf("malformed JSON: expected a key, got %v", tok)
+			return nil, fmt.Errorf("malformed JSON: expected a key, got %s", bounded.Quoted(fmt.Sprint(tok)))
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("malformed JSON at key %q: %v", key, err)
+			return nil, fmt.Errorf("malformed JSON at key %s: %s", bounded.Quoted(key), bounded.Truncate(err.Error(), bounded.Quote*2))
 		}
 		var value string
 		if err := json.Unmarshal(raw, &value); err != nil || !strings.HasPrefix(string(raw), `"`) {
-			return nil, fmt.Errorf("the value of key %q must be a JSON string, got %s", key, kindOf(raw))
+			return nil, fmt.Errorf("the value of key %s must be a JSON string, got %s", bounded.Quoted(key), kindOf(raw))
 		}
 		if _, dup := tags[key]; dup {
-			return nil, fmt.Errorf("duplicate key %q", key)
+			return nil, fmt.Errorf("duplicate key %s", bounded.Quoted(key))
 		}
 		tags[key] = value
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, fmt.Errorf("malformed JSON: %v", err)
+		return nil, fmt.Errorf("malformed JSON: %s", bounded.Truncate(err.Error(), bounded.Quote*2))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("malformed JSON: unexpected data after the closing brace")
@@ -99,14 +117,14 @@ func parsePairs(s string) (map[string]string, error) {
 		}
 		key, value, ok := strings.Cut(item, "=")
 		if !ok {
-			return nil, fmt.Errorf("entry %d (%q) is not key=value", i+1, item)
+			return nil, fmt.Errorf("entry %d (%s) is not key=value", i+1, bounded.Quoted(item))
 		}
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if key == "" {
-			return nil, fmt.Errorf("entry %d (%q) has an empty key", i+1, item)
+			return nil, fmt.Errorf("entry %d (%s) has an empty key", i+1, bounded.Quoted(item))
 		}
 		if _, dup := tags[key]; dup {
-			return nil, fmt.Errorf("duplicate key %q", key)
+			return nil, fmt.Errorf("duplicate key %s", bounded.Quoted(key))
 		}
 		tags[key] = value
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 // Hash is the ownership token for a desired tag set: a digest of its
@@ -70,7 +72,8 @@ func PlanTags(in PlanInput) Plan {
 	eniHash := in.ENITags[HashTag]
 	want := Hash(in.Desired)
 	if len(in.Desired) > 0 && !in.IgnoreOwnership && eniHash != "" && eniHash != in.AppliedHash && eniHash != want {
-		return Plan{Conflict: fmt.Sprintf("the ENI's %s tag is %q, which is neither ours (%q) nor that of the desired tags (%q): another pod or tool owns its tags", HashTag, eniHash, in.AppliedHash, want)}
+		return Plan{Conflict: fmt.Sprintf("the ENI's %s tag is %s, which is neither ours (%s) nor that of the desired tags (%q): another pod or tool owns its tags",
+			HashTag, bounded.Quoted(eniHash), bounded.Quoted(in.AppliedHash), want)}
 	}
 	p := Plan{Create: map[string]string{}, Delete: map[string]string{}, Applied: map[string]string{}}
 	for k, v := range in.Desired {

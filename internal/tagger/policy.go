@@ -61,7 +61,9 @@ func (p Policy) Validate() error {
 }
 
 // Desired turns the tags a pod asked for into the tags its ENI should
-// carry, or says every reason it cannot.
+// carry, or says every reason it cannot (errors.Join of one error per
+// problem, each quoting keys with bounded.Quoted; the condition lists a
+// few of them, see problemsMessage).
 func (p Policy) Desired(podNamespace string, asked map[string]string) (map[string]string, error) {
 	prefix := ""
 	switch p.Namespacing {
@@ -83,21 +85,23 @@ func (p Policy) Desired(podNamespace string, asked map[string]string) (map[strin
 		full := prefix + k
 		switch {
 		case !utf8.ValidString(k) || !utf8.ValidString(v):
-			problems = append(problems, fmt.Errorf("tag %q: key and value must be valid UTF-8", k))
+			problems = append(problems, fmt.Errorf("tag %s: key and value must be valid UTF-8", bounded.Quoted(k)))
 		case reserved(k) || reserved(full):
 			problems = append(problems, reservedProblem(k, full))
 		case !p.allowed(k):
-			problems = append(problems, fmt.Errorf("tag %q: key not allowed by the operator's tag policy", k))
+			problems = append(problems, fmt.Errorf("tag %s: key not allowed by the operator's tag policy", bounded.Quoted(k)))
 		case utf8.RuneCountInString(full) > MaxKeyLength:
-			problems = append(problems, fmt.Errorf("tag %q: key is %d characters, the limit is %d", k, utf8.RuneCountInString(full), MaxKeyLength))
+			problems = append(problems, fmt.Errorf("tag %s: key is %d characters, the limit is %d", bounded.Quoted(k), utf8.RuneCountInString(full), MaxKeyLength))
 		case utf8.RuneCountInString(v) > MaxValueLength:
-			problems = append(problems, fmt.Errorf("tag %q: value is %d characters, the limit is %d", k, utf8.RuneCountInString(v), MaxValueLength))
+			problems = append(problems, fmt.Errorf("tag %s: value is %d characters, the limit is %d", bounded.Quoted(k), utf8.RuneCountInString(v), MaxValueLength))
 		}
 		out[full] = v
 	}
-	// One tag of the 50 is the operator's ownership token.
+	// One tag of the 50 is the operator's ownership token. Reported
+	// first: with many tags it is the problem that matters, and the list
+	// in the condition is cut after a few.
 	if len(asked) > MaxTagsPerResource-1 {
-		problems = append(problems, fmt.Errorf("%d tags asked for; an ENI holds at most %d, one of which is %s", len(asked), MaxTagsPerResource, HashTag))
+		problems = append([]error{fmt.Errorf("%d tags asked for; an ENI holds at most %d, one of which is %s", len(asked), MaxTagsPerResource, HashTag)}, problems...)
 	}
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)

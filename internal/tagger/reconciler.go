@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -67,6 +67,8 @@ type outcome struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	start := time.Now()
 	defer func() {
+		// controller-runtime logs a returned error in full: keep it short.
+		err = bounded.Error(err)
 		r.metrics.duration.Observe(time.Since(start).Seconds())
 		switch {
 		case err != nil:
@@ -113,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	if err != nil {
 		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
-			message: fmt.Sprintf("annotation %s is invalid: %s", r.opts.AnnotationKey, oneLine(err)), warning: true, event: true})
+			message: invalidMessage(r.opts.AnnotationKey, err), warning: true, event: true})
 	}
 	ip := podIP(&pod)
 	if ip == "" {
@@ -205,13 +207,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, err
 	}
 	if len(conflicts) > 0 {
-		keys := slices.Sorted(maps.Keys(conflicts))
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = fmt.Sprintf("%q (%s)", k, conflicts[k])
-		}
 		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
-			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", eni.ID, strings.Join(parts, "; ")), event: true, warning: true})
+			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", eni.ID, conflictsText(conflicts)), event: true, warning: true})
 	}
 	if len(desired) == 0 {
 		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
@@ -414,7 +411,7 @@ func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) er
 		return nil
 	}
 	if err := r.forget(ctx, key); err != nil {
-		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", oneLine(err))
+		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", errorText(err))
 		return err
 	}
 	return r.dropFinalizer(ctx, pod)
@@ -456,7 +453,10 @@ func (r *Reconciler) recordOnPod(ctx context.Context, pod *corev1.Pod, applied m
 }
 
 // report sets the pod condition (only when it changes) and emits an event.
+// The message is cut to bounded.Message whatever built it, so the
+// condition, the event and the log line stay small.
 func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) error {
+	o.message = bounded.Truncate(o.message, bounded.Message)
 	r.metrics.outcomes.WithLabelValues(o.reason).Inc()
 	if o.event || o.warning {
 		kind := corev1.EventTypeNormal
@@ -494,7 +494,7 @@ func (r *Reconciler) awsFailure(ctx context.Context, pod *corev1.Pod, what strin
 		hint = "the operator's IAM policy lacks a permission (see the README's IAM section); retrying with backoff"
 	}
 	_ = r.report(ctx, pod, outcome{status: corev1.ConditionFalse, reason: reason,
-		message: fmt.Sprintf("%s failed (%s): %s; %s", what, ec2.Code(err), oneLine(err), hint), event: true, warning: true})
+		message: fmt.Sprintf("%s failed (%s): %s; %s", what, bounded.Truncate(ec2.Code(err), bounded.Quote), errorText(err), hint), event: true, warning: true})
 	return err
 }
 
@@ -584,18 +584,3 @@ func (r *Reconciler) sweep(ctx context.Context) {
 		}
 	}
 }
-
-func describe(tags map[string]string) string {
-	if len(tags) == 0 {
-		return "nothing"
-	}
-	keys := slices.Collect(maps.Keys(tags))
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%q", k, tags[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -28,7 +29,7 @@ var RequiredIAMActions = []string{"ec2:DescribeNetworkInterfaces", "ec2:CreateTa
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;patch,resourceNames=eni-tagger-cache-00;eni-tagger-cache-01;eni-tagger-cache-02;eni-tagger-cache-03;eni-tagger-cache-04;eni-tagger-cache-05;eni-tagger-cache-06;eni-tagger-cache-07;eni-tagger-cache-08;eni-tagger-cache-09;eni-tagger-cache-10;eni-tagger-cache-11;eni-tagger-cache-12;eni-tagger-cache-13;eni-tagger-cache-14;eni-tagger-cache-15,namespace=eni-operator
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup adds the pod tagger to mgr: the controller, the ledger, the ENI
@@ -46,7 +47,7 @@ func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error
 		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap})
 	r := &Reconciler{
 		client: mgr.GetClient(), ec2: ec2c, ledger: ledger, opts: o, policy: o.policy(),
-		recorder: mgr.GetEventRecorder("eni-operator-tagger"),
+		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, limiters: map[string]*rate.Limiter{},
 		enqueue: make(chan event.TypedGenericEvent[*corev1.Pod], 4096),
 	}

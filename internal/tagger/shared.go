@@ -3,7 +3,8 @@ package tagger
 import (
 	"fmt"
 	"sort"
-	"strings"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 // MergeShared combines the tags several pods ask for on one shared ENI.
@@ -31,10 +32,10 @@ func MergeShared(wants map[string]map[string]string) (merged map[string]string, 
 		var parts []string
 		for v, pods := range byValue {
 			sort.Strings(pods)
-			parts = append(parts, fmt.Sprintf("%s wants %q", strings.Join(pods, ", "), v))
+			parts = append(parts, fmt.Sprintf("%s wants %s", bounded.List(pods, ", ", bounded.Items), bounded.Quoted(v)))
 		}
 		sort.Strings(parts)
-		conflicts[k] = strings.Join(parts, "; ")
+		conflicts[k] = bounded.List(parts, "; ", bounded.Items)
 	}
 	return merged, conflicts
 }
