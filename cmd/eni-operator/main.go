@@ -21,8 +21,18 @@ import (
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
-// Leader election:
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// Leader election: one Lease in the leader-election namespace (the
+// operator's; the chart and config/ put this Role there), read and renewed
+// by name; create cannot be limited by name (a POST carries none).
+// Leader election records its events with the core API.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create,namespace=eni-operator
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=eni-operator.eni-operator.io,namespace=eni-operator
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=eni-operator
+
+// Authenticated metrics (--metrics-secure): the endpoint asks the API
+// server who a scraper is and whether it may get /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"

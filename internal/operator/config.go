@@ -27,7 +27,11 @@ type Config struct {
 	// MetricsAddr, ProbeAddr and PprofAddr are listen addresses; "0" turns
 	// an endpoint off.
 	MetricsAddr, ProbeAddr, PprofAddr string
-	LeaderElection                    LeaderElection
+	// MetricsSecure serves /metrics over HTTPS (a self-signed
+	// certificate) to clients the API server authenticates (TokenReview)
+	// and authorises (SubjectAccessReview: get on the /metrics URL).
+	MetricsSecure  bool
+	LeaderElection LeaderElection
 	// GracefulShutdownTimeout bounds how long running reconciles may take
 	// to finish after a stop signal before the manager gives up on them.
 	GracefulShutdownTimeout time.Duration
@@ -65,7 +69,7 @@ type LeaderElection struct {
 // DefaultConfig returns the defaults the flags use.
 func DefaultConfig() Config {
 	return Config{
-		MetricsAddr: ":8090", ProbeAddr: ":8081", PprofAddr: "0",
+		MetricsAddr: ":8090", ProbeAddr: ":8081", PprofAddr: "0", MetricsSecure: true,
 		LeaderElection: LeaderElection{
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			ReleaseOnCancel: true,
@@ -83,6 +87,7 @@ func DefaultConfig() Config {
 // defaults (the EC2, tagger and NodeENI flags are bound by their packages).
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, "address of the Prometheus /metrics endpoint (0 turns it off)")
+	fs.BoolVar(&c.MetricsSecure, "metrics-secure", c.MetricsSecure, "serve /metrics over HTTPS to authenticated and authorised clients only (a bearer token allowed to get the /metrics URL); false serves plain HTTP to anyone who reaches the address")
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of the /healthz (liveness) and /readyz (readiness: caches synced) endpoints")
 	fs.StringVar(&c.PprofAddr, "pprof-bind-address", c.PprofAddr, "address of the pprof endpoints (0 turns them off)")
 	le := &c.LeaderElection

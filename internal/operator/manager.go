@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -70,7 +71,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	le := c.LeaderElection
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: c.MetricsAddr},
+		Metrics:                       metricsOptions(c),
 		HealthProbeBindAddress:        c.ProbeAddr,
 		PprofBindAddress:              c.PprofAddr,
 		LeaderElection:                le.Enabled,
@@ -134,6 +135,19 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	}
 	log.Info("manager built", "version", c.Version, "vpc", ec2c.VPCID(), "leaderElection", le.Enabled)
 	return mgr, nil
+}
+
+// metricsOptions serves /metrics as c says: with --metrics-secure (the
+// default) over HTTPS with a self-signed certificate, answering only
+// requests whose bearer token the API server authenticates and allows to
+// get the /metrics URL (RBAC nonResourceURLs); otherwise plain HTTP.
+func metricsOptions(c Config) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: c.MetricsAddr}
+	if c.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }
 
 // Run builds the manager and runs it until ctx is done.
