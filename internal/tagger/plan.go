@@ -76,13 +76,23 @@ func PlanTags(in PlanInput) Plan {
 			HashTag, bounded.Quoted(eniHash), bounded.Quoted(in.AppliedHash), want)}
 	}
 	p := Plan{Create: map[string]string{}, Delete: map[string]string{}, Applied: map[string]string{}}
+	// Reserved keys are never written or removed here, whatever asks:
+	// the policy refuses them in annotations, and the record of what was
+	// applied may come from a pod's own (editable) last-applied
+	// annotation. The token is handled on its own below.
 	for k, v := range in.Desired {
+		if reserved(k) {
+			continue
+		}
 		if cur, ok := in.ENITags[k]; !ok || cur != v {
 			p.Create[k] = v
 		}
 		p.Applied[k] = v
 	}
 	for k, v := range in.Applied {
+		if reserved(k) {
+			continue
+		}
 		if _, still := in.Desired[k]; !still && in.ENITags[k] == v {
 			if _, present := in.ENITags[k]; present {
 				p.Delete[k] = v

@@ -152,3 +152,29 @@ func TestHashIsOrderFreeAndUnambiguous(t *testing.T) {
 		t.Fatal("hash is not 16 hex digits")
 	}
 }
+
+// A plan never writes or removes a reserved key, whatever the desired or
+// applied sets hold: the applied set can come from a pod's own
+// last-applied annotation, which the pod's owner can edit.
+func TestPlanNeverTouchesReservedKeys(t *testing.T) {
+	owned := tags{"eni-operator.io/cluster": "prod", "node.k8s.amazonaws.com/no_manage": "true", "kubernetes.io/cluster/prod": "owned", "Name": "x"}
+	for _, in := range []PlanInput{
+		{Desired: tags{}, Applied: owned, ENITags: owned},              // forged record, annotation emptied
+		{Desired: tags{"Team": "Dev"}, Applied: owned, ENITags: owned}, // forged record, real tags
+		{Desired: tags{"Team": "Dev"}, Applied: tags{"eni-tagger.io/hash": "zz"}, ENITags: tags{"eni-tagger.io/hash": "zz"}, IgnoreOwnership: true},
+		{Desired: tags{"eni-operator.io/nodeeni": "x", "Team": "Dev"}, ENITags: tags{"Name": "x"}}, // policy bypassed
+		{Desired: tags{"ENI-Operator.io/Cluster": "c"}, ENITags: tags{}},
+	} {
+		p := PlanTags(in)
+		for k := range p.Create {
+			if k != HashTag && reserved(k) {
+				t.Errorf("PlanTags(%v) creates reserved %q: %v", in, k, p.Create)
+			}
+		}
+		for k := range p.Delete {
+			if reserved(k) && !(k == HashTag && in.ENITags[HashTag] == in.AppliedHash && in.AppliedHash != "") {
+				t.Errorf("PlanTags(%v) deletes reserved %q: %v", in, k, p.Delete)
+			}
+		}
+	}
+}
