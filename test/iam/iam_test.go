@@ -1,0 +1,498 @@
+// Package iam checks the IAM policy documents in docs/iam against the
+// code: the actions each part's start-up permission check verifies, the
+// product's reserved tag keys (internal/tagkeys), the NodeENI ownership
+// tag, and the Helm chart's copies. It also evaluates the documents, alone
+// and attached together to one role, against the EC2 requests the
+// operator makes and against forged ones.
+package iam
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
+)
+
+const (
+	docsDir  = "../../docs/iam"
+	chartDir = "../../charts/eni-operator/files/iam"
+	// placeholder is what the documents say in place of --cluster-name.
+	placeholder = "CLUSTER"
+	cluster     = "prod"
+
+	eniARN      = "arn:aws:ec2:*:*:network-interface/*"
+	createTags  = "ec2:CreateTags"
+	deleteTags  = "ec2:DeleteTags"
+	tagKeys     = "aws:TagKeys"
+	createActn  = "ec2:CreateAction"
+	tagKeysLike = "ForAnyValue:StringLike"
+)
+
+// load reads a document strictly: unknown fields (NotAction, Principal,
+// a misspelt key) fail.
+func load(t *testing.T, name, clusterName string) Policy {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(docsDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clusterName != "" {
+		raw = bytes.ReplaceAll(raw, []byte(placeholder), []byte(clusterName))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p Policy
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if dec.More() {
+		t.Fatalf("%s: trailing data after the document", name)
+	}
+	return p
+}
+
+func TestDocumentsAreWellFormed(t *testing.T) {
+	for _, name := range []string{"tagger.json", "nodeeni.json"} {
+		p := load(t, name, "")
+		if p.Version != "2012-10-17" {
+			t.Errorf("%s: Version %q, want 2012-10-17", name, p.Version)
+		}
+		if len(p.Statement) == 0 {
+			t.Errorf("%s: no statements", name)
+		}
+		sids := map[string]bool{}
+		for i, st := range p.Statement {
+			if st.Sid == "" || sids[st.Sid] {
+				t.Errorf("%s: statement %d: Sid %q missing or repeated", name, i, st.Sid)
+			}
+			sids[st.Sid] = true
+			if st.Effect != "Allow" && st.Effect != "Deny" {
+				t.Errorf("%s %s: Effect %q", name, st.Sid, st.Effect)
+			}
+			if len(st.Action) == 0 || len(st.Resource) == 0 {
+				t.Errorf("%s %s: Action and Resource are required", name, st.Sid)
+			}
+			for _, a := range st.Action {
+				if !strings.HasPrefix(a, "ec2:") || strings.ContainsAny(a, "*?") {
+					t.Errorf("%s %s: action %q: only named ec2 actions, no wildcards", name, st.Sid, a)
+				}
+			}
+		}
+	}
+}
+
+func allowedActions(p Policy) []string {
+	var out []string
+	for _, st := range p.Statement {
+		if st.Effect == "Allow" {
+			out = append(out, st.Action...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// The documents grant exactly what each part's start-up DryRun check
+// verifies: an action missing from a document would be reported missing
+// at start, an extra one is a grant nothing uses.
+func TestAllowedActionsAreThePermissionChecks(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want []string
+	}{
+		{"tagger.json", tagger.RequiredIAMActions},
+		{"nodeeni.json", nodeeni.RequiredIAMActions()},
+	} {
+		got := allowedActions(load(t, c.doc, ""))
+		if want := sorted(c.want); !slices.Equal(got, want) {
+			t.Errorf("%s allows %v; the permission check verifies %v", c.doc, got, want)
+		}
+	}
+}
+
+// ownPrefix is the reserved prefix of the tagger's own ownership token
+// (eni-tagger.io/hash): the tagger writes and removes that tag itself, so
+// the deny cannot cover its prefix (IAM patterns have no "except").
+func ownPrefix(t *testing.T) string {
+	r, ok := tagkeys.ReservedBy(tagger.HashTag)
+	if !ok {
+		t.Fatalf("%s is not reserved; the tagger's token must be", tagger.HashTag)
+	}
+	return r.Prefix
+}
+
+func reservedPatterns(t *testing.T) []string {
+	var want []string
+	for _, p := range tagkeys.Prefixes() {
+		if p != ownPrefix(t) {
+			want = append(want, p+"*")
+		}
+	}
+	return sorted(want)
+}
+
+// denies returns the tagger's Deny statements that cover action.
+func denies(p Policy, action string) []Statement {
+	var out []Statement
+	for _, st := range p.Statement {
+		if st.Effect == "Deny" && slices.Contains(st.Action, action) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func TestTaggerDenyCoversEveryReservedPrefix(t *testing.T) {
+	p := load(t, "tagger.json", "")
+	want := reservedPatterns(t)
+	for _, action := range []string{createTags, deleteTags} {
+		var found bool
+		for _, st := range denies(p, action) {
+			patterns, ok := st.Condition[tagKeysLike][tagKeys]
+			if !ok {
+				continue
+			}
+			found = true
+			if got := sorted(patterns); !slices.Equal(got, want) {
+				t.Errorf("%s: deny of %s lists %v; tagkeys.Prefixes() (less the tagger's own %q) gives %v",
+					st.Sid, action, got, ownPrefix(t), want)
+			}
+			for _, pat := range patterns {
+				if globMatch(pat, tagger.HashTag) {
+					t.Errorf("%s: pattern %q denies the tagger's own token %s", st.Sid, pat, tagger.HashTag)
+				}
+			}
+			if !slices.Contains(st.Resource, "*") {
+				t.Errorf("%s: a deny covers every resource (*), not %v", st.Sid, st.Resource)
+			}
+			// The only exemption allowed: tags set while the NodeENI
+			// controller creates an ENI (ec2:CreateAction present), and
+			// only on CreateTags. DeleteTags of a reserved key is never
+			// the product's: nothing may remove one.
+			for op, keys := range st.Condition {
+				for key, vals := range keys {
+					switch {
+					case op == tagKeysLike && key == tagKeys:
+					case action == createTags && op == "Null" && key == createActn && slices.Equal(vals, []string{"true"}):
+					default:
+						t.Errorf("%s: condition %s %s %v narrows the deny of %s", st.Sid, op, key, vals, action)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no Deny of %s on reserved tag keys (%s %s)", action, tagKeysLike, tagKeys)
+		}
+	}
+	// DeleteTags without tag keys deletes every user-defined tag of the
+	// resource, reserved ones included, and ForAnyValue is false on an
+	// empty key: a separate deny refuses it.
+	var all bool
+	for _, st := range denies(p, deleteTags) {
+		if vals, ok := st.Condition["Null"][tagKeys]; ok && slices.Equal(vals, []string{"true"}) && len(st.Condition) == 1 && len(st.Condition["Null"]) == 1 {
+			all = true
+		}
+	}
+	if !all {
+		t.Errorf("no Deny of %s when the request names no tag keys (Null %s true)", deleteTags, tagKeys)
+	}
+}
+
+func TestTaggerTagsOnlyENIs(t *testing.T) {
+	p := load(t, "tagger.json", "")
+	for _, st := range p.Statement {
+		if st.Effect != "Allow" {
+			continue
+		}
+		for _, a := range st.Action {
+			switch {
+			case a == createTags || a == deleteTags:
+				if !slices.Equal(st.Resource, []string{eniARN}) {
+					t.Errorf("%s: %s on %v; the tagger may tag network interfaces only (%s)", st.Sid, a, st.Resource, eniARN)
+				}
+			case strings.HasPrefix(a, "ec2:Describe"):
+			default:
+				t.Errorf("%s: the tagger needs no %s", st.Sid, a)
+			}
+		}
+	}
+}
+
+// Every grant of the NodeENI document that changes something is either
+// on network interfaces and conditioned on the cluster's ownership tag
+// (on the request at creation, on the resource afterwards) or on tag-on-
+// create, or it is on a companion resource (instance, subnet, security
+// group) of an action that is also conditioned that way on the ENI: EC2
+// authorizes every resource of a call, so the companion grant alone never
+// suffices.
+func TestNodeENIMutationsAreScopedToTheCluster(t *testing.T) {
+	p := load(t, "nodeeni.json", "")
+	owned := map[string]bool{} // actions granted on the cluster's ENIs only
+	type companion struct{ sid, action string }
+	var companions []companion
+	for _, st := range p.Statement {
+		if st.Effect != "Allow" {
+			t.Errorf("%s: the NodeENI document only grants", st.Sid)
+			continue
+		}
+		var mutating []string
+		for _, a := range st.Action {
+			if !strings.HasPrefix(a, "ec2:Describe") {
+				mutating = append(mutating, a)
+			}
+		}
+		if len(mutating) == 0 {
+			continue
+		}
+		if slices.Contains(st.Resource, "*") {
+			t.Errorf("%s: %v on every resource", st.Sid, mutating)
+			continue
+		}
+		onENIs := slices.ContainsFunc(st.Resource, func(r string) bool {
+			return globMatch(r, "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-0123")
+		})
+		if !onENIs {
+			for _, a := range mutating {
+				companions = append(companions, companion{st.Sid, a})
+			}
+			continue
+		}
+		if !slices.Equal(st.Resource, []string{eniARN}) {
+			t.Errorf("%s: ENI grants name %s alone, not %v", st.Sid, eniARN, st.Resource)
+		}
+		eq := st.Condition["StringEquals"]
+		scoped := slices.Equal(eq["aws:ResourceTag/"+nodeeni.TagCluster], []string{placeholder}) ||
+			slices.Equal(eq["aws:RequestTag/"+nodeeni.TagCluster], []string{placeholder}) ||
+			(len(eq[createActn]) > 0 && !slices.Contains(eq[createActn], "*"))
+		if !scoped || len(st.Condition) != 1 {
+			t.Errorf("%s: %v on ENIs must be conditioned (StringEquals, alone) on %s = %s or on %s; has %v",
+				st.Sid, mutating, nodeeni.TagCluster, placeholder, createActn, st.Condition)
+			continue
+		}
+		for _, a := range mutating {
+			owned[a] = true
+		}
+	}
+	for _, c := range companions {
+		if !owned[c.action] {
+			t.Errorf("%s: %s on %s is not also limited to the cluster's ENIs", c.sid, c.action, "companion resources")
+		}
+	}
+}
+
+func TestChartShipsTheDocuments(t *testing.T) {
+	docs, _ := filepath.Glob(filepath.Join(docsDir, "*.json"))
+	chart, _ := filepath.Glob(filepath.Join(chartDir, "*.json"))
+	base := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			out = append(out, filepath.Base(p))
+		}
+		return out
+	}
+	if !slices.Equal(base(docs), base(chart)) || len(docs) == 0 {
+		t.Fatalf("docs/iam has %v, the chart's files/iam %v: run make chart-sync", base(docs), base(chart))
+	}
+	for _, d := range docs {
+		a, _ := os.ReadFile(d)
+		b, err := os.ReadFile(filepath.Join(chartDir, filepath.Base(d)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("charts/eni-operator/files/iam/%s differs from docs/iam: run make chart-sync", filepath.Base(d))
+		}
+	}
+}
+
+// --- Evaluation: what the documents allow, alone and together. ---
+
+const (
+	podENI   = "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-0pod"
+	ownENI   = "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-0own"
+	otherENI = "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-0other"
+	newENI   = "arn:aws:ec2:eu-west-1:111122223333:network-interface/*"
+	instance = "arn:aws:ec2:eu-west-1:111122223333:instance/i-0node"
+	subnet   = "arn:aws:ec2:eu-west-1:111122223333:subnet/subnet-0a"
+	secGroup = "arn:aws:ec2:eu-west-1:111122223333:security-group/sg-0a"
+)
+
+// resourceTags are the tags each ENI carries in the scenarios.
+var resourceTags = map[string]map[string]string{
+	podENI:   {"Team": "shop"},
+	ownENI:   {nodeeni.TagCluster: cluster, nodeeni.TagNode: "node-1", nodeeni.TagNoManage: "true"},
+	otherENI: {nodeeni.TagCluster: "staging"},
+}
+
+// on builds the request for an action on a resource with tag keys.
+func on(action, resource string, keys ...string) Request {
+	ctx := map[string][]string{}
+	for k, v := range resourceTags[resource] {
+		ctx["aws:ResourceTag/"+k] = []string{v}
+	}
+	if keys != nil {
+		ctx[tagKeys] = keys
+	}
+	return Request{Action: action, Resource: resource, Context: ctx}
+}
+
+// createENI is the authorization of one CreateNetworkInterface with
+// TagSpecifications: the call on the new ENI (request tags), its subnet
+// and security group, and CreateTags with ec2:CreateAction.
+func createENI(tags map[string]string) []Request {
+	ctx := map[string][]string{}
+	var keys []string
+	for k, v := range tags {
+		ctx["aws:RequestTag/"+k] = []string{v}
+		keys = append(keys, k)
+	}
+	ctx[tagKeys] = keys
+	tagCtx := map[string][]string{createActn: {"CreateNetworkInterface"}}
+	for k, v := range ctx {
+		tagCtx[k] = v
+	}
+	return []Request{
+		{Action: "ec2:CreateNetworkInterface", Resource: newENI, Context: ctx},
+		{Action: "ec2:CreateNetworkInterface", Resource: subnet, Context: map[string][]string{}},
+		{Action: "ec2:CreateNetworkInterface", Resource: secGroup, Context: map[string][]string{}},
+		{Action: createTags, Resource: newENI, Context: tagCtx},
+	}
+}
+
+type scenario struct {
+	name string
+	reqs []Request
+	// want per attachment: tagger alone, NodeENI alone, both on one role.
+	tagger, nodeENI, both Decision
+}
+
+func scenarios(t *testing.T) []scenario {
+	ownership := map[string]string{
+		nodeeni.TagCluster: cluster, nodeeni.TagNodeENI: "multus", nodeeni.TagNodeENIUID: "uid",
+		nodeeni.TagNode: "node-1", nodeeni.TagInstance: "i-0node", nodeeni.TagCreatedAt: "2026-01-01T00:00:00Z",
+		nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1", nodeeni.TagNoManage: "true", "Team": "net",
+	}
+	foreign := with(ownership, nodeeni.TagCluster, "staging")
+	untagged := with(ownership, nodeeni.TagCluster, "")
+	D, A, I := ExplicitDeny, Allowed, ImplicitDeny
+	s := []scenario{
+		// The tagger's own calls.
+		{"tagger: describe", []Request{{Action: "ec2:DescribeNetworkInterfaces", Resource: "*"}}, A, A, A},
+		{"tagger: first tags and token", []Request{on(createTags, podENI, "Team", "CostCenter", tagger.HashTag)}, A, I, A},
+		{"tagger: remove a tag and the token", []Request{on(deleteTags, podENI, "Team", tagger.HashTag)}, A, I, A},
+		{"tagger: start-up DryRun CreateTags", []Request{on(createTags, podENI, "eni-operator/permission-check")}, A, I, A},
+		{"tagger: start-up DryRun DeleteTags", []Request{on(deleteTags, podENI, "eni-operator/permission-check")}, A, I, A},
+		{"tagger: tags on an instance", []Request{on(createTags, instance, "Team")}, I, I, I},
+		// Forging and stripping ownership.
+		{"forge the cluster tag on a pod's ENI", []Request{on(createTags, podENI, nodeeni.TagCluster)}, D, I, D},
+		{"forge the cluster tag on another cluster's ENI", []Request{on(createTags, otherENI, nodeeni.TagCluster)}, D, I, D},
+		// The NodeENI document alone lets the controller tag its own ENIs
+		// (it never writes reserved keys after creation, but IAM does not
+		// stop it); attached with the tagger's, the deny does.
+		{"rewrite an ownership tag of the cluster's ENI", []Request{on(createTags, ownENI, nodeeni.TagNode)}, D, A, D},
+		{"strip the cluster tag of the cluster's ENI", []Request{on(deleteTags, ownENI, nodeeni.TagCluster)}, D, I, D},
+		{"strip no_manage", []Request{on(deleteTags, ownENI, nodeeni.TagNoManage)}, D, I, D},
+		{"delete every tag (no keys)", []Request{on(deleteTags, podENI)}, D, I, D},
+		{"delete every tag of the cluster's ENI (no keys)", []Request{on(deleteTags, ownENI)}, D, I, D},
+		// The NodeENI controller's calls.
+		{"nodeeni: create an ENI with its ownership tags", createENI(ownership), I, A, A},
+		{"nodeeni: create without the cluster tag", createENI(untagged), I, I, I},
+		{"nodeeni: create for another cluster", createENI(foreign), I, I, I},
+		{"nodeeni: attach its ENI", []Request{on("ec2:AttachNetworkInterface", ownENI), on("ec2:AttachNetworkInterface", instance)}, I, A, A},
+		{"nodeeni: detach its ENI", []Request{on("ec2:DetachNetworkInterface", ownENI), on("ec2:DetachNetworkInterface", instance)}, I, A, A},
+		{"nodeeni: delete its ENI", []Request{on("ec2:DeleteNetworkInterface", ownENI)}, I, A, A},
+		{"nodeeni: set its ENI's groups", []Request{on("ec2:ModifyNetworkInterfaceAttribute", ownENI), on("ec2:ModifyNetworkInterfaceAttribute", secGroup)}, I, A, A},
+		{"nodeeni: user tags on its ENI", []Request{on(createTags, ownENI, "Team")}, A, A, A},
+		{"detach a foreign ENI", []Request{on("ec2:DetachNetworkInterface", otherENI), on("ec2:DetachNetworkInterface", instance)}, I, I, I},
+		{"delete a pod's ENI", []Request{on("ec2:DeleteNetworkInterface", podENI)}, I, I, I},
+		{"attach a foreign ENI", []Request{on("ec2:AttachNetworkInterface", otherENI), on("ec2:AttachNetworkInterface", instance)}, I, I, I},
+	}
+	// Every reserved prefix, derived from tagkeys: a prefix added there
+	// and not to the document fails here too.
+	for _, p := range tagkeys.Prefixes() {
+		if p == ownPrefix(t) {
+			continue
+		}
+		key := p + "x"
+		s = append(s,
+			scenario{"forge " + key + " on a pod's ENI", []Request{on(createTags, podENI, "Team", key)}, D, I, D},
+			scenario{"strip " + key + " from a pod's ENI", []Request{on(deleteTags, podENI, key)}, D, I, D},
+		)
+	}
+	return s
+}
+
+func with(m map[string]string, k, v string) map[string]string {
+	out := map[string]string{}
+	for kk, vv := range m {
+		out[kk] = vv
+	}
+	if v == "" {
+		delete(out, k)
+	} else {
+		out[k] = v
+	}
+	return out
+}
+
+func TestPoliciesDecideTheOperatorsRequests(t *testing.T) {
+	tg := load(t, "tagger.json", cluster)
+	ne := load(t, "nodeeni.json", cluster)
+	for _, sc := range scenarios(t) {
+		for _, c := range []struct {
+			role     string
+			policies []Policy
+			want     Decision
+		}{
+			{"tagger alone", []Policy{tg}, sc.tagger},
+			{"NodeENI alone", []Policy{ne}, sc.nodeENI},
+			{"both on one role", []Policy{tg, ne}, sc.both},
+		} {
+			got, err := Evaluate(c.policies, sc.reqs...)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", sc.name, c.role, err)
+			}
+			if got != c.want {
+				t.Errorf("%s, %s: %v, want %v", sc.name, c.role, got, c.want)
+			}
+		}
+	}
+}
+
+// The evaluator itself, on the semantics the documents rely on.
+func TestEvaluatorSemantics(t *testing.T) {
+	for _, c := range []struct {
+		op        string
+		want      []string
+		have      []string
+		present   bool
+		wantMatch bool
+	}{
+		{"StringNotEquals", []string{"prod"}, nil, false, true}, // missing key: negated operator true
+		{"StringEquals", []string{"prod"}, nil, false, false},   // missing key: positive operator false
+		{"StringNotEquals", []string{"prod"}, []string{"prod"}, true, false},
+		{"ForAnyValue:StringLike", []string{"eks:*"}, nil, false, false},
+		{"ForAnyValue:StringLike", []string{"eks:*"}, []string{"Team", "eks:x"}, true, true},
+		{"ForAnyValue:StringLike", []string{"eks:*"}, []string{"EKS:x"}, true, false}, // case-sensitive
+		{"Null", []string{"true"}, nil, false, true},
+		{"Null", []string{"true"}, []string{"CreateNetworkInterface"}, true, false},
+	} {
+		got, err := condition(c.op, c.want, c.have, c.present)
+		if err != nil || got != c.wantMatch {
+			t.Errorf("%s %v against %v (present %v) = %v, %v; want %v", c.op, c.want, c.have, c.present, got, err, c.wantMatch)
+		}
+	}
+	if _, err := condition("StringEqualsIgnoreCase", []string{"x"}, nil, false); err == nil {
+		t.Error("an unknown operator must fail")
+	}
+}
