@@ -32,9 +32,16 @@ type collector struct {
 	refreshes chan struct{}
 
 	log logr.Logger
+	// cluster is the operator's cluster name, for the trust check.
+	cluster string
+	// dryRun: say what would be deleted, delete nothing.
+	dryRun bool
+	// distrusted logs each untrusted ENI skipped once per reason.
+	distrusted *distrustLog
 
-	// seen is touched only by Start's goroutine.
-	seen map[string]*sighting
+	// seen and wouldDelete are touched only by Start's goroutine.
+	seen        map[string]*sighting
+	wouldDelete map[string]bool
 }
 
 // sighting is what the collector remembers of an orphan candidate.
@@ -46,7 +53,7 @@ type sighting struct {
 
 func newCollector(c client.Reader, ec2c *ec2.Client, v *view, grace time.Duration, m *metrics) *collector {
 	return &collector{client: c, ec2: ec2c, view: v, grace: grace, metrics: m,
-		refreshes: make(chan struct{}, 1), seen: map[string]*sighting{}}
+		refreshes: make(chan struct{}, 1), seen: map[string]*sighting{}, wouldDelete: map[string]bool{}, distrusted: newDistrustLog()}
 }
 
 // notify tells the collector a refresh happened; it never blocks the
@@ -82,10 +89,21 @@ func (c *collector) collect(ctx context.Context) error {
 	for _, ne := range list.Items {
 		live[string(ne.UID)] = true
 	}
-	enis, taken := c.view.all()
+	all, taken := c.view.all()
+	enis := c.trusted(ctx, all)
 	now := time.Now()
 	doomed := orphans(enis, live, c.seen, taken, now, c.grace)
+	would := map[string]bool{}
 	for _, e := range doomed {
+		if c.dryRun {
+			// Said once per ENI, not at every refresh.
+			would[e.ID] = true
+			if !c.wouldDelete[e.ID] {
+				c.metrics.cleanups.WithLabelValues(CleanupOrphan, "dry-run").Inc()
+				log.FromContext(ctx).Info("dry run: would delete leaked ENI", "eni", e.ID, "nodeeni", e.Tags[TagNodeENI], "node", e.Tags[TagNode])
+			}
+			continue
+		}
 		err := c.ec2.DeleteENI(ctx, e.ID)
 		switch {
 		case err == nil, ec2.IsNotFound(err):
@@ -98,7 +116,27 @@ func (c *collector) collect(ctx context.Context) error {
 			log.FromContext(ctx).Error(err, "deleting leaked ENI", "eni", e.ID)
 		}
 	}
+	c.wouldDelete = would
 	return nil
+}
+
+// trusted drops the ENIs that fail the trust check (trust.go): carrying
+// the cluster's tag does not make an ENI the operator's to delete. Each
+// is logged once per reason.
+func (c *collector) trusted(ctx context.Context, all []ec2.ENI) []ec2.ENI {
+	out := make([]ec2.ENI, 0, len(all))
+	reasons, details := map[string]string{}, map[string]string{}
+	for _, e := range all {
+		if reason, detail := distrust(e, c.cluster, ""); reason != "" {
+			reasons[e.ID], details[e.ID] = reason, detail
+			continue
+		}
+		out = append(out, e)
+	}
+	for _, id := range c.distrusted.update("collector", reasons) {
+		log.FromContext(ctx).Info("not collecting an ENI that fails the trust check", "eni", id, "reason", reasons[id], "detail", details[id])
+	}
+	return out
 }
 
 // orphans updates the sightings with one snapshot and returns the ENIs to

@@ -16,7 +16,8 @@ func TestCollector(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
 	ours := func(extra map[string]string) map[string]string {
 		tags := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "gone", nodeeni.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000",
-			nodeeni.TagNode: "n9", nodeeni.TagNoManage: "true"}
+			nodeeni.TagNode: "n9", nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
+			nodeeni.TagNoManage: "true"}
 		for k, v := range extra {
 			tags[k] = v
 		}

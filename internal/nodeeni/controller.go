@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -44,6 +45,8 @@ type reconciler struct {
 	metrics  *metrics
 	recorder recorder.EventRecorder
 	tokens   *tokens
+	// distrusted reports each untrusted ENI of a NodeENI once per reason.
+	distrusted *distrustLog
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -90,7 +93,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// Status describes the state after the actions: plan again from the
 	// view, which now holds their results (no EC2 call).
-	in.ENIs = r.view.ofNodeENI(string(ne.UID))
+	in.ENIs = r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID)))
 	after := makePlan(in)
 	blocks := append(append(nodeBlocks, p.Blocked...), failures...)
 	pending := len(after.Actions) > 0
@@ -130,7 +133,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		Nodes:               map[string]bool{},
 		NodeInstances:       map[string]string{},
 		CIDRs:               map[string]string{},
-		ENIs:                r.view.ofNodeENI(string(ne.UID)),
+		ENIs:                r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID))),
 	}
 	if in.Base < 1 {
 		in.Base = 1
@@ -241,10 +244,16 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(left) > 0 {
-		for _, e := range left {
-			r.view.put(e)
+	trustedLeft := 0
+	for _, e := range left {
+		r.view.put(e)
+		if reason, _ := distrust(e, r.opts.ClusterName, ne.Name); reason == "" {
+			trustedLeft++
 		}
+	}
+	// An ENI that only carries the NodeENI's tags is not the operator's
+	// to delete, nor a reason to keep the NodeENI.
+	if trustedLeft > 0 {
 		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
 	}
 	old := ne.DeepCopy()
@@ -254,6 +263,39 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 	}
 	log.FromContext(ctx).Info("all ENIs of the NodeENI are deleted; finalizer removed")
 	return reconcile.Result{}, nil
+}
+
+// trusted returns the ENIs of a NodeENI that pass the trust check
+// (trust.go). The others are left alone entirely: out of the plan, out of
+// the status, never detached, deleted, modified or tagged. Each is
+// reported once per reason: a Warning event on the NodeENI and a log line.
+func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []owned) []owned {
+	out := list[:0:0]
+	reasons, details := map[string]string{}, map[string]string{}
+	for _, o := range list {
+		if reason, detail := distrust(o.ENI, r.opts.ClusterName, ne.Name); reason != "" {
+			reasons[o.ID], details[o.ID] = reason, detail
+			continue
+		}
+		out = append(out, o)
+	}
+	changed := r.distrusted.update(string(ne.UID), reasons)
+	if len(changed) == 0 {
+		return out
+	}
+	sort.Strings(changed)
+	items := make([]string, len(changed))
+	for i, id := range changed {
+		log.FromContext(ctx).Info("ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone",
+			"eni", id, "reason", reasons[id], "detail", details[id])
+		items[i] = fmt.Sprintf("%s (%s: %s)", id, reasons[id], details[id])
+	}
+	// One event per pass: events of the same reason are folded into one
+	// series by the recorder, so one per ENI would hide all but the first.
+	r.event(ne, corev1.EventTypeWarning, "UntrustedENI", "Ignore",
+		"%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s",
+		len(changed), bounded.List(items, "; ", bounded.Items))
+	return out
 }
 
 // tokens remembers, per ENI-to-be, which ClientToken attempt is current

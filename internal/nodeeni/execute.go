@@ -187,6 +187,9 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 		if len(e.Tags) == 0 {
 			e.Tags = tags // an answer replayed for a token may omit them; they were set at creation
 		}
+		if e.InterfaceType == "" {
+			e.InterfaceType = "interface" // what CreateNetworkInterface makes without InterfaceType
+		}
 		r.tokens.answer(key, time.Now())
 		r.view.put(e)
 		return e, nil

@@ -2,6 +2,8 @@ package nodeeni
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // metrics are the NodeENI Prometheus collectors. Names are part of the
@@ -12,6 +14,7 @@ type metrics struct {
 	perNodeENI *prometheus.GaugeVec   // by nodeeni and state: attached, pending, failed
 	operations *prometheus.CounterVec // EC2 mutations by operation and result
 	cleanups   *prometheus.CounterVec // ENIs removed, by reason and outcome
+	untrusted  *prometheus.GaugeVec   // ENIs with the cluster's tag that fail the trust check, by reason
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,11 +32,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "eni_operator_nodeeni_operations_total", Help: "ENI changes made for NodeENIs, by operation (create, attach, detach, delete, set-*) and result (success, error).",
 		}, []string{"operation", "result"}),
 		cleanups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "eni_operator_nodeeni_cleanups_total", Help: "ENIs removed, by reason (NodeDeleted, NodeUnmatched, SubnetRemoved, NodeENIDeleted, DeviceIndexChanged, InstanceReplaced, Duplicate, Orphan) and outcome (deleted, failed).",
+			Name: "eni_operator_nodeeni_cleanups_total", Help: "ENIs removed, by reason (NodeDeleted, NodeUnmatched, SubnetRemoved, NodeENIDeleted, DeviceIndexChanged, InstanceReplaced, Duplicate, Orphan) and outcome (deleted, failed; dry-run: would have been deleted).",
 		}, []string{"reason", "outcome"}),
+		untrusted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eni_operator_nodeeni_untrusted_enis", Help: "ENIs carrying the cluster's ownership tag that fail the trust check (wrong interface type, requester-managed, the pod tagger's tag, ownership tags missing or disagreeing) in the latest inventory, by reason; the operator never changes them.",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups)
+		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups, m.untrusted)
 	}
 	return m
 }
@@ -44,4 +50,21 @@ func (m *metrics) op(kind actionKind, err error) {
 		result = "error"
 	}
 	m.operations.WithLabelValues(kind.String(), result).Inc()
+}
+
+// countUntrusted sets the untrusted-ENIs gauge from an inventory and
+// returns the untrusted ENIs (ID -> reason) with their details.
+func (m *metrics) countUntrusted(all []ec2.ENI, cluster string) (map[string]string, map[string]string) {
+	reasons, details := map[string]string{}, map[string]string{}
+	count := map[string]int{}
+	for _, e := range all {
+		if reason, detail := distrust(e, cluster, ""); reason != "" {
+			reasons[e.ID], details[e.ID] = reason, detail
+			count[reason]++
+		}
+	}
+	for _, r := range untrustedReasons {
+		m.untrusted.WithLabelValues(r).Set(float64(count[r]))
+	}
+	return reasons, details
 }

@@ -48,6 +48,13 @@ type Options struct {
 	// The inventory runs whenever either part does.
 	DisableController bool
 	DisableCollector  bool
+	// DryRun makes the controller and the collector change nothing in EC2
+	// (no create, attach, detach, delete, modify or tag): they plan as
+	// usual and say what they would do in the NodeENIs' status, events,
+	// logs and the cleanup metric (outcome "dry-run"). A NodeENI deleted in
+	// dry-run keeps its finalizer, since its ENIs stay. The operator sets it
+	// from --dry-run.
+	DryRun bool
 	// Registerer receives the eni_operator_nodeeni_* metrics; nil leaves
 	// them unregistered. The operator passes controller-runtime's
 	// metrics.Registry; tests pass a fresh registry per manager.

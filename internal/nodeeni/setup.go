@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -37,10 +38,13 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 	}
 	m := newMetrics(o.Registerer)
 	v := newView()
+	distrusted := newDistrustLog()
+	lg := mgr.GetLogger().WithName("nodeeni")
 	resync := make(chan event.GenericEvent, 1)
 	var col *collector
 	if !o.DisableCollector {
 		col = newCollector(mgr.GetClient(), ec2c, v, o.CollectorGracePeriod, m)
+		col.cluster, col.dryRun = o.ClusterName, o.DryRun
 		col.log = mgr.GetLogger().WithName("eni-collector")
 	}
 	inv := ec2c.NewInventory(ec2.InventoryOptions{
@@ -57,6 +61,13 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 			}
 			m.managed.Set(float64(len(all)))
 			m.attached.Set(float64(attached))
+			// ENIs that carry the cluster's tag but fail the trust check
+			// are never acted on; each is logged once per reason.
+			reasons, details := m.countUntrusted(all, o.ClusterName)
+			for _, id := range distrusted.update("inventory", reasons) {
+				lg.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
+					"eni", id, "reason", reasons[id], "detail", details[id])
+			}
 			if col != nil {
 				col.notify()
 			}
@@ -82,7 +93,8 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: ec2c, types: ec2c.NewInstanceTypes(), view: v,
 		catalog: &catalog{client: ec2c, interval: o.CatalogInterval, minRefresh: o.MinCatalogRefresh},
-		opts:    o, metrics: m, recorder: mgr.GetEventRecorder("eni-operator-nodeeni"), tokens: newTokens(),
+		opts:    o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
+		distrusted: distrusted,
 	}
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &v1alpha1.NodeENIList{}

@@ -1,0 +1,107 @@
+package nodeeni
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// taggerPrefix is the pod tagger's bookkeeping prefix (internal/tagkeys):
+// its hash tag eni-tagger.io/hash marks an ENI a pod uses.
+const taggerPrefix = "eni-tagger.io/"
+
+// Reasons an ENI carrying the cluster's tag is not trusted as the
+// operator's own (label of eni_operator_nodeeni_untrusted_enis, events).
+const (
+	UntrustedInterfaceType     = "InterfaceType"
+	UntrustedRequesterManaged  = "RequesterManaged"
+	UntrustedTaggerTag         = "TaggerTag"
+	UntrustedCluster           = "ClusterMismatch"
+	UntrustedMissingTag        = "MissingOwnershipTag"
+	UntrustedDeviceIndexTag    = "BadDeviceIndexTag"
+	UntrustedAttachedElsewhere = "AttachedElsewhere"
+	UntrustedNodeENIName       = "NodeENINameMismatch"
+)
+
+// untrustedReasons lists every reason, for the metric's reset.
+var untrustedReasons = []string{UntrustedInterfaceType, UntrustedRequesterManaged, UntrustedTaggerTag, UntrustedCluster,
+	UntrustedMissingTag, UntrustedDeviceIndexTag, UntrustedAttachedElsewhere, UntrustedNodeENIName}
+
+// distrust says why an ENI is not to be acted on, or "" when it is the
+// operator's own. The ownership tags are only evidence: anyone allowed to
+// tag ENIs can copy them onto an interface the operator never made (a
+// pod's, a branch ENI, an AWS service's). So an ENI is trusted only when
+// it looks exactly like what CreateNetworkInterface made for a NodeENI:
+// a plain "interface" (EC2 and the emulator always report the type of an
+// ENI they list, so an empty type is not trusted), not managed by an AWS
+// service, without the pod tagger's bookkeeping, carrying every ownership
+// tag for this cluster, attached (if at all) to the instance its tag
+// names, and, when the caller knows the NodeENI its UID names (nodeENI
+// non-empty), tagged with that NodeENI's name. The detail names what was
+// wrong, for logs and events.
+func distrust(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
+	if e.InterfaceType != "interface" {
+		return UntrustedInterfaceType, fmt.Sprintf("interface type %s, not \"interface\"", bounded.Quoted(e.InterfaceType))
+	}
+	if e.RequesterManaged {
+		return UntrustedRequesterManaged, "managed by an AWS service (requesterManaged)"
+	}
+	for k := range e.Tags {
+		if strings.HasPrefix(strings.ToLower(k), taggerPrefix) {
+			return UntrustedTaggerTag, fmt.Sprintf("carries the pod tagger's tag %s", bounded.Quoted(k))
+		}
+	}
+	if e.Tags[TagCluster] != cluster {
+		return UntrustedCluster, fmt.Sprintf("tag %s is %s, not this cluster's", TagCluster, bounded.Quoted(e.Tags[TagCluster]))
+	}
+	for _, k := range []string{TagNodeENIUID, TagNodeENI, TagNode, TagInstance} {
+		if e.Tags[k] == "" {
+			return UntrustedMissingTag, fmt.Sprintf("tag %s is missing or empty", k)
+		}
+	}
+	for _, k := range []string{TagDeviceIndex, TagDeviceIndexBase} {
+		if intTag(e.Tags, k) < 0 {
+			return UntrustedDeviceIndexTag, fmt.Sprintf("tag %s is %s, not a device index", k, bounded.Quoted(e.Tags[k]))
+		}
+	}
+	if a := e.Attachment; a != nil && a.InstanceID != e.Tags[TagInstance] {
+		return UntrustedAttachedElsewhere, fmt.Sprintf("attached to %s but tagged for instance %s", bounded.Quoted(a.InstanceID), bounded.Quoted(e.Tags[TagInstance]))
+	}
+	if nodeENI != "" && e.Tags[TagNodeENI] != nodeENI {
+		return UntrustedNodeENIName, fmt.Sprintf("tagged for NodeENI %s but its UID is NodeENI %s's", bounded.Quoted(e.Tags[TagNodeENI]), bounded.Quoted(nodeENI))
+	}
+	return "", ""
+}
+
+// distrustLog remembers, per scope (the inventory, a NodeENI, the
+// collector), why each untrusted ENI was distrusted, so each is reported
+// once per reason change rather than on every pass.
+type distrustLog struct {
+	mu     sync.Mutex
+	scopes map[string]map[string]string
+}
+
+func newDistrustLog() *distrustLog { return &distrustLog{scopes: map[string]map[string]string{}} }
+
+// update replaces a scope's untrusted ENIs (ID -> reason) and returns the
+// IDs whose reason is new or changed since the last update.
+func (d *distrustLog) update(scope string, now map[string]string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.scopes[scope]
+	var changed []string
+	for id, reason := range now {
+		if old[id] != reason {
+			changed = append(changed, id)
+		}
+	}
+	if len(now) == 0 {
+		delete(d.scopes, scope)
+	} else {
+		d.scopes[scope] = now
+	}
+	return changed
+}

@@ -1,0 +1,142 @@
+package nodeeni
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// TestDistrust applies every combination of the trust check's faults to
+// an ENI as the controller creates it: the ENI is trusted exactly when no
+// fault is present, and the reason reported is the first fault in the
+// check's order.
+func TestDistrust(t *testing.T) {
+	const cluster, name = "prod", "multus"
+	good := func() ec2.ENI {
+		return ec2.ENI{ID: "eni-1", InterfaceType: "interface", Status: "in-use",
+			Attachment: &ec2.Attachment{ID: "attach-1", InstanceID: "i-1", DeviceIndex: 2, Status: "attached"},
+			Tags: map[string]string{TagCluster: cluster, TagNodeENI: name, TagNodeENIUID: "uid-1", TagNode: "n1",
+				TagInstance: "i-1", TagDeviceIndex: "2", TagDeviceIndexBase: "2", TagCreatedAt: "2026-11-23T12:00:00Z", TagNoManage: "true",
+				"Team": "net"}}
+	}
+	type fault struct {
+		name   string
+		reason string
+		apply  func(*ec2.ENI)
+	}
+	// In the check's order: when several faults are present, the first is
+	// the one reported.
+	faults := []fault{
+		{"branch type", UntrustedInterfaceType, func(e *ec2.ENI) { e.InterfaceType = "branch" }},
+		{"requester-managed", UntrustedRequesterManaged, func(e *ec2.ENI) { e.RequesterManaged = true }},
+		{"tagger hash", UntrustedTaggerTag, func(e *ec2.ENI) { e.Tags["eni-tagger.io/hash"] = "abc" }},
+		{"tagger tag in other case", UntrustedTaggerTag, func(e *ec2.ENI) { e.Tags["ENI-Tagger.io/Owner"] = "x" }},
+		{"other cluster", UntrustedCluster, func(e *ec2.ENI) { e.Tags[TagCluster] = "staging" }},
+		{"no uid", UntrustedMissingTag, func(e *ec2.ENI) { delete(e.Tags, TagNodeENIUID) }},
+		{"empty nodeeni", UntrustedMissingTag, func(e *ec2.ENI) { e.Tags[TagNodeENI] = "" }},
+		{"no node", UntrustedMissingTag, func(e *ec2.ENI) { delete(e.Tags, TagNode) }},
+		{"no instance", UntrustedMissingTag, func(e *ec2.ENI) { delete(e.Tags, TagInstance) }},
+		{"device index not a number", UntrustedDeviceIndexTag, func(e *ec2.ENI) { e.Tags[TagDeviceIndex] = "two" }},
+		{"negative base", UntrustedDeviceIndexTag, func(e *ec2.ENI) { e.Tags[TagDeviceIndexBase] = "-1" }},
+		{"attached elsewhere", UntrustedAttachedElsewhere, func(e *ec2.ENI) { e.Attachment.InstanceID = "i-2" }},
+		{"other NodeENI's name", UntrustedNodeENIName, func(e *ec2.ENI) { e.Tags[TagNodeENI] = "storage" }},
+	}
+	n := len(faults)
+	for mask := 0; mask < 1<<n; mask++ {
+		e := good()
+		want := ""
+		var names []string
+		for i, f := range faults {
+			if mask&(1<<i) == 0 {
+				continue
+			}
+			f.apply(&e)
+			names = append(names, f.name)
+		}
+		// Faults on the same tag overwrite each other: the expected reason
+		// is the first fault in order whose effect is still present.
+		for i, f := range faults {
+			if mask&(1<<i) == 0 {
+				continue
+			}
+			if f.name == "other NodeENI's name" && e.Tags[TagNodeENI] == "" {
+				continue // the empty name is reported as missing
+			}
+			if f.name == "empty nodeeni" && e.Tags[TagNodeENI] != "" {
+				continue // overwritten by another NodeENI's name
+			}
+			want = f.reason
+			break
+		}
+		reason, detail := distrust(e, cluster, name)
+		if reason != want {
+			t.Fatalf("%s: reason %q, want %q (%s)", strings.Join(names, " + "), reason, want, detail)
+		}
+		if (reason == "") != (detail == "") {
+			t.Fatalf("%s: reason %q with detail %q", strings.Join(names, " + "), reason, detail)
+		}
+	}
+}
+
+func TestDistrustEdges(t *testing.T) {
+	base := func() ec2.ENI {
+		return ec2.ENI{ID: "eni-1", InterfaceType: "interface", Status: "available",
+			Tags: map[string]string{TagCluster: "prod", TagNodeENI: "multus", TagNodeENIUID: "uid-1", TagNode: "n1",
+				TagInstance: "i-1", TagDeviceIndex: "1", TagDeviceIndexBase: "1"}}
+	}
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*ec2.ENI)
+		nodeENI string
+		want    string
+	}{
+		{"available, not attached", func(*ec2.ENI) {}, "multus", ""},
+		{"NodeENI unknown (collector): the name is not checked", func(e *ec2.ENI) { e.Tags[TagNodeENI] = "gone" }, "", ""},
+		{"empty interface type", func(e *ec2.ENI) { e.InterfaceType = "" }, "", UntrustedInterfaceType},
+		{"trunk", func(e *ec2.ENI) { e.InterfaceType = "trunk" }, "", UntrustedInterfaceType},
+		{"efa", func(e *ec2.ENI) { e.InterfaceType = "efa" }, "", UntrustedInterfaceType},
+		{"no cluster tag", func(e *ec2.ENI) { delete(e.Tags, TagCluster) }, "", UntrustedCluster},
+		{"no device-index tag", func(e *ec2.ENI) { delete(e.Tags, TagDeviceIndex) }, "", UntrustedDeviceIndexTag},
+		{"attaching to the tagged instance", func(e *ec2.ENI) {
+			e.Attachment = &ec2.Attachment{InstanceID: "i-1", Status: "attaching"}
+		}, "multus", ""},
+		{"detaching from another instance", func(e *ec2.ENI) {
+			e.Attachment = &ec2.Attachment{InstanceID: "i-9", Status: "detaching"}
+		}, "multus", UntrustedAttachedElsewhere},
+		{"huge tagger key is quoted short", func(e *ec2.ENI) { e.Tags["eni-tagger.io/"+strings.Repeat("k", 5000)] = "v" }, "", UntrustedTaggerTag},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := base()
+			tc.mutate(&e)
+			reason, detail := distrust(e, "prod", tc.nodeENI)
+			if reason != tc.want {
+				t.Fatalf("reason %q (%s), want %q", reason, detail, tc.want)
+			}
+			if len(detail) > 300 {
+				t.Fatalf("detail is %d bytes", len(detail))
+			}
+		})
+	}
+}
+
+func TestDistrustLogReportsChangesOnce(t *testing.T) {
+	d := newDistrustLog()
+	steps := []struct {
+		now  map[string]string
+		want string
+	}{
+		{map[string]string{"eni-1": UntrustedTaggerTag}, "[eni-1]"},
+		{map[string]string{"eni-1": UntrustedTaggerTag}, "[]"},
+		{map[string]string{"eni-1": UntrustedInterfaceType}, "[eni-1]"},
+		{map[string]string{}, "[]"},
+		{map[string]string{"eni-1": UntrustedInterfaceType}, "[eni-1]"},
+	}
+	for i, s := range steps {
+		got := d.update("scope", s.now)
+		if g := fmt.Sprint(got); g != s.want && !(g == "[]" && s.want == "[]") {
+			t.Fatalf("step %d: changed %v, want %s", i, got, s.want)
+		}
+	}
+}

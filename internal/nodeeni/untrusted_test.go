@@ -1,0 +1,173 @@
+package nodeeni_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+)
+
+// events returns the notes of a NodeENI's events by reason.
+func (h *harness) events(name string) map[string][]string {
+	h.t.Helper()
+	list := &eventsv1.EventList{}
+	if err := h.k8s.List(context.Background(), list); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "NodeENI" && e.Regarding.Name == name {
+			out[e.Reason] = append(out[e.Reason], e.Note)
+		}
+	}
+	return out
+}
+
+// Issue 13 (defence in depth): ENIs that carry this cluster's ownership
+// tags and a live NodeENI's UID and name, but are not what the controller
+// creates (a branch ENI, a pod's ENI with the tagger's hash, tags that
+// disagree with the attachment or with the NodeENI), are never detached
+// or deleted, by the controller or by the collector; a Warning event and
+// the untrusted-ENIs metric report them.
+func TestUntrustedENIsAreLeftAlone(t *testing.T) {
+	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{
+		{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}, {Name: "i1", Type: "m5.xlarge", Subnet: "nodes-a"}}})
+	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "trust"})
+	o := h.options()
+	o.CollectorGracePeriod = 100 * time.Millisecond
+	m := h.start(o)
+	spec := h.spec(map[string]string{"ng": "trust"})
+	spec.SubnetName = "multus-a"
+	spec.SecurityGroupNames = []string{"multus"}
+	ne := h.createNodeENI("trust", spec)
+	h.ready("trust", 1)
+	uid := string(h.get("trust").UID)
+	_ = ne
+
+	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	tags := func(extra map[string]string) map[string]string {
+		t := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "trust", nodeeni.TagNodeENIUID: uid,
+			nodeeni.TagNode: "n0", nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
+			nodeeni.TagCreatedAt: old, nodeeni.TagNoManage: "true"}
+		for k, v := range extra {
+			if v == "" {
+				delete(t, k)
+			} else {
+				t[k] = v
+			}
+		}
+		return t
+	}
+	deadUID := map[string]string{nodeeni.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000", nodeeni.TagNodeENI: "gone"}
+	merge := func(a, b map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range a {
+			out[k] = v
+		}
+		for k, v := range b {
+			out[k] = v
+		}
+		return out
+	}
+	hash := map[string]string{"eni-tagger.io/hash": "3f2a"}
+	res, err := h.emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		// The live NodeENI's, as the controller would see them:
+		{Subnet: "multus-a", InterfaceType: "branch", Tags: tags(nil)},                                                   // 0: branch, available
+		{Subnet: "multus-a", Instance: "i0", DeviceIndex: 2, Tags: tags(hash)},                                           // 1: a pod's ENI (tagger hash), attached
+		{Subnet: "multus-a", Instance: "i0", DeviceIndex: 3, Tags: tags(map[string]string{nodeeni.TagNodeENI: "other"})}, // 2: another NodeENI's name
+		{Subnet: "multus-a", Instance: "i1", DeviceIndex: 1, Tags: tags(nil)},                                            // 3: attached to another instance than its tag says
+		{Subnet: "multus-a", Tags: tags(map[string]string{nodeeni.TagDeviceIndex: "x"})},                                 // 4: device index tag does not parse
+		// Orphan candidates of the collector (no live NodeENI), available and old:
+		{Subnet: "multus-a", InterfaceType: "branch", Tags: tags(deadUID)},                           // 5: branch
+		{Subnet: "multus-a", Tags: tags(merge(deadUID, hash))},                                       // 6: tagger hash
+		{Subnet: "multus-a", Tags: tags(merge(deadUID, map[string]string{nodeeni.TagInstance: ""}))}, // 7: instance tag missing
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeded := map[string]bool{}
+	for _, e := range res.NetworkInterfaces {
+		seeded[e.ID] = true
+	}
+	h.emu.ResetCounts()
+
+	h.eventually("untrusted ENIs reported", waitFor, func() (bool, string) {
+		byReason := map[string]float64{}
+		for _, r := range []string{nodeeni.UntrustedInterfaceType, nodeeni.UntrustedTaggerTag, nodeeni.UntrustedNodeENIName,
+			nodeeni.UntrustedAttachedElsewhere, nodeeni.UntrustedDeviceIndexTag, nodeeni.UntrustedMissingTag} {
+			byReason[r] = metricValue(t, m.reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": r})
+		}
+		// Without the NodeENI's name at hand, the inventory's count
+		// cannot tell ENI 2 from a trusted one; the controller's event does.
+		ok := byReason[nodeeni.UntrustedInterfaceType] == 2 && byReason[nodeeni.UntrustedTaggerTag] == 2 &&
+			byReason[nodeeni.UntrustedAttachedElsewhere] == 1 && byReason[nodeeni.UntrustedDeviceIndexTag] == 1 &&
+			byReason[nodeeni.UntrustedMissingTag] == 1
+		notes := strings.Join(h.events("trust")["UntrustedENI"], "\n")
+		for _, e := range res.NetworkInterfaces[:5] {
+			ok = ok && strings.Contains(notes, e.ID)
+		}
+		return ok, fmt.Sprintf("metric %v events %v", byReason, notes)
+	})
+	// Several resyncs and collector passes: past the collector's grace
+	// period and its two sightings.
+	time.Sleep(10 * resync)
+
+	if d, del := h.calls("DetachNetworkInterface"), h.calls("DeleteNetworkInterface"); d != 0 || del != 0 {
+		t.Errorf("%d detaches and %d deletes; the untrusted ENIs must be left alone", d, del)
+	}
+	for _, a := range []string{"ModifyNetworkInterfaceAttribute", "CreateTags", "CreateNetworkInterface", "AttachNetworkInterface"} {
+		if n := h.calls(a); n != 0 {
+			t.Errorf("%d %s calls after the NodeENI was ready", n, a)
+		}
+	}
+	left := map[string]bool{}
+	for _, e := range h.enis() {
+		left[e.ID] = true
+	}
+	for id := range seeded {
+		if !left[id] {
+			t.Errorf("untrusted ENI %s is gone", id)
+		}
+	}
+	got := h.ready("trust", 1)
+	for _, a := range got.Status.Attachments {
+		if seeded[a.ENIID] {
+			t.Errorf("untrusted ENI %s in status: %+v", a.ENIID, a)
+		}
+	}
+	if len(got.Status.Attachments) != 1 {
+		t.Errorf("status attachments %+v, want the NodeENI's one ENI", got.Status.Attachments)
+	}
+	for _, note := range h.events("trust")["UntrustedENI"] {
+		if len(note) > 1024 {
+			t.Errorf("event note of %d bytes", len(note))
+		}
+	}
+	if n := metricValue(t, m.reg, "eni_operator_nodeeni_cleanups_total", nil); n != 0 {
+		t.Errorf("cleanups counted: %v", n)
+	}
+
+	// Deleting the NodeENI removes its own ENI and releases it; the
+	// untrusted ENIs carrying its UID neither block the finalizer nor go.
+	h.emu.ResetCounts()
+	h.deleteNodeENI("trust")
+	time.Sleep(4 * resync)
+	left = map[string]bool{}
+	for _, e := range h.enis() {
+		left[e.ID] = true
+	}
+	for id := range seeded {
+		if !left[id] {
+			t.Errorf("untrusted ENI %s deleted after its NodeENI was", id)
+		}
+	}
+	if del := h.calls("DeleteNetworkInterface"); del != 1 {
+		t.Errorf("%d deletes after the NodeENI's deletion, want 1 (its own ENI)", del)
+	}
+}
