@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -54,6 +55,9 @@ type harness struct {
 	ns     string
 	opsNS  string
 	scheme *runtime.Scheme
+
+	// logger, when set, is the manager's logger (tests that read the log).
+	logger *logr.Logger
 
 	stop chan struct{}
 	done chan struct{}
@@ -120,13 +124,17 @@ func (h *harness) startManager(o tagger.Options) {
 	o.Registerer = h.reg
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000 // the operator's --kube-api-qps is a separate concern
+	logger := ctrl.Log.WithName(h.t.Name())
+	if h.logger != nil {
+		logger = *h.logger
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 h.scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}},
 			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: tagger.TrimPod(o.AnnotationKey)}}},
-		Logger: ctrl.Log.WithName(h.t.Name()),
+		Logger: logger,
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -51,6 +51,7 @@ type Reconciler struct {
 	limiters map[string]*rate.Limiter
 
 	inflight writesInFlight
+	warned   warnings
 	life     lifetime
 }
 
@@ -366,6 +367,7 @@ func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
 // shared ENI still want stay.
 func (r *Reconciler) forget(ctx context.Context, key string) error {
 	r.dropLimiter(key)
+	r.warned.clear(key)
 	rec, ok := r.ledger.Get(key)
 	if !ok {
 		return nil
@@ -459,13 +461,19 @@ func (r *Reconciler) recordOnPod(ctx context.Context, pod *corev1.Pod, applied m
 func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) error {
 	o.message = bounded.Truncate(o.message, bounded.Message)
 	r.metrics.outcomes.WithLabelValues(o.reason).Inc()
-	if o.event || o.warning {
-		kind := corev1.EventTypeNormal
-		if o.warning {
-			kind = corev1.EventTypeWarning
+	key := client.ObjectKeyFromObject(pod).String()
+	switch {
+	case o.warning:
+		// A repeated refusal is one event and one log line.
+		if r.warned.first(key, string(pod.UID), o.reason, o.message) {
 			log.FromContext(ctx).Info(o.message, "reason", o.reason)
+			r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, o.reason, "Tag", "%s", o.message)
 		}
-		r.recorder.Eventf(pod, nil, kind, o.reason, "Tag", "%s", o.message)
+	default:
+		r.warned.clear(key)
+		if o.event {
+			r.recorder.Eventf(pod, nil, corev1.EventTypeNormal, o.reason, "Tag", "%s", o.message)
+		}
 	}
 	cond := corev1.PodCondition{Type: ConditionType, Status: o.status, Reason: o.reason, Message: o.message,
 		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now()}
