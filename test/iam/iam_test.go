@@ -58,9 +58,28 @@ func load(t *testing.T, name, clusterName string) Policy {
 	return p
 }
 
+// maxManagedPolicy is IAM's quota on a customer managed policy document,
+// whitespace not counted (IAM User Guide, "IAM and AWS STS quotas").
+const maxManagedPolicy = 6144
+
 func TestDocumentsAreWellFormed(t *testing.T) {
 	for _, name := range []string{"tagger.json", "nodeeni.json"} {
 		p := load(t, name, "")
+		raw, _ := os.ReadFile(filepath.Join(docsDir, name))
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if compact.Len() > maxManagedPolicy {
+			t.Errorf("%s: %d characters without whitespace; a managed policy holds %d", name, compact.Len(), maxManagedPolicy)
+		}
+		// IAM accepts tab, LF, CR and U+0020..U+00FF in policy documents.
+		for _, r := range string(raw) {
+			if r != '\t' && r != '\n' && r != '\r' && (r < 0x20 || r > 0xff) {
+				t.Errorf("%s: character %U is not allowed in an IAM policy", name, r)
+				break
+			}
+		}
 		if p.Version != "2012-10-17" {
 			t.Errorf("%s: Version %q, want 2012-10-17", name, p.Version)
 		}
