@@ -307,7 +307,7 @@ func TestNodeENIMutationsAreScopedToTheCluster(t *testing.T) {
 	}
 	for _, c := range companions {
 		if !owned[c.action] {
-			t.Errorf("%s: %s on %s is not also limited to the cluster's ENIs", c.sid, c.action, "companion resources")
+			t.Errorf("%s: %s on companion resources, but not also limited to the cluster's ENIs", c.sid, c.action)
 		}
 	}
 }
