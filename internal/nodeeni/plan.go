@@ -130,6 +130,9 @@ type plan struct {
 	NeedInstances []string
 	Attachments   []v1alpha1.ENIAttachment
 	ReadyNodes    int
+	// held are the blocks of nodes whose superseded ENIs stay because
+	// the new spec cannot be met there.
+	held map[string][]blocked
 }
 
 // attachedTo reports whether an ENI is attached (or attaching) to instance.
@@ -142,152 +145,52 @@ func detaching(o owned) bool {
 	return o.Attachment != nil && o.Attachment.Status == "detaching"
 }
 
-// makePlan decides what a NodeENI needs: which of its ENIs to keep, fix,
-// attach or remove, what to create, and which nodes are blocked.
+// planKey identifies a wanted ENI: a node, its instance and a subnet.
+type planKey struct{ node, instance, subnet string }
+
+func keyOf(w want) planKey { return planKey{w.Node, w.Instance, w.Subnet} }
+
+// leavingENI is an ENI the NodeENI no longer wants, with the cleanup
+// reason ("" keeps it as it is: its subnet may only have failed to
+// resolve).
+type leavingENI struct {
+	owned
+	reason string
+}
+
+// superseded reports whether an unwanted ENI only became unwanted through
+// a spec change on a node that still wants ENIs of this NodeENI on the
+// same instance, and is in place: it keeps working until its replacement
+// is attached (make before break).
+func (l leavingENI) superseded() bool {
+	return (l.reason == CleanupDeviceIndexChanged || l.reason == CleanupSubnetRemoved) && attachedTo(l.owned, l.Instance)
+}
+
+// classified is the first phase of a plan: for each want the ENI that
+// serves it, if any, and the ENIs no want needs.
+type classified struct {
+	chosen   map[planKey]owned
+	unwanted []leavingENI
+	// byNode groups the wants per node, nodes in rank order.
+	nodes  []string
+	byNode map[string][]want
+	// superseded lists each node's superseded ENIs.
+	superseded map[string][]owned
+	// leavingOn maps an instance to the indexes of ENIs being removed
+	// (superseded ENIs not included).
+	leavingOn map[string]map[int]bool
+}
+
+// makePlan decides what a NodeENI needs, in three phases: classify the
+// NodeENI's ENIs (which serves which want, which are unwanted and why),
+// decide what goes (removals, with superseded ENIs kept until their
+// replacement is attached), and place the wants on their instances.
 func makePlan(in planInput) plan {
 	var p plan
-	type key struct{ node, instance, subnet string }
-	// Candidates per want, best first: attached to the right instance,
-	// then available, then detaching.
-	cands := map[key][]owned{}
-	wantKeys := map[key]bool{}
-	for _, w := range in.Wants {
-		wantKeys[key{w.Node, w.Instance, w.Subnet}] = true
-	}
-	wantSubnets := map[string]bool{}
-	for _, w := range in.Wants {
-		wantSubnets[w.Subnet] = true
-	}
-	score := func(o owned, instance string) int {
-		switch {
-		case attachedTo(o, instance):
-			return 0
-		case o.Attachment == nil:
-			return 1
-		case detaching(o):
-			return 2
-		}
-		return 3 // attached elsewhere: never chosen
-	}
-	var unwanted []owned
-	for _, o := range in.ENIs {
-		k := key{o.Node, o.Instance, o.SubnetID}
-		if !in.Deleting && wantKeys[k] && o.Base == in.Base && score(o, o.Instance) < 3 {
-			cands[k] = append(cands[k], o)
-			continue
-		}
-		unwanted = append(unwanted, o)
-	}
-	chosen := map[key]owned{}
-	for k, list := range cands {
-		sort.SliceStable(list, func(i, j int) bool {
-			si, sj := score(list[i], k.instance), score(list[j], k.instance)
-			if si != sj {
-				return si < sj
-			}
-			return list[i].ID < list[j].ID
-		})
-		chosen[k] = list[0]
-		unwanted = append(unwanted, list[1:]...)
-	}
-
-	// Removals first: they free slots and indexes the wanted ENIs may need.
-	leavingOn := map[string]map[int]bool{} // instance -> indexes held by leaving ENIs
-	for _, o := range unwanted {
-		reason := cleanupReason(in, o, wantSubnets)
-		if reason == "" {
-			// Its subnet could not be resolved this time: keep it as it is.
-			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentAttached, "subnet not resolved; kept as is"))
-			continue
-		}
-		if a := o.Attachment; a != nil {
-			if leavingOn[a.InstanceID] == nil {
-				leavingOn[a.InstanceID] = map[int]bool{}
-			}
-			leavingOn[a.InstanceID][a.DeviceIndex] = true
-		}
-		switch {
-		case detaching(o):
-			p.Actions = append(p.Actions, action{Kind: actPoll, Node: o.Node, ENI: o.ID, Reason: reason})
-			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDetaching, reason))
-		case o.Attachment != nil:
-			p.Actions = append(p.Actions, action{Kind: actDetach, Node: o.Node, ENI: o.ID, AttachmentID: o.Attachment.ID, Reason: reason})
-			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDetaching, reason))
-		default:
-			p.Actions = append(p.Actions, action{Kind: actDelete, Node: o.Node, ENI: o.ID, Reason: reason})
-			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDeleting, reason))
-		}
-	}
-
-	// Wanted ENIs, node by node in rank order (in.Wants is sorted so).
-	nodeReady := map[string]bool{}
-	needed := map[string]bool{}
-	used := map[string]map[int]bool{} // instance -> indexes chosen in this pass
-	for _, w := range in.Wants {
-		if _, seen := nodeReady[w.Node]; !seen {
-			nodeReady[w.Node] = true
-		}
-		k := key{w.Node, w.Instance, w.Subnet}
-		o, have := chosen[k]
-		if have {
-			p.Actions = append(p.Actions, drift(in, o)...)
-		}
-		switch {
-		case have && attachedTo(o, w.Instance):
-			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentAttached, ""))
-			if o.Attachment.DeleteOnTermination != in.DeleteOnTermination {
-				p.Actions = append(p.Actions, action{Kind: actSetDOT, Node: w.Node, ENI: o.ID, AttachmentID: o.Attachment.ID, DOT: in.DeleteOnTermination})
-			}
-			continue
-		case have && detaching(o):
-			// Detached while unwanted, wanted again: attach once available.
-			p.Actions = append(p.Actions, action{Kind: actPoll, Node: w.Node, ENI: o.ID})
-			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDetaching, "wanted again; re-attached once detached"))
-			nodeReady[w.Node] = false
-			continue
-		}
-		nodeReady[w.Node] = false
-		if !have && in.SecurityGroups == nil {
-			// Creating with some groups missing would open the ENI wider
-			// than the spec says; the Degraded condition names the group.
-			continue
-		}
-		inst, ok := in.Instances[w.Instance]
-		if !ok {
-			if !needed[w.Instance] {
-				needed[w.Instance] = true
-				p.NeedInstances = append(p.NeedInstances, w.Instance)
-			}
-			if have {
-				p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, ""))
-			}
-			continue
-		}
-		idx, b := placeOn(in, w, inst, o, have, leavingOn[w.Instance], used[w.Instance])
-		if b != nil {
-			p.Blocked = append(p.Blocked, *b)
-			if have {
-				p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, b.Message))
-			}
-			continue
-		}
-		if used[w.Instance] == nil {
-			used[w.Instance] = map[int]bool{}
-		}
-		used[w.Instance][idx] = true
-		if have {
-			p.Actions = append(p.Actions, action{Kind: actAttach, Node: w.Node, Want: w, ENI: o.ID, Index: idx, DOT: in.DeleteOnTermination})
-			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, ""))
-		} else {
-			p.Actions = append(p.Actions, action{Kind: actCreate, Node: w.Node, Want: w, Index: idx, DOT: in.DeleteOnTermination,
-				Groups: in.SecurityGroups, Description: in.Description, Tags: in.Tags})
-		}
-	}
-	for _, ready := range nodeReady {
-		if ready {
-			p.ReadyNodes++
-		}
-	}
+	c := classify(in)
+	keep := p.decideSuperseded(in, c)
+	p.removals(in, c, keep)
+	p.placement(in, c, keep)
 	sort.SliceStable(p.Attachments, func(i, j int) bool {
 		a, b := p.Attachments[i], p.Attachments[j]
 		if a.NodeID != b.NodeID {
@@ -299,6 +202,340 @@ func makePlan(in planInput) plan {
 		return a.ENIID < b.ENIID
 	})
 	return p
+}
+
+// candScore ranks an ENI as a candidate for a want on instance: attached
+// to the right instance, then available, then detaching; attached
+// elsewhere is never chosen.
+func candScore(o owned, instance string) int {
+	switch {
+	case attachedTo(o, instance):
+		return 0
+	case o.Attachment == nil:
+		return 1
+	case detaching(o):
+		return 2
+	}
+	return 3
+}
+
+// classify picks, for each want, the best ENI serving it and lists the
+// others as unwanted, with their cleanup reason.
+func classify(in planInput) classified {
+	c := classified{chosen: map[planKey]owned{}, byNode: map[string][]want{}, superseded: map[string][]owned{},
+		leavingOn: map[string]map[int]bool{}}
+	wantSubnets, wantKeys := map[string]bool{}, map[planKey]bool{}
+	for _, w := range in.Wants {
+		if _, ok := c.byNode[w.Node]; !ok {
+			c.nodes = append(c.nodes, w.Node)
+		}
+		c.byNode[w.Node] = append(c.byNode[w.Node], w)
+		wantSubnets[w.Subnet] = true
+		wantKeys[keyOf(w)] = true
+	}
+	cands := map[planKey][]owned{}
+	var unwanted []owned
+	for _, o := range in.ENIs {
+		k := planKey{o.Node, o.Instance, o.SubnetID}
+		if !in.Deleting && wantKeys[k] && o.Base == in.Base && candScore(o, o.Instance) < 3 {
+			cands[k] = append(cands[k], o)
+			continue
+		}
+		unwanted = append(unwanted, o)
+	}
+	for k, list := range cands {
+		sort.SliceStable(list, func(i, j int) bool {
+			si, sj := candScore(list[i], k.instance), candScore(list[j], k.instance)
+			if si != sj {
+				return si < sj
+			}
+			return list[i].ID < list[j].ID
+		})
+		c.chosen[k] = list[0]
+		unwanted = append(unwanted, list[1:]...)
+	}
+	for _, o := range unwanted {
+		l := leavingENI{owned: o, reason: cleanupReason(in, o, wantSubnets)}
+		c.unwanted = append(c.unwanted, l)
+		switch a := o.Attachment; {
+		case l.superseded():
+			c.superseded[o.Node] = append(c.superseded[o.Node], o)
+		case l.reason != "" && a != nil:
+			if c.leavingOn[a.InstanceID] == nil {
+				c.leavingOn[a.InstanceID] = map[int]bool{}
+			}
+			c.leavingOn[a.InstanceID][a.DeviceIndex] = true
+		}
+	}
+	return c
+}
+
+// decideSuperseded decides, node by node, whether its superseded ENIs
+// stay (ID -> status message) or go now:
+//   - every want of the node is attached: they go (the replacement is in place);
+//   - every want is attached or placeable with them still in place: they
+//     stay, and the replacements are created and attached first;
+//   - a want is placeable only once they are gone (they hold its index or
+//     the instance's last slot) and is then fully satisfiable: they go
+//     first. A same-index replacement necessarily leaves a gap: EC2 cannot
+//     attach two ENIs at one index;
+//   - otherwise (the new spec cannot be met on this node: index beyond
+//     the type, index held by a foreign interface, no subnet in the zone,
+//     security groups not found, ...) they stay and the node is reported
+//     with the reason (trial blocks are kept in p.held).
+func (p *plan) decideSuperseded(in planInput, c classified) map[string]string {
+	keep := map[string]string{}
+	for node, olds := range c.superseded {
+		msg := p.decideNode(in, c, node, olds)
+		for _, o := range olds {
+			if msg != "" {
+				keep[o.ID] = msg
+			}
+		}
+	}
+	return keep
+}
+
+// decideNode returns why a node's superseded ENIs stay, or "" when they go.
+func (p *plan) decideNode(in planInput, c classified, node string, olds []owned) string {
+	wants := c.byNode[node]
+	if len(wants) == 0 {
+		return "kept: the new spec gives this node no ENI (see the Degraded condition)"
+	}
+	satisfied, creates := true, false
+	for _, w := range wants {
+		o, have := c.chosen[keyOf(w)]
+		if !have || !attachedTo(o, w.Instance) {
+			satisfied, creates = false, creates || !have
+		}
+	}
+	if satisfied {
+		return ""
+	}
+	inst, known := in.Instances[wants[0].Instance]
+	if !known || (creates && in.SecurityGroups == nil) {
+		return "kept until its replacement can be created and attached"
+	}
+	with := placeNode(in, c, wants, inst, unionIdx(c.leavingOn[inst.ID], olds))
+	if blocksOf(with) == nil {
+		return "kept until its replacement is attached"
+	}
+	without := placeNode(in, c, wants, inst.without(olds), c.leavingOn[inst.ID])
+	if bs := blocksOf(without); bs != nil {
+		if p.held == nil {
+			p.held = map[string][]blocked{}
+		}
+		p.held[node] = bs
+		return fmt.Sprintf("kept: the new spec cannot be met on this node (%s)", bs[0].Reason)
+	}
+	return "" // a swap: remove first, then place
+}
+
+// unionIdx returns the indexes of leaving plus those of some ENIs.
+func unionIdx(leaving map[int]bool, olds []owned) map[int]bool {
+	out := map[int]bool{}
+	for i := range leaving {
+		out[i] = true
+	}
+	for _, o := range olds {
+		if o.Attachment != nil {
+			out[o.Attachment.DeviceIndex] = true
+		}
+	}
+	return out
+}
+
+// without returns the instance as it is once some ENIs are detached.
+func (v instanceView) without(olds []owned) instanceView {
+	slots := make(map[int]string, len(v.Slots))
+	for i, id := range v.Slots {
+		slots[i] = id
+	}
+	for _, o := range olds {
+		if a := o.Attachment; a != nil && slots[a.DeviceIndex] == o.ID {
+			delete(slots, a.DeviceIndex)
+		}
+	}
+	v.Slots = slots
+	return v
+}
+
+// removals emits the cleanup of unwanted ENIs; kept superseded ENIs stay
+// attached, with a status message saying why.
+func (p *plan) removals(in planInput, c classified, keep map[string]string) {
+	for _, l := range c.unwanted {
+		o := l.owned
+		if msg, ok := keep[o.ID]; ok {
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentAttached, msg))
+			continue
+		}
+		switch {
+		case l.reason == "":
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentAttached, "subnet not resolved; kept as is"))
+		case detaching(o):
+			p.Actions = append(p.Actions, action{Kind: actPoll, Node: o.Node, ENI: o.ID, Reason: l.reason})
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDetaching, l.reason))
+		case o.Attachment != nil:
+			p.Actions = append(p.Actions, action{Kind: actDetach, Node: o.Node, ENI: o.ID, AttachmentID: o.Attachment.ID, Reason: l.reason})
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDetaching, l.reason))
+		default:
+			p.Actions = append(p.Actions, action{Kind: actDelete, Node: o.Node, ENI: o.ID, Reason: l.reason})
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDeleting, l.reason))
+		}
+	}
+}
+
+// outcome is what placement decided for one want.
+type outcome struct {
+	w     want
+	o     owned
+	have  bool
+	state outcomeState
+	idx   int
+	block *blocked
+}
+
+type outcomeState int
+
+const (
+	stAttached outcomeState = iota // in place
+	stReattach                     // detaching while unwanted, wanted again
+	stNoGroups                     // nothing created while groups are unresolved
+	stNeedInst                     // the instance must be described first
+	stBlocked                      // cannot be placed now
+	stPlace                        // attach (have) or create at idx
+	stHeld                         // placeable, but its node keeps its superseded ENIs
+)
+
+// placeNode decides each want of one node on its instance; leavingIdx
+// are the indexes held by ENIs on their way out.
+func placeNode(in planInput, c classified, wants []want, inst instanceView, leavingIdx map[int]bool) []outcome {
+	var out []outcome
+	used := map[int]bool{}
+	for _, w := range wants {
+		o, have := c.chosen[keyOf(w)]
+		r := outcome{w: w, o: o, have: have}
+		switch {
+		case have && attachedTo(o, w.Instance):
+			r.state = stAttached
+		case have && detaching(o):
+			r.state = stReattach
+		case !have && in.SecurityGroups == nil:
+			// Creating with some groups missing would open the ENI wider
+			// than the spec says; the Degraded condition names the group.
+			r.state = stNoGroups
+		case inst.ID == "":
+			r.state = stNeedInst
+		default:
+			r.idx, r.block = placeOn(in, w, inst, o, have, leavingIdx, used)
+			r.state = stPlace
+			if r.block != nil {
+				r.state = stBlocked
+			} else {
+				used[r.idx] = true
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// blocksOf returns the blocks of some outcomes (nil when every want is
+// attached, placeable or on its way back).
+func blocksOf(out []outcome) []blocked {
+	var bs []blocked
+	for _, r := range out {
+		if r.state == stBlocked {
+			bs = append(bs, *r.block)
+		}
+	}
+	return bs
+}
+
+// placement places each node's wants and emits the creates, attaches and
+// in-place fixes, the blocks and the status entries.
+func (p *plan) placement(in planInput, c classified, keep map[string]string) {
+	needed := map[string]bool{}
+	for _, node := range c.nodes {
+		wants := c.byNode[node]
+		instID := wants[0].Instance
+		inst := in.Instances[instID]
+		leavingIdx := unionIdx(c.leavingOn[instID], c.superseded[node])
+		ready := true
+		for _, r := range placeNode(in, c, wants, inst, leavingIdx) {
+			if r.have {
+				p.Actions = append(p.Actions, drift(in, r.o)...)
+			}
+			if r.state != stAttached {
+				ready = false
+			}
+			if held := p.held[node]; held != nil && (r.state == stBlocked || r.state == stPlace) {
+				// The superseded ENIs stay: the new spec's reason is
+				// reported, not a wait, and nothing is created for a node
+				// that cannot take its whole spec.
+				r = heldOutcome(r, held)
+			}
+			p.emit(in, r, needed)
+		}
+		if ready {
+			p.ReadyNodes++
+		}
+	}
+}
+
+// heldOutcome is a want's outcome on a node whose superseded ENIs stay:
+// blocked with the reason the new spec cannot be met, or merely waiting
+// (stHeld) when this want could be placed but another cannot.
+func heldOutcome(r outcome, held []blocked) outcome {
+	r.state, r.block = stHeld, nil
+	for i := range held {
+		if held[i].Subnet == r.w.Subnet {
+			r.state, r.block = stBlocked, &held[i]
+		}
+	}
+	return r
+}
+
+// emit turns one want's outcome into actions, a block and a status entry.
+func (p *plan) emit(in planInput, r outcome, needed map[string]bool) {
+	w, o := r.w, r.o
+	switch r.state {
+	case stAttached:
+		p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentAttached, ""))
+		if o.Attachment.DeleteOnTermination != in.DeleteOnTermination {
+			p.Actions = append(p.Actions, action{Kind: actSetDOT, Node: w.Node, ENI: o.ID, AttachmentID: o.Attachment.ID, DOT: in.DeleteOnTermination})
+		}
+	case stReattach:
+		// Detached while unwanted, wanted again: attach once available.
+		p.Actions = append(p.Actions, action{Kind: actPoll, Node: w.Node, ENI: o.ID})
+		p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentDetaching, "wanted again; re-attached once detached"))
+	case stNoGroups:
+	case stHeld:
+		if r.have {
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, "not attached: the node keeps its previous ENIs until the whole spec can be met"))
+		}
+	case stNeedInst:
+		if !needed[w.Instance] {
+			needed[w.Instance] = true
+			p.NeedInstances = append(p.NeedInstances, w.Instance)
+		}
+		if r.have {
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, ""))
+		}
+	case stBlocked:
+		p.Blocked = append(p.Blocked, *r.block)
+		if r.have {
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, r.block.Message))
+		}
+	case stPlace:
+		if r.have {
+			p.Actions = append(p.Actions, action{Kind: actAttach, Node: w.Node, Want: w, ENI: o.ID, Index: r.idx, DOT: in.DeleteOnTermination})
+			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, ""))
+		} else {
+			p.Actions = append(p.Actions, action{Kind: actCreate, Node: w.Node, Want: w, Index: r.idx, DOT: in.DeleteOnTermination,
+				Groups: in.SecurityGroups, Description: in.Description, Tags: in.Tags})
+		}
+	}
 }
 
 // placeOn picks the device index for a wanted ENI on its instance and

@@ -231,12 +231,12 @@ func TestMakePlan(t *testing.T) {
 			in.Deleting, in.Wants = true, nil
 			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true), eni("e2", "n1", "i-1", "s-b", 1, 2, "", true)}
 		}, "detach e1 (NodeENIDeleted); delete e2 (NodeENIDeleted)", 0},
-		{"deviceIndex changed: replace", func(in *planInput) {
+		{"deviceIndex changed, room for both: create the new one first, keep the old", func(in *planInput) {
 			in.Base, in.Wants = 2, in.Wants[:1]
 			in.Instances = roomy()
 			in.Instances["i-1"].Slots[1] = "e1"
 			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true)}
-		}, "detach e1 (DeviceIndexChanged); create n1/s-a@2", 0},
+		}, "create n1/s-a@2", 0},
 		{"duplicate: keep the attached one", func(in *planInput) {
 			in.Wants = in.Wants[:1]
 			in.ENIs = []owned{eni("e0", "n1", "i-1", "s-a", 1, 1, "", true), eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true)}
@@ -285,6 +285,142 @@ func TestMakePlan(t *testing.T) {
 			if p.ReadyNodes != c.ready {
 				t.Fatalf("ready nodes %d, want %d", p.ReadyNodes, c.ready)
 			}
+		})
+	}
+}
+
+// TestMakePlanMakeBeforeBreak: an ENI superseded by a spec change
+// (deviceIndex or subnets) on a node that is still matched, on the same
+// instance, stays attached until its replacement is; it goes first only
+// when the replacement needs its index or slot and can then be placed
+// (a same-index swap necessarily has a gap); when the new spec cannot be
+// met on the node, it stays and the node is reported with the reason.
+func TestMakePlanMakeBeforeBreak(t *testing.T) {
+	m5large := func(slots map[int]string) map[string]instanceView {
+		return map[string]instanceView{"i-1": {ID: "i-1", Type: "m5.large", State: "running", Zone: "z", MaxENIs: 3, Slots: slots}}
+	}
+	old := func(subnet string, base, index int) owned {
+		return eni("e1", "n1", "i-1", subnet, base, index, "attached", true)
+	}
+	cases := []struct {
+		name  string
+		edit  func(in *planInput)
+		want  string
+		ready int
+		// kept is an ENI that must stay attached in status with a "kept" message.
+		kept string
+	}{
+		{"deviceIndex 1->2 with room: create first, old kept", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.Instances = m5large(map[int]string{0: "p", 1: "e1"})
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "create n1/s-a@2", 0, "e1"},
+		{"deviceIndex 2->1 with index 1 free: create first, old kept", func(in *planInput) {
+			in.Base, in.Wants = 1, in.Wants[:1]
+			in.Instances = m5large(map[int]string{0: "p", 2: "e1"})
+			in.ENIs = []owned{old("s-a", 2, 2)}
+		}, "create n1/s-a@1", 0, "e1"},
+		{"replacement created but not attached yet: attach it, old kept", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.Instances = m5large(map[int]string{0: "p", 1: "e1"})
+			in.ENIs = []owned{old("s-a", 1, 1), eni("e2", "n1", "i-1", "s-a", 2, 2, "", true)}
+		}, "attach e2@2", 0, "e1"},
+		{"replacement attached: the old one goes", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.ENIs = []owned{old("s-a", 1, 1), eni("e2", "n1", "i-1", "s-a", 2, 2, "attached", true)}
+		}, "detach e1 (DeviceIndexChanged)", 1, ""},
+		{"deviceIndex 2->3 beyond an m5.large: old kept, node degraded", func(in *planInput) {
+			in.Base, in.Wants = 3, in.Wants[:1]
+			in.Instances = m5large(map[int]string{0: "p", 2: "e1"})
+			in.ENIs = []owned{old("s-a", 2, 2)}
+		}, "blocked n1 DeviceIndexBeyondLimit", 0, "e1"},
+		{"new index held by a foreign interface: old kept, node degraded", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.Instances = roomy()
+			in.Instances["i-1"].Slots[1], in.Instances["i-1"].Slots[2] = "e1", "eni-foreign"
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "blocked n1 DeviceIndexInUse", 0, "e1"},
+		{"one of two new ENIs cannot be placed: nothing created, old kept", func(in *planInput) {
+			in.Base = 2
+			in.Instances = m5large(map[int]string{0: "p", 1: "e1"})
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "blocked n1 DeviceIndexBeyondLimit", 0, "e1"},
+		{"instance full with the old ENI: placeable only once it leaves: swap", func(in *planInput) {
+			in.Instances = m5large(map[int]string{0: "p", 1: "e0", 2: "e1"})
+			in.ENIs = []owned{eni("e0", "n1", "i-1", "s-a", 1, 1, "attached", true), old("s-x", 1, 2)}
+		}, "detach e1 (SubnetRemoved); blocked n1 WaitingForDetach", 0, ""},
+		{"subnet replaced at the same index: swap, with a gap", func(in *planInput) {
+			in.Wants = []want{{Node: "n1", Instance: "i-1", Zone: "z", Subnet: "s-c", Rank: 0}}
+			in.Instances = roomy()
+			in.Instances["i-1"].Slots[1] = "e1"
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "detach e1 (SubnetRemoved); blocked n1 WaitingForDetach", 0, ""},
+		{"subnet replaced, same index, but the new one could not be placed anyway: old kept", func(in *planInput) {
+			in.Base = 3
+			in.Wants = []want{{Node: "n1", Instance: "i-1", Zone: "z", Subnet: "s-c", Rank: 0}}
+			in.Instances = m5large(map[int]string{0: "p", 2: "e1"})
+			in.ENIs = []owned{old("s-a", 2, 2)}
+		}, "blocked n1 DeviceIndexBeyondLimit", 0, "e1"},
+		{"no subnet in the node's zone (blocked by desired): old kept", func(in *planInput) {
+			in.Wants = nil
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "", 0, "e1"},
+		{"security groups not found: nothing created, old kept", func(in *planInput) {
+			in.Base, in.Wants, in.SecurityGroups = 2, in.Wants[:1], nil
+			in.Instances = roomy()
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "", 0, "e1"},
+		{"instance not described yet: old kept meanwhile", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "need i-1", 0, "e1"},
+		{"node unmatched: cleaned up as before", func(in *planInput) {
+			in.Base, in.Wants, in.NodeInstances = 2, nil, map[string]string{}
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "detach e1 (NodeUnmatched)", 0, ""},
+		{"node deleted: cleaned up as before", func(in *planInput) {
+			in.Base, in.Wants, in.NodeInstances, in.Nodes = 2, nil, map[string]string{}, map[string]bool{}
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "detach e1 (NodeDeleted)", 0, ""},
+		{"instance replaced: cleaned up as before", func(in *planInput) {
+			in.Base, in.Wants = 2, []want{{Node: "n1", Instance: "i-2", Zone: "z", Subnet: "s-a"}}
+			in.NodeInstances = map[string]string{"n1": "i-2"}
+			in.Instances = map[string]instanceView{"i-2": {ID: "i-2", State: "running", Zone: "z", MaxENIs: 3, Slots: map[int]string{0: "p"}}}
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "detach e1 (InstanceReplaced); create n1/s-a@2", 0, ""},
+		{"NodeENI deleted: cleaned up as before", func(in *planInput) {
+			in.Base, in.Wants, in.Deleting = 2, nil, true
+			in.ENIs = []owned{old("s-a", 1, 1)}
+		}, "detach e1 (NodeENIDeleted)", 0, ""},
+		{"superseded ENI already detaching: removed as before", func(in *planInput) {
+			in.Base, in.Wants = 2, in.Wants[:1]
+			in.Instances = roomy()
+			in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "detaching", true)}
+		}, "poll e1 (DeviceIndexChanged); create n1/s-a@2", 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := baseInput()
+			c.edit(&in)
+			p := makePlan(in)
+			if got := describePlan(p); got != c.want {
+				t.Fatalf("plan\n  %s\nwant\n  %s", got, c.want)
+			}
+			if p.ReadyNodes != c.ready {
+				t.Fatalf("ready nodes %d, want %d", p.ReadyNodes, c.ready)
+			}
+			if c.kept == "" {
+				return
+			}
+			for _, a := range p.Attachments {
+				if a.ENIID == c.kept {
+					if a.Status != v1alpha1.AttachmentAttached || !strings.Contains(a.Message, "kept") {
+						t.Fatalf("kept ENI's status entry %+v", a)
+					}
+					return
+				}
+			}
+			t.Fatalf("kept ENI %s missing from status %+v", c.kept, p.Attachments)
 		})
 	}
 }
