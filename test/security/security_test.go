@@ -1,0 +1,373 @@
+// Package security replays attacks on the whole operator — pod tagger,
+// NodeENI controller and collector, built by operator.NewManager exactly
+// as the binary builds it — and checks the outcome from the EC2
+// emulator's state and its record of calls, never from the operator's
+// own view.
+package security
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/operator"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const (
+	cluster = "prod"
+	appsNS  = "security-apps"
+	opsNS   = "security-ops"
+	node    = "node-0"
+)
+
+// TestPodCannotMakeTheOperatorDetachOrDeleteItsENI replays the attack of
+// issue 13: a pod whose IP is on a branch ENI asks, through its tag
+// annotation, for the NodeENI controller's ownership tags (this
+// cluster, a NodeENI's name and UID). Had the tagger written them, the
+// controller would have taken the pod's ENI for one of its own that
+// should not exist, detached and deleted it. A second pod, whose IP is
+// the primary address of a plain ENI attached to the node (EC2 attaches
+// branch ENIs only through a trunk), asks for every ownership tag the
+// controller writes, down to the node, instance and device index, with a
+// device-index base the NodeENI no longer has, so the controller would
+// "replace" it. And an attacker who can tag
+// ENIs directly pre-tags two ENIs of their own as the operator's (one
+// complete down to the device index, one with the cluster tag only),
+// each also carrying the tagger's token, hoping the controller adopts
+// and attaches one or the collector deletes one.
+//
+// Must hold after several NodeENI resyncs and collector passes: the pods
+// are told InvalidTags; their ENIs still exist, the attached one still
+// attached where it was, with their original tags; the forged ENIs exist, unattached, with
+// their tags; and EC2 saw no DetachNetworkInterface, DeleteNetworkInterface,
+// AttachNetworkInterface, ModifyNetworkInterfaceAttribute, CreateTags or
+// DeleteTags naming any of them. The NodeENI's own ENI is created and
+// attached meanwhile, so the controller was really at work.
+func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
+	ctx := context.Background()
+	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
+	admin := emulator.NewAdminClient(url)
+	branchTags := map[string]string{"Name": "pod-branch", "vpcresources.k8s.aws/vlan-id": "7"}
+	podENITags := map[string]string{"Name": "pod-eni"}
+	world, err := emu.Load(emulator.World{
+		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
+		Subnets: []emulator.SubnetSpec{
+			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
+		},
+		SecurityGroups: []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
+		Instances:      []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
+		NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+			{Subnet: "pods-a", InterfaceType: "branch", Tags: branchTags},
+			{Subnet: "pods-a", Tags: podENITags, Instance: node, DeviceIndex: 2},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vpc, instance := world.VPCs[0], world.Instances[0].ID
+	branch, podENI := world.NetworkInterfaces[0], world.NetworkInterfaces[1]
+	reader := ec2test.Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
+	podENIBefore, err := reader.GetENI(ctx, podENI.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if podENIBefore.Attachment == nil || podENIBefore.Attachment.InstanceID != instance {
+		t.Fatalf("the pod's ENI is not attached to %s: %+v", instance, podENIBefore.Attachment)
+	}
+
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{appsNS, opsNS} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: "us-east-1a"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
+		t.Fatal(err)
+	}
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "multus"}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
+	if err := k8s.Create(ctx, ne); err != nil {
+		t.Fatal(err)
+	}
+
+	// The attacker's own ENIs, tagged straight in EC2 before the operator
+	// starts: one a perfect copy of what the controller makes for this
+	// NodeENI and node (created an hour ago), one with the cluster tag
+	// only (an orphan to the collector). Both carry the tagger's token.
+	token := map[string]string{tagger.HashTag: "0123456789abcdef"}
+	fullForgery := map[string]string{nodeeni.TagCluster: cluster, nodeeni.TagNodeENI: ne.Name, nodeeni.TagNodeENIUID: string(ne.UID),
+		nodeeni.TagNode: node, nodeeni.TagInstance: instance, nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
+		nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nodeeni.TagNoManage: "true"}
+	maps.Copy(fullForgery, token)
+	orphanForgery := map[string]string{nodeeni.TagCluster: cluster}
+	maps.Copy(orphanForgery, token)
+	forged, err := emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "multus-a", SecurityGroups: []string{"multus"}, Tags: fullForgery},
+		{Subnet: "multus-a", SecurityGroups: []string{"multus"}, Tags: orphanForgery},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgedTags := map[string]map[string]string{forged.NetworkInterfaces[0].ID: fullForgery, forged.NetworkInterfaces[1].ID: orphanForgery}
+
+	// The pods ask for the NodeENI's ownership tags on their ENIs.
+	attack := fmt.Sprintf("%s=%s,%s=%s,%s=%s", nodeeni.TagCluster, cluster, nodeeni.TagNodeENI, ne.Name, nodeeni.TagNodeENIUID, ne.UID)
+	fullAttack := fmt.Sprintf(`{%q:%q,%q:%q,%q:%q,%q:%q,%q:%q,%q:"2",%q:"0",%q:"2020-01-01T00:00:00Z"}`,
+		nodeeni.TagCluster, cluster, nodeeni.TagNodeENI, ne.Name, nodeeni.TagNodeENIUID, ne.UID, nodeeni.TagNode, node,
+		nodeeni.TagInstance, instance, nodeeni.TagDeviceIndex, nodeeni.TagDeviceIndexBase, nodeeni.TagCreatedAt)
+	pods := map[string]string{"attacker": attack, "attacker-full": fullAttack}
+	ips := map[string]string{"attacker": branch.PrivateIP, "attacker-full": podENI.PrivateIP}
+	for name, annotation := range pods {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: appsNS,
+			Annotations: map[string]string{tagger.DefaultAnnotationKey: annotation}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		if err := k8s.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		unset := pod.DeepCopy()
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ips[name], PodIPs: []corev1.PodIP{{IP: ips[name]}}}
+		if err := k8s.Status().Patch(ctx, pod, client.StrategicMergeFrom(unset)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The whole operator, as the binary builds it, finding the emulator
+	// the way it finds AWS.
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_EC2": url, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	oc := operator.DefaultConfig()
+	oc.MetricsAddr, oc.ProbeAddr, oc.PprofAddr = "0", "0", "0"
+	oc.ClusterName = cluster
+	oc.EC2.VPCID = vpc
+	oc.Tagger.Namespace = opsNS
+	oc.Tagger.InventoryInterval = time.Second
+	oc.Tagger.CacheBatchInterval = 100 * time.Millisecond
+	oc.NodeENI.ResyncInterval = time.Second
+	oc.NodeENI.CollectorGracePeriod = time.Second
+	oc.NodeENI.DetachPollInterval = 100 * time.Millisecond
+	oc.NodeENI.MinCatalogRefresh = 200 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	oc.Registerer = reg
+	opCtx, stop := context.WithCancel(ctx)
+	mgr, err := operator.NewManager(opCtx, env.Config, oc)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(opCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+
+	// The pods are refused, naming the reserved prefix.
+	for name := range pods {
+		eventually(t, "pod "+name+"'s InvalidTags condition", func() (bool, string) {
+			var p corev1.Pod
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: appsNS, Name: name}, &p); err != nil {
+				return false, err.Error()
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == tagger.ConditionType {
+					ok := c.Status == corev1.ConditionFalse && c.Reason == tagger.ReasonInvalidTags &&
+						strings.Contains(c.Message, "keys starting with eni-operator.io/ are reserved")
+					return ok, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+				}
+			}
+			return false, "no condition"
+		})
+	}
+	// The controller is at work: the NodeENI's own ENI is attached and
+	// the NodeENI is Ready.
+	var own string
+	eventually(t, "the NodeENI's own ENI", func() (bool, string) {
+		var n v1alpha1.NodeENI
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ne), &n); err != nil {
+			return false, err.Error()
+		}
+		enis, err := reader.ListENIs(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		own = ""
+		for _, e := range enis {
+			if _, isForged := forgedTags[e.ID]; !isForged && e.Tags[nodeeni.TagCluster] == cluster &&
+				e.Attachment != nil && e.Attachment.Status == "attached" && e.Attachment.DeviceIndex == 1 {
+				own = e.ID
+			}
+		}
+		return own != "" && meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady), fmt.Sprintf("own ENI %q, conditions %v", own, n.Status.Conditions)
+	})
+	// Several inventory refreshes (each a NodeENI resync and a collector
+	// pass) after that.
+	start := len(clusterListings(t, admin))
+	eventually(t, "five more NodeENI inventory refreshes", func() (bool, string) {
+		n := len(clusterListings(t, admin)) - start
+		return n >= 5, fmt.Sprintf("%d refreshes", n)
+	})
+
+	// The pods' ENIs: still there, the attached one still attached where
+	// it was, their tags as they were.
+	after, err := reader.GetENI(ctx, branch.ID)
+	if err != nil {
+		t.Errorf("the pod's branch ENI is gone: %v", err)
+	} else if !maps.Equal(after.Tags, branchTags) {
+		t.Errorf("the pod's branch ENI's tags are %v, want %v", after.Tags, branchTags)
+	}
+	after, err = reader.GetENI(ctx, podENI.ID)
+	if err != nil {
+		t.Fatalf("the pod's attached ENI is gone: %v", err)
+	}
+	if a := after.Attachment; a == nil || a.InstanceID != instance || a.DeviceIndex != 2 || a.Status != "attached" || a.ID != podENIBefore.Attachment.ID {
+		t.Errorf("the pod's ENI is no longer attached to %s at index 2 as before: %+v", instance, a)
+	}
+	if !maps.Equal(after.Tags, podENITags) {
+		t.Errorf("the pod's attached ENI's tags are %v, want %v", after.Tags, podENITags)
+	}
+	// The forged ENIs: untouched, unattached.
+	for id, want := range forgedTags {
+		e, err := reader.GetENI(ctx, id)
+		if err != nil {
+			t.Errorf("forged ENI %s is gone: %v", id, err)
+			continue
+		}
+		if e.Attachment != nil {
+			t.Errorf("forged ENI %s was attached: %+v", id, e.Attachment)
+		}
+		if !maps.Equal(e.Tags, want) {
+			t.Errorf("forged ENI %s tags %v, want %v", id, e.Tags, want)
+		}
+	}
+	// And EC2 never heard a change to any of them.
+	watched := map[string]string{branch.ID: "the pod's branch ENI", podENI.ID: "the pod's attached ENI",
+		podENIBefore.Attachment.ID: "the pod's ENI's attachment"}
+	for id := range forgedTags {
+		watched[id] = "forged ENI"
+	}
+	calls, err := admin.Calls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string]bool{"DetachNetworkInterface": true, "DeleteNetworkInterface": true, "AttachNetworkInterface": true,
+		"ModifyNetworkInterfaceAttribute": true, "CreateTags": true, "DeleteTags": true}
+	seen := map[string]int{}
+	for _, c := range calls {
+		seen[c.Action]++
+		if !changes[c.Action] {
+			continue
+		}
+		for name, values := range c.Params {
+			for _, v := range values {
+				if what, ok := watched[v]; ok {
+					t.Errorf("EC2 %s named %s %s (%s=%s)", c.Action, what, v, name, v)
+				}
+			}
+		}
+	}
+	t.Logf("EC2 calls: %v; %d NodeENI inventory refreshes", seen, len(clusterListings(t, admin)))
+	if seen["AttachNetworkInterface"] == 0 {
+		t.Error("no AttachNetworkInterface at all: the NodeENI controller did not do its work")
+	}
+	if g := gauge(t, reg, "eni_operator_nodeeni_untrusted_enis", "reason", nodeeni.UntrustedTaggerTag); g < 2 {
+		t.Errorf("untrusted ENIs with the tagger's tag: %v, want the 2 forged ones", g)
+	}
+}
+
+// clusterListings are the recorded DescribeNetworkInterfaces calls
+// filtered by the cluster's ownership tag: the NodeENI inventory's.
+func clusterListings(t *testing.T, admin *emulator.AdminClient) []emulator.Call {
+	t.Helper()
+	calls, err := admin.Calls(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []emulator.Call
+	for _, c := range calls {
+		if c.Action != "DescribeNetworkInterfaces" {
+			continue
+		}
+		for _, values := range c.Params {
+			if slices.Contains(values, "tag:"+nodeeni.TagCluster) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func eventually(t *testing.T, what string, ok func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		good, detail := ok()
+		if good {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %s", what, detail)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
