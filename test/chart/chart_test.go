@@ -300,6 +300,9 @@ func TestDefaultValues(t *testing.T) {
 	if cfg.ClusterName != "" || cfg.MetricsAddr != ":8090" || cfg.ProbeAddr != ":8081" {
 		t.Errorf("config %+v", cfg)
 	}
+	if !cfg.MetricsSecure || !slices.Contains(args, "--metrics-secure=true") {
+		t.Errorf("the operator's metrics must be served with authentication and authorisation: %v", args)
+	}
 	pod, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
 	checkSecure(t, pod)
 	if !has(objs, "PodDisruptionBudget") || has(objs, "ServiceMonitor") {
@@ -309,31 +312,26 @@ func TestDefaultValues(t *testing.T) {
 		t.Error("no metrics Service")
 	}
 
-	// RBAC is the generated role, for each of the two ServiceAccounts.
+	// RBAC is the generated role (its ClusterRole; the namespaced part is
+	// checked by TestChartRBACLeastPrivilege), and scrapers get a reader role.
 	role := find(t, objs, "ClusterRole", "rel-eni-operator")
 	if !sameJSON(t, role.Object["rules"], rulesOf(t, filepath.Join(c.root, "config", "rbac", "role.yaml"))) {
 		t.Errorf("operator ClusterRole differs from config/rbac/role.yaml:\n%v", role.Object["rules"])
 	}
-	agentRole := find(t, objs, "ClusterRole", "rel-eni-operator-agent")
-	if !sameJSON(t, agentRole.Object["rules"], rulesOf(t, filepath.Join(c.dir, "files", "agent-role.yaml"))) {
-		t.Errorf("agent ClusterRole differs from the generated agent role")
+	reader := find(t, objs, "ClusterRole", "rel-eni-operator-metrics-reader")
+	if fmt.Sprint(reader.Object["rules"]) != "[map[nonResourceURLs:[/metrics] verbs:[get]]]" {
+		t.Errorf("metrics reader rules %v", reader.Object["rules"])
 	}
-	ds := find(t, objs, "DaemonSet", "rel-eni-operator-agent")
-	dsSA, _, _ := unstructured.NestedString(ds.Object, "spec", "template", "spec", "serviceAccountName")
-	depSA, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "serviceAccountName")
-	if dsSA == depSA || dsSA == "" {
-		t.Errorf("agent ServiceAccount %q must differ from the operator's %q", dsSA, depSA)
-	}
-	checkAgentArgs(t, c, containerArgs(t, ds))
-	agentArgs := strings.Join(containerArgs(t, ds), " ")
-	for _, want := range []string{"--node-name=$(NODE_NAME)", "--sysfs-root=/sys", "--sriov-config=/etc/pcidp/config.json",
-		"--state-file=/var/lib/eni-agent/state.json", "--sriov-reload=touch:/var/run/eni-agent/sriov-reload", "--metrics-bind-address=:9810", "--health-probe-bind-address=:9811"} {
-		if !strings.Contains(agentArgs, want) {
-			t.Errorf("agent args %q lack %s", agentArgs, want)
+	// The agent is opt-in.
+	for _, kind := range []string{"DaemonSet", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		if has(objs, kind) {
+			t.Errorf("default values render the agent's %s; the agent is opt-in (agent.enabled)", kind)
 		}
 	}
-	if hn, _, _ := unstructured.NestedBool(ds.Object, "spec", "template", "spec", "hostNetwork"); !hn {
-		t.Error("the agent must run in the host network namespace")
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetName(), "-agent") {
+			t.Errorf("default values render %s %s; the agent is opt-in", o.GetKind(), o.GetName())
+		}
 	}
 	if !has(objs, "CustomResourceDefinition") {
 		t.Error("no CRD rendered with --include-crds")
@@ -355,7 +353,7 @@ func TestNonDefaultValues(t *testing.T) {
 		t.Errorf("one replica without leader election must not overlap in a rollout: strategy %q", s)
 	}
 	if cfg.ClusterName != "prod-eu" || !cfg.Tagger.DryRun || !cfg.Tagger.PodFinalizer || len(cfg.Tagger.SubnetIDs) != 2 ||
-		cfg.EC2.VPCID != "vpc-0123456789abcdef0" || !cfg.NodeENI.DisableCollector || cfg.Tagger.WatchNamespace != "shop" {
+		cfg.EC2.VPCID != "vpc-0123456789abcdef0" || !cfg.NodeENI.DisableCollector || cfg.Tagger.WatchNamespace != "shop" || cfg.Tagger.CacheShards != 4 {
 		t.Errorf("values did not reach the flags: %v", args)
 	}
 	if !slices.Contains(args, "--zap-encoder=console") || !slices.Contains(args, "--zap-log-level=debug") {
@@ -372,6 +370,26 @@ func TestNonDefaultValues(t *testing.T) {
 	if sm.GetLabels()["release"] != "prometheus" {
 		t.Errorf("ServiceMonitor labels %v", sm.GetLabels())
 	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if ep := eps[0].(map[string]any); ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" ||
+		fmt.Sprint(ep["tlsConfig"]) != "map[insecureSkipVerify:true]" {
+		t.Errorf("the ServiceMonitor must scrape the secured endpoint with its token: %v", ep)
+	}
+	rb := find(t, objs, "ClusterRoleBinding", "eni-metrics-reader")
+	if fmt.Sprint(rb.Object["subjects"]) != "[map[kind:ServiceAccount name:prometheus-k8s namespace:monitoring]]" {
+		t.Errorf("metrics reader binding %v", rb.Object["subjects"])
+	}
+	// watch-namespace: pods in shop only; the ledger's 4 shards.
+	for _, o := range objs {
+		if o.GetKind() == "Role" && o.GetNamespace() == namespace {
+			if got := fmt.Sprint(o.Object["rules"].([]any)[0].(map[string]any)["resourceNames"]); got != "[eni-tagger-cache-00 eni-tagger-cache-01 eni-tagger-cache-02 eni-tagger-cache-03]" {
+				t.Errorf("ledger ConfigMaps %s", got)
+			}
+		}
+	}
+	if r := find(t, objs, "Role", "eni-watch"); r.GetNamespace() != "shop" {
+		t.Errorf("pod rights in %s, want shop", r.GetNamespace())
+	}
 	ds := find(t, objs, "DaemonSet", "eni-agent")
 	if sa, _, _ := unstructured.NestedString(ds.Object, "spec", "template", "spec", "serviceAccountName"); sa != "custom-agent" {
 		t.Errorf("agent ServiceAccount %q", sa)
@@ -381,13 +399,25 @@ func TestNonDefaultValues(t *testing.T) {
 	if !strings.Contains(img, "registry.example.com/eni-agent:v9.9.9-agent") || !strings.Contains(img, "/host/sys") || !strings.Contains(img, "/etc/sriov-dp") {
 		t.Errorf("agent values not applied: %s", img)
 	}
+	// DPDK: privileged, with the host's sysfs.
+	agent := agentContainer(t, ds)
+	if p, _, _ := unstructured.NestedBool(agent, "securityContext", "privileged"); !p {
+		t.Error("with agent.dpdk.enabled the agent must be privileged (sysfs writes)")
+	}
+	if !hasHostPath(ds, "/host/sys") || !slices.Contains(containerArgs(t, ds), "--metrics-bind-address=0.0.0.0:9810") {
+		t.Errorf("DPDK sysfs mount or metrics address missing: %v", containerArgs(t, ds))
+	}
+	tol, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "tolerations")
+	if fmt.Sprint(tol) != "[map[effect:NoSchedule key:multi-eni operator:Exists]]" {
+		t.Errorf("agent tolerations %v", tol)
+	}
 	apply(t, objs)
 }
 
 // flagsSetByChart are derived from other values (addresses, leader
 // election, cluster name, namespace) or are one-shot commands.
 var flagsSetByChart = []string{
-	"metrics-bind-address", "health-probe-bind-address", "cluster-name", "leader-elect", "leader-election-namespace",
+	"metrics-bind-address", "metrics-secure", "health-probe-bind-address", "cluster-name", "leader-elect", "leader-election-namespace",
 	"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period", "leader-elect-release-on-cancel",
 	"cache-namespace", "remove-pod-finalizers", "version",
 	"zap-log-level", "zap-encoder", "zap-stacktrace-level", "zap-time-encoding", "zap-devel",
@@ -450,4 +480,116 @@ func checkSecure(t *testing.T, pod map[string]any) {
 			t.Errorf("%s path %q, want %s", probe, p, path)
 		}
 	}
+}
+
+func agentContainer(t *testing.T, ds *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	return cs[0].(map[string]any)
+}
+
+func hasHostPath(ds *unstructured.Unstructured, path string) bool {
+	vols, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "volumes")
+	for _, v := range vols {
+		if p, _, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path"); p == path {
+			return true
+		}
+	}
+	return false
+}
+
+// The agent, when enabled, is minimal: only on labelled nodes, no
+// tolerations, NET_ADMIN and nothing else, not privileged, unauthenticated
+// metrics on the node's loopback, probes on the node's IP, no sysfs or
+// SR-IOV mounts; DPDK adds privileged and the mounts.
+func TestAgentValues(t *testing.T) {
+	c := newChart(t)
+	objs := c.renderRelease(t, "rel", "agent.enabled=true")
+	ds := find(t, objs, "DaemonSet", "rel-eni-operator-agent")
+	pod, _, _ := unstructured.NestedMap(ds.Object, "spec", "template", "spec")
+	if sel := fmt.Sprint(pod["nodeSelector"]); sel != "map[eni-operator.io/agent:true kubernetes.io/os:linux]" {
+		t.Errorf("agent nodeSelector %s; want the eni-operator.io/agent=true label", sel)
+	}
+	if tol, ok := pod["tolerations"]; ok {
+		t.Errorf("agent tolerations %v; want none", tol)
+	}
+	if hn, _ := pod["hostNetwork"].(bool); !hn {
+		t.Error("the agent must run in the host network namespace")
+	}
+	ag := agentContainer(t, ds)
+	sc, _, _ := unstructured.NestedMap(ag, "securityContext")
+	if p, _ := sc["privileged"].(bool); p {
+		t.Error("the agent is privileged without DPDK")
+	}
+	if caps := fmt.Sprint(sc["capabilities"]); caps != "map[add:[NET_ADMIN] drop:[ALL]]" {
+		t.Errorf("agent capabilities %s; want NET_ADMIN only", caps)
+	}
+	if e, _ := sc["allowPrivilegeEscalation"].(bool); e || sc["allowPrivilegeEscalation"] == nil {
+		t.Error("the agent must not allow privilege escalation")
+	}
+	if ro, _ := sc["readOnlyRootFilesystem"].(bool); !ro {
+		t.Error("the agent's root filesystem is writable")
+	}
+	if hasHostPath(ds, "/sys") || hasHostPath(ds, "/etc/pcidp") || !hasHostPath(ds, "/var/lib/eni-agent") {
+		t.Errorf("agent volumes %v; want the state directory only", pod["volumes"])
+	}
+	args := containerArgs(t, ds)
+	checkAgentArgs(t, c, slices.Clone(args))
+	for _, want := range []string{"--node-name=$(NODE_NAME)", "--state-file=/var/lib/eni-agent/state.json",
+		"--metrics-bind-address=127.0.0.1:9810", "--health-probe-bind-address=$(POD_IP):9811"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("agent args %q lack %s", args, want)
+		}
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--sriov-") || strings.HasPrefix(a, "--sysfs-root") {
+			t.Errorf("agent arg %s without DPDK", a)
+		}
+	}
+	if ports := fmt.Sprint(ag["ports"]); strings.Contains(ports, "9810") {
+		t.Errorf("loopback metrics published as a port: %s", ports)
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		if port, _, _ := unstructured.NestedString(ag, probe, "httpGet", "port"); port != "health" {
+			t.Errorf("%s on port %q", probe, port)
+		}
+	}
+	if env := fmt.Sprint(ag["env"]); !strings.Contains(env, "status.podIP") {
+		t.Errorf("POD_IP (the probes' address) not from the downward API: %s", env)
+	}
+	dsSA, _, _ := unstructured.NestedString(pod, "serviceAccountName")
+	depSA, _, _ := unstructured.NestedString(find(t, objs, "Deployment", "rel-eni-operator").Object, "spec", "template", "spec", "serviceAccountName")
+	if dsSA == depSA || dsSA == "" {
+		t.Errorf("agent ServiceAccount %q must differ from the operator's %q", dsSA, depSA)
+	}
+	agentRole := find(t, objs, "ClusterRole", "rel-eni-operator-agent")
+	if !sameJSON(t, agentRole.Object["rules"], rulesOf(t, filepath.Join(c.dir, "files", "agent-role.yaml"))) {
+		t.Errorf("agent ClusterRole differs from the generated agent role")
+	}
+	vap := find(t, objs, "ValidatingAdmissionPolicy", "rel-eni-operator-agent-own-node")
+	if cond := fmt.Sprint(vap.Object["spec"].(map[string]any)["matchConditions"]); !strings.Contains(cond, "system:serviceaccount:"+namespace+":"+dsSA) {
+		t.Errorf("admission policy does not select the agent's ServiceAccount: %s", cond)
+	}
+	find(t, objs, "ValidatingAdmissionPolicyBinding", "rel-eni-operator-agent-own-node")
+	apply(t, objs)
+
+	objs = c.renderRelease(t, "rel", "agent.enabled=true", "agent.dpdk.enabled=true", "agent.metricsBindHost=0")
+	ds = find(t, objs, "DaemonSet", "rel-eni-operator-agent")
+	ag = agentContainer(t, ds)
+	if p, _, _ := unstructured.NestedBool(ag, "securityContext", "privileged"); !p {
+		t.Error("DPDK binding writes sysfs: the agent must be privileged with agent.dpdk.enabled")
+	}
+	args = containerArgs(t, ds)
+	checkAgentArgs(t, c, slices.Clone(args))
+	for _, want := range []string{"--sysfs-root=/sys", "--sriov-config=/etc/pcidp/config.json", "--sriov-reload=touch:/var/run/eni-agent/sriov-reload", "--metrics-bind-address=0"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("DPDK agent args %q lack %s", args, want)
+		}
+	}
+	for _, p := range []string{"/sys", "/etc/pcidp", "/var/run/eni-agent", "/var/lib/eni-agent"} {
+		if !hasHostPath(ds, p) {
+			t.Errorf("DPDK agent lacks the hostPath %s", p)
+		}
+	}
+	apply(t, objs)
 }

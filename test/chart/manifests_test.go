@@ -3,10 +3,14 @@ package chart
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
@@ -56,7 +60,21 @@ func TestKustomizeManifests(t *testing.T) {
 		t.Fatalf("kubectl kustomize config/agent: %v\n%s", err, stderr.String())
 	}
 	agentObjs := decode(t, stdout.String())
-	find(t, agentObjs, "DaemonSet", "")
+	ds := find(t, agentObjs, "DaemonSet", "")
+	// Minimal like the chart's default: labelled nodes, no tolerations,
+	// NET_ADMIN only, metrics on loopback.
+	ag := agentContainer(t, ds)
+	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "template", "spec", "nodeSelector")
+	tol, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "tolerations")
+	priv, _, _ := unstructured.NestedBool(ag, "securityContext", "privileged")
+	caps, _, _ := unstructured.NestedStringSlice(ag, "securityContext", "capabilities", "add")
+	if sel["eni-operator.io/agent"] != "true" || len(tol) > 0 || priv || fmt.Sprint(caps) != "[NET_ADMIN]" ||
+		!slices.Contains(containerArgs(t, ds), "--metrics-bind-address=127.0.0.1:9810") {
+		t.Errorf("config/agent's DaemonSet is not minimal: nodeSelector %v, tolerations %v, privileged %v, capabilities %v, args %v",
+			sel, tol, priv, caps, containerArgs(t, ds))
+	}
+	find(t, agentObjs, "ValidatingAdmissionPolicy", "eni-agent-own-node")
+	find(t, agentObjs, "ValidatingAdmissionPolicyBinding", "eni-agent-own-node")
 	agentRole := find(t, agentObjs, "ClusterRole", "")
 	if !sameJSON(t, agentRole.Object["rules"], rulesOf(t, filepath.Join(root, "config", "agent", "role.yaml"))) {
 		t.Error("kustomize changed the generated agent rules")
