@@ -89,17 +89,33 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		p = makePlan(in)
 	}
-	failures, execErr := r.execute(ctx, ne, p.Actions)
-
-	// Status describes the state after the actions: plan again from the
-	// view, which now holds their results (no EC2 call).
-	in.ENIs = r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID)))
-	after := makePlan(in)
+	var (
+		failures []blocked
+		execErr  error
+		after    = p // in dry-run, nothing changed
+		dry      string
+	)
+	if r.opts.DryRun {
+		dry = dryRunSummary(p.Actions, deleting)
+	} else {
+		failures, execErr = r.execute(ctx, ne, p.Actions)
+		// Status describes the state after the actions: plan again from
+		// the view, which now holds their results (no EC2 call).
+		in.ENIs = r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID)))
+		after = makePlan(in)
+	}
 	blocks := append(append(nodeBlocks, p.Blocked...), failures...)
 	pending := len(after.Actions) > 0
-	recheck, err := r.writeStatus(ctx, ne, in, after, blocks, pending, deleting)
+	recheck, err := r.writeStatus(ctx, ne, in, after, blocks, pending, deleting, dry)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if r.opts.DryRun && !(deleting && len(in.ENIs) == 0) {
+		// Nothing changes by itself: the next resync looks again. A
+		// NodeENI being deleted keeps its finalizer while it has ENIs;
+		// one without any is released as usual (a read of EC2 and a
+		// finalizer removal, no EC2 change).
+		return reconcile.Result{RequeueAfter: recheck}, nil
 	}
 	if execErr != nil {
 		return reconcile.Result{}, execErr

@@ -40,6 +40,10 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 	v := newView()
 	distrusted := newDistrustLog()
 	lg := mgr.GetLogger().WithName("nodeeni")
+	if o.DryRun {
+		lg.Info("dry run: the NodeENI controller and the ENI collector make no EC2 change (no create, attach, detach, delete, modify or tag); they report what they would do in status, events, logs and metrics",
+			"controller", !o.DisableController, "collector", !o.DisableCollector)
+	}
 	resync := make(chan event.GenericEvent, 1)
 	var col *collector
 	if !o.DisableCollector {

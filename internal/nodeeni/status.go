@@ -161,9 +161,21 @@ func describe(bs []blocked) string {
 // when the InterfacesConfigured condition should be looked at again (0:
 // only on events): a missing agent report is named once its grace period
 // is over, which no event announces.
-func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, blocks []blocked, pending, deleting bool) (time.Duration, error) {
+//
+// dry is the dry-run summary of what the plan would do ("" when not in
+// dry-run or nothing would be done): it becomes the Progressing
+// condition (reason DryRun), and an event and a log line when it changed.
+func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, blocks []blocked, pending, deleting bool, dry string) (time.Duration, error) {
 	now := metav1.Now()
 	st := statusFor(ne.Status, ne.Generation, in, p, blocks, pending, deleting, now)
+	if dry != "" {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+			Reason: ReasonDryRun, Message: dry, ObservedGeneration: ne.Generation})
+		if old := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionProgressing); old == nil || old.Reason != ReasonDryRun || old.Message != dry {
+			log.FromContext(ctx).Info("dry run: EC2 changes not made", "detail", dry)
+			r.event(ne, corev1.EventTypeNormal, ReasonDryRun, "Reconcile", "%s", dry)
+		}
+	}
 	// Aggregated over the attachments just computed and the agents'
 	// entries as read: st.Interfaces is ne.Status.Interfaces untouched, so
 	// the patch below never carries status.interfaces.

@@ -116,6 +116,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 		log.Error(nil, "NodeENI controller and ENI collector are OFF: set --cluster-name (or CLUSTER_NAME) to run them")
 	default:
 		c.NodeENI.ClusterName = c.ClusterName
+		c.NodeENI.DryRun = c.Tagger.DryRun
 		c.NodeENI.Registerer = reg
 		if err := nodeeni.Setup(mgr, ec2c, c.NodeENI); err != nil {
 			return nil, fmt.Errorf("NodeENI controller: %w", err)

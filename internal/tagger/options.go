@@ -92,7 +92,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.AnnotationKey, "annotation-key", o.AnnotationKey, "pod annotation holding the tags (JSON object or k=v,k=v)")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "only tag pods of this namespace (empty: all namespaces)")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel; concurrent reconciles share batched EC2 calls, so keep it well above 1")
-	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "compute and report tag changes (events, log) without writing to AWS, pod annotations or the ledger")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "change nothing, report what would be done: the tagger computes and reports tag changes (events, log) without writing to AWS, pod annotations or the ledger; the NodeENI controller and the ENI collector make no EC2 change and report theirs in NodeENI status, events, log and metrics")
 	fs.BoolVar(&o.AllowSharedENITagging, "allow-shared-eni-tagging", o.AllowSharedENITagging, "tag ENIs shared by several pods (secondary IPs, prefixes) with the merge of their tags; also skips the ownership check")
 	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs whose ENIs may be tagged (empty: all; env ENI_TAGGER_SUBNET_IDS)")
 	fs.BoolVar(&o.EnableENICache, "enable-eni-cache", o.EnableENICache, "resolve pods' ENIs from memory (ledger, inventory) instead of an EC2 lookup per reconcile")
