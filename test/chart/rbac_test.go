@@ -105,9 +105,8 @@ func adminClient(t *testing.T) client.Client {
 // user info when given.
 func serviceAccount(t *testing.T, ns, name string, extra map[string][]string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, Extra: extra}
+	cfg := asServiceAccount(ns, name)
+	cfg.Impersonate.Extra = extra
 	s, err := operator.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +116,14 @@ func serviceAccount(t *testing.T, ns, name string, extra map[string][]string) cl
 		t.Fatal(err)
 	}
 	return c
+}
+
+// asServiceAccount is a rest config impersonating a ServiceAccount.
+func asServiceAccount(ns, name string) *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	return cfg
 }
 
 // access is one question to the authoriser: verb on group/resource
