@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
@@ -127,5 +130,35 @@ func TestParseAnnotationRefusesOversizeInputUnread(t *testing.T) {
 	}
 	if _, err := (Policy{}).Desired("shop", tags); err != nil {
 		t.Errorf("the largest valid tag set was refused: %.300v", err)
+	}
+}
+
+// The pod cache keeps a short stand-in for an oversize annotation, which
+// ParseAnnotation refuses with the original's size; a change to the
+// annotation changes the stand-in, and small annotations are kept as is.
+func TestTrimPodKeepsAStandInForOversizeAnnotations(t *testing.T) {
+	trim := TrimPod(DefaultAnnotationKey)
+	pod := func(tags, applied string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: map[string]string{
+			DefaultAnnotationKey: tags, LastAppliedTagsAnnotation: applied, "other": strings.Repeat("o", 1000)}}}
+	}
+	huge1, huge2 := strings.Repeat("a=b,", 55000), strings.Repeat("c=d,", 55000)
+	got := map[string]*corev1.Pod{}
+	for name, p := range map[string]*corev1.Pod{"huge1": pod(huge1, huge1), "huge2": pod(huge2, "{}"), "small": pod("Team=Dev", `{"Team":"Dev"}`)} {
+		out, err := trim(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = out.(*corev1.Pod)
+	}
+	a1, a2 := got["huge1"].Annotations[DefaultAnnotationKey], got["huge2"].Annotations[DefaultAnnotationKey]
+	if len(a1) > 200 || len(got["huge1"].Annotations[LastAppliedTagsAnnotation]) > 200 || a1 == a2 {
+		t.Errorf("stand-ins %q and %q", a1, a2)
+	}
+	if _, err := ParseAnnotation(a1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("it is %d bytes, over the limit", len(huge1))) {
+		t.Errorf("ParseAnnotation(stand-in) = %v", err)
+	}
+	if a := got["small"].Annotations; a[DefaultAnnotationKey] != "Team=Dev" || a[LastAppliedTagsAnnotation] != `{"Team":"Dev"}` || a["other"] != "" {
+		t.Errorf("small annotations: %v", a)
 	}
 }

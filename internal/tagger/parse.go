@@ -1,6 +1,7 @@
 package tagger
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,8 +30,12 @@ const MaxAnnotationBytes = 32 << 10
 // An annotation over MaxAnnotationBytes is refused without being read, and
 // errors quote the input only in short pieces (bounded.Quoted).
 func ParseAnnotation(s string) (map[string]string, error) {
-	if len(s) > MaxAnnotationBytes {
-		return nil, fmt.Errorf("it is %d bytes, over the limit of %d (50 tags of the longest keys and values AWS allows fit in about 20 KB); not read", len(s), MaxAnnotationBytes)
+	size, over := len(s), len(s) > MaxAnnotationBytes
+	if n, ok := oversizeLength(s); ok {
+		size, over = n, true
+	}
+	if over {
+		return nil, fmt.Errorf("it is %d bytes, over the limit of %d (50 tags of the longest keys and values AWS allows fit in about 20 KB); not read", size, MaxAnnotationBytes)
 	}
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -54,6 +59,32 @@ func ParseAnnotation(s string) (map[string]string, error) {
 		}
 	}
 	return tags, nil
+}
+
+// oversizeMarker starts the stand-in TrimPod keeps in the cache for an
+// annotation over MaxAnnotationBytes. It begins with a NUL byte, which
+// no one writes into a tag annotation by mistake; an annotation that
+// imitates it gets nothing but the refusal it describes.
+const oversizeMarker = "\x00eni-operator: oversize annotation of "
+
+// oversizeStandIn is the short stand-in for an oversize annotation: its
+// size, and a digest so a change to it is still a change.
+func oversizeStandIn(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%s%d bytes, sha256 %x", oversizeMarker, len(s), sum[:8])
+}
+
+// oversizeLength reads the original size back from a stand-in.
+func oversizeLength(s string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, oversizeMarker)
+	if !ok {
+		return 0, false
+	}
+	var n int
+	if _, err := fmt.Sscanf(rest, "%d bytes", &n); err != nil {
+		return 0, false
+	}
+	return n, true
 }
 
 func parseJSON(s string) (map[string]string, error) {

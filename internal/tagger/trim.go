@@ -11,7 +11,9 @@ import (
 // specs, labels, owner references and other controllers' conditions are
 // most of a pod's bytes and none of the tagger's business. The tagger's
 // writes never send back what was trimmed: annotations go by merge patch
-// of the changed keys, the condition by server-side apply.
+// of the changed keys, the condition by server-side apply. An annotation
+// over MaxAnnotationBytes is kept as a short stand-in that ParseAnnotation
+// refuses with the original's size.
 func TrimPod(annotationKey string) toolscache.TransformFunc {
 	keep := []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation}
 	return func(obj any) (any, error) {
@@ -28,6 +30,11 @@ func TrimPod(annotationKey string) toolscache.TransformFunc {
 		}
 		for _, k := range keep {
 			if v, ok := p.Annotations[k]; ok {
+				if len(v) > MaxAnnotationBytes {
+					// Refused unread anyway: the cache keeps a short
+					// stand-in, not up to 256 KiB per pod.
+					v = oversizeStandIn(v)
+				}
 				if out.Annotations == nil {
 					out.Annotations = map[string]string{}
 				}
