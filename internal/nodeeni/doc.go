@@ -20,6 +20,18 @@
 //   - the collector (collector.go) deletes orphaned ENIs: operator-owned,
 //     available, whose NodeENI no longer exists.
 //
+// Safe by default (trust.go, plan.go, dryrun.go):
+//   - the ownership tags are evidence, not proof: the controller and the
+//     collector act only on ENIs that pass distrust's check (type
+//     "interface", not requester-managed, no eni-tagger.io/ tag, every
+//     ownership tag present and agreeing with the attachment and the
+//     NodeENI); the others are left alone and reported;
+//   - make before break: an ENI superseded by a spec change stays attached
+//     until its replacement is, and stays for good (the node reported
+//     Degraded) when the new spec cannot be met on its node;
+//   - Options.DryRun: no EC2 mutation; status, events, logs and metrics
+//     say what would be done.
+//
 // Crash safety rests on two things: every ENI carries its ownership tags
 // from the moment it exists (TagSpecifications), so a restarted operator
 // adopts it; and CreateNetworkInterface's ClientToken is derived from what

@@ -79,7 +79,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 			nodeeni.TagNode: node, nodeeni.TagInstance: instance, nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
 			nodeeni.TagCreatedAt: old, nodeeni.TagNoManage: "true"}
 	}
-	res, err := h.emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+	_, err := h.emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", SecurityGroups: []string{h.groups["multus"]}, Instance: "i0", DeviceIndex: 1, DeleteOnTermination: true,
 			Tags: tags("n0", h.instance(0), uid, "dry")},
 		{Subnet: "multus-a", SecurityGroups: []string{h.groups["multus"]}, Instance: "i1", DeviceIndex: 1, DeleteOnTermination: true,
@@ -118,7 +118,6 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if got := len(h.enis()); got != 3 {
 		t.Errorf("%d ENIs left, want the 3 seeded", got)
 	}
-	_ = res
 	if n := metricValue(t, m.reg, "eni_operator_nodeeni_cleanups_total", map[string]string{"outcome": "deleted"}); n != 0 {
 		t.Errorf("cleanups counted as deleted in dry-run: %v", n)
 	}

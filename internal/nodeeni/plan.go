@@ -325,6 +325,9 @@ func (p *plan) decideNode(in planInput, c classified, node string, olds []owned)
 		if p.held == nil {
 			p.held = map[string][]blocked{}
 		}
+		for i := range bs {
+			bs[i].Message += "; the node keeps its current ENI until the spec can be met"
+		}
 		p.held[node] = bs
 		return fmt.Sprintf("kept: the new spec cannot be met on this node (%s)", bs[0].Reason)
 	}

@@ -45,10 +45,9 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 	spec := h.spec(map[string]string{"ng": "trust"})
 	spec.SubnetName = "multus-a"
 	spec.SecurityGroupNames = []string{"multus"}
-	ne := h.createNodeENI("trust", spec)
+	h.createNodeENI("trust", spec)
 	h.ready("trust", 1)
 	uid := string(h.get("trust").UID)
-	_ = ne
 
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	tags := func(extra map[string]string) map[string]string {
