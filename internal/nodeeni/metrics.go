@@ -53,12 +53,13 @@ func (m *metrics) op(kind actionKind, err error) {
 }
 
 // countUntrusted sets the untrusted-ENIs gauge from an inventory and
-// returns the untrusted ENIs (ID -> reason) with their details.
-func (m *metrics) countUntrusted(all []ec2.ENI, cluster string) (map[string]string, map[string]string) {
+// returns the untrusted ENIs (ID -> reason) with their details; names maps
+// the known NodeENIs' UIDs to their names.
+func (m *metrics) countUntrusted(all []ec2.ENI, cluster string, names map[string]string) (map[string]string, map[string]string) {
 	reasons, details := map[string]string{}, map[string]string{}
 	count := map[string]int{}
 	for _, e := range all {
-		if reason, detail := distrust(e, cluster, ""); reason != "" {
+		if reason, detail := distrust(e, cluster, names[e.Tags[TagNodeENIUID]]); reason != "" {
 			reasons[e.ID], details[e.ID] = reason, detail
 			count[reason]++
 		}

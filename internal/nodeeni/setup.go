@@ -3,6 +3,7 @@ package nodeeni
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 			m.attached.Set(float64(attached))
 			// ENIs that carry the cluster's tag but fail the trust check
 			// are never acted on; each is logged once per reason.
-			reasons, details := m.countUntrusted(all, o.ClusterName)
+			reasons, details := m.countUntrusted(all, o.ClusterName, nodeENINames(mgr.GetClient()))
 			for _, id := range distrusted.update("inventory", reasons) {
 				lg.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
 					"eni", id, "reason", reasons[id], "detail", details[id])
@@ -124,6 +125,23 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 		WatchesRawSource(source.Channel(resync, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// nodeENINames maps the UIDs of the NodeENIs in the manager's cache to
+// their names, so the trust check can compare an ENI's name tag with the
+// NodeENI its UID tag names; empty when the cache cannot say (yet).
+func nodeENINames(c client.Reader) map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list := &v1alpha1.NodeENIList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, ne := range list.Items {
+		out[string(ne.UID)] = ne.Name
+	}
+	return out
 }
 
 // nodeChanged passes the node events that can change what a NodeENI

@@ -102,9 +102,8 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 			nodeeni.UntrustedAttachedElsewhere, nodeeni.UntrustedDeviceIndexTag, nodeeni.UntrustedMissingTag} {
 			byReason[r] = metricValue(t, m.reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": r})
 		}
-		// Without the NodeENI's name at hand, the inventory's count
-		// cannot tell ENI 2 from a trusted one; the controller's event does.
 		ok := byReason[nodeeni.UntrustedInterfaceType] == 2 && byReason[nodeeni.UntrustedTaggerTag] == 2 &&
+			byReason[nodeeni.UntrustedNodeENIName] == 1 &&
 			byReason[nodeeni.UntrustedAttachedElsewhere] == 1 && byReason[nodeeni.UntrustedDeviceIndexTag] == 1 &&
 			byReason[nodeeni.UntrustedMissingTag] == 1
 		notes := strings.Join(h.events("trust")["UntrustedENI"], "\n")
