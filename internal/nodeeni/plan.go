@@ -190,7 +190,7 @@ func makePlan(in planInput) plan {
 	c := classify(in)
 	keep := p.decideSuperseded(in, c)
 	p.removals(in, c, keep)
-	p.placement(in, c, keep)
+	p.placement(in, c)
 	sort.SliceStable(p.Attachments, func(i, j int) bool {
 		a, b := p.Attachments[i], p.Attachments[j]
 		if a.NodeID != b.NodeID {
@@ -457,7 +457,7 @@ func blocksOf(out []outcome) []blocked {
 
 // placement places each node's wants and emits the creates, attaches and
 // in-place fixes, the blocks and the status entries.
-func (p *plan) placement(in planInput, c classified, keep map[string]string) {
+func (p *plan) placement(in planInput, c classified) {
 	needed := map[string]bool{}
 	for _, node := range c.nodes {
 		wants := c.byNode[node]
