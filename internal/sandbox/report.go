@@ -220,7 +220,7 @@ THE SANDBOX IS UP
   kubeconfig       %s
   kubectl          %s
   EC2 emulator     %s  (admin API: %s/_emulator/counts, /_emulator/calls)
-  operator         metrics http://%s/metrics, health http://%s/healthz and /readyz, log %s
+  operator         metrics http://%s/metrics (plain HTTP here; HTTPS with authentication in a cluster), health http://%s/healthz and /readyz, log %s
 
 Try, in another terminal:
   export KUBECONFIG=%s PATH=%s:$PATH

@@ -160,6 +160,9 @@ func (b *bed) startOperator(extra ...string) {
 	b.t.Helper()
 	b.mAddr = freePort(b.t)
 	args := append([]string{"--vpc-id=" + b.vpc, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
+		// The harness scrapes plain HTTP on loopback; production serves
+		// /metrics over HTTPS to authorised readers only.
+		"--metrics-secure=false",
 		"--health-probe-bind-address=" + freePort(b.t), "--zap-log-level=error"}, extra...)
 	cmd := exec.Command(operatorBinary(b.t), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS,
