@@ -12,7 +12,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-// Exactly one package of the operator knows the EC2 SDK (DESIGN §3); the
+// Exactly one package of the operator knows the EC2 SDK (docs/architecture.md); the
 // emulator and its conformance suite are the declared exceptions.
 func TestOnlyThisPackageImportsTheEC2SDK(t *testing.T) {
 	root, err := testenv.RepoRoot()
