@@ -18,7 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Config tunes the EC2 layer. The zero value of every field but VPCID
@@ -53,6 +56,17 @@ type Config struct {
 	// Registerer receives the metrics; nil leaves them unregistered. The
 	// operator passes controller-runtime's registry.
 	Registerer prometheus.Registerer
+	// UnreadyAfter is how long EC2 calls may fail (no answer, an
+	// authentication or a server error) with none succeeding before
+	// Health says EC2 is down: /readyz fails and NodeENI Ready conditions
+	// turn Unknown (--ec2-unready-after; default 1m, negative: never).
+	UnreadyAfter time.Duration
+	// ErrorLogInterval bounds the log lines of failed attempts to one per
+	// kind of failure per interval (default 10s).
+	ErrorLogInterval time.Duration
+	// Logger receives the EC2 health log lines (default:
+	// controller-runtime's logger, named "ec2").
+	Logger logr.Logger
 }
 
 // Limit is a token bucket: QPS refill per second, Burst tokens.
@@ -103,6 +117,7 @@ type Client struct {
 	limiter *adaptiveLimiter
 	byCat   map[Category]*adaptiveLimiter
 	metrics *metrics
+	health  *Health
 
 	lookups   *batcher[ipFamily, string, ENI]
 	enisByID  *batcher[string, string, ENI]
@@ -179,7 +194,8 @@ func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 	for cat, l := range cfg.CategoryLimits {
 		c.byCat[cat] = newAdaptiveLimiter(l.QPS, l.Burst)
 	}
-	c.metrics = newMetrics(cfg.Registerer, c.limiter)
+	c.health = newHealth(cfg.Logger, defaultEndpoint(awsCfg), cfg.UnreadyAfter, cfg.ErrorLogInterval)
+	c.metrics = newMetrics(cfg.Registerer, c.limiter, c.health)
 	awsCfg.HTTPClient = withBufferedBodies(awsCfg.HTTPClient)
 	c.api = ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
 		// The only retry layer: the SDK's standard retryer with our
@@ -221,7 +237,25 @@ func withDefaults(cfg Config) Config {
 	if cfg.BatchMaxWait <= 0 {
 		cfg.BatchMaxWait = 200 * time.Millisecond
 	}
+	if cfg.UnreadyAfter == 0 {
+		cfg.UnreadyAfter = defaultUnreadyAfter
+	}
+	if cfg.ErrorLogInterval <= 0 {
+		cfg.ErrorLogInterval = defaultErrorLogInterval
+	}
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = ctrllog.Log.WithName("ec2")
+	}
 	return cfg
+}
+
+// defaultEndpoint names the EC2 endpoint for log lines about attempts
+// that failed before the request had its URL (credentials).
+func defaultEndpoint(awsCfg aws.Config) string {
+	if awsCfg.BaseEndpoint != nil && *awsCfg.BaseEndpoint != "" {
+		return *awsCfg.BaseEndpoint
+	}
+	return "ec2." + awsCfg.Region + ".amazonaws.com"
 }
 
 // VPCID returns the VPC every lookup is scoped to.
@@ -273,10 +307,26 @@ func (c *Client) instrument(stack *middleware.Stack) error {
 		if IsThrottled(err) {
 			c.metrics.throttles.WithLabelValues(name).Inc()
 		}
+		// Every attempt tells EC2's health, so an outage shows within
+		// the first failed attempt rather than after the retries.
+		kind := failureKind(ctx, name, err)
+		if kind != "" && kind != kindIgnored {
+			c.metrics.attemptErrors.WithLabelValues(name, kind).Inc()
+		}
+		c.health.observe(kind, name, requestHost(in.Request), err)
 		return out, md, err
 	})
 	if err := stack.Initialize.Add(op, middleware.Before); err != nil {
 		return err
 	}
 	return stack.Finalize.Insert(attempt, "Retry", middleware.After)
+}
+
+// requestHost is the host an attempt went to ("" before the endpoint was
+// resolved).
+func requestHost(req any) string {
+	if r, ok := req.(*smithyhttp.Request); ok && r.URL != nil {
+		return r.URL.Host
+	}
+	return ""
 }

@@ -17,4 +17,5 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.TagBatchIdle, "aws-tag-batch-idle", 200*time.Millisecond, "a batched CreateTags/DeleteTags goes out after this long without a new request")
 	fs.DurationVar(&c.TagBatchMaxWait, "aws-tag-batch-max-wait", time.Second, "longest a tag write waits for others with the same tags")
 	fs.DurationVar(&c.BatchMaxWait, "aws-batch-max-wait", 200*time.Millisecond, "longest a request waits for others to share its EC2 call")
+	c.bindHealthFlags(fs)
 }

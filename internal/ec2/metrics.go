@@ -14,9 +14,13 @@ type metrics struct {
 	limiterWait *prometheus.HistogramVec
 	rate        prometheus.GaugeFunc
 	batchSize   *prometheus.HistogramVec
+	// EC2's health (health.go): every attempt counts, retries included.
+	attemptErrors *prometheus.CounterVec // failed attempts by kind
+	up            prometheus.GaugeFunc
+	lastSuccess   prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer, limiter *adaptiveLimiter) *metrics {
+func newMetrics(reg prometheus.Registerer, limiter *adaptiveLimiter, health *Health) *metrics {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eni_operator_ec2_api_calls_total", Help: "EC2 API requests sent, retries included, by operation.",
@@ -42,9 +46,18 @@ func newMetrics(reg prometheus.Registerer, limiter *adaptiveLimiter) *metrics {
 			Name: "eni_operator_ec2_batch_size", Help: "Items coalesced into one EC2 call, by batch kind.",
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000},
 		}, []string{"batch"}),
+		attemptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eni_operator_ec2_attempt_errors_total", Help: "Failed EC2 attempts, retries included, by operation and kind: unreachable (no answer), auth, throttled, server (5xx).",
+		}, []string{"operation", "kind"}),
+		up: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eni_operator_ec2_up", Help: "1 unless the latest EC2 attempt that said anything of EC2's health failed (no answer, an authentication or a server error).",
+		}, health.up),
+		lastSuccess: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eni_operator_ec2_last_success_timestamp_seconds", Help: "Unix time of the latest EC2 attempt EC2 answered (0 before one).",
+		}, health.lastSuccessSeconds),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.errors, m.throttles, m.duration, m.limiterWait, m.rate, m.batchSize)
+		reg.MustRegister(m.calls, m.errors, m.throttles, m.duration, m.limiterWait, m.rate, m.batchSize, m.attemptErrors, m.up, m.lastSuccess)
 	}
 	return m
 }
