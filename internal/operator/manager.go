@@ -103,6 +103,13 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	if err != nil {
 		return nil, fmt.Errorf("configuring the EC2 client: %w", err)
 	}
+	// EC2 failing for --ec2-unready-after (no answer, authentication or
+	// server errors, none succeeding) makes the replica unready, not
+	// unlive: a restart fixes none of these and would lose the Lease.
+	// Only the leader calls EC2, so only it can turn unready this way.
+	if err := mgr.AddReadyzCheck("ec2", ec2c.Health().Check); err != nil {
+		return nil, err
+	}
 	if c.EnableTagger {
 		c.Tagger.Registerer = reg
 		if _, err := tagger.Setup(mgr, ec2c, c.Tagger); err != nil {
