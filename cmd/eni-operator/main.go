@@ -10,15 +10,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/eni-operator/eni-operator/internal/cli"
+	"github.com/eni-operator/eni-operator/internal/kubeconfig"
 	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // Leader election: one Lease in the leader-election namespace (the
@@ -42,17 +44,17 @@ type config struct {
 	op               operator.Config
 	removeFinalizers bool
 	printVersion     bool
+	kubeconfig       string
 	zap              zap.Options
 }
 
-func parse(args []string, out io.Writer) (*config, error) {
-	c := &config{op: operator.DefaultConfig()}
-	c.op.Version = version
+// flags binds every flag of the command to c.
+func flags(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("eni-operator", flag.ContinueOnError)
-	fs.SetOutput(out)
 	c.op.BindFlags(fs)
 	fs.BoolVar(&c.removeFinalizers, "remove-pod-finalizers", false, "remove the tagger's finalizer (eni-tagger.io/finalizer) from every pod and exit: the uninstall path of --pod-finalizer")
-	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config)")
 	// --zap-log-level, --zap-encoder (json by default), --zap-devel,
 	// --zap-stacktrace-level, --zap-time-encoding: controller-runtime's
 	// logging flags, bound on a scratch set and moved over so they share
@@ -61,63 +63,66 @@ func parse(args []string, out io.Writer) (*config, error) {
 	c.zap.BindFlags(gofs)
 	gofs.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: eni-operator [flags]\n\nManages AWS ENIs for Kubernetes: tags pods' ENIs from the %s annotation and\ncreates, attaches and removes the ENIs NodeENI resources ask for. AWS is found the\nstandard way (IRSA, Pod Identity, instance profile, AWS_* environment, AWS_ENDPOINT_URL_EC2).\n\nFlags:\n", tagger.DefaultAnnotationKey)
+		fmt.Fprintf(fs.Output(), "Usage: eni-operator [flags]\n\nManages AWS ENIs for Kubernetes: tags pods' ENIs from the %s annotation and\ncreates, attaches and removes the ENIs NodeENI resources ask for. AWS is found the\nstandard way (IRSA, Pod Identity, instance profile, AWS_* environment, AWS_ENDPOINT_URL_EC2).\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n", tagger.DefaultAnnotationKey)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	return fs
+}
+
+func parse(args []string, out io.Writer) (*config, error) {
+	c := &config{op: operator.DefaultConfig()}
+	c.op.Version = version
+	if err := cli.Parse(flags(c), args, out); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.printVersion {
 		return c, nil
 	}
-	if err := c.op.Validate(); err != nil {
+	var p cli.Problems
+	if c.kubeconfig != "" {
+		st, err := os.Stat(c.kubeconfig)
+		p.Check(err == nil && st.Mode().IsRegular(), "kubeconfig", c.kubeconfig,
+			"a kubeconfig file that exists (or leave it out: $KUBECONFIG, the pod's ServiceAccount, ~/.kube/config)")
+	}
+	p.AddErr(c.op.Validate())
+	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// versionString is what --version prints: the stamped version, the VCS
-// revision when the binary was built from a checkout, and the Go version.
-func versionString() string {
-	s := "eni-operator " + version
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, kv := range bi.Settings {
-			if kv.Key == "vcs.revision" {
-				s += " (" + kv.Value + ")"
-			}
-		}
-	}
-	return s + " " + runtime.Version()
-}
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func main() {
-	c, err := parse(os.Args[1:], os.Stderr)
+// runMain runs the command and returns its exit status: 0, 2 for a
+// refused command line (one line on stderr, before anything starts), 1
+// when the operator cannot run or stops on an error.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return
+		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "eni-operator:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "eni-operator:", err)
+		return 2
 	}
 	if c.printVersion {
-		fmt.Println(versionString())
-		return
+		fmt.Fprintln(stdout, buildinfo.String("eni-operator", version))
+		return 0
+	}
+	restCfg, err := kubeconfig.Load(c.kubeconfig)
+	if err != nil {
+		fmt.Fprintln(stderr, "eni-operator: finding the Kubernetes API:", err)
+		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap)))
-	if err := run(ctrl.SetupSignalHandler(), c); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), restCfg, c); err != nil {
 		ctrl.Log.Error(err, "eni-operator stopped")
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
-func run(ctx context.Context, c *config) error {
-	restCfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("finding the Kubernetes API: %w", err)
-	}
+func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 	if c.removeFinalizers {
 		scheme, err := operator.Scheme()
 		if err != nil {

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // Flags of k8s-eni-tagger and aws-multi-eni-controller users keep working,
@@ -17,7 +20,7 @@ import (
 func TestOriginalFlagsParse(t *testing.T) {
 	c, err := parse([]string{
 		"--annotation-key=eni-tagger.io/tags", "--watch-namespace=shop", "--max-concurrent-reconciles=4",
-		"--dry-run", "--allow-shared-eni-tagging", "--subnet-ids=subnet-1,subnet-2", "--enable-eni-cache=false",
+		"--dry-run", "--allow-shared-eni-tagging", "--subnet-ids=subnet-0123456789abcdef0,subnet-89abcdef", "--enable-eni-cache=false",
 		"--enable-cache-configmap", "--cache-batch-interval=5s", "--cache-batch-size=50",
 		"--aws-rate-limit-qps=5", "--aws-rate-limit-burst=7", "--pod-rate-limit-qps=0.5", "--pod-rate-limit-burst=2",
 		"--tag-namespace=enable", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
@@ -134,13 +137,15 @@ func TestLeaderElectionFlags(t *testing.T) {
 	}
 }
 
-// --version needs nothing else and names the build.
+// --version needs nothing else and prints the build: the version, the VCS
+// revision when there is one, the Go version.
 func TestVersion(t *testing.T) {
-	c, err := parse([]string{"--version"}, &bytes.Buffer{})
-	if err != nil || !c.printVersion {
-		t.Fatalf("%+v %v", c, err)
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"--version"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
-	if v := versionString(); !strings.HasPrefix(v, "eni-operator dev") || !strings.Contains(v, "go1.") {
+	if v := stdout.String(); v != buildinfo.String("eni-operator", "dev")+"\n" || !strings.HasPrefix(v, "eni-operator dev ") ||
+		!strings.Contains(v, runtime.Version()) {
 		t.Fatalf("version %q", v)
 	}
 }

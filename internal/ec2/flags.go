@@ -3,19 +3,57 @@ package ec2
 import (
 	"flag"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/cli"
 )
 
+// DefaultConfig returns the defaults the flags use (k8s-eni-tagger's where
+// it had the flag).
+func DefaultConfig() Config {
+	return Config{
+		QPS: 10, Burst: 20, MaxAttempts: 10, MaxBackoff: 20 * time.Second,
+		BatchIdle: 20 * time.Millisecond, BatchMaxWait: 200 * time.Millisecond,
+		TagBatchIdle: 200 * time.Millisecond, TagBatchMaxWait: time.Second,
+	}
+}
+
 // BindFlags registers the EC2 layer's command-line flags on fs, with the
-// defaults of k8s-eni-tagger where it had the flag.
+// defaults of DefaultConfig.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.VPCID, "vpc-id", "", "VPC that scopes every ENI lookup; discovered from instance metadata when empty")
-	fs.Float64Var(&c.QPS, "aws-rate-limit-qps", 10, "ceiling of EC2 requests per second; the rate drops on throttling and recovers")
-	fs.IntVar(&c.Burst, "aws-rate-limit-burst", 20, "EC2 requests allowed in a burst above the rate")
-	fs.IntVar(&c.MaxAttempts, "aws-max-attempts", 10, "attempts of one EC2 operation; only throttling, 5xx and network errors are retried")
-	fs.DurationVar(&c.MaxBackoff, "aws-max-backoff", 20*time.Second, "longest delay between attempts")
-	fs.DurationVar(&c.BatchIdle, "aws-batch-idle", 20*time.Millisecond, "a batched EC2 call goes out after this long without a new request")
-	fs.DurationVar(&c.TagBatchIdle, "aws-tag-batch-idle", 200*time.Millisecond, "a batched CreateTags/DeleteTags goes out after this long without a new request")
-	fs.DurationVar(&c.TagBatchMaxWait, "aws-tag-batch-max-wait", time.Second, "longest a tag write waits for others with the same tags")
-	fs.DurationVar(&c.BatchMaxWait, "aws-batch-max-wait", 200*time.Millisecond, "longest a request waits for others to share its EC2 call")
+	d := DefaultConfig()
+	fs.StringVar(&c.VPCID, "vpc-id", "", "VPC that scopes every ENI lookup (vpc- and 8 or 17 hex digits); discovered from instance metadata when empty")
+	fs.Float64Var(&c.QPS, "aws-rate-limit-qps", d.QPS, "ceiling of EC2 requests per second (> 0); the rate drops on throttling and recovers")
+	fs.IntVar(&c.Burst, "aws-rate-limit-burst", d.Burst, "EC2 requests allowed in a burst above the rate (>= 1)")
+	fs.IntVar(&c.MaxAttempts, "aws-max-attempts", d.MaxAttempts, "attempts of one EC2 operation (>= 1); only throttling, 5xx and network errors are retried")
+	fs.DurationVar(&c.MaxBackoff, "aws-max-backoff", d.MaxBackoff, "longest delay between attempts (> 0)")
+	fs.DurationVar(&c.BatchIdle, "aws-batch-idle", d.BatchIdle, "a batched EC2 call goes out after this long without a new request (> 0)")
+	fs.DurationVar(&c.TagBatchIdle, "aws-tag-batch-idle", d.TagBatchIdle, "a batched CreateTags/DeleteTags goes out after this long without a new request (> 0)")
+	fs.DurationVar(&c.TagBatchMaxWait, "aws-tag-batch-max-wait", d.TagBatchMaxWait, "longest a tag write waits for others with the same tags (> 0)")
+	fs.DurationVar(&c.BatchMaxWait, "aws-batch-max-wait", d.BatchMaxWait, "longest a request waits for others to share its EC2 call (> 0)")
 	c.bindHealthFlags(fs)
+}
+
+// Validate checks the values the flags set, as the command line gives
+// them: a zero or negative rate, burst, attempt count or delay is refused
+// (New would otherwise replace it silently with the default).
+func (c Config) Validate() error {
+	var p cli.Problems
+	c.check(&p)
+	return p.Err()
+}
+
+func (c Config) check(p *cli.Problems) {
+	p.Check(c.VPCID == "" || cli.AWSID("vpc", c.VPCID), "vpc-id", c.VPCID, cli.AWSIDAllowed("vpc")+", or empty to ask instance metadata")
+	p.Check(c.QPS > 0 && cli.Finite(c.QPS), "aws-rate-limit-qps", c.QPS, "a number > 0 (EC2 requests per second)")
+	p.Check(c.Burst >= 1, "aws-rate-limit-burst", c.Burst, "an integer >= 1")
+	p.Check(c.MaxAttempts >= 1, "aws-max-attempts", c.MaxAttempts, "an integer >= 1 (1: no retries)")
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"aws-max-backoff", c.MaxBackoff}, {"aws-batch-idle", c.BatchIdle}, {"aws-batch-max-wait", c.BatchMaxWait},
+		{"aws-tag-batch-idle", c.TagBatchIdle}, {"aws-tag-batch-max-wait", c.TagBatchMaxWait},
+	} {
+		p.Check(d.v > 0, d.name, d.v, "a duration > 0, such as 200ms or 1s")
+	}
 }

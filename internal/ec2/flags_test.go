@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,5 +24,47 @@ func TestFlags(t *testing.T) {
 	}
 	if c.QPS != 4.5 || c.Burst != 7 || c.VPCID != "vpc-1" {
 		t.Fatalf("parsed %+v", c)
+	}
+}
+
+// The values the flags set are checked before anything starts: a bad VPC
+// ID, a rate, burst, attempt count or delay of zero or less is refused
+// with the flag's name, instead of New replacing it silently.
+func TestValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	good := DefaultConfig()
+	good.VPCID = "vpc-0123456789abcdef0"
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	good.VPCID = "vpc-89abcdef"
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag string
+		set  func(*Config)
+	}{
+		{"--vpc-id=banana", func(c *Config) { c.VPCID = "banana" }},
+		{"--vpc-id=vpc-1", func(c *Config) { c.VPCID = "vpc-1" }},
+		{"--vpc-id=vpc-0123456789ABCDEF0", func(c *Config) { c.VPCID = "vpc-0123456789ABCDEF0" }},
+		{"--aws-rate-limit-qps=-1", func(c *Config) { c.QPS = -1 }},
+		{"--aws-rate-limit-qps=0", func(c *Config) { c.QPS = 0 }},
+		{"--aws-rate-limit-burst=0", func(c *Config) { c.Burst = 0 }},
+		{"--aws-max-attempts=0", func(c *Config) { c.MaxAttempts = 0 }},
+		{"--aws-max-backoff=-1s", func(c *Config) { c.MaxBackoff = -time.Second }},
+		{"--aws-batch-idle=0s", func(c *Config) { c.BatchIdle = 0 }},
+		{"--aws-batch-max-wait=0s", func(c *Config) { c.BatchMaxWait = 0 }},
+		{"--aws-tag-batch-idle=0s", func(c *Config) { c.TagBatchIdle = 0 }},
+		{"--aws-tag-batch-max-wait=-1s", func(c *Config) { c.TagBatchMaxWait = -time.Second }},
+	} {
+		c := DefaultConfig()
+		tc.set(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "invalid "+tc.flag+": ") {
+			t.Errorf("%s: %v", tc.flag, err)
+		}
 	}
 }

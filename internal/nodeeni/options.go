@@ -2,10 +2,13 @@ package nodeeni
 
 import (
 	"flag"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eni-operator/eni-operator/internal/cli"
 )
 
 // Options configure the NodeENI controller, its ENI inventory and the
@@ -61,27 +64,62 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// BindFlags registers the NodeENI flags on fs. --cluster-name and the
-// EC2 flags are bound by the command.
+// DefaultOptions returns the defaults the flags use.
+func DefaultOptions() Options {
+	return Options{
+		ResyncInterval: time.Minute, CatalogInterval: 5 * time.Minute, MinCatalogRefresh: 10 * time.Second,
+		DetachPollInterval: 2 * time.Second, CollectorGracePeriod: 5 * time.Minute, AgentReportGracePeriod: 2 * time.Minute,
+		MaxConcurrentReconciles: 2, MaxParallelNodes: 8,
+	}
+}
+
+// BindFlags registers the NodeENI flags on fs, with DefaultOptions'
+// values as defaults. --cluster-name and the EC2 flags are bound by the
+// command.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&o.ResyncInterval, "nodeeni-resync-interval", time.Minute,
-		"how often the operator's ENIs are listed (one paginated DescribeNetworkInterfaces) and every NodeENI re-checked")
-	fs.DurationVar(&o.CatalogInterval, "nodeeni-catalog-interval", 5*time.Minute,
-		"how often the VPC's subnets and security groups are re-read for name and zone lookups")
-	fs.DurationVar(&o.DetachPollInterval, "nodeeni-detach-poll-interval", 2*time.Second,
-		"how soon a detaching ENI is looked at again before it is deleted")
-	fs.DurationVar(&o.CollectorGracePeriod, "nodeeni-collector-grace-period", 5*time.Minute,
-		"age an orphaned, available, operator-owned ENI must reach before the collector deletes it")
-	fs.DurationVar(&o.AgentReportGracePeriod, "nodeeni-agent-report-grace-period", 2*time.Minute,
-		"how long InterfacesConfigured waits for a node agent's report on a new attachment before it names the node as running no agent")
-	fs.IntVar(&o.MaxConcurrentReconciles, "nodeeni-max-concurrent-reconciles", 2, "NodeENIs reconciled at once")
-	fs.IntVar(&o.MaxParallelNodes, "nodeeni-max-parallel-nodes", 8, "nodes of one NodeENI whose ENIs change at once")
+	d := DefaultOptions()
+	fs.DurationVar(&o.ResyncInterval, "nodeeni-resync-interval", d.ResyncInterval,
+		"how often the operator's ENIs are listed (one paginated DescribeNetworkInterfaces) and every NodeENI re-checked (> 0)")
+	fs.DurationVar(&o.CatalogInterval, "nodeeni-catalog-interval", d.CatalogInterval,
+		"how often the VPC's subnets and security groups are re-read for name and zone lookups (> 0)")
+	fs.DurationVar(&o.DetachPollInterval, "nodeeni-detach-poll-interval", d.DetachPollInterval,
+		"how soon a detaching ENI is looked at again before it is deleted (> 0)")
+	fs.DurationVar(&o.CollectorGracePeriod, "nodeeni-collector-grace-period", d.CollectorGracePeriod,
+		"age an orphaned, available, operator-owned ENI must reach before the collector deletes it (> 0)")
+	fs.DurationVar(&o.AgentReportGracePeriod, "nodeeni-agent-report-grace-period", d.AgentReportGracePeriod,
+		"how long InterfacesConfigured waits for a node agent's report on a new attachment before it names the node as running no agent (> 0)")
+	fs.IntVar(&o.MaxConcurrentReconciles, "nodeeni-max-concurrent-reconciles", d.MaxConcurrentReconciles, "NodeENIs reconciled at once (>= 1)")
+	fs.IntVar(&o.MaxParallelNodes, "nodeeni-max-parallel-nodes", d.MaxParallelNodes, "nodes of one NodeENI whose ENIs change at once (>= 1)")
 	fs.BoolFunc("enable-nodeeni-controller", "run the NodeENI controller (default true)", func(s string) error {
 		return setNegated(&o.DisableController, s)
 	})
 	fs.BoolFunc("enable-eni-collector", "run the leaked-ENI collector (default true)", func(s string) error {
 		return setNegated(&o.DisableCollector, s)
 	})
+}
+
+// Validate checks the values the flags set, as the command line gives
+// them: intervals and grace periods must be positive and the bounds at
+// least 1 (Setup would otherwise replace them silently with the
+// defaults). MinCatalogRefresh, which no flag sets, may be 0 (default).
+func (o Options) Validate() error {
+	var p cli.Problems
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"nodeeni-resync-interval", o.ResyncInterval}, {"nodeeni-catalog-interval", o.CatalogInterval},
+		{"nodeeni-detach-poll-interval", o.DetachPollInterval}, {"nodeeni-collector-grace-period", o.CollectorGracePeriod},
+		{"nodeeni-agent-report-grace-period", o.AgentReportGracePeriod},
+	} {
+		p.Check(d.v > 0, d.name, d.v, "a duration > 0, such as 30s, 5m or 1h")
+	}
+	p.Check(o.MaxConcurrentReconciles >= 1, "nodeeni-max-concurrent-reconciles", o.MaxConcurrentReconciles, "an integer >= 1")
+	p.Check(o.MaxParallelNodes >= 1, "nodeeni-max-parallel-nodes", o.MaxParallelNodes, "an integer >= 1")
+	if o.MinCatalogRefresh < 0 {
+		p.AddErr(fmt.Errorf("nodeeni: MinCatalogRefresh %s is negative", o.MinCatalogRefresh))
+	}
+	return p.Err()
 }
 
 func setNegated(dst *bool, s string) error {

@@ -6,7 +6,6 @@
 package operator
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
@@ -78,7 +78,9 @@ func DefaultConfig() Config {
 		ClusterName:             os.Getenv("CLUSTER_NAME"),
 		KubeQPS:                 100, KubeBurst: 200,
 		EnableTagger: true,
+		EC2:          ec2.DefaultConfig(),
 		Tagger:       tagger.DefaultOptions(),
+		NodeENI:      nodeeni.DefaultOptions(),
 		Version:      "dev",
 	}
 }
@@ -86,10 +88,10 @@ func DefaultConfig() Config {
 // BindFlags registers the operator's flags on fs, with c's values as
 // defaults (the EC2, tagger and NodeENI flags are bound by their packages).
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, "address of the Prometheus /metrics endpoint (0 turns it off)")
+	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, "address of the Prometheus /metrics endpoint: host:port, :port or a bare port (0 turns it off)")
 	fs.BoolVar(&c.MetricsSecure, "metrics-secure", c.MetricsSecure, "serve /metrics over HTTPS to authenticated and authorised clients only (a bearer token allowed to get the /metrics URL); false serves plain HTTP to anyone who reaches the address")
-	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of the /healthz (liveness) and /readyz (readiness: caches synced) endpoints")
-	fs.StringVar(&c.PprofAddr, "pprof-bind-address", c.PprofAddr, "address of the pprof endpoints (0 turns them off)")
+	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of the /healthz (liveness) and /readyz (readiness: caches synced) endpoints: host:port, :port or a bare port (0 turns them off)")
+	fs.StringVar(&c.PprofAddr, "pprof-bind-address", c.PprofAddr, "address of the pprof endpoints: host:port, :port or a bare port (0 turns them off)")
 	le := &c.LeaderElection
 	fs.BoolVar(&le.Enabled, "leader-elect", le.Enabled, "elect a leader, so only one replica acts (set it when running more than one)")
 	fs.StringVar(&le.Namespace, "leader-election-namespace", le.Namespace, "namespace of the leader election Lease (default: the pod's namespace)")
@@ -97,37 +99,55 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "how long the leader keeps trying to renew before it gives up leadership (and exits)")
 	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "how often candidates try to acquire or renew the Lease")
 	fs.BoolVar(&le.ReleaseOnCancel, "leader-elect-release-on-cancel", le.ReleaseOnCancel, "give the Lease up on a clean shutdown so the next replica takes over at once")
-	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "how long running work may take to finish after SIGTERM")
-	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name written on and scoping the ENIs the NodeENI controller creates (env CLUSTER_NAME); the NodeENI controller and collector stay off without it")
-	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself (a synced pod costs two small patches)")
-	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests")
+	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "how long running work may take to finish after SIGTERM (>= 0)")
+	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name written on and scoping the ENIs the NodeENI controller creates (env CLUSTER_NAME): 1-100 letters, digits, - and _, starting with a letter or digit, no placeholder such as CHANGE-ME; the NodeENI controller and collector stay off without it")
+	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself (> 0; a synced pod costs two small patches)")
+	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests (>= 1)")
 	fs.BoolVar(&c.EnableTagger, "enable-tagger", c.EnableTagger, "run the pod ENI tagger")
 	c.EC2.BindFlags(fs)
 	c.Tagger.BindFlags(fs)
 	c.NodeENI.BindFlags(fs)
 }
 
-// Validate checks what the flags cannot.
+// Validate checks every value the flags set, before anything starts, and
+// normalises the listen addresses (a bare port such as 8090, which
+// k8s-eni-tagger accepted, becomes :8090). Its error is one line naming
+// each refused flag, its value and what is allowed.
 func (c *Config) Validate() error {
-	var errs []error
-	if c.EnableTagger {
-		if err := c.Tagger.Validate(); err != nil {
-			errs = append(errs, err)
+	var p cli.Problems
+	for _, a := range []struct {
+		name string
+		v    *string
+	}{{"metrics-bind-address", &c.MetricsAddr}, {"health-probe-bind-address", &c.ProbeAddr}, {"pprof-bind-address", &c.PprofAddr}} {
+		norm, ok := cli.ListenAddr(*a.v, true)
+		p.Check(ok, a.name, *a.v, cli.ListenAddrAllowed(true))
+		if ok {
+			*a.v = norm
 		}
 	}
-	if c.KubeQPS <= 0 || c.KubeBurst < 1 {
-		errs = append(errs, errors.New("--kube-api-qps must be > 0 and --kube-api-burst >= 1"))
+	le := c.LeaderElection
+	p.Check(le.Namespace == "" || cli.DNSLabel(le.Namespace), "leader-election-namespace", le.Namespace,
+		"a namespace name (lowercase letters, digits and '-', at most 63), or empty for the pod's namespace")
+	p.Check(le.LeaseDuration > 0, "leader-elect-lease-duration", le.LeaseDuration, "a duration > 0, such as 15s")
+	p.Check(le.RenewDeadline > 0, "leader-elect-renew-deadline", le.RenewDeadline, "a duration > 0, such as 10s")
+	p.Check(le.RetryPeriod > 0, "leader-elect-retry-period", le.RetryPeriod, "a duration > 0, such as 2s")
+	// client-go refuses these at start (its jitter factor is 1.2); say
+	// which flags are wrong before anything starts instead.
+	if le.Enabled && le.RetryPeriod > 0 && le.RenewDeadline > 0 && le.LeaseDuration > 0 &&
+		(float64(le.RenewDeadline) <= 1.2*float64(le.RetryPeriod) || le.LeaseDuration <= le.RenewDeadline) {
+		p.AddErr(fmt.Errorf("invalid leader election timings --leader-elect-lease-duration=%s --leader-elect-renew-deadline=%s --leader-elect-retry-period=%s: they must satisfy lease-duration > renew-deadline > 1.2 x retry-period",
+			le.LeaseDuration, le.RenewDeadline, le.RetryPeriod))
 	}
-	if le := c.LeaderElection; le.Enabled {
-		// client-go refuses these at start (its jitter factor is 1.2); say
-		// which flags are wrong before anything starts instead.
-		if le.RetryPeriod <= 0 || float64(le.RenewDeadline) <= 1.2*float64(le.RetryPeriod) || le.LeaseDuration <= le.RenewDeadline {
-			errs = append(errs, fmt.Errorf("leader election timings must satisfy lease-duration (%s) > renew-deadline (%s) > 1.2 x retry-period (%s) > 0",
-				le.LeaseDuration, le.RenewDeadline, le.RetryPeriod))
+	p.Check(c.GracefulShutdownTimeout >= 0, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "a duration >= 0, such as 30s (0: do not wait for running work)")
+	if c.ClusterName != "" {
+		if why := cli.ClusterName(c.ClusterName); why != "" {
+			p.Add("cluster-name", c.ClusterName, why)
 		}
 	}
-	if c.GracefulShutdownTimeout < 0 {
-		errs = append(errs, errors.New("--graceful-shutdown-timeout must not be negative"))
-	}
-	return errors.Join(errs...)
+	p.Check(c.KubeQPS > 0 && cli.Finite(c.KubeQPS), "kube-api-qps", c.KubeQPS, "a number > 0 (Kubernetes API requests per second)")
+	p.Check(c.KubeBurst >= 1, "kube-api-burst", c.KubeBurst, "an integer >= 1")
+	p.AddErr(c.EC2.Validate())
+	p.AddErr(c.Tagger.Validate())
+	p.AddErr(c.NodeENI.Validate())
+	return p.Err()
 }

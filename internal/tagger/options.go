@@ -1,7 +1,6 @@
 package tagger
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eni-operator/eni-operator/internal/cli"
 )
 
 // Options configure the tagger. Flag names and defaults follow
@@ -91,50 +92,64 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&o.AnnotationKey, "annotation-key", o.AnnotationKey, "pod annotation holding the tags (JSON object or k=v,k=v)")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "only tag pods of this namespace (empty: all namespaces)")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel; concurrent reconciles share batched EC2 calls, so keep it well above 1")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel (>= 1); concurrent reconciles share batched EC2 calls, so keep it well above 1")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "change nothing, report what would be done: the tagger computes and reports tag changes (events, log) without writing to AWS, pod annotations or the ledger; the NodeENI controller and the ENI collector make no EC2 change and report theirs in NodeENI status, events, log and metrics")
 	fs.BoolVar(&o.AllowSharedENITagging, "allow-shared-eni-tagging", o.AllowSharedENITagging, "tag ENIs shared by several pods (secondary IPs, prefixes) with the merge of their tags; also skips the ownership check")
-	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs whose ENIs may be tagged (empty: all; env ENI_TAGGER_SUBNET_IDS)")
+	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs (subnet- and 8 or 17 hex digits) whose ENIs may be tagged (empty: all; env ENI_TAGGER_SUBNET_IDS)")
 	fs.BoolVar(&o.EnableENICache, "enable-eni-cache", o.EnableENICache, "resolve pods' ENIs from memory (ledger, inventory) instead of an EC2 lookup per reconcile")
 	fs.BoolVar(&o.EnableCacheConfigMap, "enable-cache-configmap", o.EnableCacheConfigMap, "persist the ledger of applied tags (and pod-to-ENI cache) in ConfigMaps; needed to clean up tags of pods deleted while the operator was down")
-	fs.DurationVar(&o.CacheBatchInterval, "cache-batch-interval", o.CacheBatchInterval, "how often ledger changes are written to the ConfigMaps")
-	fs.IntVar(&o.CacheBatchSize, "cache-batch-size", o.CacheBatchSize, "write the ledger at once when this many records changed")
-	fs.IntVar(&o.CacheShards, "cache-shards", o.CacheShards, "number of ledger ConfigMaps (each holds up to ~900 KiB, about 3,000 pods)")
-	fs.Float64Var(&o.PodRateLimitQPS, "pod-rate-limit-qps", o.PodRateLimitQPS, "per-pod limit on AWS tag writes per second (0: no limit); a limited pod is requeued, never dropped")
-	fs.IntVar(&o.PodRateLimitBurst, "pod-rate-limit-burst", o.PodRateLimitBurst, "per-pod burst of AWS tag writes")
+	fs.DurationVar(&o.CacheBatchInterval, "cache-batch-interval", o.CacheBatchInterval, "how often ledger changes are written to the ConfigMaps (> 0)")
+	fs.IntVar(&o.CacheBatchSize, "cache-batch-size", o.CacheBatchSize, "write the ledger at once when this many records changed (>= 1)")
+	fs.IntVar(&o.CacheShards, "cache-shards", o.CacheShards, "number of ledger ConfigMaps, 1-1024 (each holds up to ~900 KiB, about 3,000 pods)")
+	fs.Float64Var(&o.PodRateLimitQPS, "pod-rate-limit-qps", o.PodRateLimitQPS, "per-pod limit on AWS tag writes per second (>= 0; 0: no limit); a limited pod is requeued, never dropped")
+	fs.IntVar(&o.PodRateLimitBurst, "pod-rate-limit-burst", o.PodRateLimitBurst, "per-pod burst of AWS tag writes (>= 1)")
 	fs.BoolVar(&o.PodFinalizer, "pod-finalizer", o.PodFinalizer, "add the eni-tagger.io/finalizer to tagged pods so tags are removed before the pod object goes (see the README's uninstall section)")
 	fs.StringVar(&o.TagNamespace, "tag-namespace", o.TagNamespace, "prefix tag keys: 'enable' uses the pod's namespace (ns:Key), any other value is a fixed prefix, empty leaves keys alone")
 	fs.Var(listFlag{&o.AllowKeys}, "tag-allow", "comma-separated key patterns pods may use ('*' wildcard; empty: any key)")
 	fs.Var(listFlag{&o.DenyKeys}, "tag-deny", "comma-separated key patterns pods may not use ('*' wildcard); wins over --tag-allow")
-	fs.DurationVar(&o.InventoryInterval, "eni-inventory-interval", o.InventoryInterval, "how often all ENIs of the VPC are re-read (a few paginated calls) to repair tag drift; 0 turns it off")
+	fs.DurationVar(&o.InventoryInterval, "eni-inventory-interval", o.InventoryInterval, "how often all ENIs of the VPC are re-read (a few paginated calls) to repair tag drift (>= 0; 0 turns it off)")
 	fs.StringVar(&o.Namespace, "cache-namespace", o.Namespace, "namespace of the ledger ConfigMaps (default $POD_NAMESPACE, else kube-system)")
 }
 
-// Validate checks the options.
+// Validate checks the options as the command line gives them; every
+// problem names its flag, the value and what is allowed.
 func (o Options) Validate() error {
-	var errs []error
-	if o.AnnotationKey == "" {
-		errs = append(errs, errors.New("--annotation-key must not be empty"))
-	}
-	if o.MaxConcurrentReconciles < 1 {
-		errs = append(errs, errors.New("--max-concurrent-reconciles must be at least 1"))
-	}
-	if o.PodRateLimitQPS < 0 || (o.PodRateLimitQPS > 0 && o.PodRateLimitBurst < 1) {
-		errs = append(errs, errors.New("--pod-rate-limit-qps must be >= 0, and --pod-rate-limit-burst >= 1 when it is set"))
-	}
+	var p cli.Problems
+	p.Check(cli.QualifiedName(o.AnnotationKey), "annotation-key", o.AnnotationKey,
+		"a Kubernetes annotation key: [prefix/]name, name of at most 63 letters, digits, '-', '_' or '.'")
+	p.Check(o.WatchNamespace == "" || cli.DNSLabel(o.WatchNamespace), "watch-namespace", o.WatchNamespace,
+		"a namespace name (lowercase letters, digits and '-', at most 63), or empty for all namespaces")
+	p.Check(o.MaxConcurrentReconciles >= 1, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "an integer >= 1")
 	for _, s := range o.SubnetIDs {
-		if !strings.HasPrefix(s, "subnet-") {
-			errs = append(errs, fmt.Errorf("--subnet-ids: %q is not a subnet ID", s))
+		p.Check(cli.AWSID("subnet", s), "subnet-ids", s, cli.AWSIDAllowed("subnet")+"; the list is comma-separated, empty for all subnets")
+	}
+	p.Check(o.CacheBatchInterval > 0, "cache-batch-interval", o.CacheBatchInterval, "a duration > 0, such as 2s")
+	p.Check(o.CacheBatchSize >= 1, "cache-batch-size", o.CacheBatchSize, "an integer >= 1")
+	p.Check(o.CacheShards >= 1 && o.CacheShards <= maxCacheShards, "cache-shards", o.CacheShards, fmt.Sprintf("an integer from 1 to %d", maxCacheShards))
+	p.Check(o.PodRateLimitQPS >= 0 && cli.Finite(o.PodRateLimitQPS), "pod-rate-limit-qps", o.PodRateLimitQPS, "a number >= 0 (0: no per-pod limit)")
+	p.Check(o.PodRateLimitBurst >= 1, "pod-rate-limit-burst", o.PodRateLimitBurst, "an integer >= 1")
+	p.Check(o.InventoryInterval >= 0, "eni-inventory-interval", o.InventoryInterval, "a duration >= 0, such as 5m (0 turns the drift-repair inventory off)")
+	p.Check(cli.DNSLabel(o.Namespace), "cache-namespace", o.Namespace, "a namespace name (lowercase letters, digits and '-', at most 63)")
+	for _, l := range []struct {
+		name string
+		keys []string
+	}{{"tag-allow", o.AllowKeys}, {"tag-deny", o.DenyKeys}} {
+		for _, k := range l.keys {
+			p.Check(strings.TrimSpace(k) != "" && len(k) <= maxTagKey, l.name, k,
+				"comma-separated tag key patterns ('*' wildcard), each 1-128 characters like the keys it matches")
 		}
 	}
-	if o.CacheBatchSize < 1 || o.CacheBatchInterval <= 0 || o.CacheShards < 1 {
-		errs = append(errs, errors.New("--cache-batch-size, --cache-batch-interval and --cache-shards must be positive"))
-	}
 	if err := o.policy().Validate(); err != nil {
-		errs = append(errs, err)
+		p.AddErr(err)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
+
+// maxCacheShards bounds --cache-shards: each shard is a ConfigMap.
+const maxCacheShards = 1024
+
+// maxTagKey is EC2's longest tag key.
+const maxTagKey = 128
 
 func (o Options) policy() Policy {
 	return Policy{Allow: o.AllowKeys, Deny: o.DenyKeys, Namespacing: o.TagNamespace}
