@@ -36,16 +36,18 @@ const nodeNameIndex = "spec.nodeName"
 
 // Reconciler keeps one pod's ENI tags in line with its annotation.
 type Reconciler struct {
-	client   client.Client
-	ec2      *ec2.Client
-	view     *eniView
-	ledger   *Ledger
-	recorder recorder.EventRecorder
-	metrics  *metrics
-	opts     Options
-	policy   Policy
-	subnets  map[string]bool
-	enqueue  chan event.TypedGenericEvent[*corev1.Pod]
+	client client.Client
+	// apiReader reads from the API server, not the (trimmed) cache.
+	apiReader client.Reader
+	ec2       *ec2.Client
+	view      *eniView
+	ledger    *Ledger
+	recorder  recorder.EventRecorder
+	metrics   *metrics
+	opts      Options
+	policy    Policy
+	subnets   map[string]bool
+	enqueue   chan event.TypedGenericEvent[*corev1.Pod]
 
 	limitMu  sync.Mutex
 	limiters map[string]*rate.Limiter
@@ -108,6 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	raw, annotated := pod.Annotations[r.opts.AnnotationKey]
 	applied, appliedHash := recordedTags(&pod, rec, hasRec)
 	if !annotated && len(applied) == 0 {
+		// Nothing asked, nothing applied: a condition left from before
+		// (InvalidTags of an annotation since removed, DryRun of a run
+		// that has ended, Synced on an ENI whose record is gone) no longer
+		// describes anything, so it goes. TagsRemoved stays: it is true.
+		r.warned.clear(key)
+		if err := r.clearCondition(ctx, &pod); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, r.dropFinalizer(ctx, &pod)
 	}
 	asked, err := ParseAnnotation(raw)
@@ -125,8 +135,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	eni, err := r.resolve(ctx, key, ip, rec, hasRec)
 	if ec2.IsNotFound(err) {
 		retry := notFoundRetry(missingFor(&pod, time.Now()))
+		gone := ""
+		if hasRec && rec.ENI != "" {
+			// The ENI the tags were written to no longer holds the IP
+			// (deleted, or the address moved): say so, not Synced.
+			gone = fmt.Sprintf("ENI %s, which carried the pod's tags, is gone; ", rec.ENI)
+		}
 		return reconcile.Result{RequeueAfter: retry}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
-			message: fmt.Sprintf("no ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", ip, notFoundMaxRetry)})
+			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, ip, notFoundMaxRetry)})
 	}
 	if err != nil {
 		return reconcile.Result{}, r.awsFailure(ctx, &pod, "looking up the pod's ENI", err)
@@ -215,8 +231,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
 			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", eni.ID), event: wrote})
 	}
+	// The hash quoted is the token on the ENI (and in the pod's
+	// last-applied-hash): after a key removal it is the earlier set's,
+	// since removing a key does not rewrite the token.
 	return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
-		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(own), eni.ID, Hash(asked)), event: wrote})
+		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(own), eni.ID, plan.Hash), event: wrote})
 }
 
 // recordedTags returns what was applied for the pod: from the ledger, or
@@ -497,6 +516,49 @@ func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) err
 	return client.IgnoreNotFound(err)
 }
 
+// clearCondition removes the pod's eni-tagger.io/tagged condition unless
+// it is TagsRemoved (which stays true once the tags are gone). The
+// condition is the operator's own server-side apply field: applying a
+// status without it removes it, leaving every other condition as it is.
+// A condition the operator does not own (written by an older version
+// with another field manager) is removed by a JSON patch that first
+// tests it is still the one read.
+func (r *Reconciler) clearCondition(ctx context.Context, pod *corev1.Pod) error {
+	idx := -1
+	for i, c := range pod.Status.Conditions {
+		if c.Type == ConditionType {
+			idx = i
+		}
+	}
+	if idx < 0 || pod.Status.Conditions[idx].Reason == ReasonRemoved {
+		return nil
+	}
+	apply := corev1ac.Pod(pod.Name, pod.Namespace).WithStatus(corev1ac.PodStatus())
+	if err := r.client.Status().Apply(ctx, apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if r.apiReader == nil {
+		return nil
+	}
+	// The cache holds trimmed pods: the index of the condition is read
+	// from the server.
+	var fresh corev1.Pod
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pod), &fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	for i, c := range fresh.Status.Conditions {
+		if c.Type != ConditionType || c.Reason == ReasonRemoved {
+			continue
+		}
+		ops, _ := json.Marshal([]map[string]any{
+			{"op": "test", "path": fmt.Sprintf("/status/conditions/%d/type", i), "value": ConditionType},
+			{"op": "remove", "path": fmt.Sprintf("/status/conditions/%d", i)},
+		})
+		return client.IgnoreNotFound(r.client.Status().Patch(ctx, &fresh, client.RawPatch(types.JSONPatchType, ops)))
+	}
+	return nil
+}
+
 func (r *Reconciler) awsFailure(ctx context.Context, pod *corev1.Pod, what string, err error) error {
 	reason, hint := ReasonAWSError, "retrying with backoff"
 	if ec2.IsUnauthorized(err) {
@@ -566,6 +628,11 @@ func (r *Reconciler) onRefresh(ctx context.Context, snap *ec2.Snapshot) {
 	for _, rec := range r.ledger.All() {
 		e, ok := snap.ByID(rec.ENI)
 		if !ok {
+			// The ENI the pod's tags were written to is gone (the
+			// inventory lists every ENI of the VPC): the pod is looked at
+			// again, so it reports ENINotFound or finds its new ENI
+			// instead of staying Synced on one that no longer exists.
+			r.requeue(rec.Pod)
 			continue
 		}
 		drifted := rec.Hash != "" && e.Tags[HashTag] != rec.Hash && !r.opts.AllowSharedENITagging

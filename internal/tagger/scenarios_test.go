@@ -1,6 +1,7 @@
 package tagger_test
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -31,13 +32,19 @@ func TestEightScenarios(t *testing.T) {
 	base := map[string]string{"Name": "branch", "vpc.amazonaws.com/eni-owner": "cni"}
 	h.startManager(h.options())
 
-	step := func(name string, annotation, wantReason string, desired map[string]string, wantCalls map[string]int) {
+	// The message quotes the hash on the ENI: that of the desired tags,
+	// except after a key removal (token, the earlier set's).
+	step := func(name string, annotation, wantReason string, desired map[string]string, wantCalls map[string]int, token ...map[string]string) {
 		t.Helper()
 		h.emu.ResetCounts()
 		h.annotate("web", annotation)
 		msg := ""
 		if desired != nil {
-			msg = "hash " + tagger.Hash(desired)
+			onENI := desired
+			if len(token) > 0 {
+				onENI = token[0]
+			}
+			msg = fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(desired), eni, tagger.Hash(onENI))
 		}
 		h.waitCondition("web", wantReason, msg)
 		time.Sleep(150 * time.Millisecond) // let any stray second reconcile show in the counters
@@ -93,7 +100,7 @@ func TestEightScenarios(t *testing.T) {
 
 	// 5. Key removed: one DeleteTags of that key, nothing else.
 	v4 := map[string]string{"Team": "Ops", "App": "web"}
-	step("key removed", "Team=Ops,App=web", tagger.ReasonSynced, v4, map[string]int{"DeleteTags": 1})
+	step("key removed", "Team=Ops,App=web", tagger.ReasonSynced, v4, map[string]int{"DeleteTags": 1}, v3)
 	assertLastCall(t, h, "DeleteTags", []string{"Cost=1"})
 	if got, want := h.eniTags(eni), withHash(merge(base, v4), v3); !maps.Equal(got, want) {
 		t.Fatalf("scenario 5: ENI tags %v, want %v (the ownership token is not rewritten)", got, want)

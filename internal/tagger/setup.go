@@ -46,7 +46,7 @@ func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error
 	ledger := NewLedger(direct, LedgerOptions{Namespace: o.Namespace, Name: o.LedgerName, Shards: o.CacheShards,
 		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap})
 	r := &Reconciler{
-		client: mgr.GetClient(), ec2: ec2c, ledger: ledger, opts: o, policy: o.policy(),
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: ec2c, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, limiters: map[string]*rate.Limiter{},
 		enqueue: make(chan event.TypedGenericEvent[*corev1.Pod], 4096),
@@ -133,6 +133,12 @@ func (r *Reconciler) predicate() predicate.Funcs {
 		if annotated || applied || controllerutil.ContainsFinalizer(obj, Finalizer) {
 			return true
 		}
+		if p, ok := obj.(*corev1.Pod); ok && staleCondition(p) {
+			// A condition whose cause may be gone (the annotation removed
+			// while the operator was down, a dry run that has ended):
+			// the reconcile removes it.
+			return true
+		}
 		_, recorded := r.ledger.Get(client.ObjectKeyFromObject(obj).String())
 		return recorded
 	}
@@ -162,6 +168,18 @@ func (r *Reconciler) predicate() predicate.Funcs {
 		},
 		GenericFunc: func(e event.GenericEvent) bool { return true },
 	}
+}
+
+// staleCondition reports whether a pod carries the tagger's condition
+// with a reason other than TagsRemoved (the one condition that stays on a
+// pod with nothing asked and nothing applied).
+func staleCondition(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == ConditionType && c.Reason != ReasonRemoved {
+			return true
+		}
+	}
+	return false
 }
 
 // permissionCheck verifies the IAM permissions with DryRun calls at
