@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,9 @@ import (
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/agent"
+	"github.com/eni-operator/eni-operator/internal/cli"
+	"github.com/eni-operator/eni-operator/internal/kubeconfig"
+	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -37,80 +41,108 @@ type config struct {
 	kubeQPS                float64
 	kubeBurst              int
 	printVersion           bool
+	kubeconfig             string
 	reload                 string
 	agent                  agent.Options
 	zap                    zap.Options
 }
 
-func parse(args []string, out io.Writer) (*config, error) {
-	c := &config{}
+// flags binds every flag of the command to c.
+func flags(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("eni-agent", flag.ContinueOnError)
-	fs.SetOutput(out)
 	fs.StringVar(&c.agent.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node this agent configures (env NODE_NAME, from the downward API's spec.nodeName)")
-	fs.StringVar(&c.agent.SysfsRoot, "sysfs-root", agent.DefaultSysfsRoot, "where sysfs is mounted; DPDK driver binding writes below it")
+	fs.StringVar(&c.agent.SysfsRoot, "sysfs-root", agent.DefaultSysfsRoot, "where sysfs is mounted (an absolute path); DPDK driver binding writes below it")
 	fs.StringVar(&c.agent.DefaultDPDKDriver, "dpdk-driver", agent.DefaultDPDKDriver, "DPDK driver of NodeENIs that enable DPDK without dpdkDriver")
-	fs.StringVar(&c.agent.SRIOVConfig, "sriov-config", "", "the SR-IOV network device plugin's config.json to publish DPDK interfaces in (dpdkResourceName); empty: publishing off")
+	fs.StringVar(&c.agent.SRIOVConfig, "sriov-config", "", "the SR-IOV network device plugin's config.json (an absolute path) to publish DPDK interfaces in (dpdkResourceName); empty: publishing off")
 	fs.StringVar(&c.reload, "sriov-reload", agent.ReloadNone, "how the device plugin learns of a new config: none (only write it), touch:<file> (write the config's SHA-256 there, for the plugin pod's liveness probe), signal:<pidfile> (SIGHUP; needs a shared PID namespace)")
-	fs.StringVar(&c.agent.StateFile, "state-file", agent.DefaultStateFile, "node-local file of what the agent must remember across restarts (original drivers and names, its device plugin entries); keep it on a hostPath volume")
-	fs.DurationVar(&c.agent.RetryMax, "retry-max", agent.DefaultRetryMax, "longest pause between looks at interfaces that are pending or failed (link events wake the agent at once)")
-	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9810", "address of the Prometheus /metrics endpoint (0 turns it off)")
-	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":9811", "address of the /healthz and /readyz endpoints")
-	fs.Float64Var(&c.kubeQPS, "kube-api-qps", 5, "Kubernetes API requests per second the agent allows itself")
-	fs.IntVar(&c.kubeBurst, "kube-api-burst", 10, "burst of Kubernetes API requests")
-	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
+	fs.StringVar(&c.agent.StateFile, "state-file", agent.DefaultStateFile, "node-local file (an absolute path) of what the agent must remember across restarts (original drivers and names, its device plugin entries); keep it on a hostPath volume")
+	fs.DurationVar(&c.agent.RetryMax, "retry-max", agent.DefaultRetryMax, "longest pause between looks at interfaces that are pending or failed (>= 1s; link events wake the agent at once)")
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9810", "address of the Prometheus /metrics endpoint: host:port, :port or a bare port (0 turns it off)")
+	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":9811", "address of the /healthz and /readyz endpoints: host:port, :port or a bare port (0 turns them off)")
+	fs.Float64Var(&c.kubeQPS, "kube-api-qps", 5, "Kubernetes API requests per second the agent allows itself (> 0)")
+	fs.IntVar(&c.kubeBurst, "kube-api-burst", 10, "burst of Kubernetes API requests (>= 1)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config)")
+	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	c.zap.BindFlags(gofs)
 	gofs.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: eni-agent [flags]\n\nConfigures this node's NodeENI interfaces (found by MAC address): MTU, up, stable\nname, DPDK driver binding, SR-IOV device plugin config; reports into the NodeENIs'\nstatus. Runs as a DaemonSet with hostNetwork; holds no AWS credentials.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: eni-agent [flags]\n\nConfigures this node's NodeENI interfaces (found by MAC address): MTU, up, stable\nname, DPDK driver binding, SR-IOV device plugin config; reports into the NodeENIs'\nstatus. Runs as a DaemonSet with hostNetwork; holds no AWS credentials.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	return fs
+}
+
+func parse(args []string, out io.Writer) (*config, error) {
+	c := &config{}
+	if err := cli.Parse(flags(c), args, out); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.printVersion {
 		return c, nil
 	}
-	if c.agent.NodeName == "" {
-		return nil, errors.New("--node-name (or NODE_NAME) is required: the DaemonSet sets it from spec.nodeName")
-	}
+	var p cli.Problems
+	p.AddErr(c.agent.Validate())
 	r, err := agent.ParseReload(c.reload)
 	if err != nil {
-		return nil, err
+		p.AddErr(fmt.Errorf("invalid %w", err))
 	}
 	c.agent.SRIOVReload = r
+	for _, a := range []struct {
+		name string
+		v    *string
+	}{{"metrics-bind-address", &c.metricsAddr}, {"health-probe-bind-address", &c.probeAddr}} {
+		norm, ok := cli.ListenAddr(*a.v, true)
+		p.Check(ok, a.name, *a.v, cli.ListenAddrAllowed(true))
+		*a.v = norm
+	}
+	p.Check(c.kubeQPS > 0 && cli.Finite(c.kubeQPS), "kube-api-qps", c.kubeQPS, "a number > 0 (Kubernetes API requests per second)")
+	p.Check(c.kubeBurst >= 1, "kube-api-burst", c.kubeBurst, "an integer >= 1")
+	if c.kubeconfig != "" {
+		st, err := os.Stat(c.kubeconfig)
+		p.Check(err == nil && st.Mode().IsRegular(), "kubeconfig", c.kubeconfig,
+			"a kubeconfig file that exists (or leave it out: $KUBECONFIG, the pod's ServiceAccount, ~/.kube/config)")
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
-func main() {
-	c, err := parse(os.Args[1:], os.Stderr)
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// runMain runs the command and returns its exit status: 0, 2 for a
+// refused command line (one line on stderr, before anything starts), 1
+// when the agent cannot run or stops on an error.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return
+		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "eni-agent:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "eni-agent:", err)
+		return 2
 	}
 	if c.printVersion {
-		fmt.Println(version)
-		return
+		fmt.Fprintln(stdout, buildinfo.String("eni-agent", version))
+		return 0
+	}
+	restCfg, err := kubeconfig.Load(c.kubeconfig)
+	if err != nil {
+		fmt.Fprintln(stderr, "eni-agent: finding the Kubernetes API:", err)
+		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap)))
-	if err := run(ctrl.SetupSignalHandler(), c); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), restCfg, c); err != nil {
 		ctrl.Log.Error(err, "eni-agent stopped")
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
-func run(ctx context.Context, c *config) error {
+func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 	log := ctrl.Log.WithName("setup")
-	restCfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("finding the Kubernetes API: %w", err)
-	}
+	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS, restCfg.Burst = float32(c.kubeQPS), c.kubeBurst
 	restCfg.UserAgent = "eni-agent/" + version
 	scheme := runtime.NewScheme()

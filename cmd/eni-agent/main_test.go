@@ -18,7 +18,7 @@ func TestHelpListsTheFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"node-name", "sysfs-root", "sriov-config", "sriov-reload", "state-file", "dpdk-driver",
-		"metrics-bind-address", "health-probe-bind-address", "zap-log-level", "version", "NODE_NAME"} {
+		"metrics-bind-address", "health-probe-bind-address", "zap-log-level", "version", "kubeconfig", "NODE_NAME"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help does not mention %s", f)
 		}

@@ -15,12 +15,24 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/eni-operator/eni-operator/internal/kubeconfig"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// childEnv makes the test binary act as eni-agent, so a test runs the
+// real command (its stderr, its exit status) without a separate build.
+const childEnv = "ENI_AGENT_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Args = append([]string{"eni-agent"}, strings.Fields(os.Getenv(childEnv+"_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	testenv.Main(m, &env)
+}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -58,7 +70,11 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, c) }()
+	restCfg, err := kubeconfig.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- run(ctx, restCfg, c) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"sync"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/cli"
 )
 
 // Defaults of Options.
@@ -91,6 +94,35 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// Validate checks the options as the command line gives them (every
+// problem names its flag, the value and what is allowed): the node name
+// is a Kubernetes node name, paths are absolute, the DPDK driver is a
+// driver name (it becomes a sysfs path element), --retry-max is at least
+// RetryBase. Setup does not call it: zero values keep their defaults there.
+func (o Options) Validate() error {
+	var p cli.Problems
+	switch {
+	case o.NodeName == "":
+		p.AddErr(errors.New("--node-name (or NODE_NAME) is required: the DaemonSet sets it from spec.nodeName"))
+	case !cli.DNSSubdomain(o.NodeName):
+		p.Add("node-name", o.NodeName, "a Kubernetes node name (lowercase letters, digits, '-' and '.', at most 253)")
+	}
+	p.Check(filepath.IsAbs(o.SysfsRoot), "sysfs-root", o.SysfsRoot, "an absolute path, such as /sys")
+	p.Check(driverName.MatchString(o.DefaultDPDKDriver), "dpdk-driver", o.DefaultDPDKDriver,
+		"a kernel driver name of letters, digits, '-' and '_', such as vfio-pci, igb_uio or uio_pci_generic")
+	p.Check(o.SRIOVConfig == "" || filepath.IsAbs(o.SRIOVConfig), "sriov-config", o.SRIOVConfig,
+		"an absolute path of the device plugin's config.json, or empty to publish nothing")
+	p.Check(filepath.IsAbs(o.StateFile), "state-file", o.StateFile, "an absolute path on a hostPath volume, such as "+DefaultStateFile)
+	base := o.RetryBase
+	if base <= 0 {
+		base = DefaultRetryBase
+	}
+	p.Check(o.RetryMax >= base, "retry-max", o.RetryMax, "a duration >= "+base.String()+", such as 1m")
+	return p.Err()
+}
+
+var driverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Setup registers the agent with the manager: a controller watching the
 // NodeENIs that concern the node and the link events of its namespace,

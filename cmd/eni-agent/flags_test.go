@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+
+	buildinfo "github.com/eni-operator/eni-operator/internal/version"
+)
+
+// badValues lists, for every flag of the command, values it must refuse;
+// a flag without any names why in none.
+var badValues = map[string][]string{
+	"node-name":                 {"", "Node_1", "-n", strings.Repeat("n", 254)},
+	"sysfs-root":                {"", "sys", "./sys"},
+	"dpdk-driver":               {"", "../vfio", "vfio pci", "a/b"},
+	"sriov-config":              {"config.json", "etc/pcidp/config.json"},
+	"sriov-reload":              {"kill", "touch:rel", "touch:", "none:/x", "signal:"},
+	"state-file":                {"", "state.json"},
+	"retry-max":                 {"0", "-1s", "500ms", "later"},
+	"metrics-bind-address":      {"localhost", ":99999", "metrics", "1.2.3.4:"},
+	"health-probe-bind-address": {"localhost", ":65536", "9811x"},
+	"kube-api-qps":              {"0", "-1", "NaN", "fast"},
+	"kube-api-burst":            {"0", "-1", "1.5"},
+	"kubeconfig":                {"/nonexistent/kubeconfig", "/"},
+	"version":                   {"maybe"},
+	"zap-devel":                 {"maybe"},
+	"zap-encoder":               {"xml"},
+	"zap-log-level":             {"loud", "0", "-1"},
+	"zap-stacktrace-level":      {"debug"},
+	"zap-time-encoding":         {"sundial"},
+}
+
+// none lists the flags that take any value, and why.
+var none = map[string]string{}
+
+// Every flag's bad values are refused before anything starts: exit status
+// 2 and one line on stderr naming the flag, the value and what is
+// allowed. A flag added without bad values here fails the test.
+func TestEveryFlagRefusesBadValues(t *testing.T) {
+	t.Setenv("NODE_NAME", "")
+	var c config
+	flags(&c).VisitAll(func(f *flag.Flag) {
+		_, bad := badValues[f.Name]
+		_, ok := none[f.Name]
+		if !bad && !ok {
+			t.Errorf("flag --%s has no bad values in badValues (or a reason in none)", f.Name)
+		}
+	})
+	for name, values := range badValues {
+		for _, v := range values {
+			var stdout, stderr bytes.Buffer
+			code := runMain([]string{"--node-name=n1", "--" + name + "=" + v}, &stdout, &stderr)
+			msg := stderr.String()
+			if code != 2 || stdout.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "eni-agent: ") {
+				t.Errorf("--%s=%s: exit %d, stdout %q, stderr %q; want 2 and one line", name, v, code, stdout.String(), msg)
+				continue
+			}
+			if !strings.Contains(msg, "--"+name) || !strings.Contains(msg, v) || !strings.Contains(msg, ": ") {
+				t.Errorf("--%s=%s: %q does not name the flag and the value", name, v, msg)
+			}
+		}
+	}
+}
+
+// A bare port becomes :port, 0 keeps an endpoint off.
+func TestAddressesNormalised(t *testing.T) {
+	c, err := parse([]string{"--node-name=ip-10-0-0-1.ec2.internal", "--metrics-bind-address=9810", "--health-probe-bind-address=0", "--retry-max=1s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.metricsAddr != ":9810" || c.probeAddr != "0" {
+		t.Fatalf("%q %q", c.metricsAddr, c.probeAddr)
+	}
+}
+
+// --version needs nothing else (no node name) and prints the build as
+// eni-operator does: the version, the VCS revision, the Go version.
+func TestVersion(t *testing.T) {
+	t.Setenv("NODE_NAME", "")
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"--version"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if v := stdout.String(); v != buildinfo.String("eni-agent", "dev")+"\n" || !strings.HasPrefix(v, "eni-agent dev ") ||
+		!strings.Contains(v, runtime.Version()) {
+		t.Fatalf("version %q", v)
+	}
+}
+
+// Without a kubeconfig, in an empty environment, the real command says
+// in one line how to give it one and exits 1: no stack trace, no
+// KUBERNETES_MASTER.
+func TestNoKubeconfig(t *testing.T) {
+	home := t.TempDir()
+	for _, extra := range []string{"", "KUBECONFIG=" + home + "/missing"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = []string{"HOME=" + home, childEnv + "=1", childEnv + "_ARGS=--node-name=n1"}
+		if extra != "" {
+			cmd.Env = append(cmd.Env, extra)
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		msg := stderr.String()
+		if code != 1 || strings.Count(msg, "\n") != 1 || stdout.Len() != 0 {
+			t.Errorf("%q: exit %d (%v), stdout %q, stderr %q; want 1 and one line", extra, code, err, stdout.String(), msg)
+			continue
+		}
+		for _, want := range []string{"--kubeconfig", "KUBECONFIG", "ServiceAccount"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%q: %q does not mention %s", extra, msg, want)
+			}
+		}
+		if strings.Contains(msg, "KUBERNETES_MASTER") || strings.Contains(msg, "goroutine") || strings.Contains(msg, ".go:") {
+			t.Errorf("%q: %q", extra, msg)
+		}
+	}
+}
