@@ -9,55 +9,121 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/emulator"
+	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "ec2-emulator:", err)
-		os.Exit(1)
-	}
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// options is everything the command line says.
+type options struct {
+	listen, region, seedFile string
+	throttling, printVersion bool
+	latency, detachDelay     time.Duration
+	visibility               time.Duration
+	faultRate                float64
+	seed                     int64
 }
 
-func run() error {
-	var (
-		listen      = flag.String("listen", "127.0.0.1:4566", "address to serve the EC2 API on (port 0 picks a free one)")
-		region      = flag.String("region", "us-east-1", "region reported in availability zones and ARNs")
-		seedFile    = flag.String("seed-file", "", "JSON World to load at start (same shape as POST /_emulator/world)")
-		throttling  = flag.Bool("throttling", false, "enforce AWS's per-action token buckets (RequestLimitExceeded when empty)")
-		latency     = flag.Duration("latency", 0, "latency added to every EC2 call")
-		faultRate   = flag.Float64("fault-rate", 0, "fraction of EC2 calls answered with 500 InternalError")
-		detachDelay = flag.Duration("detach-delay", 500*time.Millisecond, "how long a detached ENI stays 'detaching'")
-		visibility  = flag.Duration("visibility-delay", 0, "how long a created ENI stays unknown to other calls (EC2's eventual consistency)")
-		seed        = flag.Int64("seed", 1, "seed for generated IDs, MACs and fault choices")
-	)
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: ec2-emulator [flags]
+// flags binds every flag of the command to o.
+func flags(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("ec2-emulator", flag.ContinueOnError)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:4566", "address to serve the EC2 API on: host:port, :port or a bare port (port 0 picks a free one)")
+	fs.StringVar(&o.region, "region", "us-east-1", "region reported in availability zones and ARNs (such as us-east-1)")
+	fs.StringVar(&o.seedFile, "seed-file", "", "JSON World to load at start (same shape as POST /_emulator/world)")
+	fs.BoolVar(&o.throttling, "throttling", false, "enforce AWS's per-action token buckets (RequestLimitExceeded when empty)")
+	fs.DurationVar(&o.latency, "latency", 0, "latency added to every EC2 call (>= 0)")
+	fs.Float64Var(&o.faultRate, "fault-rate", 0, "fraction of EC2 calls answered with 500 InternalError (0 to 1)")
+	fs.DurationVar(&o.detachDelay, "detach-delay", 500*time.Millisecond, "how long a detached ENI stays 'detaching' (>= 0)")
+	fs.DurationVar(&o.visibility, "visibility-delay", 0, "how long a created ENI stays unknown to other calls (EC2's eventual consistency; >= 0)")
+	fs.Int64Var(&o.seed, "seed", 1, "seed for generated IDs, MACs and fault choices")
+	fs.BoolVar(&o.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: ec2-emulator [flags]
 
 Serves the EC2 Query API (POST /) for the ENI subset of EC2 and an admin API
 under %s (healthz, counts, counts/reset, calls, config, world, reset).
 Point any AWS SDK at it with AWS_ENDPOINT_URL_EC2=http://<listen>.
+Every flag is checked before anything starts; a refused value exits with status 2.
 
 Flags:
 `, emulator.AdminPrefix)
-		flag.PrintDefaults()
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if *faultRate < 0 || *faultRate > 1 {
-		return fmt.Errorf("--fault-rate must be within [0,1], got %v", *faultRate)
+	return fs
+}
+
+var regionName = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
+
+func parse(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	if err := cli.Parse(flags(o), args, out); err != nil {
+		return nil, err
 	}
-	emu := emulator.New(emulator.Options{Region: *region, Throttling: *throttling, Latency: *latency,
-		FaultRate: *faultRate, DetachDelay: *detachDelay, VisibilityDelay: *visibility, Seed: *seed})
-	if *seedFile != "" {
-		b, err := os.ReadFile(*seedFile)
+	if o.printVersion {
+		return o, nil
+	}
+	var p cli.Problems
+	listen, ok := cli.ListenAddr(o.listen, false)
+	p.Check(ok, "listen", o.listen, cli.ListenAddrAllowed(false))
+	o.listen = listen
+	p.Check(regionName.MatchString(o.region), "region", o.region, "an AWS region name such as us-east-1 or eu-central-2")
+	if o.seedFile != "" {
+		st, err := os.Stat(o.seedFile)
+		p.Check(err == nil && st.Mode().IsRegular(), "seed-file", o.seedFile, "a JSON world file that exists, or empty for an empty world")
+	}
+	p.Check(o.latency >= 0, "latency", o.latency, "a duration >= 0, such as 20ms")
+	p.Check(o.faultRate >= 0 && o.faultRate <= 1, "fault-rate", o.faultRate, "a fraction from 0 to 1, such as 0.05")
+	p.Check(o.detachDelay >= 0, "detach-delay", o.detachDelay, "a duration >= 0, such as 500ms")
+	p.Check(o.visibility >= 0, "visibility-delay", o.visibility, "a duration >= 0, such as 1s")
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// runMain runs the command and returns its exit status: 0, 2 for a
+// refused command line (one line on stderr, before anything starts), 1
+// when the emulator cannot run.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ec2-emulator:", err)
+		return 2
+	}
+	if o.printVersion {
+		fmt.Fprintln(stdout, buildinfo.String("ec2-emulator", version))
+		return 0
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(stderr, "ec2-emulator:", err)
+		return 1
+	}
+	return 0
+}
+
+func run(o *options) error {
+	emu := emulator.New(emulator.Options{Region: o.region, Throttling: o.throttling, Latency: o.latency,
+		FaultRate: o.faultRate, DetachDelay: o.detachDelay, VisibilityDelay: o.visibility, Seed: o.seed})
+	if o.seedFile != "" {
+		b, err := os.ReadFile(o.seedFile)
 		if err != nil {
 			return err
 		}
@@ -65,18 +131,18 @@ Flags:
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&w); err != nil {
-			return fmt.Errorf("seed file %s: %w", *seedFile, err)
+			return fmt.Errorf("seed file %s: %w", o.seedFile, err)
 		}
 		if _, err := emu.Load(w); err != nil {
-			return fmt.Errorf("seed file %s: %w", *seedFile, err)
+			return fmt.Errorf("seed file %s: %w", o.seedFile, err)
 		}
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	log.Info("serving EC2 API", "endpoint", "http://"+ln.Addr().String(), "region", *region, "throttling", *throttling)
+	log.Info("serving EC2 API", "endpoint", "http://"+ln.Addr().String(), "region", o.region, "throttling", o.throttling)
 	srv := &http.Server{Handler: emu, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	buildinfo "github.com/eni-operator/eni-operator/internal/version"
+)
+
+// badValues lists, for every flag of the command, values it must refuse;
+// a flag without any names why in none.
+var badValues = map[string][]string{
+	"listen":           {"", "localhost", ":99999", "127.0.0.1:", "0.0.0.0:http"},
+	"region":           {"", "US-EAST-1", "us-east", "useast1", "us east 1"},
+	"seed-file":        {"/nonexistent/world.json", "/"},
+	"throttling":       {"maybe"},
+	"latency":          {"-1s", "slow"},
+	"fault-rate":       {"-0.1", "1.5", "NaN", "some"},
+	"detach-delay":     {"-1ms", "x"},
+	"visibility-delay": {"-1s", "x"},
+	"seed":             {"x", "1.5", "99999999999999999999"},
+	"version":          {"maybe"},
+}
+
+// none lists the flags that take any value, and why.
+var none = map[string]string{}
+
+// Every flag's bad values are refused before anything starts: exit status
+// 2 and one line on stderr naming the flag, the value and what is
+// allowed. A flag added without bad values here fails the test.
+func TestEveryFlagRefusesBadValues(t *testing.T) {
+	var o options
+	flags(&o).VisitAll(func(f *flag.Flag) {
+		_, bad := badValues[f.Name]
+		_, ok := none[f.Name]
+		if !bad && !ok {
+			t.Errorf("flag --%s has no bad values in badValues (or a reason in none)", f.Name)
+		}
+	})
+	for name, values := range badValues {
+		for _, v := range values {
+			var stdout, stderr bytes.Buffer
+			code := runMain([]string{"--" + name + "=" + v}, &stdout, &stderr)
+			msg := stderr.String()
+			if code != 2 || stdout.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "ec2-emulator: ") {
+				t.Errorf("--%s=%s: exit %d, stdout %q, stderr %q; want 2 and one line", name, v, code, stdout.String(), msg)
+				continue
+			}
+			if !strings.Contains(msg, "--"+name) || !strings.Contains(msg, v) || !strings.Contains(msg, ": ") {
+				t.Errorf("--%s=%s: %q does not name the flag and the value", name, v, msg)
+			}
+		}
+	}
+}
+
+func TestGoodValues(t *testing.T) {
+	o, err := parse([]string{"--listen=4566", "--region=eu-central-2", "--latency=0", "--fault-rate=1", "--detach-delay=0",
+		"--visibility-delay=2s", "--seed=-7", "--throttling"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.listen != ":4566" || o.region != "eu-central-2" || o.faultRate != 1 || o.visibility != 2*time.Second || o.seed != -7 || !o.throttling {
+		t.Fatalf("%+v", o)
+	}
+	if _, err := parse([]string{"--region=us-gov-west-1", "--listen=127.0.0.1:0"}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --version prints the build as eni-operator does: the version, the VCS
+// revision, the Go version.
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"--version"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if v := stdout.String(); v != buildinfo.String("ec2-emulator", "dev")+"\n" || !strings.HasPrefix(v, "ec2-emulator dev ") ||
+		!strings.Contains(v, runtime.Version()) {
+		t.Fatalf("version %q", v)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "--latency") &&
+		!strings.Contains(stderr.String(), "-latency") {
+		t.Fatalf("exit %d: %q", code, stderr.String())
+	}
+}
