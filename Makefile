@@ -12,6 +12,10 @@ TEST_ARGS ?=
 EMULATOR_LISTEN ?= 127.0.0.1:4566
 CHART     := charts/eni-operator
 DEMO_ARGS ?=
+# promtool (Prometheus' rule checker) for the monitoring tests, as the Go
+# module version of github.com/prometheus/prometheus (v0.316.0: Prometheus
+# 3.16.0); hack/promtool-binary.sh defaults to the same (a test checks).
+PROMTOOL_VERSION ?= 0.316.0
 
 .PHONY: help
 help: ## list the targets
@@ -28,6 +32,10 @@ control-plane: ## build (once) and cache kube-apiserver, etcd and kubectl for te
 .PHONY: helm
 helm: ## build (once) and cache helm for the chart tests (hack/helm-binary.sh prints its path)
 	@hack/helm-binary.sh >/dev/null
+
+.PHONY: promtool
+promtool: ## build (once) and cache promtool for the alerting-rule tests (hack/promtool-binary.sh prints its path)
+	@PROMTOOL_VERSION=$(PROMTOOL_VERSION) hack/promtool-binary.sh >/dev/null
 
 .PHONY: generate
 generate: ## regenerate deepcopy code of api/ (controller-gen)
