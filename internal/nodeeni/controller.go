@@ -65,6 +65,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
 		return reconcile.Result{}, nil
 	}
+	if down, err := r.ec2Unreachable(ctx, ne); down || err != nil {
+		return reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
+	}
 	if !r.view.synced() {
 		// The first inventory refresh is under way; planning without it
 		// would create ENIs that already exist.

@@ -95,6 +95,7 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 	if o.DisableController {
 		return nil
 	}
+	watchEC2Health(ec2c.Health(), resync)
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: ec2c, types: ec2c.NewInstanceTypes(), view: v,
 		catalog: &catalog{client: ec2c, interval: o.CatalogInterval, minRefresh: o.MinCatalogRefresh},

@@ -1,0 +1,139 @@
+package nodeeni_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+)
+
+// The EC2 endpoint stops and starts again on the same address, under a
+// running operator: the failures are logged at once, eni_operator_ec2_up
+// goes to 0, and after --ec2-unready-after /readyz fails and the
+// NodeENI's Ready condition turns Unknown (EC2Unreachable) naming the
+// error; when the endpoint is back all of it recovers by itself.
+func TestEC2UnreachableAndBack(t *testing.T) {
+	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Type: "m5.xlarge", Subnet: "nodes-a"}}})
+	srv := ec2test.ServeRestartable(t, h.emu)
+	h.addNode("n0", h.instance(0), "us-east-1a", nil)
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	reg := prometheus.NewRegistry()
+	ec2c := ec2test.Client(srv.URL, ec2.Config{VPCID: h.vpc, QPS: 2000, Burst: 2000, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
+		BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond, Registerer: reg,
+		UnreadyAfter: time.Second, ErrorLogInterval: time.Hour,
+		Logger: funcr.New(func(_, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})})
+	readyz := startWithReadyz(h, h.options(), ec2c)
+
+	spec := h.spec(nil)
+	spec.SubnetNames = []string{"multus-a"}
+	spec.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("outage", spec)
+	h.ready("outage", 1)
+	h.eventually("/readyz 200", waitFor, func() (bool, string) { c, b := readyz(); return c == http.StatusOK, b })
+	if up := metricValue(t, reg, "eni_operator_ec2_up", nil); up != 1 {
+		t.Fatalf("eni_operator_ec2_up = %v with EC2 answering", up)
+	}
+
+	srv.Stop()
+	h.eventually("Ready Unknown EC2Unreachable", waitFor, func() (bool, string) {
+		c := condition(h.get("outage"), v1alpha1.ConditionReady)
+		return c.Status == metav1.ConditionUnknown && c.Reason == nodeeni.ReasonEC2Unreachable, c.Reason + ": " + c.Message
+	})
+	c := condition(h.get("outage"), v1alpha1.ConditionReady)
+	if !strings.Contains(c.Message, "request send failed") || !strings.Contains(c.Message, strings.TrimPrefix(srv.URL, "http://")) {
+		t.Errorf("the condition does not name the last error and its endpoint: %s", c.Message)
+	}
+	if up := metricValue(t, reg, "eni_operator_ec2_up", nil); up != 0 {
+		t.Errorf("eni_operator_ec2_up = %v with EC2 down", up)
+	}
+	if n := metricValue(t, reg, "eni_operator_ec2_attempt_errors_total", map[string]string{"kind": "unreachable"}); n < 2 {
+		t.Errorf("unreachable attempts counted: %v", n)
+	}
+	if code, body := readyz(); code != http.StatusInternalServerError || !strings.Contains(body, "ec2") {
+		t.Errorf("/readyz with EC2 down past the threshold: %d %s", code, body)
+	}
+	mu.Lock()
+	var failed []string
+	for _, l := range lines {
+		if strings.Contains(l, `"msg"="EC2 request failed"`) && strings.Contains(l, `"kind"="unreachable"`) && strings.Contains(l, `"action"="DescribeNetworkInterfaces"`) {
+			failed = append(failed, l)
+		}
+	}
+	mu.Unlock()
+	if len(failed) != 1 {
+		t.Errorf("log lines of the failed attempts: %d, want 1 (one per kind per ErrorLogInterval): %q", len(failed), failed)
+	}
+
+	srv.Start(t)
+	h.ready("outage", 1)
+	h.eventually("/readyz 200 again", waitFor, func() (bool, string) { c, b := readyz(); return c == http.StatusOK, b })
+	if up := metricValue(t, reg, "eni_operator_ec2_up", nil); up != 1 {
+		t.Errorf("eni_operator_ec2_up = %v after EC2 is back", up)
+	}
+}
+
+// startWithReadyz runs the NodeENI controller like harness.start, with
+// the given EC2 client and its health as the manager's readiness check
+// (as the operator registers it), and returns a probe of /readyz.
+func startWithReadyz(h *harness, o nodeeni.Options, ec2c *ec2.Client) func() (int, string) {
+	h.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	o.Registerer = prometheus.NewRegistry()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 scheme(h.t),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: addr,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:                 log.Log.WithName(h.label),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := mgr.AddReadyzCheck("ec2", ec2c.Health().Check); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := nodeeni.Setup(mgr, ec2c, o); err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &manager{cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	h.t.Cleanup(m.stop)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return func() (int, string) {
+		resp, err := hc.Get("http://" + addr + "/readyz?verbose=1")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
