@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,6 +27,8 @@ import (
 var version = "dev"
 
 func main() {
+	// Started by the sandbox as etcd or kube-apiserver: become it.
+	sandbox.ExecControlPlaneChild()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "eni-sandbox:", err)
 		os.Exit(1)
@@ -39,7 +42,7 @@ func run() error {
 	flag.StringVar(&o.NodeENIFile, "nodeeni", "", "NodeENI to apply (default config/samples/nodeeni-subnet-names.yaml)")
 	flag.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the pods to be tagged and the NodeENI to be Ready")
 	flag.BoolVar(&o.Once, "once", false, "print the report and stop everything instead of running until Ctrl-C")
-	dir := flag.String("dir", "", "directory for the kubeconfig and the operator log (default: a new temporary directory, removed at exit)")
+	dir := flag.String("dir", "", "directory for the kubeconfig and the operator log; the log stays, the kubeconfig is removed at exit (default: the sandbox's temporary directory, removed at exit)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: eni-sandbox [flags]\n\nRuns etcd, kube-apiserver, the EC2 emulator and the operator on this machine, applies\ndemo pods and a NodeENI, prints what the operator did, and keeps running until Ctrl-C.\n\nFlags:\n")
 		flag.PrintDefaults()
@@ -53,17 +56,59 @@ func run() error {
 		return err
 	}
 	o.Root, o.Version = root, version
+
+	// Stop on Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed),
+	// and when the output has nowhere to go. SIGPIPE is received rather
+	// than left at its default: a write to stdout or stderr whose reader
+	// died (`make demo | tee log`, tee gone) then fails with EPIPE — which
+	// stops the sandbox in order — instead of killing it before it stopped
+	// what it started.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	base, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stopWith := func(reason string) { cancel(errors.New(reason)) }
+	ctx, stop := signal.NotifyContext(base, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	go func() {
+		// After the first signal, a second one ends the process at once
+		// (the default), should the orderly shutdown hang: etcd and
+		// kube-apiserver die with it, and the next sandbox removes its
+		// directory.
+		<-ctx.Done()
+		stop()
+	}()
+	go sandbox.WatchOutput(ctx, stopWith, os.Stdout, os.Stderr)
+	o.Out = &sandbox.EPIPEWriter{W: os.Stdout, Stop: stopWith}
+	o.Progress = &sandbox.EPIPEWriter{W: os.Stderr, Stop: stopWith}
+
+	// Everything the sandbox writes goes to its state directory, removed
+	// at exit (or by the next sandbox, should this one be killed): TMPDIR
+	// points there, so etcd's data and the API server's certificates and
+	// keys (envtest's temporary directories) do too.
+	state, err := sandbox.NewStateDir(o.Progress)
+	if err != nil {
+		return err
+	}
+	defer state.Remove()
+	if err := os.Setenv("TMPDIR", state.Dir); err != nil {
+		return err
+	}
 	if *dir == "" {
-		tmp, err := os.MkdirTemp("", "eni-sandbox-")
+		*dir = state.Dir
+	} else {
+		if err := os.MkdirAll(*dir, 0o755); err != nil {
+			return err
+		}
+		abs, err := filepath.Abs(*dir)
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(tmp)
-		*dir = tmp
-	} else if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return err
+		*dir = abs
+		if err := state.RecordKubeconfig(filepath.Join(abs, "kubeconfig")); err != nil {
+			return err
+		}
 	}
-	o.Dir, _ = filepath.Abs(*dir)
+	o.Dir = *dir
 
 	// The operator's log goes to a file: the terminal is for the report.
 	logFile, err := os.Create(filepath.Join(o.Dir, "operator.log"))
@@ -75,13 +120,5 @@ func run() error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first signal, a second one ends the process at once
-		// (the default), should the orderly shutdown hang.
-		<-ctx.Done()
-		stop()
-	}()
 	return sandbox.Run(ctx, o)
 }

@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/sandbox"
 )
 
 // childEnv makes the test binary act as eni-sandbox, so the test runs the
@@ -22,6 +25,9 @@ const childEnv = "ENI_SANDBOX_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
+		// Started by the sandbox as etcd or kube-apiserver (through a
+		// link to this binary): before os.Args is rewritten below.
+		sandbox.ExecControlPlaneChild()
 		os.Args = append([]string{"eni-sandbox"}, strings.Fields(os.Getenv(childEnv+"_ARGS"))...)
 		main()
 		os.Exit(0)
@@ -187,5 +193,270 @@ func killMarked(marker string) {
 		if _, err := fmt.Sscan(strings.Fields(p)[0], &pid); err == nil && pid != os.Getpid() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+}
+
+// run is a sandbox started by a test: the test binary acting as
+// eni-sandbox, with its own TMPDIR (where its state directory goes).
+type sandboxRun struct {
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr *syncBuffer
+	out    *syncBuffer
+	up     chan struct{}
+	marker string
+	tmp    string
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startSandbox starts the sandbox in TMPDIR tmp with args and waits (at
+// most 3 minutes) until it says THE SANDBOX IS UP.
+func startSandbox(t *testing.T, tmp string, args string) *sandboxRun {
+	t.Helper()
+	r := &sandboxRun{stderr: &syncBuffer{}, out: &syncBuffer{}, up: make(chan struct{}), tmp: tmp,
+		marker: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	r.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	r.cmd.Env = append(os.Environ(), childEnv+"=1", childEnv+"_ARGS="+args,
+		"ENI_SANDBOX_TEST_MARKER="+r.marker, "TMPDIR="+tmp)
+	var err error
+	if r.stdout, err = r.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Stderr = r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			_ = r.cmd.Process.Kill()
+			_, _ = r.cmd.Process.Wait()
+		}
+		killMarked(r.marker) // never leave a control plane behind, even on failure
+	})
+	go func() {
+		sc := bufio.NewScanner(r.stdout)
+		signalled := false
+		for sc.Scan() {
+			_, _ = r.out.Write([]byte(sc.Text() + "\n"))
+			if !signalled && strings.HasPrefix(sc.Text(), "THE SANDBOX IS UP") {
+				signalled = true
+				close(r.up)
+			}
+		}
+	}()
+	select {
+	case <-r.up:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the sandbox did not come up:\n%s\n%s", r.out.String(), r.stderr.String())
+	}
+	return r
+}
+
+// kubeconfig is the kubeconfig path the sandbox reported; it waits (a
+// bounded time) for the line after THE SANDBOX IS UP.
+func (r *sandboxRun) kubeconfig(t *testing.T) string {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^\s+kubeconfig\s+(\S+)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(r.out.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no kubeconfig in the report:\n%s", r.out.String())
+	return ""
+}
+
+// children lists the processes whose parent is pid, from /proc.
+func children(pid int) map[int]string {
+	out := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var child int
+		if _, err := fmt.Sscan(e.Name(), &child); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 || f[1] != fmt.Sprint(pid) {
+			continue
+		}
+		out[child] = strings.TrimSpace(s[strings.IndexByte(s, '(')+1 : i])
+	}
+	return out
+}
+
+// controlPlaneChildren returns the sandbox's etcd and kube-apiserver.
+func controlPlaneChildren(t *testing.T, pid int) map[int]string {
+	t.Helper()
+	kids := children(pid)
+	found := map[string]bool{}
+	for _, comm := range kids {
+		found[comm] = true
+	}
+	if !found["etcd"] || !found["kube-apiserver"] {
+		t.Fatalf("the sandbox (pid %d) should have etcd and kube-apiserver as children, has %v", pid, kids)
+	}
+	return kids
+}
+
+// waitGone waits (at most 30 s) until none of pids runs (a zombie is
+// gone: it waits for its new parent to reap it).
+func waitGone(t *testing.T, what string, pids map[int]string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left []string
+		for pid, comm := range pids {
+			if st := procState(fmt.Sprint(pid)); st != "" && st != "Z" {
+				left = append(left, fmt.Sprintf("%d %s", pid, comm))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still running after 30 s: %v", what, left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitExit waits (at most a minute) for the sandbox to exit.
+func (r *sandboxRun) waitExit(t *testing.T) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("the sandbox did not stop within a minute:\n%s", r.stderr.String())
+		return nil
+	}
+}
+
+// Killed with SIGKILL, the sandbox cannot stop anything: etcd and
+// kube-apiserver die with it all the same (their parent death signal),
+// and its directory — the kubeconfig with administrator credentials,
+// etcd's data, the certificates — is removed by the next sandbox.
+func TestSandboxSIGKILL(t *testing.T) {
+	tmp := t.TempDir()
+	r := startSandbox(t, tmp, "--emulator-listen 127.0.0.1:0 --timeout 2m")
+	kubeconfig := r.kubeconfig(t)
+	kids := controlPlaneChildren(t, r.cmd.Process.Pid)
+	if !strings.HasPrefix(kubeconfig, tmp+string(filepath.Separator)) {
+		t.Fatalf("kubeconfig %s is not in the sandbox's TMPDIR %s", kubeconfig, tmp)
+	}
+
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.cmd.Wait()
+	waitGone(t, "after SIGKILL of the sandbox", kids)
+	if left := marked(r.marker); len(left) > 0 {
+		t.Fatalf("processes left behind after SIGKILL: %v", left)
+	}
+
+	// The next sandbox (same TMPDIR) removes what the killed one left.
+	if _, err := os.Stat(kubeconfig); err != nil {
+		t.Logf("kubeconfig already gone: %v", err)
+	}
+	next := exec.Command(os.Args[0], "-test.run=^$")
+	marker := r.marker + "-next"
+	next.Env = append(os.Environ(), childEnv+"=1", childEnv+"_ARGS=--once --emulator-listen 127.0.0.1:0 --timeout 2m",
+		"ENI_SANDBOX_TEST_MARKER="+marker, "TMPDIR="+tmp)
+	t.Cleanup(func() { killMarked(marker) })
+	var stderr bytes.Buffer
+	next.Stderr = &stderr
+	if err := next.Run(); err != nil {
+		t.Fatalf("the next sandbox: %v\n%s", err, stderr.String())
+	}
+	if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
+		t.Errorf("the killed sandbox's kubeconfig %s is still there after the next sandbox ran: %v", kubeconfig, err)
+	}
+	if _, err := os.Stat(filepath.Dir(kubeconfig)); !os.IsNotExist(err) {
+		t.Errorf("the killed sandbox's directory is still there after the next sandbox ran: %v", err)
+	}
+	if want := "removed " + filepath.Dir(kubeconfig); !strings.Contains(stderr.String(), want) {
+		t.Errorf("the next sandbox did not say %q:\n%s", want, stderr.String())
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left in TMPDIR after the next sandbox: %v", names)
+	}
+}
+
+// Stopped by SIGTERM or SIGHUP, or finding its output pipe closed (`make
+// demo | tee log` and tee died; with SIGPIPE at its default a write would
+// kill the sandbox before it stopped anything), the sandbox stops
+// everything it started and removes its directory.
+func TestSandboxStopsAndCleansUp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(r *sandboxRun) error
+	}{
+		{"SIGTERM", func(r *sandboxRun) error { return r.cmd.Process.Signal(syscall.SIGTERM) }},
+		{"SIGHUP", func(r *sandboxRun) error { return r.cmd.Process.Signal(syscall.SIGHUP) }},
+		{"stdout closed", func(r *sandboxRun) error { return r.stdout.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			r := startSandbox(t, tmp, "--emulator-listen 127.0.0.1:0 --timeout 2m")
+			kubeconfig := r.kubeconfig(t)
+			kids := controlPlaneChildren(t, r.cmd.Process.Pid)
+			if err := tc.stop(r); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.waitExit(t); err != nil {
+				t.Fatalf("exit: %v\n%s", err, r.stderr.String())
+			}
+			waitGone(t, "after the sandbox exited", kids)
+			if left := marked(r.marker); len(left) > 0 {
+				t.Fatalf("processes left behind: %v", left)
+			}
+			if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
+				t.Errorf("the kubeconfig is still there: %v", err)
+			}
+			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Errorf("left in TMPDIR: %v", names)
+			}
+			if !strings.Contains(r.stderr.String(), "stopping kube-apiserver and etcd") {
+				t.Errorf("no orderly shutdown on stderr:\n%s", r.stderr.String())
+			}
+		})
 	}
 }

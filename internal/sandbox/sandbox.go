@@ -20,7 +20,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -92,25 +91,23 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 
-	say("starting etcd and kube-apiserver, installing the CRDs")
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(o.Root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	restCfg, err := env.Start()
+	say("starting etcd and kube-apiserver (they die with the sandbox, even on SIGKILL), installing the CRDs")
+	cp, err := startControlPlane(assets, filepath.Join(o.Root, "config", "crd", "bases"))
 	if err != nil {
-		_ = env.Stop()
-		return fmt.Errorf("starting the control plane: %w", err)
+		return err
 	}
+	restCfg := cp.cfg
 	defer func() {
 		say("stopping kube-apiserver and etcd")
-		if stopErr := env.Stop(); stopErr != nil && err == nil {
+		if stopErr := cp.Stop(); stopErr != nil && err == nil {
 			err = fmt.Errorf("stopping the control plane: %w", stopErr)
 		}
 	}()
+	// Administrator credentials: removed at exit even when Dir is kept
+	// (--dir), and by the next sandbox should this one be killed.
 	kubeconfig := filepath.Join(o.Dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+	defer os.Remove(kubeconfig)
+	if err := os.WriteFile(kubeconfig, cp.kubeconfig, 0o600); err != nil {
 		return err
 	}
 
