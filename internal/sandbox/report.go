@@ -211,25 +211,38 @@ func orDash(s string) string {
 // accessInfo is how a person reaches the running sandbox.
 type accessInfo struct {
 	kubeconfig, kubectl, endpoint, metrics, probe, log, apiserver string
+	// flags are the operator flags the sandbox sets.
+	flags []flagChange
 }
 
 func printAccess(out io.Writer, a accessInfo) {
 	fmt.Fprintf(out, `
 THE SANDBOX IS UP
   kube-apiserver   %s
-  kubeconfig       %s
+  kubeconfig       %s  (administrator credentials; removed when the sandbox stops)
   kubectl          %s
   EC2 emulator     %s  (admin API: %s/_emulator/counts, /_emulator/calls)
   operator         metrics http://%s/metrics (plain HTTP here; HTTPS with authentication in a cluster), health http://%s/healthz and /readyz, log %s
+
+The operator runs with eni-operator's production defaults (intervals, rate limits), except these flags:
+`, a.apiserver, a.kubeconfig, a.kubectl, a.endpoint, a.endpoint, a.metrics, a.probe, a.log)
+	for _, f := range a.flags {
+		fmt.Fprintf(out, "  %s\n", f)
+	}
+	fmt.Fprintf(out, `  So, as in production: a pod's tags are written at most once per 10 s (--pod-rate-limit-qps=0.1; a change
+  within that waits for it), NodeENIs are re-checked every minute and the VPC's subnets re-read every 5 minutes.
+
+There is no kubelet: pods never stop by themselves, and a plain "kubectl delete pod" waits forever for one.
+Delete a pod with: kubectl delete pod -n %s NAME --grace-period=0 --force
 
 Try, in another terminal:
   export KUBECONFIG=%s PATH=%s:$PATH
   kubectl get pods -n %s -o wide; kubectl get neni
   kubectl annotate pod -n %s web-0 --overwrite %s='Team=Payments,Env=dev'
-  export AWS_ENDPOINT_URL_EC2=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox
+  export AWS_ENDPOINT_URL_EC2=%s AWS_REGION=%s AWS_DEFAULT_REGION=%s AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox
+  aws ec2 describe-network-interfaces --query 'NetworkInterfaces[].[NetworkInterfaceId,TagSet]'
 
-`, a.apiserver, a.kubeconfig, a.kubectl, a.endpoint, a.endpoint, a.metrics, a.probe, a.log,
-		a.kubeconfig, dirOf(a.kubectl), demoNamespace, demoNamespace, tagger.DefaultAnnotationKey, a.endpoint, region)
+`, demoNamespace, a.kubeconfig, dirOf(a.kubectl), demoNamespace, demoNamespace, tagger.DefaultAnnotationKey, a.endpoint, region, region)
 }
 
 func dirOf(path string) string {

@@ -2,14 +2,17 @@
 // and no AWS account: a real etcd + kube-apiserver (controller-runtime's
 // envtest, with the binaries hack/control-plane-binaries.sh builds), the
 // EC2 emulator seeded with a demo world, Node objects for the world's
-// instances, the operator exactly as internal/operator wires it, and demo
-// pods and a NodeENI. It reports what the operator did as tables and
-// keeps running for a person to experiment, until its context ends.
+// instances, the operator as internal/operator wires it with
+// eni-operator's default flags (the few the sandbox sets are reported),
+// and demo pods and a NodeENI. It reports what the operator did as
+// tables and keeps running for a person to experiment, until its context
+// ends.
 package sandbox
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -160,7 +163,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	if probe == "" || metricsAddr == "" {
 		return errors.New("no free local port for the operator's endpoints")
 	}
-	oc := operatorConfig(loaded.VPCs[0], metricsAddr, probe, o.Version)
+	oc, changes, err := operatorConfig(loaded.VPCs[0], metricsAddr, probe, o.Version)
+	if err != nil {
+		return err
+	}
+	say("operator flags: eni-operator's defaults, except:")
+	for _, c := range changes {
+		say("  %s", c)
+	}
 	say("starting the operator (pod tagger, NodeENI controller, ENI collector)")
 	opCtx, stopOperator := context.WithCancel(context.WithoutCancel(ctx))
 	mgr, err := operator.NewManager(opCtx, restCfg, oc)
@@ -214,7 +224,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return nil
 	}
 	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: endpoint,
-		metrics: metricsAddr, probe: probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: restCfg.Host})
+		metrics: metricsAddr, probe: probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: restCfg.Host, flags: changes})
 	fmt.Fprintln(o.Out, "Running. Press Ctrl-C to stop everything.")
 	select {
 	case <-ctx.Done():
@@ -233,32 +243,59 @@ const region = "us-east-1"
 // awsEnv is the standard AWS SDK environment pointing at the emulator.
 func awsEnv(endpoint string) map[string]string {
 	return map[string]string{
-		"AWS_ENDPOINT_URL_EC2": endpoint, "AWS_REGION": region,
+		"AWS_ENDPOINT_URL_EC2": endpoint, "AWS_REGION": region, "AWS_DEFAULT_REGION": region,
 		"AWS_ACCESS_KEY_ID": "sandbox", "AWS_SECRET_ACCESS_KEY": "sandbox",
 		// No instance metadata service here: do not wait for one.
 		"AWS_EC2_METADATA_DISABLED": "true",
 	}
 }
 
-// operatorConfig is the operator's production configuration with short
-// intervals, so changes a person makes show within seconds.
-func operatorConfig(vpc, metricsAddr, probeAddr, version string) operator.Config {
+// flagChange is an operator flag the sandbox sets, and why.
+type flagChange struct {
+	Flag, Value, Why string
+	// Deviation marks a change of behaviour from production, as opposed
+	// to a setting every installation makes (addresses, names).
+	Deviation bool
+}
+
+func (c flagChange) String() string {
+	s := fmt.Sprintf("--%s=%s (%s)", c.Flag, c.Value, c.Why)
+	if c.Deviation {
+		s = "changed from production defaults: " + s
+	}
+	return s
+}
+
+// operatorConfig is the configuration eni-operator builds from its
+// command line (operator.DefaultConfig and the same flags), given the
+// flags the sandbox sets, which it returns to be reported: every interval,
+// rate limit and switch keeps eni-operator's default.
+func operatorConfig(vpc, metricsAddr, probeAddr, version string) (operator.Config, []flagChange, error) {
+	changes := []flagChange{
+		{Flag: "cluster-name", Value: ClusterName, Why: "the NodeENI controller and the collector need one; a cluster sets its own"},
+		{Flag: "vpc-id", Value: vpc, Why: "the emulator's VPC; in AWS it comes from instance metadata, which the sandbox does not emulate"},
+		{Flag: "cache-namespace", Value: operatorNamespace, Why: "the operator's namespace; in a cluster $POD_NAMESPACE says it"},
+		{Flag: "metrics-bind-address", Value: metricsAddr, Why: "a free loopback port instead of :8090"},
+		{Flag: "health-probe-bind-address", Value: probeAddr, Why: "a free loopback port instead of :8081"},
+		{Flag: "metrics-secure", Value: "false", Deviation: true,
+			Why: "plain HTTP on loopback so you can curl it; in a cluster /metrics is HTTPS for authorised readers only"},
+	}
 	c := operator.DefaultConfig()
-	c.MetricsAddr, c.ProbeAddr, c.PprofAddr = metricsAddr, probeAddr, "0"
-	// Plain HTTP on loopback, so a person can curl it: in a cluster
-	// /metrics is served over HTTPS to authorised readers only
-	// (--metrics-secure, the default). The report says so.
-	c.MetricsSecure = false
-	c.ClusterName = ClusterName
-	c.EC2.VPCID = vpc
-	c.Tagger.Namespace = operatorNamespace
-	c.Tagger.InventoryInterval = 30 * time.Second
-	c.Tagger.PodRateLimitQPS, c.Tagger.PodRateLimitBurst = 1, 5
-	c.NodeENI.ResyncInterval = 15 * time.Second
-	c.NodeENI.CatalogInterval = time.Minute
-	c.NodeENI.DetachPollInterval = time.Second
 	c.Version = version
-	return c
+	fs := flag.NewFlagSet("eni-operator", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.BindFlags(fs)
+	args := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		args = append(args, "--"+ch.Flag+"="+ch.Value)
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, nil, fmt.Errorf("operator flags %q: %w", args, err)
+	}
+	if err := c.Validate(); err != nil {
+		return c, nil, err
+	}
+	return c, changes, nil
 }
 
 // freeAddr returns a loopback address with a port free right now.

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/operator"
 )
 
 // writeState makes a state directory in tmp owned by pid with start time
@@ -117,5 +121,73 @@ func TestEPIPEWriter(t *testing.T) {
 	}
 	if reason == "" {
 		t.Errorf("EPIPE did not stop the sandbox")
+	}
+}
+
+// The sandbox's operator is eni-operator's production configuration:
+// only the flags it reports differ, and the one behaviour it changes
+// (plain HTTP metrics) is marked as a deviation.
+func TestOperatorConfigIsProduction(t *testing.T) {
+	prod := operator.DefaultConfig()
+	fs := flag.NewFlagSet("eni-operator", flag.ContinueOnError)
+	prod.BindFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	got, changes, err := operatorConfig("vpc-0123456789abcdef0", "127.0.0.1:1", "127.0.0.1:2", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod.Tagger.Namespace = operatorNamespace
+	if !reflect.DeepEqual(got.Tagger, prod.Tagger) {
+		t.Errorf("tagger options differ from production:\n got %+v\nprod %+v", got.Tagger, prod.Tagger)
+	}
+	if !reflect.DeepEqual(got.NodeENI, prod.NodeENI) {
+		t.Errorf("NodeENI options differ from production:\n got %+v\nprod %+v", got.NodeENI, prod.NodeENI)
+	}
+	prod.EC2.VPCID = "vpc-0123456789abcdef0"
+	if !reflect.DeepEqual(got.EC2, prod.EC2) {
+		t.Errorf("EC2 options differ from production:\n got %+v\nprod %+v", got.EC2, prod.EC2)
+	}
+	if got.LeaderElection != prod.LeaderElection || got.KubeQPS != prod.KubeQPS || got.KubeBurst != prod.KubeBurst ||
+		got.GracefulShutdownTimeout != prod.GracefulShutdownTimeout || got.EnableTagger != prod.EnableTagger || got.PprofAddr != prod.PprofAddr {
+		t.Errorf("manager options differ from production:\n got %+v\nprod %+v", got, prod)
+	}
+	if got.MetricsSecure || got.ClusterName != ClusterName || got.MetricsAddr != "127.0.0.1:1" || got.ProbeAddr != "127.0.0.1:2" {
+		t.Errorf("the sandbox's flags not applied: %+v", got)
+	}
+	var deviations []string
+	for _, c := range changes {
+		if c.Deviation {
+			deviations = append(deviations, c.String())
+		}
+	}
+	if len(deviations) != 1 || !strings.HasPrefix(deviations[0], "changed from production defaults: --metrics-secure=false (plain HTTP on loopback") {
+		t.Errorf("deviations reported: %q", deviations)
+	}
+}
+
+// The report tells how to reach the sandbox: both AWS region variables
+// (AWS CLI v1 reads only AWS_DEFAULT_REGION), the flags the operator runs
+// with, and how to delete a pod with no kubelet.
+func TestPrintAccess(t *testing.T) {
+	_, changes, err := operatorConfig("vpc-0123456789abcdef0", "127.0.0.1:1", "127.0.0.1:2", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	printAccess(&b, accessInfo{kubeconfig: "/tmp/x/kubeconfig", kubectl: "/bin/kubectl", endpoint: "http://127.0.0.1:4566",
+		metrics: "127.0.0.1:1", probe: "127.0.0.1:2", log: "/tmp/x/operator.log", apiserver: "https://127.0.0.1:6443", flags: changes})
+	for _, want := range []string{
+		"AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1",
+		"kubectl delete pod -n demo NAME --grace-period=0 --force",
+		"There is no kubelet",
+		"changed from production defaults: --metrics-secure=false",
+		"--cluster-name=sandbox",
+		"production defaults",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, b.String())
+		}
 	}
 }
