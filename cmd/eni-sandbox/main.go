@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,37 +21,94 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/sandbox"
+	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// cmdline is everything the command line says.
+type cmdline struct {
+	o            sandbox.Options
+	dir          string
+	printVersion bool
+}
+
+// flags binds every flag of the command to c.
+func flags(c *cmdline) *flag.FlagSet {
+	fs := flag.NewFlagSet("eni-sandbox", flag.ContinueOnError)
+	fs.StringVar(&c.o.EmulatorListen, "emulator-listen", "127.0.0.1:4566", "address of the EC2 emulator: host:port, :port or a bare port (port 0 picks a free one)")
+	fs.StringVar(&c.o.WorldFile, "world", "", "emulator world file (default hack/demo/world.json)")
+	fs.StringVar(&c.o.NodeENIFile, "nodeeni", "", "NodeENI file to apply (default config/samples/nodeeni-subnet-names.yaml)")
+	fs.DurationVar(&c.o.Timeout, "timeout", 3*time.Minute, "how long to wait for the pods to be tagged and the NodeENI to be Ready (> 0)")
+	fs.BoolVar(&c.o.Once, "once", false, "print the report and stop everything instead of running until Ctrl-C")
+	fs.StringVar(&c.dir, "dir", "", "directory for the kubeconfig and the operator log; the log stays, the kubeconfig is removed at exit (default: the sandbox's temporary directory, removed at exit)")
+	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: eni-sandbox [flags]\n\nRuns etcd, kube-apiserver, the EC2 emulator and the operator on this machine, applies\ndemo pods and a NodeENI, prints what the operator did, and keeps running until Ctrl-C.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(args []string, out io.Writer) (*cmdline, error) {
+	c := &cmdline{}
+	if err := cli.Parse(flags(c), args, out); err != nil {
+		return nil, err
+	}
+	if c.printVersion {
+		return c, nil
+	}
+	var p cli.Problems
+	listen, ok := cli.ListenAddr(c.o.EmulatorListen, false)
+	p.Check(ok, "emulator-listen", c.o.EmulatorListen, cli.ListenAddrAllowed(false))
+	c.o.EmulatorListen = listen
+	for _, f := range []struct{ name, path, what string }{
+		{"world", c.o.WorldFile, "an emulator world file that exists, or empty for hack/demo/world.json"},
+		{"nodeeni", c.o.NodeENIFile, "a NodeENI file that exists, or empty for config/samples/nodeeni-subnet-names.yaml"},
+	} {
+		if f.path != "" {
+			st, err := os.Stat(f.path)
+			p.Check(err == nil && st.Mode().IsRegular(), f.name, f.path, f.what)
+		}
+	}
+	p.Check(c.o.Timeout > 0, "timeout", c.o.Timeout, "a duration > 0, such as 3m")
+	if c.dir != "" {
+		st, err := os.Stat(c.dir)
+		p.Check(err != nil && os.IsNotExist(err) || err == nil && st.IsDir(), "dir", c.dir,
+			"a directory, or a path where one can be made (default: the sandbox's temporary directory)")
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 func main() {
 	// Started by the sandbox as etcd or kube-apiserver: become it.
 	sandbox.ExecControlPlaneChild()
-	if err := run(); err != nil {
+	c, err := parse(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "eni-sandbox:", err)
+		os.Exit(2)
+	}
+	if c.printVersion {
+		fmt.Println(buildinfo.String("eni-sandbox", version))
+		return
+	}
+	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "eni-sandbox:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	var o sandbox.Options
-	flag.StringVar(&o.EmulatorListen, "emulator-listen", "127.0.0.1:4566", "address of the EC2 emulator (port 0 picks a free one)")
-	flag.StringVar(&o.WorldFile, "world", "", "emulator world (default hack/demo/world.json)")
-	flag.StringVar(&o.NodeENIFile, "nodeeni", "", "NodeENI to apply (default config/samples/nodeeni-subnet-names.yaml)")
-	flag.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the pods to be tagged and the NodeENI to be Ready")
-	flag.BoolVar(&o.Once, "once", false, "print the report and stop everything instead of running until Ctrl-C")
-	dir := flag.String("dir", "", "directory for the kubeconfig and the operator log; the log stays, the kubeconfig is removed at exit (default: the sandbox's temporary directory, removed at exit)")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: eni-sandbox [flags]\n\nRuns etcd, kube-apiserver, the EC2 emulator and the operator on this machine, applies\ndemo pods and a NodeENI, prints what the operator did, and keeps running until Ctrl-C.\n\nFlags:\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", flag.Args())
-	}
+func run(c *cmdline) error {
+	o, dir := c.o, &c.dir
 	root, err := cachedbin.RepoRoot()
 	if err != nil {
 		return err
