@@ -1,0 +1,338 @@
+package observability
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/operator"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+)
+
+// synthetic are the series Prometheus makes itself for every target.
+var synthetic = []string{"up"}
+
+const (
+	cluster = "obs"
+	appsNS  = "obs-apps"
+	opsNS   = "obs-ops"
+	node    = "node-0"
+)
+
+// Every metric the dashboard and the alerting rules query is exposed by
+// the binaries: the operator, built by operator.NewManager as the binary
+// builds it (pod tagger, NodeENI controller and collector, leader
+// election on, plain-HTTP metrics), and the eni-agent binary, both
+// against a real API server and the EC2 emulator. They are put to work
+// until every queried series exists (client_golang lists a vector only
+// once it has a child): a pod is tagged, a NodeENI's ENI is created,
+// attached, reported Pending by the agent (its MAC is on no host
+// interface) and removed with its NodeENI, and the emulator throttles
+// some DescribeNetworkInterfaces calls. eni_operator_* and controller
+// series must come from the operator, eni_agent_* from the agent.
+func TestEveryMetricUsedIsExposed(t *testing.T) {
+	used := map[string][]string{} // metric -> where
+	for _, r := range alertRules(t) {
+		for _, m := range metricNames(r.Expr) {
+			used[m] = append(used[m], "alert "+r.Alert)
+		}
+	}
+	for _, q := range dashboardQueries(t) {
+		for _, m := range metricNames(grafanaVars.Replace(q.Expr)) {
+			used[m] = append(used[m], "panel "+q.Panel)
+		}
+	}
+	for _, s := range synthetic {
+		delete(used, s)
+	}
+	agentBin := buildAgent(t)
+
+	ctx := context.Background()
+	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
+	world, err := emu.Load(emulator.World{
+		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
+		Subnets: []emulator.SubnetSpec{
+			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
+		},
+		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
+		Instances:         []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
+		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods-a", InterfaceType: "branch"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Some throttling, retried by the client: the throttle series.
+	if err := emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{
+		"DescribeNetworkInterfaces": {ErrorRate: 0.3, ErrorCode: "RequestLimitExceeded"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	vpc, instance, podIP := world.VPCs[0], world.Instances[0].ID, world.NetworkInterfaces[0].PrivateIP
+
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{appsNS, opsNS} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: "us-east-1a"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
+		t.Fatal(err)
+	}
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "multus"}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
+	if err := k8s.Create(ctx, ne); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: appsNS,
+		Annotations: map[string]string{tagger.DefaultAnnotationKey: "team=network,cost-center=42"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	unset := pod.DeepCopy()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}}}
+	if err := k8s.Status().Patch(ctx, pod, client.StrategicMergeFrom(unset)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The node agent of node-0, as the DaemonSet runs it.
+	agentMetrics := startAgent(t, agentBin)
+
+	// The whole operator, as the binary builds it, finding the emulator
+	// the way it finds AWS, its metrics served by controller-runtime from
+	// the global registry as in production (Config.Registerer nil).
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_EC2": url, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	oc := operator.DefaultConfig()
+	opMetrics := freeAddr(t)
+	oc.MetricsAddr, oc.ProbeAddr, oc.PprofAddr = opMetrics, "0", "0"
+	oc.MetricsSecure = false
+	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
+	oc.ClusterName = cluster
+	oc.EC2.VPCID = vpc
+	oc.Tagger.Namespace = opsNS
+	oc.Tagger.InventoryInterval = time.Second
+	oc.Tagger.CacheBatchInterval = 100 * time.Millisecond
+	oc.NodeENI.ResyncInterval = time.Second
+	oc.NodeENI.CollectorGracePeriod = time.Second
+	oc.NodeENI.DetachPollInterval = 100 * time.Millisecond
+	oc.NodeENI.MinCatalogRefresh = 200 * time.Millisecond
+	opCtx, stop := context.WithCancel(ctx)
+	mgr, err := operator.NewManager(opCtx, env.Config, oc)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(opCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+
+	// The NodeENI's ENI is attached and the agent has reported it (Pending:
+	// no host interface has its MAC); then the NodeENI goes, and its ENI
+	// is removed (a cleanup).
+	// Series seen in any scrape count: a NodeENI's own series go with it.
+	op, ag := map[string]bool{}, map[string]bool{}
+	scrapeBoth := func() {
+		maps.Copy(op, scrape(opMetrics))
+		maps.Copy(ag, scrape(agentMetrics))
+	}
+	eventually(t, 90*time.Second, "the agent's report of the NodeENI's ENI", func() (bool, string) {
+		scrapeBoth()
+		var n v1alpha1.NodeENI
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ne), &n); err != nil {
+			return false, err.Error()
+		}
+		return len(n.Status.Interfaces) > 0, fmt.Sprintf("attachments %+v, interfaces %+v", n.Status.Attachments, n.Status.Interfaces)
+	})
+	if err := k8s.Delete(ctx, ne); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, 90*time.Second, "every queried series", func() (bool, string) {
+		scrapeBoth()
+		missing := missingSeries(used, op, ag)
+		return len(missing) == 0, strings.Join(missing, "\n")
+	})
+	names := make([]string, 0, len(used))
+	for m := range used {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	t.Logf("%d metrics queried, all exposed: %s", len(names), strings.Join(names, ", "))
+}
+
+// missingSeries lists the queried metrics the scrapes lack, each with the
+// alerts and panels that query it: eni_agent_* must be the agent's,
+// everything else the operator's.
+func missingSeries(used map[string][]string, op, ag map[string]bool) []string {
+	var missing []string
+	for m, where := range used {
+		from, scraped := "operator", op
+		if strings.HasPrefix(m, "eni_agent_") {
+			from, scraped = "agent", ag
+		}
+		if !scraped[m] {
+			missing = append(missing, fmt.Sprintf("%s (not in the %s's /metrics; queried by %s)", m, from, strings.Join(slices.Compact(where), ", ")))
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
+// scrape returns the names of the samples /metrics at addr serves (a
+// histogram's name_bucket, name_sum and name_count), or nil when it does
+// not answer.
+func scrape(addr string) map[string]bool {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	out := map[string]bool{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.IndexAny(line, "{ "); i > 0 {
+			out[line[:i]] = true
+		}
+	}
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// buildAgent builds cmd/eni-agent into a temporary directory.
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: not root; the node agent opens netlink in the host's namespace")
+	}
+	bin := filepath.Join(t.TempDir(), "eni-agent")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/eni-agent")
+	cmd.Dir = root(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/eni-agent: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startAgent runs the agent binary for node-0 against the test's API
+// server until the test ends, and returns its metrics address once it is
+// ready.
+func startAgent(t *testing.T, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["env"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["env"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
+	kc.Contexts["env"] = &clientcmdapi.Context{Cluster: "env", AuthInfo: "env"}
+	kc.CurrentContext = "env"
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),
+		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr, "--retry-max=1s")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	logs, err := os.Create(filepath.Join(dir, "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		_ = logs.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logs.Name())
+			t.Logf("agent log:\n%.4000s", b)
+		}
+	})
+	eventually(t, 30*time.Second, "the agent's readiness", func() (bool, string) {
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return metricsAddr
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, ok func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		good, detail := ok()
+		if good {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s:\n%s", what, detail)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
