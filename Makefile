@@ -25,6 +25,20 @@ help: ## list the targets
 build: ## build every binary into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# make image: the images without a container runtime (hack/image; the
+# Dockerfile builds the same for those with one). VERSION is the tag and
+# the binaries' --version; release with VERSION=v0.1.0 (the chart's
+# appVersion).
+VERSION          ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REPO       ?= ghcr.io/eni-operator/eni-operator
+IMAGE_AGENT_REPO ?= ghcr.io/eni-operator/eni-agent
+IMAGE_ARCHS      ?= amd64
+IMAGE_DIR        ?= $(BIN)
+
+.PHONY: image
+image: ## images without a container runtime: bin/eni-operator-image.tar (both binaries) and bin/eni-agent-image.tar; VERSION=v0.1.0 IMAGE_REPO=... IMAGE_ARCHS="amd64 arm64"
+	$(GO) run ./hack/image --version '$(VERSION)' --repository '$(IMAGE_REPO)' --agent-repository '$(IMAGE_AGENT_REPO)' --arch '$(IMAGE_ARCHS)' --out '$(IMAGE_DIR)'
+
 .PHONY: control-plane
 control-plane: ## build (once) and cache kube-apiserver, etcd and kubectl for tests
 	@hack/control-plane-binaries.sh >/dev/null
