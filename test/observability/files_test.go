@@ -231,3 +231,46 @@ func TestChartRendersDashboardAndRules(t *testing.T) {
 		t.Errorf("the PrometheusRule's spec is not %s:\n%s", rulesFile, mustJSON(t, pr.Object["spec"]))
 	}
 }
+
+// config/prometheus builds with kustomize (kubectl's) into the
+// PrometheusRule and the dashboard ConfigMap for the Grafana sidecar.
+func TestKustomizeBuildsMonitoring(t *testing.T) {
+	r := root(t)
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		var err error
+		if assets, err = cachedbin.ControlPlane(context.Background(), r, os.Stderr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(r, "config", "prometheus"))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl kustomize config/prometheus: %v\n%s", err, stderr.String())
+	}
+	var cm, pr *unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(&stdout, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		switch u.GetKind() {
+		case "ConfigMap":
+			cm = u
+		case "PrometheusRule":
+			pr = u
+		}
+	}
+	if cm == nil || pr == nil {
+		t.Fatalf("kustomize built ConfigMap %v, PrometheusRule %v", cm != nil, pr != nil)
+	}
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "eni-operator.json")
+	if cm.GetLabels()["grafana_dashboard"] != "1" || data != string(read(t, dashboardFile)) {
+		t.Errorf("dashboard ConfigMap %s: labels %v, data equal to %s: %v", cm.GetName(), cm.GetLabels(), dashboardFile, data == string(read(t, dashboardFile)))
+	}
+	if !reflect.DeepEqual(normalized(t, pr.Object["spec"]), ruleFileObject(t)) {
+		t.Errorf("the kustomized PrometheusRule's spec is not %s", rulesFile)
+	}
+}
