@@ -43,6 +43,11 @@ var none = map[string]string{}
 // allowed. A flag added without bad values here fails the test.
 func TestEveryFlagRefusesBadValues(t *testing.T) {
 	t.Setenv("NODE_NAME", "")
+	// A value wrongly accepted must not start anything against a real
+	// cluster: with no kubeconfig to find, the command stops with exit 1.
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	var c config
 	flags(&c).VisitAll(func(f *flag.Flag) {
 		_, bad := badValues[f.Name]

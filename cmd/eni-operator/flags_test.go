@@ -99,6 +99,11 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 	t.Setenv("CLUSTER_NAME", "")
 	t.Setenv("ENI_TAGGER_SUBNET_IDS", "")
 	t.Setenv("POD_NAMESPACE", "")
+	// A value wrongly accepted must not start anything against a real
+	// cluster: with no kubeconfig to find, the command stops with exit 1.
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	var c config
 	flags(&c).VisitAll(func(f *flag.Flag) {
 		_, bad := badValues[f.Name]
