@@ -216,7 +216,11 @@ func AWSID(prefix, s string) bool {
 
 // AWSIDAllowed is what AWSID accepts, for messages.
 func AWSIDAllowed(prefix string) string {
-	return fmt.Sprintf("a %s ID: %s- and 8 or 17 lowercase hex digits, e.g. %s-0123456789abcdef0", prefix, prefix, prefix)
+	name := prefix
+	if prefix == "vpc" {
+		name = "VPC"
+	}
+	return fmt.Sprintf("a %s ID: %s- and 8 or 17 lowercase hex digits, e.g. %s-0123456789abcdef0", name, prefix, prefix)
 }
 
 // Placeholder reports whether a value is an example left unedited:
