@@ -267,11 +267,16 @@ type NodeENIStatus struct {
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// DesiredNodes counts the nodes the selector matches.
+	// DesiredNodes counts the nodes the selector matches. Defaulted to 0
+	// so the Desired column shows 0 rather than nothing: a merge patch
+	// never sends a count that stays 0.
 	// +optional
+	// +kubebuilder:default=0
 	DesiredNodes int32 `json:"desiredNodes"`
 	// ReadyNodes counts the matching nodes with all their ENIs attached.
+	// Defaulted to 0 so the Ready column shows 0 rather than nothing.
 	// +optional
+	// +kubebuilder:default=0
 	ReadyNodes int32 `json:"readyNodes"`
 	// Attachments lists the ENIs the operator manages for this NodeENI.
 	// +optional

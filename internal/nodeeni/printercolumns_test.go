@@ -1,0 +1,90 @@
+package nodeeni_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+)
+
+// The Ready and Desired columns show 0, asked of the API server as a
+// Table (what kubectl get prints).
+func TestPrinterColumnsShowZero(t *testing.T) {
+	h := newHarness(t, threeNodes())
+	h.addNode("n0", h.instance(0), "us-east-1a", nil)
+	h.start(h.options())
+	none := h.spec(map[string]string{"pool": "none"}) // matches no node
+	none.SubnetName = "multus-a"
+	none.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("none", none)
+	blocked := h.spec(nil) // one node, never ready: its subnet does not exist
+	blocked.SubnetName = "no-such-subnet"
+	blocked.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("blocked", blocked)
+	h.eventually("none observed", waitFor, func() (bool, string) {
+		c := condition(h.get("none"), v1alpha1.ConditionReady)
+		return c != nil && c.Reason == nodeeni.ReasonNoMatchingNodes, fmt.Sprintf("%+v", c)
+	})
+	h.eventually("blocked observed", waitFor, func() (bool, string) {
+		c := condition(h.get("blocked"), v1alpha1.ConditionDegraded)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", c)
+	})
+
+	for name, want := range map[string][2]float64{"none": {0, 0}, "blocked": {0, 1}} {
+		cells := h.tableRow(name)
+		for i, col := range []string{"Ready", "Desired"} {
+			if v, ok := cells[col].(float64); !ok || v != want[i] {
+				t.Errorf("%s: column %s is %#v, want %v (all cells: %v)", name, col, cells[col], want[i], cells)
+			}
+		}
+	}
+}
+
+// tableRow gets a NodeENI as a server-side Table and returns its cells by
+// column name.
+func (h *harness) tableRow(name string) map[string]any {
+	h.t.Helper()
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/nodeenis/"+name, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("HTTP %d: %s", resp.StatusCode, body)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(table.Rows) != 1 {
+		h.t.Fatalf("%d rows", len(table.Rows))
+	}
+	out := map[string]any{}
+	for i, c := range table.ColumnDefinitions {
+		if i < len(table.Rows[0].Cells) {
+			out[c.Name] = table.Rows[0].Cells[i]
+		}
+	}
+	if _, ok := out["Ready"]; !ok {
+		h.t.Fatalf("no Ready column: %v", table.ColumnDefinitions)
+	}
+	return out
+}
