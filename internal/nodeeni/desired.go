@@ -45,3 +45,53 @@ func desired(nodes []nodeInfo, subnets []subnetInfo) ([]want, []blocked) {
 	}
 	return wants, blocks
 }
+
+// rootCauses puts what the catalog could not find — a subnet or
+// security group of the spec that does not exist in the VPC, reported
+// without a node — on every matching node (nodes maps them to their
+// instance), so each names the root cause. A missing subnet also
+// replaces a node's NoSubnetInZone: the subnet not found may be the one
+// meant for that zone, and "no subnet in your zone" would send the reader
+// to the wrong fix; when other subnets were found (someFound), that none
+// of them is in the node's zone is still said. Without matching nodes the
+// problems stay as they are. Blocks already per node are kept.
+func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blocked {
+	var missing []blocked
+	subnetMissing := false
+	for _, b := range blocks {
+		if b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound) {
+			missing = append(missing, b)
+			subnetMissing = subnetMissing || b.Reason == ReasonSubnetNotFound
+		}
+	}
+	if len(missing) == 0 || len(nodes) == 0 {
+		return blocks
+	}
+	names := make([]string, 0, len(nodes))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	noZone := map[string]bool{}
+	var out []blocked
+	for _, b := range blocks {
+		switch {
+		case b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound):
+			continue // said on every node below
+		case b.Node != "" && b.Reason == ReasonNoSubnetInZone && subnetMissing:
+			noZone[b.Node] = true
+			continue
+		}
+		out = append(out, b)
+	}
+	for _, n := range names {
+		for _, m := range missing {
+			b := blocked{Node: n, Reason: m.Reason, Message: m.Message}
+			if noZone[n] && someFound && m.Reason == ReasonSubnetNotFound {
+				b.Message += "; none of the subnets found is in the node's zone"
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}

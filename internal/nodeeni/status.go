@@ -3,8 +3,8 @@ package nodeeni
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 // maxListedNodes bounds the nodes a condition message names.
@@ -35,6 +36,7 @@ const (
 func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p plan, blocks []blocked, pending, deleting bool, now metav1.Time) v1alpha1.NodeENIStatus {
 	st := *old.DeepCopy()
 	st.ObservedGeneration = generation
+	blocks = rootCauses(blocks, in.NodeInstances, len(in.CIDRs) > 0)
 	nodes := map[string]bool{}
 	for n := range in.NodeInstances {
 		nodes[n] = true
@@ -126,8 +128,13 @@ func dominantReason(bs []blocked) string {
 	return best
 }
 
-// describe lists blocks as "node: reason: message" lines, naming at most
-// maxListedNodes nodes.
+// describe summarises blocks for a condition message and its event:
+// blocks with the same reason and message are one line naming their
+// nodes ("nodes a, b, c, d, e and 15 more: SubnetNotFound: ..."), lines
+// in node order, at most maxListedNodes of them and at most
+// bounded.EventNote bytes in all, the rest counted ("and 3 more"). Every
+// block is named or counted, none silently dropped, and the message fits
+// in an event.
 func describe(bs []blocked) string {
 	sorted := append([]blocked(nil), bs...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -136,24 +143,36 @@ func describe(bs []blocked) string {
 		}
 		return sorted[i].Subnet < sorted[j].Subnet
 	})
-	var lines []string
-	seen := map[string]bool{}
-	for _, b := range sorted {
-		line := b.Reason + ": " + b.Message
-		if b.Node != "" {
-			line = "node " + b.Node + ": " + line
-		}
-		if seen[line] {
-			continue
-		}
-		seen[line] = true
-		if len(lines) == maxListedNodes {
-			lines = append(lines, fmt.Sprintf("and %d more", len(sorted)-maxListedNodes))
-			break
-		}
-		lines = append(lines, line)
+	type group struct {
+		what  string
+		nodes []string
 	}
-	return strings.Join(lines, "; ")
+	var groups []*group
+	byWhat := map[string]*group{}
+	for _, b := range sorted {
+		what := b.Reason + ": " + b.Message
+		g, ok := byWhat[what]
+		if !ok {
+			g = &group{what: what}
+			byWhat[what] = g
+			groups = append(groups, g)
+		}
+		if b.Node != "" && !slices.Contains(g.nodes, b.Node) {
+			g.nodes = append(g.nodes, b.Node)
+		}
+	}
+	lines := make([]string, len(groups))
+	for i, g := range groups {
+		switch len(g.nodes) {
+		case 0:
+			lines[i] = g.what
+		case 1:
+			lines[i] = "node " + g.nodes[0] + ": " + g.what
+		default:
+			lines[i] = "nodes " + bounded.List(g.nodes, ", ", bounded.Items) + ": " + g.what
+		}
+	}
+	return bounded.ListWithin(lines, "; ", maxListedNodes, bounded.EventNote)
 }
 
 // writeStatus patches the status when it changed, and tells of new
