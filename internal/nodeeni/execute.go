@@ -8,9 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -41,11 +43,13 @@ func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []a
 	for _, node := range order {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(list []action) {
+		go func(node string, list []action) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			ev := &nodeEvents{}
+			defer r.flushEvents(ne, node, ev)
 			for _, a := range list {
-				b, err := r.do(ctx, ne, a)
+				b, err := r.do(ctx, ne, a, ev)
 				if b == nil && err == nil {
 					continue
 				}
@@ -59,33 +63,33 @@ func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []a
 				mu.Unlock()
 				break // later steps of this node depend on this one
 			}
-		}(byNode[node])
+		}(node, byNode[node])
 	}
 	wg.Wait()
 	return blocks, firstErr
 }
 
 // do runs one action.
-func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*blocked, error) {
+func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
 	lg := log.FromContext(ctx).WithValues("node", a.Node, "action", a.Kind.String())
 	switch a.Kind {
 	case actCreate:
 		e, err := r.create(ctx, ne, a)
 		r.metrics.op(actCreate, err)
 		if err != nil {
-			return r.failed(ne, a, "creating an ENI in subnet "+a.Want.Subnet, err)
+			return r.failed(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
 		}
 		lg.Info("created ENI", "eni", e.ID, "subnet", e.SubnetID)
-		r.event(ne, corev1.EventTypeNormal, "Created", "Create", "created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node)
+		ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
 		a.ENI = e.ID
-		return r.attach(ctx, ne, a)
+		return r.attach(ctx, ne, a, ev)
 	case actAttach:
-		return r.attach(ctx, ne, a)
+		return r.attach(ctx, ne, a, ev)
 	case actSetDOT:
 		err := r.ec2.SetDeleteOnTermination(ctx, a.ENI, a.AttachmentID, a.DOT)
 		r.metrics.op(a.Kind, err)
 		if err != nil {
-			return r.failed(ne, a, "setting DeleteOnTermination on "+a.ENI, err)
+			return r.failed(ev, a, "setting DeleteOnTermination on "+a.ENI, err)
 		}
 		r.view.update(a.ENI, func(e *ec2.ENI) {
 			if e.Attachment != nil {
@@ -96,23 +100,23 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*b
 		err := r.ec2.SetSecurityGroups(ctx, a.ENI, a.Groups)
 		r.metrics.op(a.Kind, err)
 		if err != nil {
-			return r.failed(ne, a, "setting the security groups of "+a.ENI, err)
+			return r.failed(ev, a, "setting the security groups of "+a.ENI, err)
 		}
 		r.view.update(a.ENI, func(e *ec2.ENI) { e.SecurityGroups = append([]string(nil), a.Groups...) })
-		r.event(ne, corev1.EventTypeNormal, "Updated", "SetSecurityGroups", "security groups of ENI %s on node %s set to %s", a.ENI, a.Node, strings.Join(a.Groups, ","))
+		ev.add(corev1.EventTypeNormal, "Updated", "SetSecurityGroups", fmt.Sprintf("security groups of ENI %s on node %s set to %s", a.ENI, a.Node, strings.Join(a.Groups, ",")))
 	case actSetDesc:
 		err := r.ec2.SetDescription(ctx, a.ENI, a.Description)
 		r.metrics.op(a.Kind, err)
 		if err != nil {
-			return r.failed(ne, a, "setting the description of "+a.ENI, err)
+			return r.failed(ev, a, "setting the description of "+a.ENI, err)
 		}
 		r.view.update(a.ENI, func(e *ec2.ENI) { e.Description = a.Description })
-		r.event(ne, corev1.EventTypeNormal, "Updated", "SetDescription", "description of ENI %s on node %s updated", a.ENI, a.Node)
+		ev.add(corev1.EventTypeNormal, "Updated", "SetDescription", fmt.Sprintf("description of ENI %s on node %s updated", a.ENI, a.Node))
 	case actSetTags:
 		err := r.ec2.CreateTags(ctx, a.ENI, a.Tags)
 		r.metrics.op(a.Kind, err)
 		if err != nil {
-			return r.failed(ne, a, "tagging "+a.ENI, err)
+			return r.failed(ev, a, "tagging "+a.ENI, err)
 		}
 		r.view.update(a.ENI, func(e *ec2.ENI) {
 			for k, v := range a.Tags {
@@ -127,7 +131,7 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*b
 			return nil, r.reread(ctx, a.ENI) // already detached
 		case err != nil:
 			r.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
-			return r.failed(ne, a, "detaching "+a.ENI, err)
+			return r.failed(ev, a, "detaching "+a.ENI, err)
 		}
 		r.view.update(a.ENI, func(e *ec2.ENI) {
 			if e.Attachment != nil {
@@ -135,16 +139,16 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*b
 			}
 		})
 		lg.Info("detaching ENI", "eni", a.ENI, "reason", a.Reason)
-		r.event(ne, corev1.EventTypeNormal, "Detaching", "Detach", "detaching ENI %s from node %s (%s)", a.ENI, a.Node, a.Reason)
+		ev.add(corev1.EventTypeNormal, "Detaching", "Detach", fmt.Sprintf("detaching ENI %s from node %s (%s)", a.ENI, a.Node, a.Reason))
 	case actPoll:
 		if err := r.reread(ctx, a.ENI); err != nil {
 			return nil, err
 		}
 		if e, ok := r.view.get(a.ENI); ok && e.Attachment == nil && a.Reason != "" {
-			return r.remove(ctx, ne, a)
+			return r.remove(ctx, a, ev)
 		}
 	case actDelete:
-		return r.remove(ctx, ne, a)
+		return r.remove(ctx, a, ev)
 	}
 	return nil, nil
 }
@@ -217,7 +221,7 @@ func (r *reconciler) findExisting(ctx context.Context, uid string, w want, base 
 
 // attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
 // with false).
-func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*blocked, error) {
+func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
 	key := tokenKey(string(ne.UID), a.Want, int(ne.Spec.DeviceIndex))
 	id, err := r.ec2.AttachENI(ctx, a.ENI, a.Want.Instance, a.Index)
 	r.metrics.op(actAttach, err)
@@ -241,7 +245,7 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 		r.tokens.burn(key)
 		return nil, fmt.Errorf("ENI %s vanished before it was attached; creating another", a.ENI)
 	case err != nil:
-		return r.failed(ne, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
+		return r.failed(ev, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
 	}
 	r.tokens.done(key)
 	r.view.update(a.ENI, func(e *ec2.ENI) {
@@ -249,15 +253,15 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 		e.Attachment = &ec2.Attachment{ID: id, InstanceID: a.Want.Instance, DeviceIndex: a.Index, Status: "attached"}
 	})
 	log.FromContext(ctx).Info("attached ENI", "node", a.Node, "eni", a.ENI, "instance", a.Want.Instance, "deviceIndex", a.Index)
-	r.event(ne, corev1.EventTypeNormal, "Attached", "Attach", "attached ENI %s to node %s (instance %s) at device index %d", a.ENI, a.Node, a.Want.Instance, a.Index)
+	ev.add(corev1.EventTypeNormal, "Attached", "Attach", fmt.Sprintf("attached ENI %s to node %s (instance %s) at device index %d", a.ENI, a.Node, a.Want.Instance, a.Index))
 	if !a.DOT {
 		return nil, nil
 	}
-	return r.do(ctx, ne, action{Kind: actSetDOT, Node: a.Node, ENI: a.ENI, AttachmentID: id, DOT: true})
+	return r.do(ctx, ne, action{Kind: actSetDOT, Node: a.Node, ENI: a.ENI, AttachmentID: id, DOT: true}, ev)
 }
 
 // remove deletes an available ENI that is no longer wanted.
-func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action) (*blocked, error) {
+func (r *reconciler) remove(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
 	err := r.ec2.DeleteENI(ctx, a.ENI)
 	r.metrics.op(actDelete, err)
 	switch {
@@ -265,7 +269,7 @@ func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 		r.view.gone(a.ENI)
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
 		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
-		r.event(ne, corev1.EventTypeNormal, "Deleted", "Delete", "deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason)
+		ev.add(corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason))
 		return nil, nil
 	case ec2.IsInUse(err):
 		// Attached again meanwhile (by someone else): re-read it so the
@@ -273,7 +277,7 @@ func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 		return nil, r.reread(ctx, a.ENI)
 	}
 	r.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
-	return r.failed(ne, a, "deleting "+a.ENI, err)
+	return r.failed(ev, a, "deleting "+a.ENI, err)
 }
 
 // reread refreshes one ENI in the view from EC2 (batched with other
@@ -293,7 +297,7 @@ func (r *reconciler) reread(ctx context.Context, id string) error {
 
 // failed turns an EC2 refusal into a block on the node (reported, not
 // retried at once) or an error (retried with backoff).
-func (r *reconciler) failed(ne *v1alpha1.NodeENI, a action, what string, err error) (*blocked, error) {
+func (r *reconciler) failed(ev *nodeEvents, a action, what string, err error) (*blocked, error) {
 	var reason string
 	switch {
 	case ec2.IsLimitExceeded(err):
@@ -311,12 +315,51 @@ func (r *reconciler) failed(ne *v1alpha1.NodeENI, a action, what string, err err
 	if ec2.IsUnauthorized(err) {
 		msg += " (add the action to the operator's IAM policy; see the README)"
 	}
-	r.event(ne, corev1.EventTypeWarning, reason, a.Kind.String(), "node %s: %s", a.Node, msg)
+	ev.add(corev1.EventTypeWarning, reason, a.Kind.String(), fmt.Sprintf("node %s: %s", a.Node, msg))
 	return &blocked{Node: a.Node, Subnet: a.Want.Subnet, Reason: reason, Message: msg}, nil
 }
 
 func (r *reconciler) event(ne *v1alpha1.NodeENI, eventType, reason, act, note string, args ...any) {
 	if r.recorder != nil {
 		r.recorder.Eventf(ne, nil, eventType, reason, act, note, args...)
+	}
+}
+
+// nodeEvents collects the events of one node's steps in a pass, so they
+// are recorded as one event per node and action (see flushEvents).
+type nodeEvents struct {
+	list []nodeEvent
+}
+
+type nodeEvent struct {
+	eventType, reason, action string
+	notes                     []string
+}
+
+func (e *nodeEvents) add(eventType, reason, act, note string) {
+	for i := range e.list {
+		if x := &e.list[i]; x.eventType == eventType && x.reason == reason && x.action == act {
+			x.notes = append(x.notes, note)
+			return
+		}
+	}
+	e.list = append(e.list, nodeEvent{eventType: eventType, reason: reason, action: act, notes: []string{note}})
+}
+
+// flushEvents records a node's events: one per reason and action, with
+// the node as the related object. The event recorder folds events of
+// the same object, type, reason, action and related object into one
+// series that keeps the first note only, so without the node every
+// node's "created ENI ..." after the first would be an invisible "(x20)",
+// and without grouping a node's second ENI would be. Several steps of
+// one kind on one node share a note, listed within the API's 1 KiB
+// (the rest counted, never silently dropped).
+func (r *reconciler) flushEvents(ne *v1alpha1.NodeENI, node string, ev *nodeEvents) {
+	if r.recorder == nil {
+		return
+	}
+	related := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	for _, e := range ev.list {
+		r.recorder.Eventf(ne, related, e.eventType, e.reason, e.action, "%s", bounded.ListWithin(e.notes, "; ", len(e.notes), bounded.EventNote))
 	}
 }
