@@ -84,7 +84,7 @@ lint: ## go vet and gofmt check
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 
 .PHONY: test
-test: lint control-plane helm ## lint, then unit, integration (envtest + emulator) and conformance tests
+test: lint control-plane helm promtool ## lint, then unit, integration (envtest + emulator) and conformance tests
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(GO) test -count=1 -p $(TEST_P) $(TEST_ARGS) ./...
 
 .PHONY: conformance
