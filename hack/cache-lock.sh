@@ -1,4 +1,5 @@
-# Sourced by the scripts that build and cache tools (control plane, helm).
+# Sourced by the scripts that build and cache tools (control plane, helm,
+# promtool).
 #
 # cache_lock NAME DEST takes an exclusive lock on NAME under $CACHE_ROOT,
 # held until the script exits: concurrent runs (test packages started at
@@ -12,4 +13,37 @@ cache_lock() {
     echo "$1: waiting for another build of $2" >&2
     flock 9
   fi
+}
+
+# go_install_cached NAME VERSION PACKAGE LDFLAGS VERSION-ARGS... builds a Go
+# command from the Go module proxy once into $CACHE_ROOT/NAME/VERSION and
+# prints the binary's path on stdout (progress on stderr). Only the module
+# proxy is reachable where this project is built, not the tools' release
+# downloads. LDFLAGS stamp the version so the binary tells which one the
+# tests used; VERSION-ARGS make it print that version into the build log.
+go_install_cached() {
+  local name="$1" version="$2" pkg="$3" ldflags="$4"
+  shift 4
+  local dest="$CACHE_ROOT/$name/$version"
+  if [[ -f "$dest/.complete" ]]; then
+    echo "$dest/$name"
+    return 0
+  fi
+  cache_lock "$name" "$dest"
+  if [[ -f "$dest/.complete" ]]; then
+    echo "$dest/$name"
+    return 0
+  fi
+  echo "$name: building $version from the Go module proxy into $dest (first time only; a few minutes cold)" >&2
+  rm -rf "$dest.tmp"
+  mkdir -p "$dest.tmp"
+  # GOWORK=off: the project's settings must not leak into the tool's build.
+  GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOBIN="$dest.tmp" \
+    go install -trimpath -ldflags "-s -w $ldflags" "$pkg" >&2
+  "$dest.tmp/$name" "$@" 2>&1 | head -1 >&2
+  rm -rf "$dest"
+  mv "$dest.tmp" "$dest"
+  touch "$dest/.complete"
+  echo "$name: done" >&2
+  echo "$dest/$name"
 }
