@@ -120,3 +120,30 @@ func TestCheckPermissions(t *testing.T) {
 		t.Fatalf("DryRun created %d ENIs", len(enis))
 	}
 }
+
+// A policy may allow creating only ENIs tagged for the cluster
+// (aws:RequestTag), so the CreateNetworkInterface check carries the tags
+// the real creates carry.
+func TestCheckPermissionsCreateCarriesTheTags(t *testing.T) {
+	w := newWorld(t, emulator.World{})
+	c := w.client(t, Config{})
+	err := c.CheckPermissions(context.Background(), []string{"ec2:CreateNetworkInterface"},
+		WithCreateTags(map[string]string{"eni-operator.io/cluster": "prod"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen bool
+	for _, call := range w.emu.Calls() {
+		if call.Action != "CreateNetworkInterface" {
+			continue
+		}
+		seen = true
+		if call.Params["TagSpecification.1.Tag.1.Key"][0] != "eni-operator.io/cluster" || call.Params["TagSpecification.1.Tag.1.Value"][0] != "prod" ||
+			call.Params["DryRun"][0] != "true" {
+			t.Fatalf("DryRun create sent %v, want the cluster tag in TagSpecifications", call.Params)
+		}
+	}
+	if !seen {
+		t.Fatal("no CreateNetworkInterface DryRun was made")
+	}
+}

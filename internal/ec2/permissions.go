@@ -20,8 +20,23 @@ const (
 	dryRunInst   = "i-00000000000000000"
 )
 
-// dryRuns maps each IAM action the operator may need to a DryRun call.
-func (c *Client) dryRun(ctx context.Context, action string) error {
+// PermissionOption shapes the DryRun requests of CheckPermissions.
+type PermissionOption func(*permissionRequests)
+
+type permissionRequests struct {
+	createTags map[string]string
+}
+
+// WithCreateTags makes the CreateNetworkInterface check carry these tags
+// (TagSpecifications), as the real creates do: a policy that allows
+// creating only ENIs tagged for the cluster (aws:RequestTag) refuses an
+// untagged DryRun although the real calls are allowed.
+func WithCreateTags(tags map[string]string) PermissionOption {
+	return func(r *permissionRequests) { r.createTags = tags }
+}
+
+// dryRun makes the DryRun call that checks one IAM action.
+func (c *Client) dryRun(ctx context.Context, action string, req permissionRequests) error {
 	dry := aws.Bool(true)
 	var err error
 	switch action {
@@ -42,7 +57,11 @@ func (c *Client) dryRun(ctx context.Context, action string) error {
 		_, err = c.api.DeleteTags(ctx, &ec2.DeleteTagsInput{DryRun: dry, Resources: []string{dryRunENI},
 			Tags: []types.Tag{{Key: aws.String("eni-operator/permission-check")}}})
 	case "ec2:CreateNetworkInterface":
-		_, err = c.api.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{DryRun: dry, SubnetId: aws.String(dryRunSubnet)})
+		in := &ec2.CreateNetworkInterfaceInput{DryRun: dry, SubnetId: aws.String(dryRunSubnet)}
+		if len(req.createTags) > 0 {
+			in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeNetworkInterface, Tags: decodeTags(encodeTags(req.createTags))}}
+		}
+		_, err = c.api.CreateNetworkInterface(ctx, in)
 	case "ec2:DeleteNetworkInterface":
 		_, err = c.api.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{DryRun: dry, NetworkInterfaceId: aws.String(dryRunENI)})
 	case "ec2:AttachNetworkInterface":
@@ -62,10 +81,14 @@ func (c *Client) dryRun(ctx context.Context, action string) error {
 // CheckPermissions verifies with EC2 DryRun calls that the credentials
 // allow each IAM action (e.g. "ec2:CreateTags"). The error names every
 // missing action, so the fix is one IAM policy edit.
-func (c *Client) CheckPermissions(ctx context.Context, actions []string) error {
+func (c *Client) CheckPermissions(ctx context.Context, actions []string, opts ...PermissionOption) error {
+	var req permissionRequests
+	for _, o := range opts {
+		o(&req)
+	}
 	var missing, failed []string
 	for _, a := range actions {
-		err := c.dryRun(ctx, a)
+		err := c.dryRun(ctx, a, req)
 		switch {
 		case Code(err) == "DryRunOperation":
 		case IsUnauthorized(err):

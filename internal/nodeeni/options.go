@@ -157,13 +157,30 @@ func (o Options) withDefaults() Options {
 }
 
 // RequiredIAMActions are the EC2 actions the NodeENI controller and the
-// collector use, for the operator's start-up permission check
-// (ec2.Client.CheckPermissions).
+// collector use (docs/iam/nodeeni.json grants exactly these).
 func RequiredIAMActions() []string {
+	return append(PreflightIAMActions(), ScopedIAMActions()...)
+}
+
+// PreflightIAMActions are the actions the operator's start-up check
+// verifies with DryRun calls (ec2.Client.CheckPermissions, with the
+// creates carrying the cluster's tag as the real ones do).
+func PreflightIAMActions() []string {
 	return []string{
 		"ec2:DescribeNetworkInterfaces", "ec2:DescribeInstances", "ec2:DescribeInstanceTypes",
-		"ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:CreateNetworkInterface", "ec2:CreateTags",
-		"ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface", "ec2:DeleteNetworkInterface",
-		"ec2:ModifyNetworkInterfaceAttribute",
+		"ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:CreateNetworkInterface",
+	}
+}
+
+// ScopedIAMActions act on existing ENIs, and the IAM document allows them
+// only on ENIs carrying the cluster's tag (aws:ResourceTag). A DryRun
+// against a placeholder ENI, which has no tags, is refused under that
+// document, so a start-up check would report them missing although the
+// real calls are allowed. They are checked at first use instead: EC2's
+// refusal becomes an EC2Error on the node naming the action.
+func ScopedIAMActions() []string {
+	return []string{
+		"ec2:CreateTags", "ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
+		"ec2:DeleteNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
 	}
 }

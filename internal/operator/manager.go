@@ -131,10 +131,13 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 		log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 			// Reported, not fatal: a crash loop would hide the message.
-			if err := ec2c.CheckPermissions(ctx, nodeeni.RequiredIAMActions()); err != nil {
+			err := ec2c.CheckPermissions(ctx, nodeeni.PreflightIAMActions(),
+				ec2.WithCreateTags(map[string]string{nodeeni.TagCluster: c.ClusterName}))
+			if err != nil {
 				log.Error(err, "EC2 permission check for the NodeENI controller failed")
 			} else {
-				log.Info("EC2 permissions for the NodeENI controller verified")
+				log.Info("EC2 permissions for the NodeENI controller verified", "actions", nodeeni.PreflightIAMActions(),
+					"checkedAtFirstUse", nodeeni.ScopedIAMActions())
 			}
 			return nil
 		})); err != nil {

@@ -515,3 +515,51 @@ func TestEvaluatorSemantics(t *testing.T) {
 		t.Error("an unknown operator must fail")
 	}
 }
+
+// The operator's start-up check must agree with the document: every
+// action it verifies with a DryRun (the creates carrying the cluster's
+// tag, placeholder resources without tags) is allowed, so a correct role
+// never reports a missing permission; and every action it leaves to first
+// use is one the document scopes to the cluster's own ENIs, which a DryRun
+// against an untagged placeholder could not show.
+func TestStartUpCheckAgreesWithTheDocument(t *testing.T) {
+	tg := load(t, "tagger.json", cluster)
+	ne := load(t, "nodeeni.json", cluster)
+	const placeholder = "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-00000000000000000"
+	dryRun := map[string][]Request{
+		"ec2:CreateNetworkInterface": createENI(map[string]string{nodeeni.TagCluster: cluster}),
+	}
+	for _, a := range nodeeni.PreflightIAMActions() {
+		reqs, ok := dryRun[a]
+		if !ok {
+			if !strings.HasPrefix(a, "ec2:Describe") {
+				t.Fatalf("%s: no DryRun request modelled for a checked action", a)
+			}
+			reqs = []Request{{Action: a, Resource: "*"}}
+		}
+		for _, policies := range [][]Policy{{ne}, {tg, ne}} {
+			if got, err := Evaluate(policies, reqs...); err != nil || got != Allowed {
+				t.Errorf("start-up DryRun of %s: %v %v, want allowed: the check would report a correct role as lacking it", a, got, err)
+			}
+		}
+	}
+	for _, a := range nodeeni.ScopedIAMActions() {
+		keys := []string(nil)
+		if a == createTags {
+			keys = []string{"Team"}
+		}
+		onPlaceholder := Request{Action: a, Resource: placeholder, Context: map[string][]string{}}
+		if keys != nil {
+			onPlaceholder.Context[tagKeys] = keys
+		}
+		if got, _ := Evaluate([]Policy{ne}, onPlaceholder); got == Allowed {
+			t.Errorf("%s is allowed on an untagged ENI: the start-up check could verify it, so it should (move it to PreflightIAMActions)", a)
+		}
+		if got, _ := Evaluate([]Policy{ne}, on(a, ownENI, keys...)); got != Allowed {
+			t.Errorf("%s on the cluster's own ENI: %v, want allowed", a, got)
+		}
+	}
+	if got := len(nodeeni.PreflightIAMActions()) + len(nodeeni.ScopedIAMActions()); got != len(nodeeni.RequiredIAMActions()) {
+		t.Errorf("preflight and scoped actions (%d) do not make up RequiredIAMActions (%d)", got, len(nodeeni.RequiredIAMActions()))
+	}
+}
