@@ -2,16 +2,12 @@ package nodeeni
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
-
-// taggerPrefix is the pod tagger's bookkeeping prefix (internal/tagkeys):
-// its hash tag eni-tagger.io/hash marks an ENI a pod uses.
-const taggerPrefix = "eni-tagger.io/"
 
 // Reasons an ENI carrying the cluster's tag is not trusted as the
 // operator's own (label of eni_operator_nodeeni_untrusted_enis, events).
@@ -49,10 +45,9 @@ func distrust(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
 	if e.RequesterManaged {
 		return UntrustedRequesterManaged, "managed by an AWS service (requesterManaged)"
 	}
-	for k := range e.Tags {
-		if strings.HasPrefix(strings.ToLower(k), taggerPrefix) {
-			return UntrustedTaggerTag, fmt.Sprintf("carries the pod tagger's tag %s", bounded.Quoted(k))
-		}
+	// The tagger's hash tag (eni-tagger.io/hash) marks an ENI a pod uses.
+	if k, ok := tagkeys.HasKeyWithPrefix(e.Tags, tagkeys.TaggerPrefix); ok {
+		return UntrustedTaggerTag, fmt.Sprintf("carries the pod tagger's tag %s", bounded.Quoted(k))
 	}
 	if e.Tags[TagCluster] != cluster {
 		return UntrustedCluster, fmt.Sprintf("tag %s is %s, not this cluster's", TagCluster, bounded.Quoted(e.Tags[TagCluster]))

@@ -31,8 +31,11 @@ const (
 	ReasonConflict        = "Conflict"
 	ReasonSharedENI       = "SharedENI"
 	ReasonSubnetNotWanted = "SubnetNotAllowed"
-	ReasonENINotFound     = "ENINotFound"
-	ReasonAWSError        = "AWSError"
-	ReasonDryRun          = "DryRun"
-	ReasonRemoved         = "TagsRemoved"
+	// ReasonNodeENIInterface: the pod's IP is on an ENI of the NodeENI
+	// controller, which its NodeENI's spec.tags tag.
+	ReasonNodeENIInterface = "NodeENIInterface"
+	ReasonENINotFound      = "ENINotFound"
+	ReasonAWSError         = "AWSError"
+	ReasonDryRun           = "DryRun"
+	ReasonRemoved          = "TagsRemoved"
 )

@@ -237,3 +237,21 @@ func TestMissingPermissionIsReportedWithoutCrashing(t *testing.T) {
 		t.Fatal("not recorded after recovery")
 	}
 }
+
+// A pod whose IP is on one of the NodeENI controller's ENIs is not
+// tagged: the tagger's token would make the controller distrust, and so
+// abandon, its own interface.
+func TestNodeENIInterfacesAreNotTagged(t *testing.T) {
+	h := newHarness(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "a", Tags: map[string]string{"eni-operator.io/cluster": "prod", "eni-operator.io/nodeeni": "multus"}},
+		{Subnet: "a", InterfaceType: "branch"}}})
+	h.startManager(h.options())
+	enis := h.loaded.NetworkInterfaces
+	h.pod("on-nodeeni", enis[0].PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "Team=Dev"})
+	h.pod("on-branch", enis[1].PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "Team=Dev"})
+	h.waitCondition("on-nodeeni", tagger.ReasonNodeENIInterface, "owned by the NodeENI controller")
+	h.waitCondition("on-branch", tagger.ReasonSynced, "")
+	if got := h.eniTags(enis[0].ID); len(got) != 2 {
+		t.Fatalf("the NodeENI interface's tags changed: %v", got)
+	}
+}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // fieldOwner is the operator's server-side apply field manager on pods.
@@ -150,6 +151,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if len(r.subnets) > 0 && !r.subnets[eni.SubnetID] {
 		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonSubnetNotWanted,
 			message: fmt.Sprintf("ENI %s is in subnet %s, which is not in --subnet-ids; not tagged", eni.ID, eni.SubnetID), event: true, warning: true})
+	}
+	if k, ok := tagkeys.HasKeyWithPrefix(eni.Tags, tagkeys.NodeENIPrefix); ok {
+		// The NodeENI controller owns it and trusts only ENIs without the
+		// tagger's token: tagging it would make the controller abandon
+		// (and so leak) its own interface.
+		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonNodeENIInterface,
+			message: fmt.Sprintf("ENI %s is a NodeENI interface (tag %s), owned by the NodeENI controller; it is tagged through its NodeENI's spec.tags, not pod annotations", eni.ID, bounded.Quoted(k)),
+			event:   true, warning: true})
 	}
 
 	wrote, writeErr, busy := r.inflight.status(key)

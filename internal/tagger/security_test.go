@@ -77,8 +77,10 @@ func (h *harness) oneWarning(name, reason string) eventsv1.Event {
 // tags as they were. A forged last-applied record (the pod's own
 // annotation) does not make the tagger remove such keys either.
 func TestReservedKeysAreRefusedWithoutAnyTagWrite(t *testing.T) {
+	// Tags other components own; not the NodeENI controller's, whose ENIs
+	// the tagger refuses outright (TestNodeENIInterfacesAreNotTagged).
 	base := map[string]string{"Name": "branch", "node.k8s.amazonaws.com/instance_id": "i-0123456789abcdef0",
-		"vpcresources.k8s.aws/trunk-eni-id": "eni-trunk", "eni-operator.io/cluster": "prod"}
+		"vpcresources.k8s.aws/trunk-eni-id": "eni-trunk", "cluster.k8s.amazonaws.com/name": "prod"}
 	h := newHarness(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a", InterfaceType: "branch", Count: 6, Tags: base}}})
 	h.startManager(h.options())
 	cases := []struct{ name, annotation, prefix string }{
@@ -93,7 +95,7 @@ func TestReservedKeysAreRefusedWithoutAnyTagWrite(t *testing.T) {
 	}
 	forgedENI := h.loaded.NetworkInterfaces[len(cases)]
 	h.pod("forged-record", forgedENI.PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "",
-		tagger.LastAppliedTagsAnnotation: `{"node.k8s.amazonaws.com/instance_id":"i-0123456789abcdef0","eni-operator.io/cluster":"prod"}`})
+		tagger.LastAppliedTagsAnnotation: `{"node.k8s.amazonaws.com/instance_id":"i-0123456789abcdef0","cluster.k8s.amazonaws.com/name":"prod"}`})
 
 	for _, c := range cases {
 		cond := h.waitCondition(c.name, tagger.ReasonInvalidTags, "keys starting with "+c.prefix+" are reserved")

@@ -11,6 +11,25 @@ package tagkeys
 
 import "strings"
 
+// The operator's own prefixes: the NodeENI controller's ownership tags and
+// the pod tagger's bookkeeping. An ENI carrying one belongs to that part,
+// and the other part leaves it alone.
+const (
+	NodeENIPrefix = "eni-operator.io/"
+	TaggerPrefix  = "eni-tagger.io/"
+)
+
+// HasKeyWithPrefix reports whether any of tags' keys starts with prefix,
+// in any letter case, and returns the first such key found.
+func HasKeyWithPrefix(tags map[string]string, prefix string) (string, bool) {
+	for k := range tags {
+		if strings.HasPrefix(strings.ToLower(k), prefix) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
 // Reservation is one reserved key prefix and why it is reserved.
 type Reservation struct {
 	// Prefix is matched against a key's start in any letter case.
@@ -26,9 +45,9 @@ type Reservation struct {
 // returns a new slice each time, so no caller can change the list.
 func Reserved() []Reservation {
 	return []Reservation{
-		{"eni-operator.io/", "eni-operator (NodeENI controller, collector)",
+		{NodeENIPrefix, "eni-operator (NodeENI controller, collector)",
 			"ownership of NodeENI ENIs (cluster, NodeENI UID, node, instance): the controller and the collector detach and delete ENIs by them"},
-		{"eni-tagger.io/", "eni-operator (pod tagger), k8s-eni-tagger",
+		{TaggerPrefix, "eni-operator (pod tagger), k8s-eni-tagger",
 			"the tagger's ownership token (eni-tagger.io/hash): conflict detection and which tags it removes"},
 		{"aws:", "AWS", "reserved by AWS; EC2 refuses them"},
 		{"kubernetes.io/", "Kubernetes cloud provider, AWS Load Balancer Controller, VPC resource controller, aws-multi-eni-controller",
