@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -254,6 +256,32 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 	return outcome{w: w, state: v1alpha1.InterfaceConfigured}, did
 }
 
+// specDeviceProblem says why the PCI device a NodeENI's dpdkPCIAddress
+// names must not be bound, or "". The address is typed by a person for a
+// whole node group: a wrong one must not take another interface (the
+// node's primary, another ENI) away from the kernel. A device with a
+// network interface is the ENI's only if that interface is the one found
+// by the ENI's MAC; one without is taken only when it is bound to the
+// DPDK driver already (by whoever ran DPDK before). A device this agent
+// bound (ours) was checked then.
+func specDeviceProblem(w want, pci string, names []string, l link, found bool, dev pciDevice, ours bool) string {
+	if ours {
+		return "" // checked when this agent bound it
+	}
+	if len(names) > 0 {
+		if found && slices.Contains(names, l.Name) {
+			return ""
+		}
+		return fmt.Sprintf("dpdkPCIAddress %s is the device of interface %s, not of this ENI's interface (MAC %s); the agent binds only the ENI's own device: fix dpdkPCIAddress or leave it empty",
+			pci, strings.Join(names, ", "), w.MAC)
+	}
+	if dev.Driver == w.Driver {
+		return ""
+	}
+	return fmt.Sprintf("dpdkPCIAddress %s has no network interface and is not bound to %s, so nothing shows it is this ENI's device (MAC %s); the agent does not bind it: fix dpdkPCIAddress or leave it empty",
+		pci, w.Driver, w.MAC)
+}
+
 // configureDPDK binds the ENI's PCI device to the DPDK driver. The
 // device's network interface disappears with the bind, so what the
 // agent must know later (PCI address, original driver, name) is recorded
@@ -281,6 +309,16 @@ func (r *reconciler) configureDPDK(ctx context.Context, w want, l link, found bo
 	}
 	if !dev.Exists {
 		return pending(w, "waiting for PCI device %s to appear on the node", pci), false
+	}
+	if w.PCIAddress != "" {
+		names, err := r.sys.InterfacesOf(pci)
+		if err != nil {
+			return failed(w, "%v", err), false
+		}
+		ours := rec != nil && rec.PCIAddress == pci && rec.BoundDriver != ""
+		if msg := specDeviceProblem(w, pci, names, l, found, dev, ours); msg != "" {
+			return failed(w, "%s", msg), false
+		}
 	}
 	if rec == nil {
 		rec = &deviceRecord{NodeENI: w.NodeENI, MAC: w.MAC}

@@ -142,3 +142,32 @@ func TestDPDKAndSRIOVOnANode(t *testing.T) {
 			fmt.Sprintf("%v; state %s", rl, b)
 	})
 }
+
+// A dpdkPCIAddress that names another interface's device (here the
+// node's primary, ens5) is refused: the agent reports the ENI Failed and
+// writes nothing to sysfs, so the primary keeps its driver.
+func TestDPDKRefusesAnotherInterfacesDevice(t *testing.T) {
+	w := newWorld(t, "n", 1)
+	k := newFakeKernel(t, "ena", "vfio-pci")
+	const primaryPCI = "0000:00:05.0"
+	k.addDevice(primaryPCI, "ena", "ens5")
+	k.addDevice(testPCI, "ena", "ens6")
+	w.addLink("ens6", w.mac(0), 1500)
+	o := w.options()
+	o.SysfsRoot, o.sysfsWrite = k.root, k.write
+
+	name := w.name("wrong-pci")
+	eni := w.enis[0].ID
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) {
+		s.EnableDPDK, s.DPDKPCIAddress = true, primaryPCI
+	}, w.attachment(0, v1alpha1.AttachmentAttached))
+	w.start(o, nil)
+	w.eventually("refused, the primary left alone", func() (bool, string) {
+		e := w.entries(name)[eni]
+		ok := e.State == v1alpha1.InterfaceFailed && strings.Contains(e.Message, "device of interface ens5") && !e.DPDKBound
+		return ok && k.driverOf(primaryPCI) == "ena" && len(k.log()) == 0, fmt.Sprintf("entry %+v, primary's driver %q, sysfs writes %v", e, k.driverOf(primaryPCI), k.log())
+	})
+	if got := k.driverOf(testPCI); got != "ena" {
+		t.Fatalf("the ENI's own device was bound to %q although the spec named another", got)
+	}
+}

@@ -284,3 +284,37 @@ func TestConcernsPredicate(t *testing.T) {
 		t.Fatal("spec changes")
 	}
 }
+
+// A dpdkPCIAddress from the spec is bound only when it is the ENI's own
+// device: a wrong address must not take the node's primary interface or
+// another ENI away from the kernel.
+func TestSpecDeviceProblem(t *testing.T) {
+	w := want{MAC: "02:00:00:00:00:01", Driver: "vfio-pci"}
+	eniLink := link{Name: "ens6", MAC: w.MAC}
+	tests := []struct {
+		name   string
+		names  []string
+		l      link
+		found  bool
+		driver string
+		ours   bool
+		refuse string
+	}{
+		{name: "the ENI's own interface", names: []string{"ens6"}, l: eniLink, found: true, driver: "ena"},
+		{name: "the primary interface", names: []string{"ens5"}, l: eniLink, found: true, driver: "ena", refuse: "device of interface ens5"},
+		{name: "another interface while the ENI's is not there", names: []string{"ens7"}, driver: "ena", refuse: "not of this ENI's interface"},
+		{name: "no interface, bound to the DPDK driver already", driver: "vfio-pci"},
+		{name: "no interface, bound to another driver", driver: "nvme", refuse: "no network interface"},
+		{name: "no interface, no driver", refuse: "no network interface"},
+		{name: "bound by this agent before", names: []string{"ens6"}, driver: "vfio-pci", ours: true},
+	}
+	for _, tt := range tests {
+		got := specDeviceProblem(w, "0000:00:05.0", tt.names, tt.l, tt.found, pciDevice{Exists: true, Driver: tt.driver}, tt.ours)
+		switch {
+		case tt.refuse == "" && got != "":
+			t.Errorf("%s: refused: %s", tt.name, got)
+		case tt.refuse != "" && !strings.Contains(got, tt.refuse):
+			t.Errorf("%s: %q, want a refusal saying %q", tt.name, got, tt.refuse)
+		}
+	}
+}

@@ -78,6 +78,25 @@ func (s SysFS) PCIAddressOf(ifname string) (string, error) {
 	return addr, nil
 }
 
+// InterfacesOf returns the network interfaces whose device is the PCI
+// device addr (class/net/<name>/device), sorted.
+func (s SysFS) InterfacesOf(addr string) ([]string, error) {
+	entries, err := os.ReadDir(s.path("class/net"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing network interfaces: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if a, err := s.PCIAddressOf(e.Name()); err == nil && a == addr {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
 // device reads the binding state of a PCI device.
 func (s SysFS) device(addr string) (pciDevice, error) {
 	d := pciDevice{Address: addr}
