@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,7 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
+	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -468,6 +473,198 @@ func TestOperatorPolicyInStep(t *testing.T) {
 		mc, _, _ := unstructured.NestedSlice(vap.Object, "spec", "matchConditions")
 		if want := "system:serviceaccount:" + namespace + ":" + sa + "'"; !strings.Contains(fmt.Sprint(mc), want) {
 			t.Errorf("%v: the policy matches %v; want the operator's ServiceAccount %s", set, mc, want)
+		}
+	}
+}
+
+// The whole operator (operator.NewManager, as the binary builds it) as
+// the chart's ServiceAccount, with the chart's RBAC and admission
+// policy, against the EC2 emulator, in --pod-finalizer mode: it tags a
+// pod (annotations, finalizer, condition), brings a NodeENI to Ready
+// (finalizer, status), then, both deleted, removes the pod's tags and
+// the NodeENI's ENI and lets both go. Every write the operator makes
+// passes the policy; the kubelet's condition and the user's metadata
+// stay as they were.
+func TestOperatorPolicyRealOperator(t *testing.T) {
+	const (
+		rel     = "opr"
+		cluster = "opr-cluster"
+		node    = "opr-node"
+		appNS   = "opr-apps"
+	)
+	c := newChart(t)
+	install(t, c.renderRelease(t, rel, "operator.flags.pod-finalizer=true"), operatorPolicyKinds...)
+	ctx := context.Background()
+	admin := adminClient(t)
+	op := serviceAccount(t, namespace, rel+"-eni-operator", nil)
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	probe := testPod(t, admin, appNS, "probe", 1)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return false, err
+		}
+		old := p.DeepCopy()
+		p.Labels["probe"] = time.Now().Format("150405.000000")
+		err := op.Patch(ctx, p, client.MergeFrom(old))
+		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
+	}); err != nil {
+		t.Fatal("the admission policy never refused the operator changing a pod's label")
+	}
+
+	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
+	world, err := emu.Load(emulator.World{
+		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
+		Subnets: []emulator.SubnetSpec{
+			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
+			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
+		},
+		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
+		Instances:         []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
+		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods-a", Tags: map[string]string{"Name": "pod-eni"}, Instance: node, DeviceIndex: 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vpc, instance, podENI := world.VPCs[0], world.Instances[0].ID, world.NetworkInterfaces[0]
+	reader := ec2test.Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
+
+	if err := admin.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Labels: map[string]string{"role": "opr-multus", corev1.LabelTopologyZone: "us-east-1a"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	pod := testPod(t, admin, appNS, "web", 1)
+	old := pod.DeepCopy()
+	pod.Status.PodIP, pod.Status.PodIPs = podENI.PrivateIP, []corev1.PodIP{{IP: podENI.PrivateIP}}
+	if err := admin.Status().Patch(ctx, pod, client.MergeFrom(old)); err != nil {
+		t.Fatal(err)
+	}
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "opr-multus"}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"role": "opr-multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
+	if err := admin.Create(ctx, ne); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { forceDelete(admin, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: ne.Name}}) })
+
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_EC2": url, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	oc := operator.DefaultConfig()
+	oc.MetricsAddr, oc.ProbeAddr, oc.PprofAddr = "0", "0", "0"
+	oc.ClusterName = cluster
+	oc.EC2.VPCID = vpc
+	oc.Tagger.Namespace = namespace
+	oc.Tagger.PodFinalizer = true
+	oc.Tagger.InventoryInterval = time.Second
+	oc.Tagger.CacheBatchInterval = 100 * time.Millisecond
+	oc.NodeENI.ResyncInterval = time.Second
+	oc.NodeENI.CollectorGracePeriod = time.Second
+	oc.NodeENI.DetachPollInterval = 100 * time.Millisecond
+	oc.NodeENI.MinCatalogRefresh = 200 * time.Millisecond
+	oc.Registerer = prometheus.NewRegistry()
+	opCtx, stop := context.WithCancel(ctx)
+	mgr, err := operator.NewManager(opCtx, asServiceAccount(namespace, rel+"-eni-operator"), oc)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(opCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+
+	eventuallyOK := func(what string, ok func() (bool, string)) {
+		t.Helper()
+		var detail string
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+			var good bool
+			good, detail = ok()
+			return good, nil
+		}); err != nil {
+			t.Fatalf("timed out waiting for %s: %s", what, detail)
+		}
+	}
+	getPod := func(p *corev1.Pod) error { return admin.Get(ctx, client.ObjectKey{Namespace: appNS, Name: "web"}, p) }
+
+	// Tagged: the ENI carries the pod's tag; the pod the tagger's record,
+	// finalizer and condition, and still the user's and kubelet's.
+	eventuallyOK("the pod tagged", func() (bool, string) {
+		var p corev1.Pod
+		if err := getPod(&p); err != nil {
+			return false, err.Error()
+		}
+		e, err := reader.GetENI(ctx, podENI.ID)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := podCondition(&p, tagger.ConditionType)
+		return c != nil && c.Status == corev1.ConditionTrue && e.Tags["team"] == "a" && p.Annotations[tagger.LastAppliedHashAnnotation] != "" &&
+				controllerutil.ContainsFinalizer(&p, tagger.Finalizer),
+			fmt.Sprintf("condition %+v, annotations %v, finalizers %v, ENI tags %v", c, p.Annotations, p.Finalizers, e.Tags)
+	})
+	// Ready: the NodeENI's own ENI attached, its finalizer and status
+	// written, the agents' status.interfaces never.
+	eventuallyOK("the NodeENI Ready", func() (bool, string) {
+		var n v1alpha1.NodeENI
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(ne), &n); err != nil {
+			return false, err.Error()
+		}
+		return meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady) && controllerutil.ContainsFinalizer(&n, nodeeni.Finalizer) &&
+				len(n.Status.Attachments) == 1 && n.Status.Attachments[0].Status == v1alpha1.AttachmentAttached,
+			fmt.Sprintf("finalizers %v, status %+v", n.Finalizers, n.Status)
+	})
+
+	// Deleted: the tags and the ENI go, then the finalizers and objects.
+	var p corev1.Pod
+	if err := getPod(&p); err != nil {
+		t.Fatal(err)
+	}
+	if c := podCondition(&p, corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue || p.Labels["app"] != "web" || p.Annotations["team"] != "a" {
+		t.Errorf("the operator changed what is not its own: %+v %+v", p.ObjectMeta, p.Status.Conditions)
+	}
+	old = p.DeepCopy()
+	p.Finalizers = []string{tagger.Finalizer} // the user's own finalizer goes, by the user
+	if err := admin.Patch(ctx, &p, client.MergeFrom(old)); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(ctx, &p, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(ctx, ne); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyOK("the pod's tags removed and the pod gone", func() (bool, string) {
+		var p corev1.Pod
+		err := getPod(&p)
+		e, eerr := reader.GetENI(ctx, podENI.ID)
+		if eerr != nil {
+			return false, eerr.Error()
+		}
+		_, tagged := e.Tags["team"]
+		return apierrors.IsNotFound(err) && !tagged, fmt.Sprintf("pod: %v, finalizers %v; ENI tags %v", err, p.Finalizers, e.Tags)
+	})
+	eventuallyOK("the NodeENI gone", func() (bool, string) {
+		var n v1alpha1.NodeENI
+		err := admin.Get(ctx, client.ObjectKeyFromObject(ne), &n)
+		return apierrors.IsNotFound(err), fmt.Sprintf("%v, finalizers %v, status %+v", err, n.Finalizers, n.Status)
+	})
+	enis, err := reader.ListENIs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range enis {
+		if e.Tags[nodeeni.TagCluster] == cluster {
+			t.Errorf("the NodeENI's ENI %s is left: %+v", e.ID, e)
 		}
 	}
 }
