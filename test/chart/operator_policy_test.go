@@ -263,6 +263,8 @@ func checkOperatorPolicy(t *testing.T, ns, saName, prefix string) {
 	try("the operator changing another annotation of a pod", func(p *corev1.Pod) { p.Annotations["team"] = "b" })
 	try("the operator adding another annotation to a pod", func(p *corev1.Pod) { p.Annotations["example.com/x"] = "y" })
 	try("the operator removing another annotation of a pod", func(p *corev1.Pod) { delete(p.Annotations, "team") })
+	try("the operator changing the tags a pod asks for (eni-tagger.io/tags)", func(p *corev1.Pod) { p.Annotations[tagger.DefaultAnnotationKey] = "team=b" })
+	try("the operator adding another eni-tagger.io/ annotation to a pod", func(p *corev1.Pod) { p.Annotations["eni-tagger.io/other"] = "x" })
 	try("the operator removing another finalizer of a pod", func(p *corev1.Pod) { p.Finalizers = nil })
 	try("the operator adding another finalizer to a pod", func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, "example.com/other") })
 	try("the operator adding an owner reference to a pod (for the garbage collector to delete it)", func(p *corev1.Pod) {
@@ -288,7 +290,7 @@ func checkOperatorPolicy(t *testing.T, ns, saName, prefix string) {
 	// Nothing refused got through; another user is not restricted.
 	got := getPod("web")
 	if c := podCondition(got, corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue || got.Labels["app"] != "web" || len(got.Labels) != 1 ||
-		got.Annotations["team"] != "a" || got.Spec.Containers[0].Image != "registry.example/app:1" || len(got.Finalizers) != 1 ||
+		got.Annotations["team"] != "a" || got.Annotations[tagger.DefaultAnnotationKey] != "team=a" || len(got.Annotations) != 2 || got.Spec.Containers[0].Image != "registry.example/app:1" || len(got.Finalizers) != 1 ||
 		len(got.OwnerReferences) != 0 || got.Status.PodIP != "10.0.128.10" || got.Status.Phase != corev1.PodRunning || len(got.Status.Conditions) != 2 {
 		t.Errorf("a refused write changed the pod: %+v %+v", got.ObjectMeta, got.Status)
 	}
