@@ -2,6 +2,7 @@ package chart
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,7 +184,7 @@ func TestAgentPolicyInStep(t *testing.T) {
 	chartObjs := c.renderRelease(t, "eni", "agent.enabled=true", "fullnameOverride=eni")
 	cfgObjs := kustomize(t, "agent")
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
-		a, b := find(t, chartObjs, kind, ""), find(t, cfgObjs, kind, "")
+		a, b := find(t, chartObjs, kind, "eni-agent-own-node"), find(t, cfgObjs, kind, "eni-agent-own-node")
 		spec, _, _ := unstructured.NestedMap(a.Object, "spec")
 		want := strings.ReplaceAll(mustYAML(t, spec), "serviceaccount:"+namespace+":eni-agent", "serviceaccount:eni-system:eni-agent")
 		got, _, _ := unstructured.NestedMap(b.Object, "spec")
@@ -191,7 +192,9 @@ func TestAgentPolicyInStep(t *testing.T) {
 			t.Errorf("config/agent's %s differs from the chart's:\n%s\nchart (for eni-system/eni-agent):\n%s", kind, mustYAML(t, got), want)
 		}
 	}
-	if objs := c.renderRelease(t, "off"); has(objs, "ValidatingAdmissionPolicy") || has(objs, "DaemonSet") {
+	if objs := c.renderRelease(t, "off"); has(objs, "DaemonSet") || slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "ValidatingAdmissionPolicy" && strings.HasSuffix(o.GetName(), "-agent-own-node")
+	}) {
 		t.Error("the agent and its policy are rendered without agent.enabled")
 	}
 }
