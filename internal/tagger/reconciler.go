@@ -480,7 +480,14 @@ func (r *Reconciler) recordOnPod(ctx context.Context, pod *corev1.Pod, applied m
 	if maps.Equal(orig.Annotations, pod.Annotations) && slices.Equal(orig.Finalizers, pod.Finalizers) {
 		return nil
 	}
-	return client.IgnoreNotFound(r.client.Patch(ctx, pod, client.MergeFrom(orig)))
+	var opts []client.MergeFromOption
+	if !slices.Equal(orig.Finalizers, pod.Finalizers) {
+		// A merge patch replaces the whole finalizer list: without the
+		// lock, a finalizer another controller added meanwhile would be
+		// dropped. A conflict is retried with the pod as it is now.
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	return client.IgnoreNotFound(r.client.Patch(ctx, pod, client.MergeFromWithOptions(orig, opts...)))
 }
 
 // report sets the pod condition (only when it changes) and emits an event.

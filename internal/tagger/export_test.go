@@ -1,0 +1,14 @@
+package tagger
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RecordOnPod exposes recordOnPod to the package's envtest tests.
+func RecordOnPod(ctx context.Context, c client.Client, o Options, pod *corev1.Pod, applied map[string]string, hash string) error {
+	r := &Reconciler{client: c, opts: o}
+	return r.recordOnPod(ctx, pod, applied, hash)
+}
