@@ -67,7 +67,10 @@ type outcome struct {
 	event   bool // emit an event (Normal unless warning)
 }
 
-// Reconcile implements reconcile.Reconciler.
+// Reconcile implements reconcile.Reconciler. It runs the phases of one
+// pod in order — observe the pod and its record, work out the tags it
+// wants, locate its ENI, decide the tag plan, apply it, record the
+// outcome — and any phase may end the reconcile early with its result.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	start := time.Now()
 	defer func() {
@@ -83,168 +86,249 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			r.metrics.reconciles.WithLabelValues("success").Inc()
 		}
 	}()
-	if err := r.ledger.WaitLoaded(ctx); err != nil {
-		return reconcile.Result{}, err
-	}
-	key := req.String()
-	var pod corev1.Pod
-	if err := r.client.Get(ctx, req.NamespacedName, &pod); apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.forget(ctx, key)
-	} else if err != nil {
-		return reconcile.Result{}, err
-	}
-	rec, hasRec := r.ledger.Get(key)
-	if hasRec && rec.UID != string(pod.UID) {
-		// A new pod with an old pod's name: the old one's tags go first.
-		if err := r.forget(ctx, key); err != nil {
-			return reconcile.Result{}, err
+	w := &podWork{key: req.String(), name: req.NamespacedName}
+	for _, phase := range []func(context.Context, *podWork) *stop{
+		r.observe, r.wanted, r.locate, r.decide, r.apply,
+	} {
+		if s := phase(ctx, w); s != nil {
+			return s.res, s.err
 		}
-		hasRec = false
 	}
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return reconcile.Result{}, r.finish(ctx, &pod, key)
-	}
-	if pod.Spec.HostNetwork {
-		return reconcile.Result{}, nil // the node's own ENI: never ours to tag
-	}
+	return reconcile.Result{}, r.record(ctx, w)
+}
 
-	raw, annotated := pod.Annotations[r.opts.AnnotationKey]
-	applied, appliedHash := recordedTags(&pod, rec, hasRec)
-	if !annotated && len(applied) == 0 {
+// podWork is what the phases of one reconcile learn about a pod.
+type podWork struct {
+	key    string
+	name   types.NamespacedName
+	pod    corev1.Pod
+	rec    Record
+	hasRec bool
+	// asked are the tags the annotation asks for, after the policy;
+	// applied and appliedHash what was written for the pod before.
+	asked, applied map[string]string
+	appliedHash    string
+	ip             string
+	eni            ec2.ENI
+	// wrote tells that this process's write for the pod just completed.
+	wrote bool
+	// desired is what the ENI should carry (the merge of its pods' tags
+	// when shared), own what the pod is recorded as owning, conflicts the
+	// keys pods sharing the ENI disagree on.
+	desired, own, conflicts map[string]string
+	shared                  bool
+	plan                    Plan
+}
+
+// stop ends a reconcile early with a result.
+type stop struct {
+	res reconcile.Result
+	err error
+}
+
+func done(err error) *stop { return &stop{err: err} }
+
+func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *stop {
+	return done(r.report(ctx, &w.pod, o))
+}
+
+// observe reads the pod and its record; a pod that is gone, finished or
+// on the host network ends here.
+func (r *Reconciler) observe(ctx context.Context, w *podWork) *stop {
+	if err := r.ledger.WaitLoaded(ctx); err != nil {
+		return done(err)
+	}
+	if err := r.client.Get(ctx, w.name, &w.pod); apierrors.IsNotFound(err) {
+		return done(r.forget(ctx, w.key))
+	} else if err != nil {
+		return done(err)
+	}
+	w.rec, w.hasRec = r.ledger.Get(w.key)
+	if w.hasRec && w.rec.UID != string(w.pod.UID) {
+		// A new pod with an old pod's name: the old one's tags go first.
+		if err := r.forget(ctx, w.key); err != nil {
+			return done(err)
+		}
+		w.hasRec = false
+	}
+	if w.pod.DeletionTimestamp != nil || w.pod.Status.Phase == corev1.PodSucceeded || w.pod.Status.Phase == corev1.PodFailed {
+		return done(r.finish(ctx, &w.pod, w.key))
+	}
+	if w.pod.Spec.HostNetwork {
+		return done(nil) // the node's own ENI: never ours to tag
+	}
+	return nil
+}
+
+// wanted works out the tags the pod asks for and what it was given.
+func (r *Reconciler) wanted(ctx context.Context, w *podWork) *stop {
+	raw, annotated := w.pod.Annotations[r.opts.AnnotationKey]
+	w.applied, w.appliedHash = recordedTags(&w.pod, w.rec, w.hasRec)
+	if !annotated && len(w.applied) == 0 {
 		// Nothing asked, nothing applied: a condition left from before
 		// (InvalidTags of an annotation since removed, DryRun of a run
 		// that has ended, Synced on an ENI whose record is gone) no longer
 		// describes anything, so it goes. TagsRemoved stays: it is true.
-		r.warned.clear(key)
-		if err := r.clearCondition(ctx, &pod); err != nil {
-			return reconcile.Result{}, err
+		r.warned.clear(w.key)
+		if err := r.clearCondition(ctx, &w.pod); err != nil {
+			return done(err)
 		}
-		return reconcile.Result{}, r.dropFinalizer(ctx, &pod)
+		return done(r.dropFinalizer(ctx, &w.pod))
 	}
 	asked, err := ParseAnnotation(raw)
 	if err == nil {
-		asked, err = r.policy.Desired(pod.Namespace, asked)
+		asked, err = r.policy.Desired(w.pod.Namespace, asked)
 	}
 	if err != nil {
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
 			message: invalidMessage(r.opts.AnnotationKey, err), warning: true, event: true})
 	}
-	ip := podIP(&pod)
-	if ip == "" {
-		return reconcile.Result{}, nil // the IP's arrival is an update that brings the pod back
+	w.asked = asked
+	return nil
+}
+
+// locate finds the ENI that holds the pod's IP and checks it is one the
+// tagger may tag.
+func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
+	w.ip = podIP(&w.pod)
+	if w.ip == "" {
+		return done(nil) // the IP's arrival is an update that brings the pod back
 	}
-	eni, err := r.resolve(ctx, key, ip, rec, hasRec)
+	eni, err := r.resolve(ctx, w.key, w.ip, w.rec, w.hasRec)
 	if ec2.IsNotFound(err) {
-		retry := notFoundRetry(missingFor(&pod, time.Now()))
+		retry := notFoundRetry(missingFor(&w.pod, time.Now()))
 		gone := ""
-		if hasRec && rec.ENI != "" {
+		if w.hasRec && w.rec.ENI != "" {
 			// The ENI the tags were written to no longer holds the IP
 			// (deleted, or the address moved): say so, not Synced.
-			gone = fmt.Sprintf("ENI %s, which carried the pod's tags, is gone; ", rec.ENI)
+			gone = fmt.Sprintf("ENI %s, which carried the pod's tags, is gone; ", w.rec.ENI)
 		}
-		return reconcile.Result{RequeueAfter: retry}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
-			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, ip, notFoundMaxRetry)})
+		return &stop{res: reconcile.Result{RequeueAfter: retry}, err: r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
+			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, w.ip, notFoundMaxRetry)})}
 	}
 	if err != nil {
-		return reconcile.Result{}, r.awsFailure(ctx, &pod, "looking up the pod's ENI", err)
+		return done(r.awsFailure(ctx, &w.pod, "looking up the pod's ENI", err))
 	}
+	w.eni = eni
 	if len(r.subnets) > 0 && !r.subnets[eni.SubnetID] {
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonSubnetNotWanted,
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonSubnetNotWanted,
 			message: fmt.Sprintf("ENI %s is in subnet %s, which is not in --subnet-ids; not tagged", eni.ID, eni.SubnetID), event: true, warning: true})
 	}
 	if k, ok := tagkeys.HasKeyWithPrefix(eni.Tags, tagkeys.NodeENIPrefix); ok {
 		// The NodeENI controller owns it and trusts only ENIs without the
 		// tagger's token: tagging it would make the controller abandon
 		// (and so leak) its own interface.
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonNodeENIInterface,
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonNodeENIInterface,
 			message: fmt.Sprintf("ENI %s is a NodeENI interface (tag %s), owned by the NodeENI controller; it is tagged through its NodeENI's spec.tags, not pod annotations", eni.ID, bounded.Quoted(k)),
 			event:   true, warning: true})
 	}
-
-	wrote, writeErr, busy := r.inflight.status(key)
+	wrote, writeErr, busy := r.inflight.status(w.key)
 	if busy {
-		return reconcile.Result{}, nil // the write's completion brings the pod back
+		return done(nil) // the write's completion brings the pod back
 	}
 	if writeErr != nil {
-		return reconcile.Result{}, r.awsFailure(ctx, &pod, "writing tags to ENI "+eni.ID, writeErr)
+		return done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, writeErr))
 	}
+	w.wrote = wrote
+	return nil
+}
 
-	desired, own, conflicts := asked, asked, map[string]string(nil)
-	shared := !dedicated(eni, ip)
-	if shared {
-		if !r.opts.AllowSharedENITagging {
-			return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonSharedENI,
-				message: fmt.Sprintf("pod IP %s is a secondary address or prefix of ENI %s, which other pods share; tags would apply to all of them. Use branch ENIs (security groups for pods) or run with --allow-shared-eni-tagging", ip, eni.ID),
-				event:   true, warning: true})
-		}
-		desired, conflicts, err = r.sharedDesired(ctx, &pod, eni, asked)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		// A disputed key is neither written nor removed; the pod keeps
-		// owning it if its value is the one on the ENI, so it is cleaned
-		// up when the pod goes.
-		own = maps.Clone(asked)
-		applied = maps.Clone(applied)
-		for k := range conflicts {
-			if !(applied[k] == asked[k] && eni.Tags[k] == asked[k]) {
-				delete(own, k)
-			}
-			delete(applied, k)
+// decide plans the tag diff: for the pod alone on a dedicated ENI, or
+// merged with the other pods of a shared one.
+func (r *Reconciler) decide(ctx context.Context, w *podWork) *stop {
+	w.desired, w.own = w.asked, w.asked
+	w.shared = !dedicated(w.eni, w.ip)
+	if w.shared {
+		if s := r.decideShared(ctx, w); s != nil {
+			return s
 		}
 	}
-
-	plan := PlanTags(PlanInput{Desired: desired, Applied: applied, AppliedHash: appliedHash, ENITags: eni.Tags,
+	w.plan = PlanTags(PlanInput{Desired: w.desired, Applied: w.applied, AppliedHash: w.appliedHash, ENITags: w.eni.Tags,
 		IgnoreOwnership: r.opts.AllowSharedENITagging})
 	switch {
-	case plan.Conflict != "":
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
-			message: fmt.Sprintf("not tagging ENI %s: %s. Use --allow-shared-eni-tagging if several owners are intended", eni.ID, plan.Conflict), event: true, warning: true})
-	case plan.TooMany != nil:
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
-			message: fmt.Sprintf("not tagging ENI %s: %v", eni.ID, plan.TooMany), event: true, warning: true})
+	case w.plan.Conflict != "":
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
+			message: fmt.Sprintf("not tagging ENI %s: %s. Use --allow-shared-eni-tagging if several owners are intended", w.eni.ID, w.plan.Conflict), event: true, warning: true})
+	case w.plan.TooMany != nil:
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
+			message: fmt.Sprintf("not tagging ENI %s: %v", w.eni.ID, w.plan.TooMany), event: true, warning: true})
 	}
 	if r.opts.DryRun {
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonDryRun,
-			message: fmt.Sprintf("dry run: would set %s and remove %s on ENI %s", describe(plan.Create), describe(plan.Delete), eni.ID), event: !plan.Empty()})
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonDryRun,
+			message: fmt.Sprintf("dry run: would set %s and remove %s on ENI %s", describe(w.plan.Create), describe(w.plan.Delete), w.eni.ID), event: !w.plan.Empty()})
 	}
-	if !shared {
-		own = plan.Applied
+	if !w.shared {
+		w.own = w.plan.Applied
 	}
-	if !plan.Empty() {
-		if wait := r.rateLimited(key); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-		// The write goes out without holding this worker: workers waiting
-		// on AWS would cap how many pods share one batched call. Its
-		// completion requeues the pod, whose next reconcile finds nothing
-		// to write and records the outcome.
-		r.inflight.begin(key)
-		go r.writeAsync(ctx, key, eni, plan, Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: own, Hash: plan.Hash})
-		return reconcile.Result{}, nil
-	}
+	return nil
+}
 
-	if len(own) == 0 {
-		r.ledger.Delete(key)
+// decideShared merges the tags of the pods sharing the ENI (only with
+// --allow-shared-eni-tagging).
+func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *stop {
+	if !r.opts.AllowSharedENITagging {
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonSharedENI,
+			message: fmt.Sprintf("pod IP %s is a secondary address or prefix of ENI %s, which other pods share; tags would apply to all of them. Use branch ENIs (security groups for pods) or run with --allow-shared-eni-tagging", w.ip, w.eni.ID),
+			event:   true, warning: true})
+	}
+	var err error
+	w.desired, w.conflicts, err = r.sharedDesired(ctx, &w.pod, w.eni, w.asked)
+	if err != nil {
+		return done(err)
+	}
+	// A disputed key is neither written nor removed; the pod keeps owning
+	// it if its value is the one on the ENI, so it is cleaned up when the
+	// pod goes.
+	w.own = maps.Clone(w.asked)
+	w.applied = maps.Clone(w.applied)
+	for k := range w.conflicts {
+		if !(w.applied[k] == w.asked[k] && w.eni.Tags[k] == w.asked[k]) {
+			delete(w.own, k)
+		}
+		delete(w.applied, k)
+	}
+	return nil
+}
+
+// apply sends the plan's writes, if any, without holding this worker:
+// workers waiting on AWS would cap how many pods share one batched call.
+// Its completion requeues the pod, whose next reconcile finds nothing to
+// write and records the outcome.
+func (r *Reconciler) apply(ctx context.Context, w *podWork) *stop {
+	if w.plan.Empty() {
+		return nil
+	}
+	if wait := r.rateLimited(w.key); wait > 0 {
+		return &stop{res: reconcile.Result{RequeueAfter: wait}}
+	}
+	r.inflight.begin(w.key)
+	go r.writeAsync(ctx, w.key, w.eni, w.plan, Record{Pod: w.key, UID: string(w.pod.UID), ENI: w.eni.ID, Tags: w.own, Hash: w.plan.Hash})
+	return done(nil)
+}
+
+// record keeps the outcome in the ledger and on the pod and reports it.
+func (r *Reconciler) record(ctx context.Context, w *podWork) error {
+	if len(w.own) == 0 {
+		r.ledger.Delete(w.key)
 	} else {
-		r.ledger.Put(Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: own, Hash: plan.Hash})
+		r.ledger.Put(Record{Pod: w.key, UID: string(w.pod.UID), ENI: w.eni.ID, Tags: w.own, Hash: w.plan.Hash})
 	}
-	if err := r.recordOnPod(ctx, &pod, own, plan.Hash); err != nil {
-		return reconcile.Result{}, err
+	if err := r.recordOnPod(ctx, &w.pod, w.own, w.plan.Hash); err != nil {
+		return err
 	}
-	if len(conflicts) > 0 {
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
-			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", eni.ID, conflictsText(conflicts)), event: true, warning: true})
-	}
-	if len(desired) == 0 {
-		return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
-			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", eni.ID), event: wrote})
+	switch {
+	case len(w.conflicts) > 0:
+		return r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
+			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", w.eni.ID, conflictsText(w.conflicts)), event: true, warning: true})
+	case len(w.desired) == 0:
+		return r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
+			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", w.eni.ID), event: w.wrote})
 	}
 	// The hash quoted is the token on the ENI (and in the pod's
 	// last-applied-hash): after a key removal it is the earlier set's,
 	// since removing a key does not rewrite the token.
-	return reconcile.Result{}, r.report(ctx, &pod, outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
-		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(own), eni.ID, plan.Hash), event: wrote})
+	return r.report(ctx, &w.pod, outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
+		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(w.own), w.eni.ID, w.plan.Hash), event: w.wrote})
 }
 
 // recordedTags returns what was applied for the pod: from the ledger, or
