@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -51,11 +52,47 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	log := ctrl.Log.WithName("setup")
 	reg := c.Registerer
 	if reg == nil {
 		reg = metrics.Registry
 	}
+	mgr, err := newControllerManager(restCfg, c)
+	if err != nil {
+		return nil, err
+	}
+	c.EC2.Registerer = reg
+	awsCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	ec2c, err := ec2.New(awsCtx, c.EC2)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("configuring the EC2 client: %w", err)
+	}
+	// EC2 failing for --ec2-unready-after (no answer, authentication or
+	// server errors, none succeeding) makes the replica unready, not
+	// unlive: a restart fixes none of these and would lose the Lease.
+	// Only the leader calls EC2, so only it can turn unready this way.
+	if err := mgr.AddReadyzCheck("ec2", ec2c.Health().Check); err != nil {
+		return nil, err
+	}
+	log := ctrl.Log.WithName("setup")
+	if c.EnableTagger {
+		c.Tagger.Registerer = reg
+		if _, err := tagger.Setup(mgr, ec2c, c.Tagger); err != nil {
+			return nil, fmt.Errorf("pod tagger: %w", err)
+		}
+		log.Info("pod tagger enabled", "annotation", c.Tagger.AnnotationKey, "dryRun", c.Tagger.DryRun)
+	}
+	if err := addNodeENI(mgr, ec2c, c, reg); err != nil {
+		return nil, err
+	}
+	log.Info("manager built", "version", c.Version, "vpc", ec2c.VPCID(), "leaderElection", c.LeaderElection.Enabled)
+	return mgr, nil
+}
+
+// newControllerManager builds the controller-runtime manager: the
+// Kubernetes client's budget, the trimmed pod cache, metrics, probes and
+// leader election.
+func newControllerManager(restCfg *rest.Config, c Config) (manager.Manager, error) {
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS, restCfg.Burst = float32(c.KubeQPS), c.KubeBurst
 	scheme, err := Scheme()
@@ -95,57 +132,39 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	if err := mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr.GetCache())); err != nil {
 		return nil, err
 	}
+	return mgr, nil
+}
 
-	c.EC2.Registerer = reg
-	awsCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	ec2c, err := ec2.New(awsCtx, c.EC2)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("configuring the EC2 client: %w", err)
-	}
-	// EC2 failing for --ec2-unready-after (no answer, authentication or
-	// server errors, none succeeding) makes the replica unready, not
-	// unlive: a restart fixes none of these and would lose the Lease.
-	// Only the leader calls EC2, so only it can turn unready this way.
-	if err := mgr.AddReadyzCheck("ec2", ec2c.Health().Check); err != nil {
-		return nil, err
-	}
-	if c.EnableTagger {
-		c.Tagger.Registerer = reg
-		if _, err := tagger.Setup(mgr, ec2c, c.Tagger); err != nil {
-			return nil, fmt.Errorf("pod tagger: %w", err)
-		}
-		log.Info("pod tagger enabled", "annotation", c.Tagger.AnnotationKey, "dryRun", c.Tagger.DryRun)
-	}
+// addNodeENI adds the NodeENI controller and the collector when they are
+// on and a cluster name scopes them, with their start-up permission check.
+func addNodeENI(mgr manager.Manager, ec2c *ec2.Client, c Config, reg prometheus.Registerer) error {
+	log := ctrl.Log.WithName("setup")
 	switch {
 	case c.NodeENI.DisableController && c.NodeENI.DisableCollector:
+		return nil
 	case c.ClusterName == "":
 		log.Error(nil, "NodeENI controller and ENI collector are OFF: set --cluster-name (or CLUSTER_NAME) to run them")
-	default:
-		c.NodeENI.ClusterName = c.ClusterName
-		c.NodeENI.DryRun = c.Tagger.DryRun
-		c.NodeENI.Registerer = reg
-		if err := nodeeni.Setup(mgr, ec2c, c.NodeENI); err != nil {
-			return nil, fmt.Errorf("NodeENI controller: %w", err)
-		}
-		log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			// Reported, not fatal: a crash loop would hide the message.
-			err := ec2c.CheckPermissions(ctx, nodeeni.PreflightIAMActions(),
-				ec2.WithCreateTags(map[string]string{nodeeni.TagCluster: c.ClusterName}))
-			if err != nil {
-				log.Error(err, "EC2 permission check for the NodeENI controller failed")
-			} else {
-				log.Info("EC2 permissions for the NodeENI controller verified", "actions", nodeeni.PreflightIAMActions(),
-					"checkedAtFirstUse", nodeeni.ScopedIAMActions())
-			}
-			return nil
-		})); err != nil {
-			return nil, err
-		}
+		return nil
 	}
-	log.Info("manager built", "version", c.Version, "vpc", ec2c.VPCID(), "leaderElection", le.Enabled)
-	return mgr, nil
+	c.NodeENI.ClusterName = c.ClusterName
+	c.NodeENI.DryRun = c.Tagger.DryRun
+	c.NodeENI.Registerer = reg
+	if err := nodeeni.Setup(mgr, ec2c, c.NodeENI); err != nil {
+		return fmt.Errorf("NodeENI controller: %w", err)
+	}
+	log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		// Reported, not fatal: a crash loop would hide the message.
+		err := ec2c.CheckPermissions(ctx, nodeeni.PreflightIAMActions(),
+			ec2.WithCreateTags(map[string]string{nodeeni.TagCluster: c.ClusterName}))
+		if err != nil {
+			log.Error(err, "EC2 permission check for the NodeENI controller failed")
+		} else {
+			log.Info("EC2 permissions for the NodeENI controller verified", "actions", nodeeni.PreflightIAMActions(),
+				"checkedAtFirstUse", nodeeni.ScopedIAMActions())
+		}
+		return nil
+	}))
 }
 
 // metricsOptions serves /metrics as c says: with --metrics-secure (the
