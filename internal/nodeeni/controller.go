@@ -51,36 +51,11 @@ type reconciler struct {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ne := &v1alpha1.NodeENI{}
-	if err := r.client.Get(ctx, req.NamespacedName, ne); err != nil {
-		if apierrors.IsNotFound(err) {
-			for _, state := range []string{"attached", "pending", "failed"} {
-				r.metrics.perNodeENI.DeleteLabelValues(req.Name, state)
-			}
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
+	ne, res, err := r.admit(ctx, req)
+	if ne == nil || err != nil {
+		return res, err
 	}
 	deleting := !ne.DeletionTimestamp.IsZero()
-	if deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
-		return reconcile.Result{}, nil
-	}
-	if down, err := r.ec2Unreachable(ctx, ne); down || err != nil {
-		return reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
-	}
-	if !r.view.synced() {
-		// The first inventory refresh is under way; planning without it
-		// would create ENIs that already exist.
-		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
-	}
-	if !deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
-		old := ne.DeepCopy()
-		controllerutil.AddFinalizer(ne, Finalizer)
-		if err := r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-
 	in, nodeBlocks, err := r.planInput(ctx, ne, deleting)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -92,27 +67,77 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		p = makePlan(in)
 	}
-	var (
-		failures []blocked
-		execErr  error
-		after    = p // in dry-run, nothing changed
-		dry      string
-	)
-	if r.opts.DryRun {
-		dry = dryRunSummary(p.Actions, deleting)
-	} else {
-		failures, execErr = r.execute(ctx, ne, p.Actions)
-		// Status describes the state after the actions: plan again from
-		// the view, which now holds their results (no EC2 call).
-		in.ENIs = r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID)))
-		after = makePlan(in)
-	}
-	blocks := append(append(nodeBlocks, p.Blocked...), failures...)
-	pending := len(after.Actions) > 0
-	recheck, err := r.writeStatus(ctx, ne, in, after, blocks, pending, deleting, dry)
+	o := r.act(ctx, ne, &in, p, deleting)
+	blocks := append(append(nodeBlocks, p.Blocked...), o.failures...)
+	pending := len(o.after.Actions) > 0
+	recheck, err := r.writeStatus(ctx, ne, in, o.after, blocks, pending, deleting, o.dry)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	return r.next(ctx, ne, in, o, pending, deleting, recheck)
+}
+
+// admit reads the NodeENI and decides whether it can be planned now. It
+// returns nil when it cannot, with the result to return.
+func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha1.NodeENI, reconcile.Result, error) {
+	ne := &v1alpha1.NodeENI{}
+	if err := r.client.Get(ctx, req.NamespacedName, ne); err != nil {
+		if apierrors.IsNotFound(err) {
+			for _, state := range []string{"attached", "pending", "failed"} {
+				r.metrics.perNodeENI.DeleteLabelValues(req.Name, state)
+			}
+			return nil, reconcile.Result{}, nil
+		}
+		return nil, reconcile.Result{}, err
+	}
+	deleting := !ne.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
+		return nil, reconcile.Result{}, nil
+	}
+	if down, err := r.ec2Unreachable(ctx, ne); down || err != nil {
+		return nil, reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
+	}
+	if !r.view.synced() {
+		// The first inventory refresh is under way; planning without it
+		// would create ENIs that already exist.
+		return nil, reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
+	}
+	if !deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
+		old := ne.DeepCopy()
+		controllerutil.AddFinalizer(ne, Finalizer)
+		if err := r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+			return nil, reconcile.Result{}, err
+		}
+	}
+	return ne, reconcile.Result{}, nil
+}
+
+// acted is what carrying a plan out left: the plan of the state after it
+// (for status), the nodes EC2 refused, the first other error, and in
+// dry-run what would have been done.
+type acted struct {
+	after    plan
+	failures []blocked
+	execErr  error
+	dry      string
+}
+
+// act carries the plan out, or in dry-run only says what it would do.
+func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput, p plan, deleting bool) acted {
+	if r.opts.DryRun {
+		return acted{after: p, dry: dryRunSummary(p.Actions, deleting)} // nothing changed
+	}
+	var o acted
+	o.failures, o.execErr = r.execute(ctx, ne, p.Actions)
+	// Status describes the state after the actions: plan again from the
+	// view, which now holds their results (no EC2 call).
+	in.ENIs = r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID)))
+	o.after = makePlan(*in)
+	return o
+}
+
+// next decides when the NodeENI is looked at again.
+func (r *reconciler) next(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, o acted, pending, deleting bool, recheck time.Duration) (reconcile.Result, error) {
 	if r.opts.DryRun && !(deleting && len(in.ENIs) == 0) {
 		// Nothing changes by itself: the next resync looks again. A
 		// NodeENI being deleted keeps its finalizer while it has ENIs;
@@ -120,13 +145,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// finalizer removal, no EC2 change).
 		return reconcile.Result{RequeueAfter: recheck}, nil
 	}
-	if execErr != nil {
-		return reconcile.Result{}, execErr
+	if o.execErr != nil {
+		return reconcile.Result{}, o.execErr
 	}
 	if deleting && len(in.ENIs) == 0 {
 		return r.release(ctx, ne)
 	}
-	if pending && len(failures) == 0 {
+	if pending && len(o.failures) == 0 {
 		// An ENI is on its way to "available", or more steps follow from
 		// the ones just taken: look again soon instead of holding a
 		// worker while EC2 works.
