@@ -53,36 +53,9 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 		col.log = mgr.GetLogger().WithName("eni-collector")
 	}
 	inv := ec2c.NewInventory(ec2.InventoryOptions{
-		Filters:  []ec2.Filter{{Name: "tag:" + TagCluster, Values: []string{o.ClusterName}}},
-		Interval: o.ResyncInterval,
-		OnRefresh: func(s *ec2.Snapshot) {
-			v.refreshed(s)
-			all, _ := v.all()
-			attached := 0
-			for _, e := range all {
-				if e.Attachment != nil {
-					attached++
-				}
-			}
-			m.managed.Set(float64(len(all)))
-			m.attached.Set(float64(attached))
-			// ENIs that carry the cluster's tag but fail the trust check
-			// are never acted on; each is logged once per reason.
-			reasons, details := m.countUntrusted(all, o.ClusterName, nodeENINames(mgr.GetClient()))
-			for _, id := range distrusted.update("inventory", reasons) {
-				lg.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
-					"eni", id, "reason", reasons[id], "detail", details[id])
-			}
-			if col != nil {
-				col.notify()
-			}
-			// Every NodeENI is re-checked against the new snapshot; a
-			// pending signal already covers this one.
-			select {
-			case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
-			default:
-			}
-		},
+		Filters:   []ec2.Filter{{Name: "tag:" + TagCluster, Values: []string{o.ClusterName}}},
+		Interval:  o.ResyncInterval,
+		OnRefresh: onRefresh(mgr.GetClient(), o.ClusterName, v, m, distrusted, lg, col, resync),
 	})
 	if err := mgr.Add(inv); err != nil {
 		return err
@@ -102,6 +75,48 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 		opts:    o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
 		distrusted: distrusted,
 	}
+	return register(mgr, r, resync, o.MaxConcurrentReconciles)
+}
+
+// onRefresh is told of each inventory refresh: it installs the snapshot,
+// sets the gauges, reports ENIs that fail the trust check (once per
+// reason), wakes the collector and re-checks every NodeENI.
+func onRefresh(c client.Reader, cluster string, v *view, m *metrics, distrusted *distrustLog, lg logr.Logger,
+	col *collector, resync chan event.GenericEvent) func(*ec2.Snapshot) {
+	return func(s *ec2.Snapshot) {
+		v.refreshed(s)
+		all, _ := v.all()
+		attached := 0
+		for _, e := range all {
+			if e.Attachment != nil {
+				attached++
+			}
+		}
+		m.managed.Set(float64(len(all)))
+		m.attached.Set(float64(attached))
+		// ENIs that carry the cluster's tag but fail the trust check are
+		// never acted on; each is logged once per reason.
+		reasons, details := m.countUntrusted(all, cluster, nodeENINames(c))
+		for _, id := range distrusted.update("inventory", reasons) {
+			lg.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
+				"eni", id, "reason", reasons[id], "detail", details[id])
+		}
+		if col != nil {
+			col.notify()
+		}
+		// Every NodeENI is re-checked against the new snapshot; a pending
+		// signal already covers this one.
+		select {
+		case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
+		default:
+		}
+	}
+}
+
+// register builds the controller: NodeENI changes that matter, node
+// changes, and the resync channel (inventory refreshes, EC2 health)
+// re-checking every NodeENI.
+func register(mgr ctrl.Manager, r *reconciler, resync chan event.GenericEvent, workers int) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &v1alpha1.NodeENIList{}
 		if err := mgr.GetClient().List(ctx, list); err != nil {
@@ -124,7 +139,7 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 		For(&v1alpha1.NodeENI{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, interfacesChanged()))).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(source.Channel(resync, all)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 
