@@ -3,7 +3,7 @@ package nodeeni
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,6 +84,18 @@ func (c *catalog) lookup(spec *v1alpha1.NodeENISpec) resolved {
 // first, then names), duplicates dropped: it decides device indexes.
 func resolveIn(subnets []ec2.Subnet, groups []ec2.SecurityGroup, spec *v1alpha1.NodeENISpec) resolved {
 	r := resolved{SubnetsComplete: true}
+	r.resolveSubnets(subnets, spec)
+	r.resolveGroups(groups, spec)
+	return r
+}
+
+func (r *resolved) missing(reason, msg string) {
+	r.Problems = append(r.Problems, blocked{Reason: reason, Message: msg})
+}
+
+// resolveSubnets finds the spec's subnets by ID and by Name tag, each
+// once, in the spec's order; one not found makes the set incomplete.
+func (r *resolved) resolveSubnets(subnets []ec2.Subnet, spec *v1alpha1.NodeENISpec) {
 	seen := map[string]bool{}
 	add := func(s ec2.Subnet) {
 		if !seen[s.ID] {
@@ -91,86 +103,66 @@ func resolveIn(subnets []ec2.Subnet, groups []ec2.SecurityGroup, spec *v1alpha1.
 			r.Subnets = append(r.Subnets, subnetInfo{ID: s.ID, Zone: s.AvailabilityZone, CIDR: s.CIDR})
 		}
 	}
-	missing := func(reason, msg string) {
-		r.Problems = append(r.Problems, blocked{Reason: reason, Message: msg})
-	}
 	ids := append([]string(nil), spec.SubnetIDs...)
 	if spec.SubnetID != "" {
 		ids = append([]string{spec.SubnetID}, ids...)
 	}
 	for _, id := range ids {
-		found := false
-		for _, s := range subnets {
-			if s.ID == id {
-				add(s)
-				found = true
-			}
-		}
-		if !found {
+		i := slices.IndexFunc(subnets, func(s ec2.Subnet) bool { return s.ID == id })
+		if i < 0 {
 			r.SubnetsComplete = false
-			missing(ReasonSubnetNotFound, fmt.Sprintf("subnet %s is not in the cluster's VPC; fix the ID", id))
+			r.missing(ReasonSubnetNotFound, fmt.Sprintf("subnet %s is not in the cluster's VPC; fix the ID", id))
+			continue
 		}
+		add(subnets[i])
 	}
 	names := append([]string(nil), spec.SubnetNames...)
 	if spec.SubnetName != "" {
 		names = append([]string{spec.SubnetName}, names...)
 	}
 	for _, name := range names {
-		var match []ec2.Subnet
-		for _, s := range subnets {
-			if s.Tags["Name"] == name {
-				match = append(match, s)
-			}
-		}
-		if len(match) == 0 {
-			r.SubnetsComplete = false
-			missing(ReasonSubnetNotFound, fmt.Sprintf("no subnet of the cluster's VPC has the Name tag %q; fix subnetName(s) or tag the subnet", name))
-		}
-		for _, s := range match { // subnets come sorted by ID: a stable order
-			add(s)
-		}
-	}
-	var gs []string
-	ok := true
-	seenG := map[string]bool{}
-	addG := func(id string) {
-		if !seenG[id] {
-			seenG[id] = true
-			gs = append(gs, id)
-		}
-	}
-	for _, id := range spec.SecurityGroupIDs {
 		found := false
-		for _, g := range groups {
-			if g.ID == id {
+		for _, s := range subnets { // subnets come sorted by ID: a stable order
+			if s.Tags["Name"] == name {
+				add(s)
 				found = true
 			}
 		}
 		if !found {
-			ok = false
-			missing(ReasonSecurityGroupNotFound, fmt.Sprintf("security group %s is not in the cluster's VPC; fix the ID", id))
+			r.SubnetsComplete = false
+			r.missing(ReasonSubnetNotFound, fmt.Sprintf("no subnet of the cluster's VPC has the Name tag %q; fix subnetName(s) or tag the subnet", name))
 		}
-		addG(id)
+	}
+}
+
+// resolveGroups finds the spec's security groups by ID and by name. Groups
+// stays nil unless every one is found: creating with some missing would
+// open the ENI wider than the spec says.
+func (r *resolved) resolveGroups(groups []ec2.SecurityGroup, spec *v1alpha1.NodeENISpec) {
+	gs := []string{}
+	ok := true
+	for _, id := range spec.SecurityGroupIDs {
+		if !slices.ContainsFunc(groups, func(g ec2.SecurityGroup) bool { return g.ID == id }) {
+			ok = false
+			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("security group %s is not in the cluster's VPC; fix the ID", id))
+		}
+		gs = append(gs, id)
 	}
 	for _, name := range spec.SecurityGroupNames {
 		found := false
 		for _, g := range groups {
 			if g.Name == name {
 				found = true
-				addG(g.ID)
+				gs = append(gs, g.ID)
 			}
 		}
 		if !found {
 			ok = false
-			missing(ReasonSecurityGroupNotFound, fmt.Sprintf("no security group named %q in the cluster's VPC; fix securityGroupNames", name))
+			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("no security group named %q in the cluster's VPC; fix securityGroupNames", name))
 		}
 	}
 	if ok {
-		sort.Strings(gs)
-		r.Groups = gs
-		if r.Groups == nil {
-			r.Groups = []string{}
-		}
+		slices.Sort(gs)
+		r.Groups = slices.Compact(gs)
 	}
-	return r
 }
