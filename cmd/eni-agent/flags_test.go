@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -27,6 +30,7 @@ var badValues = map[string][]string{
 	"kube-api-qps":              {"0", "-1", "NaN", "fast"},
 	"kube-api-burst":            {"0", "-1", "1.5"},
 	"kubeconfig":                {"/nonexistent/kubeconfig", "/"},
+	"probe":                     {"ftp://127.0.0.1/healthz", "127.0.0.1:9811", "http://"},
 	"version":                   {"maybe"},
 	"zap-devel":                 {"maybe"},
 	"zap-encoder":               {"xml"},
@@ -128,5 +132,34 @@ func TestNoKubeconfig(t *testing.T) {
 		if strings.Contains(msg, "KUBERNETES_MASTER") || strings.Contains(msg, "goroutine") || strings.Contains(msg, ".go:") {
 			t.Errorf("%q: %q", extra, msg)
 		}
+	}
+}
+
+// --probe is the exec probe of the DaemonSet (health listens on the
+// node's loopback): exit 0 on 200, 1 on anything else, with nothing
+// else needed (no node name, no cluster).
+func TestProbe(t *testing.T) {
+	t.Setenv("NODE_NAME", "")
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(status)
+		fmt.Fprint(w, "[-]informer-sync failed")
+	}))
+	defer srv.Close()
+	run := func() (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := runMain([]string{"--probe=" + srv.URL + "/readyz"}, &stdout, &stderr)
+		return code, stderr.String()
+	}
+	if code, msg := run(); code != 0 || msg != "" {
+		t.Fatalf("healthy: exit %d, %q", code, msg)
+	}
+	status = http.StatusInternalServerError
+	if code, msg := run(); code != 1 || !strings.Contains(msg, "500") || !strings.Contains(msg, "informer-sync") {
+		t.Fatalf("unhealthy: exit %d, %q", code, msg)
+	}
+	srv.Close()
+	if code, msg := run(); code != 1 || !strings.Contains(msg, "probe") {
+		t.Fatalf("nothing listening: exit %d, %q", code, msg)
 	}
 }

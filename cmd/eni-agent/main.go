@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -41,6 +42,7 @@ type config struct {
 	kubeQPS                float64
 	kubeBurst              int
 	printVersion           bool
+	probe                  string
 	kubeconfig             string
 	reload                 string
 	agent                  agent.Options
@@ -63,6 +65,7 @@ func flags(c *config) *flag.FlagSet {
 	fs.IntVar(&c.kubeBurst, "kube-api-burst", 10, "burst of Kubernetes API requests (>= 1)")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config)")
 	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	fs.StringVar(&c.probe, "probe", "", "check a health endpoint and exit: 0 when http://host:port/path answers 200 within 2s, 1 otherwise (for exec probes, so /healthz and /readyz can listen on the node's loopback); nothing else runs")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	c.zap.BindFlags(gofs)
 	gofs.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
@@ -79,6 +82,13 @@ func parse(args []string, out io.Writer) (*config, error) {
 		return nil, err
 	}
 	if c.printVersion {
+		return c, nil
+	}
+	if c.probe != "" {
+		u, err := url.Parse(c.probe)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			return nil, fmt.Errorf("invalid --probe=%s: an http://host:port/path URL", c.probe)
+		}
 		return c, nil
 	}
 	var p cli.Problems
@@ -126,6 +136,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if c.printVersion {
 		fmt.Fprintln(stdout, buildinfo.String("eni-agent", version))
 		return 0
+	}
+	if c.probe != "" {
+		return probe(c.probe, stderr)
 	}
 	restCfg, err := kubeconfig.Load(c.kubeconfig)
 	if err != nil {
@@ -184,4 +197,23 @@ func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 	log.Info("starting", "version", version, "node", c.agent.NodeName, "sysfs", c.agent.SysfsRoot,
 		"sriovConfig", c.agent.SRIOVConfig, "sriovReload", c.agent.SRIOVReload.String(), "stateFile", c.agent.StateFile)
 	return mgr.Start(ctx)
+}
+
+// probe is the exec probe: the image has no shell or curl, and kubelet's
+// httpGet probes of a hostNetwork pod go to the node's IP, which would
+// make /healthz and /readyz listen on every node address.
+func probe(endpoint string, stderr io.Writer) int {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(endpoint)
+	if err != nil {
+		fmt.Fprintln(stderr, "eni-agent: probe:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		fmt.Fprintf(stderr, "eni-agent: probe: %s answered %s: %s\n", endpoint, resp.Status, body)
+		return 1
+	}
+	return 0
 }

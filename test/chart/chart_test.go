@@ -538,7 +538,7 @@ func TestAgentValues(t *testing.T) {
 	args := containerArgs(t, ds)
 	checkAgentArgs(t, c, slices.Clone(args))
 	for _, want := range []string{"--node-name=$(NODE_NAME)", "--state-file=/var/lib/eni-agent/state.json",
-		"--metrics-bind-address=127.0.0.1:9810", "--health-probe-bind-address=$(POD_IP):9811"} {
+		"--metrics-bind-address=127.0.0.1:9810", "--health-probe-bind-address=127.0.0.1:9811"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("agent args %q lack %s", args, want)
 		}
@@ -548,16 +548,16 @@ func TestAgentValues(t *testing.T) {
 			t.Errorf("agent arg %s without DPDK", a)
 		}
 	}
-	if ports := fmt.Sprint(ag["ports"]); strings.Contains(ports, "9810") {
-		t.Errorf("loopback metrics published as a port: %s", ports)
+	if ports := fmt.Sprint(ag["ports"]); strings.Contains(ports, "9810") || strings.Contains(ports, "9811") {
+		t.Errorf("loopback metrics or health published as a port: %s", ports)
 	}
-	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
-		if port, _, _ := unstructured.NestedString(ag, probe, "httpGet", "port"); port != "health" {
-			t.Errorf("%s on port %q", probe, port)
+	// Health on the node's loopback: the probes run the agent's own
+	// --probe in the container (kubelet's httpGet would go to the node IP).
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		cmd, _, _ := unstructured.NestedStringSlice(ag, probe, "exec", "command")
+		if want := []string{"/eni-agent", "--probe=http://127.0.0.1:9811" + path}; !slices.Equal(cmd, want) {
+			t.Errorf("%s runs %q, want %q", probe, cmd, want)
 		}
-	}
-	if env := fmt.Sprint(ag["env"]); !strings.Contains(env, "status.podIP") {
-		t.Errorf("POD_IP (the probes' address) not from the downward API: %s", env)
 	}
 	dsSA, _, _ := unstructured.NestedString(pod, "serviceAccountName")
 	depSA, _, _ := unstructured.NestedString(find(t, objs, "Deployment", "rel-eni-operator").Object, "spec", "template", "spec", "serviceAccountName")
