@@ -2,8 +2,7 @@ package nodeeni
 
 import (
 	"fmt"
-	"sort"
-	"strings"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 // Reasons of the InterfacesConfigured condition.
@@ -89,15 +89,17 @@ func interfacesCondition(attachments []v1alpha1.ENIAttachment, interfaces []v1al
 }
 
 // listed joins lines sorted (the attachments' order is the plan's, which
-// must not show in the message), naming at most maxListedNodes.
+// must not show in the message), naming at most maxListedNodes and
+// leaving room in bounded.Message for the condition's own words: each
+// line quotes an agent's message, which may itself be 1 KiB.
 func listed(lines []string) string {
-	sorted := append([]string(nil), lines...)
-	sort.Strings(sorted)
-	if len(sorted) > maxListedNodes {
-		sorted = append(sorted[:maxListedNodes], fmt.Sprintf("and %d more", len(lines)-maxListedNodes))
-	}
-	return strings.Join(sorted, "; ")
+	sorted := slices.Sorted(slices.Values(lines))
+	return bounded.ListWithin(sorted, "; ", maxListedNodes, bounded.Message-listedHeadroom)
 }
+
+// listedHeadroom is what the InterfacesConfigured message adds around the
+// list ("3 of 40 attached ENIs failed: ", "; 2 more not configured yet").
+const listedHeadroom = 128
 
 func orDefault(s, def string) string {
 	if s == "" {
