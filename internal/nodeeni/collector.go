@@ -124,17 +124,10 @@ func (c *collector) collect(ctx context.Context) error {
 // the cluster's tag does not make an ENI the operator's to delete. Each
 // is logged once per reason.
 func (c *collector) trusted(ctx context.Context, all []ec2.ENI) []ec2.ENI {
-	out := make([]ec2.ENI, 0, len(all))
-	reasons, details := map[string]string{}, map[string]string{}
-	for _, e := range all {
-		if reason, detail := distrust(e, c.cluster, ""); reason != "" {
-			reasons[e.ID], details[e.ID] = reason, detail
-			continue
-		}
-		out = append(out, e)
-	}
-	for _, id := range c.distrusted.update("collector", reasons) {
-		log.FromContext(ctx).Info("not collecting an ENI that fails the trust check", "eni", id, "reason", reasons[id], "detail", details[id])
+	// The NodeENIs of orphans are gone: no name to compare with.
+	out, v := splitTrusted(all, func(e ec2.ENI) ec2.ENI { return e }, c.cluster, func(ec2.ENI) string { return "" })
+	for _, id := range c.distrusted.update("collector", v.reasons) {
+		log.FromContext(ctx).Info("not collecting an ENI that fails the trust check", "eni", id, "reason", v.reasons[id], "detail", v.details[id])
 	}
 	return out
 }

@@ -314,15 +314,8 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 // the status, never detached, deleted, modified or tagged. Each is
 // reported once per reason: a Warning event on the NodeENI and a log line.
 func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []owned) []owned {
-	out := list[:0:0]
-	reasons, details := map[string]string{}, map[string]string{}
-	for _, o := range list {
-		if reason, detail := distrust(o.ENI, r.opts.ClusterName, ne.Name); reason != "" {
-			reasons[o.ID], details[o.ID] = reason, detail
-			continue
-		}
-		out = append(out, o)
-	}
+	out, v := splitTrusted(list, func(o owned) ec2.ENI { return o.ENI }, r.opts.ClusterName, func(ec2.ENI) string { return ne.Name })
+	reasons, details := v.reasons, v.details
 	changed := r.distrusted.update(string(ne.UID), reasons)
 	if len(changed) == 0 {
 		return out

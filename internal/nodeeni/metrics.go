@@ -56,16 +56,13 @@ func (m *metrics) op(kind actionKind, err error) {
 // returns the untrusted ENIs (ID -> reason) with their details; names maps
 // the known NodeENIs' UIDs to their names.
 func (m *metrics) countUntrusted(all []ec2.ENI, cluster string, names map[string]string) (map[string]string, map[string]string) {
-	reasons, details := map[string]string{}, map[string]string{}
+	_, v := splitTrusted(all, func(e ec2.ENI) ec2.ENI { return e }, cluster, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
 	count := map[string]int{}
-	for _, e := range all {
-		if reason, detail := distrust(e, cluster, names[e.Tags[TagNodeENIUID]]); reason != "" {
-			reasons[e.ID], details[e.ID] = reason, detail
-			count[reason]++
-		}
+	for _, reason := range v.reasons {
+		count[reason]++
 	}
 	for _, r := range untrustedReasons {
 		m.untrusted.WithLabelValues(r).Set(float64(count[r]))
 	}
-	return reasons, details
+	return v.reasons, v.details
 }

@@ -71,6 +71,27 @@ func distrust(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
 	return "", ""
 }
 
+// verdicts are the trust check's reasons and details by ENI ID, for the
+// ENIs it refused.
+type verdicts struct{ reasons, details map[string]string }
+
+// splitTrusted keeps the items whose ENI passes the trust check, and says
+// why of the others. nodeENIName gives the name of the NodeENI an ENI's
+// UID tag names, "" when unknown.
+func splitTrusted[T any](list []T, eniOf func(T) ec2.ENI, cluster string, nodeENIName func(ec2.ENI) string) ([]T, verdicts) {
+	out := make([]T, 0, len(list))
+	v := verdicts{reasons: map[string]string{}, details: map[string]string{}}
+	for _, item := range list {
+		e := eniOf(item)
+		if reason, detail := distrust(e, cluster, nodeENIName(e)); reason != "" {
+			v.reasons[e.ID], v.details[e.ID] = reason, detail
+			continue
+		}
+		out = append(out, item)
+	}
+	return out, v
+}
+
 // distrustLog remembers, per scope (the inventory, a NodeENI, the
 // collector), why each untrusted ENI was distrusted, so each is reported
 // once per reason change rather than on every pass.
