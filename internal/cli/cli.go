@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 // Problems collects what is wrong with a command line.
@@ -38,7 +40,7 @@ func (p *Problems) Check(ok bool, flagName string, value any, allowed string) {
 // AddErr records an error that already says what is wrong.
 func (p *Problems) AddErr(err error) {
 	if err != nil {
-		p.list = append(p.list, strings.ReplaceAll(err.Error(), "\n", "; "))
+		p.list = append(p.list, bounded.Errors(err)...)
 	}
 }
 

@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
 // Help says how to give a command access to the Kubernetes API.
@@ -65,12 +68,5 @@ func fromFiles(source string, paths ...string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func oneLine(err error) string {
-	b := []byte(err.Error())
-	for i, c := range b {
-		if c == '\n' {
-			b[i] = ' '
-		}
-	}
-	return string(b)
-}
+// oneLine is err on one line: client-go's errors span several.
+func oneLine(err error) string { return strings.Join(bounded.Errors(err), "; ") }
