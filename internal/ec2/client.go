@@ -212,30 +212,33 @@ func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 	return c
 }
 
+// withDefaults fills the zero fields from DefaultConfig (the flags'
+// defaults), for callers that build a Config in Go.
 func withDefaults(cfg Config) Config {
+	d := DefaultConfig()
 	if cfg.QPS <= 0 {
-		cfg.QPS = 10
+		cfg.QPS = d.QPS
 	}
 	if cfg.Burst <= 0 {
-		cfg.Burst = 20
+		cfg.Burst = d.Burst
 	}
 	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 10
+		cfg.MaxAttempts = d.MaxAttempts
 	}
 	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 20 * time.Second
+		cfg.MaxBackoff = d.MaxBackoff
 	}
 	if cfg.BatchIdle <= 0 {
-		cfg.BatchIdle = 20 * time.Millisecond
+		cfg.BatchIdle = d.BatchIdle
 	}
 	if cfg.TagBatchIdle <= 0 {
-		cfg.TagBatchIdle = 200 * time.Millisecond
+		cfg.TagBatchIdle = d.TagBatchIdle
 	}
 	if cfg.TagBatchMaxWait <= 0 {
-		cfg.TagBatchMaxWait = time.Second
+		cfg.TagBatchMaxWait = d.TagBatchMaxWait
 	}
 	if cfg.BatchMaxWait <= 0 {
-		cfg.BatchMaxWait = 200 * time.Millisecond
+		cfg.BatchMaxWait = d.BatchMaxWait
 	}
 	if cfg.UnreadyAfter == 0 {
 		cfg.UnreadyAfter = defaultUnreadyAfter

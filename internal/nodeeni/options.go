@@ -131,27 +131,28 @@ func setNegated(dst *bool, s string) error {
 	return nil
 }
 
-// withDefaults fills the zero fields.
+// withDefaults fills the zero fields from DefaultOptions.
 func (o Options) withDefaults() Options {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
+	d := DefaultOptions()
+	def := func(v *time.Duration, dv time.Duration) {
+		if *v <= 0 {
+			*v = dv
 		}
 	}
-	def(&o.ResyncInterval, time.Minute)
-	def(&o.CatalogInterval, 5*time.Minute)
-	def(&o.MinCatalogRefresh, 10*time.Second)
+	def(&o.ResyncInterval, d.ResyncInterval)
+	def(&o.CatalogInterval, d.CatalogInterval)
+	def(&o.MinCatalogRefresh, d.MinCatalogRefresh)
 	if o.MinCatalogRefresh > o.CatalogInterval {
 		o.MinCatalogRefresh = o.CatalogInterval
 	}
-	def(&o.DetachPollInterval, 2*time.Second)
-	def(&o.CollectorGracePeriod, 5*time.Minute)
-	def(&o.AgentReportGracePeriod, 2*time.Minute)
+	def(&o.DetachPollInterval, d.DetachPollInterval)
+	def(&o.CollectorGracePeriod, d.CollectorGracePeriod)
+	def(&o.AgentReportGracePeriod, d.AgentReportGracePeriod)
 	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = 2
+		o.MaxConcurrentReconciles = d.MaxConcurrentReconciles
 	}
 	if o.MaxParallelNodes <= 0 {
-		o.MaxParallelNodes = 8
+		o.MaxParallelNodes = d.MaxParallelNodes
 	}
 	return o
 }
