@@ -25,7 +25,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
-	"github.com/eni-operator/eni-operator/internal/operator"
+	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -553,37 +553,10 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 	}
 	t.Cleanup(func() { forceDelete(admin, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: ne.Name}}) })
 
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL_EC2": url, "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
-	oc := operator.DefaultConfig()
-	oc.MetricsAddr, oc.ProbeAddr, oc.PprofAddr = "0", "0", "0"
-	oc.ClusterName = cluster
-	oc.EC2.VPCID = vpc
-	oc.Tagger.Namespace = namespace
+	oc := operatortest.Config(cluster, vpc, namespace)
 	oc.Tagger.PodFinalizer = true
-	oc.Tagger.InventoryInterval = time.Second
-	oc.Tagger.CacheBatchInterval = 100 * time.Millisecond
-	oc.NodeENI.ResyncInterval = time.Second
-	oc.NodeENI.CollectorGracePeriod = time.Second
-	oc.NodeENI.DetachPollInterval = 100 * time.Millisecond
-	oc.NodeENI.MinCatalogRefresh = 200 * time.Millisecond
 	oc.Registerer = prometheus.NewRegistry()
-	opCtx, stop := context.WithCancel(ctx)
-	mgr, err := operator.NewManager(opCtx, asServiceAccount(namespace, rel+"-eni-operator"), oc)
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(opCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	operatortest.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), url, oc)
 
 	eventuallyOK := func(what string, ok func() (bool, string)) {
 		t.Helper()

@@ -28,6 +28,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/operator"
+	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -136,38 +137,12 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS, its metrics served by controller-runtime from
 	// the global registry as in production (Config.Registerer nil).
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL_EC2": url, "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
-	oc := operator.DefaultConfig()
+	oc := operatortest.Config(cluster, vpc, opsNS)
 	opMetrics := freeAddr(t)
-	oc.MetricsAddr, oc.ProbeAddr, oc.PprofAddr = opMetrics, "0", "0"
+	oc.MetricsAddr = opMetrics
 	oc.MetricsSecure = false
 	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
-	oc.ClusterName = cluster
-	oc.EC2.VPCID = vpc
-	oc.Tagger.Namespace = opsNS
-	oc.Tagger.InventoryInterval = time.Second
-	oc.Tagger.CacheBatchInterval = 100 * time.Millisecond
-	oc.NodeENI.ResyncInterval = time.Second
-	oc.NodeENI.CollectorGracePeriod = time.Second
-	oc.NodeENI.DetachPollInterval = 100 * time.Millisecond
-	oc.NodeENI.MinCatalogRefresh = 200 * time.Millisecond
-	opCtx, stop := context.WithCancel(ctx)
-	mgr, err := operator.NewManager(opCtx, env.Config, oc)
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(opCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	operatortest.Start(t, env.Config, url, oc)
 
 	// The NodeENI's ENI is attached and the agent has reported it (Pending:
 	// no host interface has its MAC); then the NodeENI goes, and its ENI

@@ -99,3 +99,15 @@ func (s *Server) Start(t testing.TB) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// SetEnv points any AWS SDK in this process at endpoint the standard way
+// (AWS_ENDPOINT_URL_EC2, region, static test credentials, no instance
+// metadata) for the test's lifetime, as a command started there would find
+// EC2.
+func SetEnv(t testing.TB, endpoint string) {
+	t.Helper()
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_EC2": endpoint, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+}
