@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
@@ -34,13 +34,7 @@ var none = map[string]string{}
 // 2. A flag added without bad values here fails the test.
 func TestEveryFlagRefusesBadValues(t *testing.T) {
 	var o options
-	flags(&o).VisitAll(func(f *flag.Flag) {
-		_, bad := badValues[f.Name]
-		_, ok := none[f.Name]
-		if !bad && !ok {
-			t.Errorf("flag --%s has no bad values in badValues (or a reason in none)", f.Name)
-		}
-	})
+	clitest.EveryFlagHasBadValues(t, flags(&o), badValues, none)
 	for name, values := range badValues {
 		for _, v := range values {
 			// parse, not runMain: a value wrongly accepted would start
@@ -51,9 +45,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 				t.Errorf("--%s=%s: %v (output %q); want one line", name, v, err, out.String())
 				continue
 			}
-			if msg := err.Error(); !strings.Contains(msg, "--"+name) || !strings.Contains(msg, v) || !strings.Contains(msg, ": ") {
-				t.Errorf("--%s=%s: %q does not name the flag and the value", name, v, msg)
-			}
+			clitest.NamesFlagAndValue(t, name, v, err.Error())
 		}
 	}
 	// Refused, the command exits 2 with that one line, before it serves.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
@@ -53,13 +53,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	var c config
-	flags(&c).VisitAll(func(f *flag.Flag) {
-		_, bad := badValues[f.Name]
-		_, ok := none[f.Name]
-		if !bad && !ok {
-			t.Errorf("flag --%s has no bad values in badValues (or a reason in none)", f.Name)
-		}
-	})
+	clitest.EveryFlagHasBadValues(t, flags(&c), badValues, none)
 	for name, values := range badValues {
 		for _, v := range values {
 			var stdout, stderr bytes.Buffer
@@ -69,9 +63,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 				t.Errorf("--%s=%s: exit %d, stdout %q, stderr %q; want 2 and one line", name, v, code, stdout.String(), msg)
 				continue
 			}
-			if !strings.Contains(msg, "--"+name) || !strings.Contains(msg, v) || !strings.Contains(msg, ": ") {
-				t.Errorf("--%s=%s: %q does not name the flag and the value", name, v, msg)
-			}
+			clitest.NamesFlagAndValue(t, name, v, msg)
 		}
 	}
 }

@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 )
 
 // childEnv makes the test binary act as eni-operator, so a test runs the
@@ -105,13 +106,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	var c config
-	flags(&c).VisitAll(func(f *flag.Flag) {
-		_, bad := badValues[f.Name]
-		_, ok := none[f.Name]
-		if !bad && !ok {
-			t.Errorf("flag --%s has no bad values in badValues (or a reason in none)", f.Name)
-		}
-	})
+	clitest.EveryFlagHasBadValues(t, flags(&c), badValues, none)
 	for name, values := range badValues {
 		for _, v := range values {
 			var stdout, stderr bytes.Buffer
@@ -122,9 +117,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 				continue
 			}
 			shown, _, _ := strings.Cut(v, ",")
-			if !strings.Contains(msg, "--"+name) || !strings.Contains(msg, shown) || !strings.Contains(msg, ": ") {
-				t.Errorf("--%s=%s: %q does not name the flag and the value", name, v, msg)
-			}
+			clitest.NamesFlagAndValue(t, name, shown, msg)
 		}
 	}
 }

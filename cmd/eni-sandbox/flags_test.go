@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
@@ -33,13 +33,7 @@ var none = map[string]string{}
 // without bad values here fails the test.
 func TestEveryFlagRefusesBadValues(t *testing.T) {
 	var c cmdline
-	flags(&c).VisitAll(func(f *flag.Flag) {
-		_, bad := badValues[f.Name]
-		_, ok := none[f.Name]
-		if !bad && !ok {
-			t.Errorf("flag --%s has no bad values in badValues (or a reason in none)", f.Name)
-		}
-	})
+	clitest.EveryFlagHasBadValues(t, flags(&c), badValues, none)
 	for name, values := range badValues {
 		for _, v := range values {
 			var out bytes.Buffer
@@ -48,9 +42,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 				t.Errorf("--%s=%s: %v (output %q); want one line", name, v, err, out.String())
 				continue
 			}
-			if msg := err.Error(); !strings.Contains(msg, "--"+name) || !strings.Contains(msg, v) || !strings.Contains(msg, ": ") {
-				t.Errorf("--%s=%s: %q does not name the flag and the value", name, v, msg)
-			}
+			clitest.NamesFlagAndValue(t, name, v, err.Error())
 		}
 	}
 }
