@@ -32,17 +32,23 @@ func BenchmarkLookupByIP500(b *testing.B) {
 	b.ReportMetric(float64(w.calls("DescribeNetworkInterfaces"))/float64(b.N), "aws-calls/op")
 }
 
-// BenchmarkInventoryRefresh10k measures one refresh of 10,000 ENIs.
+// BenchmarkInventoryRefresh10k measures one refresh of 10,000 ENIs into
+// the EC2 state.
 func BenchmarkInventoryRefresh10k(b *testing.B) {
 	w := newWorld(b, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a", InterfaceType: "branch", Count: 10000}}})
 	c := w.client(b, Config{QPS: 1000, Burst: 1000})
-	inv := c.NewInventory(InventoryOptions{})
+	s := NewState(c)
+	if err := s.Watch(Scope{Name: "all"}); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		snap, err := inv.Refresh(context.Background())
-		if err != nil || snap.Len() != 10000 {
-			b.Fatal(fmt.Sprint(err, snap))
+		if err := s.Refresh(context.Background(), "all"); err != nil {
+			b.Fatal(err)
+		}
+		if enis, _ := s.ENIsIn("all"); len(enis) != 10000 {
+			b.Fatal(fmt.Sprint(len(enis), " ENIs"))
 		}
 	}
 	b.ReportMetric(float64(w.calls("DescribeNetworkInterfaces"))/float64(b.N), "aws-calls/op")

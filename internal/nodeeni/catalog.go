@@ -4,27 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
-
-// catalog caches the VPC's subnets and security groups, so resolving a
-// NodeENI's names and zones costs nothing per reconcile: two paginated
-// Describe calls per catalog interval for the whole cluster, plus an
-// early re-read (rate-limited) when a name or ID is not found.
-type catalog struct {
-	client     *ec2.Client
-	interval   time.Duration
-	minRefresh time.Duration
-
-	mu      sync.Mutex
-	at      time.Time
-	subnets []ec2.Subnet
-	groups  []ec2.SecurityGroup
-}
 
 // resolved is a NodeENI's subnets and security groups.
 type resolved struct {
@@ -37,45 +20,23 @@ type resolved struct {
 	SubnetsComplete bool
 }
 
-func (c *catalog) load(ctx context.Context, force bool) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	age := time.Since(c.at)
-	if !c.at.IsZero() && age < c.interval && (!force || age < c.minRefresh) {
-		return nil
-	}
-	subnets, err := c.client.Subnets(ctx)
+// resolve looks a spec's subnets and groups up in the VPC's catalog (read
+// every --catalog-interval for the whole process), re-reading it once,
+// at most every MinCatalogRefresh, when something is missing: it may
+// have just been created.
+func (r *reconciler) resolve(ctx context.Context, spec *v1alpha1.NodeENISpec) (resolved, error) {
+	c, err := r.ec2.Catalog(ctx, r.opts.CatalogInterval)
 	if err != nil {
-		return fmt.Errorf("listing the VPC's subnets: %w", err)
-	}
-	groups, err := c.client.SecurityGroups(ctx)
-	if err != nil {
-		return fmt.Errorf("listing the VPC's security groups: %w", err)
-	}
-	c.subnets, c.groups, c.at = subnets, groups, time.Now()
-	return nil
-}
-
-// resolve looks a spec's subnets and groups up, re-reading the VPC once
-// when something is missing (it may have just been created).
-func (c *catalog) resolve(ctx context.Context, spec *v1alpha1.NodeENISpec) (resolved, error) {
-	if err := c.load(ctx, false); err != nil {
 		return resolved{}, err
 	}
-	r := c.lookup(spec)
-	if len(r.Problems) > 0 {
-		if err := c.load(ctx, true); err != nil {
+	res := resolveIn(c.Subnets, c.Groups, spec)
+	if len(res.Problems) > 0 {
+		if c, err = r.ec2.Catalog(ctx, r.opts.MinCatalogRefresh); err != nil {
 			return resolved{}, err
 		}
-		r = c.lookup(spec)
+		res = resolveIn(c.Subnets, c.Groups, spec)
 	}
-	return r, nil
-}
-
-func (c *catalog) lookup(spec *v1alpha1.NodeENISpec) resolved {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return resolveIn(c.subnets, c.groups, spec)
+	return res, nil
 }
 
 // resolveIn resolves a spec against a VPC's subnets and groups: IDs must

@@ -24,8 +24,7 @@ import (
 // period: a single glimpse can be a moment in a create-then-attach.
 type collector struct {
 	client  client.Reader
-	ec2     *ec2.Client
-	view    *view
+	ec2     EC2
 	grace   time.Duration
 	metrics *metrics
 	// refreshes receives a signal after each inventory refresh.
@@ -51,8 +50,8 @@ type sighting struct {
 	last  time.Time // the snapshot it was last seen in
 }
 
-func newCollector(c client.Reader, ec2c *ec2.Client, v *view, grace time.Duration, m *metrics) *collector {
-	return &collector{client: c, ec2: ec2c, view: v, grace: grace, metrics: m,
+func newCollector(c client.Reader, state EC2, grace time.Duration, m *metrics) *collector {
+	return &collector{client: c, ec2: state, grace: grace, metrics: m,
 		refreshes: make(chan struct{}, 1), seen: map[string]*sighting{}, wouldDelete: map[string]bool{}, distrusted: newDistrustLog()}
 }
 
@@ -89,7 +88,7 @@ func (c *collector) collect(ctx context.Context) error {
 	for _, ne := range list.Items {
 		live[string(ne.UID)] = true
 	}
-	all, taken := c.view.all()
+	all, taken := c.ec2.ENIsIn(InventoryScope)
 	enis := c.trusted(ctx, all)
 	now := time.Now()
 	doomed := orphans(enis, live, c.seen, taken, now, c.grace)
@@ -107,7 +106,6 @@ func (c *collector) collect(ctx context.Context) error {
 		err := c.ec2.DeleteENI(ctx, e.ID)
 		switch {
 		case err == nil, ec2.IsNotFound(err):
-			c.view.gone(e.ID)
 			delete(c.seen, e.ID)
 			c.metrics.cleanups.WithLabelValues(CleanupOrphan, "deleted").Inc()
 			log.FromContext(ctx).Info("deleted leaked ENI", "eni", e.ID, "nodeeni", e.Tags[TagNodeENI], "node", e.Tags[TagNode])

@@ -32,15 +32,12 @@ const Finalizer = "nodeeni.networking.k8s.aws/finalizer"
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// reconciler brings one NodeENI's ENIs to its spec. It reads the view
-// (inventory + local changes) and the catalog, plans, and calls EC2 only
+// reconciler brings one NodeENI's ENIs to its spec. It reads the EC2
+// state (inventory + this process's changes, catalog), plans, and calls EC2 only
 // for the plan's mutations and for the instances it is about to attach to.
 type reconciler struct {
 	client   client.Client
-	ec2      *ec2.Client
-	types    *ec2.InstanceTypes
-	view     *view
-	catalog  *catalog
+	ec2      EC2
 	opts     Options
 	metrics  *metrics
 	recorder recorder.EventRecorder
@@ -97,7 +94,7 @@ func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha
 	if down, err := r.ec2Unreachable(ctx, ne); down || err != nil {
 		return nil, reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
 	}
-	if !r.view.synced() {
+	if !r.ec2.Synced(InventoryScope) {
 		// The first inventory refresh is under way; planning without it
 		// would create ENIs that already exist.
 		return nil, reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
@@ -131,7 +128,7 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 	o.failures, o.execErr = r.execute(ctx, ne, p.Actions)
 	// Status describes the state after the actions: plan again from the
 	// view, which now holds their results (no EC2 call).
-	in.ENIs = r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID)))
+	in.ENIs = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	o.after = makePlan(*in)
 	return o
 }
@@ -177,7 +174,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		Nodes:               map[string]bool{},
 		NodeInstances:       map[string]string{},
 		CIDRs:               map[string]string{},
-		ENIs:                r.trusted(ctx, ne, r.view.ofNodeENI(string(ne.UID))),
+		ENIs:                r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID))),
 	}
 	if in.Base < 1 {
 		in.Base = 1
@@ -185,7 +182,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	if deleting {
 		return in, nil, nil
 	}
-	res, err := r.catalog.resolve(ctx, &ne.Spec)
+	res, err := r.resolve(ctx, &ne.Spec)
 	if err != nil {
 		return in, nil, err
 	}
@@ -252,7 +249,7 @@ func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]in
 		if v.Type == "" {
 			continue
 		}
-		n, err := r.types.MaxENIs(ctx, v.Type)
+		n, err := r.ec2.MaxENIs(ctx, v.Type)
 		if err != nil {
 			return nil, fmt.Errorf("instance type %s: %w", v.Type, err)
 		}
@@ -290,7 +287,6 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 	}
 	trustedLeft := 0
 	for _, e := range left {
-		r.view.put(e)
 		if reason, _ := distrust(e, r.opts.ClusterName, ne.Name); reason == "" {
 			trustedLeft++
 		}

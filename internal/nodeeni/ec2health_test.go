@@ -119,7 +119,11 @@ func startWithReadyz(h *harness, o nodeeni.Options, ec2c *ec2.Client) func() (in
 	if err := mgr.AddReadyzCheck("ec2", ec2c.Health().Check); err != nil {
 		h.t.Fatal(err)
 	}
-	if err := nodeeni.Setup(mgr, ec2c, o); err != nil {
+	state := ec2.NewState(ec2c)
+	if err := mgr.Add(state); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := nodeeni.Setup(mgr, state, o); err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

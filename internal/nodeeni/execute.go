@@ -91,18 +91,12 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 		if err != nil {
 			return r.failed(ev, a, "setting DeleteOnTermination on "+a.ENI, err)
 		}
-		r.view.update(a.ENI, func(e *ec2.ENI) {
-			if e.Attachment != nil {
-				e.Attachment.DeleteOnTermination = a.DOT
-			}
-		})
 	case actSetGroups:
 		err := r.ec2.SetSecurityGroups(ctx, a.ENI, a.Groups)
 		r.metrics.op(a.Kind, err)
 		if err != nil {
 			return r.failed(ev, a, "setting the security groups of "+a.ENI, err)
 		}
-		r.view.update(a.ENI, func(e *ec2.ENI) { e.SecurityGroups = append([]string(nil), a.Groups...) })
 		ev.add(corev1.EventTypeNormal, "Updated", "SetSecurityGroups", fmt.Sprintf("security groups of ENI %s on node %s set to %s", a.ENI, a.Node, strings.Join(a.Groups, ",")))
 	case actSetDesc:
 		err := r.ec2.SetDescription(ctx, a.ENI, a.Description)
@@ -110,7 +104,6 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 		if err != nil {
 			return r.failed(ev, a, "setting the description of "+a.ENI, err)
 		}
-		r.view.update(a.ENI, func(e *ec2.ENI) { e.Description = a.Description })
 		ev.add(corev1.EventTypeNormal, "Updated", "SetDescription", fmt.Sprintf("description of ENI %s on node %s updated", a.ENI, a.Node))
 	case actSetTags:
 		err := r.ec2.CreateTags(ctx, a.ENI, a.Tags)
@@ -118,13 +111,8 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 		if err != nil {
 			return r.failed(ev, a, "tagging "+a.ENI, err)
 		}
-		r.view.update(a.ENI, func(e *ec2.ENI) {
-			for k, v := range a.Tags {
-				e.Tags[k] = v
-			}
-		})
 	case actDetach:
-		err := r.ec2.DetachENI(ctx, a.AttachmentID, false)
+		err := r.ec2.DetachENI(ctx, a.ENI, a.AttachmentID, false)
 		r.metrics.op(a.Kind, err)
 		switch {
 		case ec2.IsNotFound(err):
@@ -133,18 +121,13 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 			r.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
 			return r.failed(ev, a, "detaching "+a.ENI, err)
 		}
-		r.view.update(a.ENI, func(e *ec2.ENI) {
-			if e.Attachment != nil {
-				e.Attachment.Status = "detaching"
-			}
-		})
 		lg.Info("detaching ENI", "eni", a.ENI, "reason", a.Reason)
 		ev.add(corev1.EventTypeNormal, "Detaching", "Detach", fmt.Sprintf("detaching ENI %s from node %s (%s)", a.ENI, a.Node, a.Reason))
 	case actPoll:
 		if err := r.reread(ctx, a.ENI); err != nil {
 			return nil, err
 		}
-		if e, ok := r.view.get(a.ENI); ok && e.Attachment == nil && a.Reason != "" {
+		if e, ok := r.ec2.ENI(a.ENI); ok && e.Attachment == nil && a.Reason != "" {
 			return r.remove(ctx, a, ev)
 		}
 	case actDelete:
@@ -175,7 +158,6 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 				return ec2.ENI{}, ferr
 			}
 			if found != nil {
-				r.view.put(*found)
 				return *found, nil
 			}
 			r.tokens.burn(key)
@@ -188,14 +170,7 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 			r.tokens.burn(key)
 			continue
 		}
-		if len(e.Tags) == 0 {
-			e.Tags = tags // an answer replayed for a token may omit them; they were set at creation
-		}
-		if e.InterfaceType == "" {
-			e.InterfaceType = "interface" // what CreateNetworkInterface makes without InterfaceType
-		}
 		r.tokens.answer(key, time.Now())
-		r.view.put(e)
 		return e, nil
 	}
 	return ec2.ENI{}, fmt.Errorf("no usable ClientToken after %d attempts", maxTokenAttempts)
@@ -228,7 +203,7 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 	switch {
 	case ec2.IsNotFound(err) && strings.Contains(ec2.Code(err), "NetworkInterface"):
 		var createdAt time.Time
-		if e, ok := r.view.get(a.ENI); ok {
+		if e, ok := r.ec2.ENI(a.ENI); ok {
 			createdAt = ownedFrom(e).CreatedAt
 		}
 		if mayBeUnseen(time.Now(), createdAt, r.tokens.lastAnswer(key)) {
@@ -241,17 +216,13 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 		}
 		// The ENI is gone (its token was answered with a deleted ENI):
 		// forget it and its token; the next pass creates afresh.
-		r.view.gone(a.ENI)
+		r.ec2.Forget(a.ENI)
 		r.tokens.burn(key)
 		return nil, fmt.Errorf("ENI %s vanished before it was attached; creating another", a.ENI)
 	case err != nil:
 		return r.failed(ev, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
 	}
 	r.tokens.done(key)
-	r.view.update(a.ENI, func(e *ec2.ENI) {
-		e.Status = "in-use"
-		e.Attachment = &ec2.Attachment{ID: id, InstanceID: a.Want.Instance, DeviceIndex: a.Index, Status: "attached"}
-	})
 	log.FromContext(ctx).Info("attached ENI", "node", a.Node, "eni", a.ENI, "instance", a.Want.Instance, "deviceIndex", a.Index)
 	ev.add(corev1.EventTypeNormal, "Attached", "Attach", fmt.Sprintf("attached ENI %s to node %s (instance %s) at device index %d", a.ENI, a.Node, a.Want.Instance, a.Index))
 	if !a.DOT {
@@ -266,7 +237,6 @@ func (r *reconciler) remove(ctx context.Context, a action, ev *nodeEvents) (*blo
 	r.metrics.op(actDelete, err)
 	switch {
 	case err == nil, ec2.IsNotFound(err):
-		r.view.gone(a.ENI)
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
 		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
 		ev.add(corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason))
@@ -280,18 +250,12 @@ func (r *reconciler) remove(ctx context.Context, a action, ev *nodeEvents) (*blo
 	return r.failed(ev, a, "deleting "+a.ENI, err)
 }
 
-// reread refreshes one ENI in the view from EC2 (batched with other
-// concurrent reads into one call).
+// reread refreshes one ENI in the EC2 state (batched with other
+// concurrent reads into one call); one that is gone is recorded so.
 func (r *reconciler) reread(ctx context.Context, id string) error {
-	e, err := r.ec2.GetENI(ctx, id)
-	switch {
-	case ec2.IsNotFound(err):
-		r.view.gone(id)
-		return nil
-	case err != nil:
+	if _, err := r.ec2.GetENI(ctx, id); err != nil && !ec2.IsNotFound(err) {
 		return fmt.Errorf("reading ENI %s: %w", id, err)
 	}
-	r.view.put(e)
 	return nil
 }
 

@@ -168,7 +168,11 @@ func (h *harness) start(o nodeeni.Options) *manager {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := nodeeni.Setup(mgr, h.ec2Client(), o); err != nil {
+	state := ec2.NewState(h.ec2Client())
+	if err := mgr.Add(state); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := nodeeni.Setup(mgr, state, o); err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

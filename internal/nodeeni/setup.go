@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -25,11 +26,11 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
-// Setup registers the NodeENI controller, the ENI inventory it reads and
-// the leaked-ENI collector with the manager. The inventory and the
-// collector run on the leader only, like the controller. The manager's
+// Setup registers the NodeENI controller and the leaked-ENI collector
+// with the manager and has the EC2 state keep the cluster's ENIs fresh.
+// Both run on the leader only. The caller adds the state to the manager. The manager's
 // scheme must include corev1 and v1alpha1 (AddToScheme).
-func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
+func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	if o.ClusterName == "" {
 		return errors.New("nodeeni: a cluster name is required: it tags and scopes the operator's ENIs (--cluster-name)")
 	}
@@ -38,78 +39,100 @@ func Setup(mgr ctrl.Manager, ec2c *ec2.Client, o Options) error {
 		return nil
 	}
 	m := newMetrics(o.Registerer)
-	v := newView()
 	distrusted := newDistrustLog()
 	lg := mgr.GetLogger().WithName("nodeeni")
 	if o.DryRun {
 		lg.Info("dry run: the NodeENI controller and the ENI collector make no EC2 change (no create, attach, detach, delete, modify or tag); they report what they would do in status, events, logs and metrics",
 			"controller", !o.DisableController, "collector", !o.DisableCollector)
 	}
+	// The cluster's ENIs: read every resync interval (one paginated call
+	// for the cluster), indexed by their NodeENI.
+	if err := state.Watch(ec2.Scope{Name: InventoryScope, Interval: o.ResyncInterval,
+		Filters: []ec2.Filter{{Name: "tag:" + TagCluster, Values: []string{o.ClusterName}}}}); err != nil {
+		return err
+	}
+	state.IndexTag(TagNodeENIUID)
+	refreshed, err := state.Subscribe(InventoryScope)
+	if err != nil {
+		return err
+	}
 	resync := make(chan event.GenericEvent, 1)
 	var col *collector
 	if !o.DisableCollector {
-		col = newCollector(mgr.GetClient(), ec2c, v, o.CollectorGracePeriod, m)
+		col = newCollector(mgr.GetClient(), state, o.CollectorGracePeriod, m)
 		col.cluster, col.dryRun = o.ClusterName, o.DryRun
 		col.log = mgr.GetLogger().WithName("eni-collector")
-	}
-	inv := ec2c.NewInventory(ec2.InventoryOptions{
-		Filters:   []ec2.Filter{{Name: "tag:" + TagCluster, Values: []string{o.ClusterName}}},
-		Interval:  o.ResyncInterval,
-		OnRefresh: onRefresh(mgr.GetClient(), o.ClusterName, v, m, distrusted, lg, col, resync),
-	})
-	if err := mgr.Add(inv); err != nil {
-		return err
-	}
-	if col != nil {
 		if err := mgr.Add(col); err != nil {
 			return err
 		}
 	}
+	onRefresh := refreshHandler{client: mgr.GetClient(), state: state, cluster: o.ClusterName, metrics: m,
+		distrusted: distrusted, log: lg, collector: col, resync: resync}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return onRefresh.run(ctx, refreshed) })); err != nil {
+		return err
+	}
 	if o.DisableController {
 		return nil
 	}
-	watchEC2Health(ec2c.Health(), resync)
+	watchEC2Health(state.Health(), resync)
 	r := &reconciler{
-		client: mgr.GetClient(), ec2: ec2c, types: ec2c.NewInstanceTypes(), view: v,
-		catalog: &catalog{client: ec2c, interval: o.CatalogInterval, minRefresh: o.MinCatalogRefresh},
-		opts:    o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
+		client: mgr.GetClient(), ec2: state,
+		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
 		distrusted: distrusted,
 	}
 	return register(mgr, r, resync, o.MaxConcurrentReconciles)
 }
 
-// onRefresh is told of each inventory refresh: it installs the snapshot,
-// sets the gauges, reports ENIs that fail the trust check (once per
-// reason), wakes the collector and re-checks every NodeENI.
-func onRefresh(c client.Reader, cluster string, v *view, m *metrics, distrusted *distrustLog, lg logr.Logger,
-	col *collector, resync chan event.GenericEvent) func(*ec2.Snapshot) {
-	return func(s *ec2.Snapshot) {
-		v.refreshed(s)
-		all, _ := v.all()
-		attached := 0
-		for _, e := range all {
-			if e.Attachment != nil {
-				attached++
-			}
-		}
-		m.managed.Set(float64(len(all)))
-		m.attached.Set(float64(attached))
-		// ENIs that carry the cluster's tag but fail the trust check are
-		// never acted on; each is logged once per reason.
-		reasons, details := m.countUntrusted(all, cluster, nodeENINames(c))
-		for _, id := range distrusted.update("inventory", reasons) {
-			lg.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
-				"eni", id, "reason", reasons[id], "detail", details[id])
-		}
-		if col != nil {
-			col.notify()
-		}
-		// Every NodeENI is re-checked against the new snapshot; a pending
-		// signal already covers this one.
+// refreshHandler is told of each refresh of the cluster's ENIs: it sets
+// the gauges, reports ENIs that fail the trust check (once per reason),
+// wakes the collector and re-checks every NodeENI.
+type refreshHandler struct {
+	client     client.Reader
+	state      EC2
+	cluster    string
+	metrics    *metrics
+	distrusted *distrustLog
+	log        logr.Logger
+	collector  *collector
+	resync     chan event.GenericEvent
+}
+
+func (h refreshHandler) run(ctx context.Context, refreshed <-chan struct{}) error {
+	for {
 		select {
-		case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
-		default:
+		case <-ctx.Done():
+			return nil
+		case <-refreshed:
+			h.refreshed()
 		}
+	}
+}
+
+func (h refreshHandler) refreshed() {
+	all, _ := h.state.ENIsIn(InventoryScope)
+	attached := 0
+	for _, e := range all {
+		if e.Attachment != nil {
+			attached++
+		}
+	}
+	h.metrics.managed.Set(float64(len(all)))
+	h.metrics.attached.Set(float64(attached))
+	// ENIs that carry the cluster's tag but fail the trust check are
+	// never acted on; each is logged once per reason.
+	reasons, details := h.metrics.countUntrusted(all, h.cluster, nodeENINames(h.client))
+	for _, id := range h.distrusted.update("inventory", reasons) {
+		h.log.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
+			"eni", id, "reason", reasons[id], "detail", details[id])
+	}
+	if h.collector != nil {
+		h.collector.notify()
+	}
+	// Every NodeENI is re-checked against the new picture; a pending
+	// signal already covers this one.
+	select {
+	case h.resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
+	default:
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,15 +75,25 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	if err := mgr.AddReadyzCheck("ec2", ec2c.Health().Check); err != nil {
 		return nil, err
 	}
+	// One picture of EC2 for the whole process: both parts read it and
+	// every write goes through it.
+	state := ec2.NewState(ec2c)
+	if err := mgr.Add(state); err != nil {
+		return nil, err
+	}
 	log := ctrl.Log.WithName("setup")
 	if c.EnableTagger {
 		c.Tagger.Registerer = reg
-		if _, err := tagger.Setup(mgr, ec2c, c.Tagger); err != nil {
+		if _, err := tagger.Setup(mgr, state, c.Tagger); err != nil {
 			return nil, fmt.Errorf("pod tagger: %w", err)
 		}
 		log.Info("pod tagger enabled", "annotation", c.Tagger.AnnotationKey, "dryRun", c.Tagger.DryRun)
 	}
-	if err := addNodeENI(mgr, ec2c, c, reg); err != nil {
+	nodeENIOn, err := addNodeENI(mgr, state, c, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(permissionCheck(ec2c, c, nodeENIOn, reg)); err != nil {
 		return nil, err
 	}
 	log.Info("manager built", "version", c.Version, "vpc", ec2c.VPCID(), "leaderElection", c.LeaderElection.Enabled)
@@ -136,35 +147,42 @@ func newControllerManager(restCfg *rest.Config, c Config) (manager.Manager, erro
 }
 
 // addNodeENI adds the NodeENI controller and the collector when they are
-// on and a cluster name scopes them, with their start-up permission check.
-func addNodeENI(mgr manager.Manager, ec2c *ec2.Client, c Config, reg prometheus.Registerer) error {
+// on and a cluster name scopes them, and says whether it did.
+func addNodeENI(mgr manager.Manager, state *ec2.State, c Config, reg prometheus.Registerer) (bool, error) {
 	log := ctrl.Log.WithName("setup")
 	switch {
 	case c.NodeENI.DisableController && c.NodeENI.DisableCollector:
-		return nil
+		return false, nil
 	case c.ClusterName == "":
 		log.Error(nil, "NodeENI controller and ENI collector are OFF: set --cluster-name (or CLUSTER_NAME) to run them")
-		return nil
+		return false, nil
 	}
 	c.NodeENI.ClusterName = c.ClusterName
 	c.NodeENI.DryRun = c.Tagger.DryRun
 	c.NodeENI.Registerer = reg
-	if err := nodeeni.Setup(mgr, ec2c, c.NodeENI); err != nil {
-		return fmt.Errorf("NodeENI controller: %w", err)
+	if err := nodeeni.Setup(mgr, state, c.NodeENI); err != nil {
+		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}
 	log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		// Reported, not fatal: a crash loop would hide the message.
-		err := ec2c.CheckPermissions(ctx, nodeeni.PreflightIAMActions(),
-			ec2.WithCreateTags(map[string]string{nodeeni.TagCluster: c.ClusterName}))
-		if err != nil {
-			log.Error(err, "EC2 permission check for the NodeENI controller failed")
-		} else {
-			log.Info("EC2 permissions for the NodeENI controller verified", "actions", nodeeni.PreflightIAMActions(),
-				"checkedAtFirstUse", nodeeni.ScopedIAMActions())
-		}
-		return nil
-	}))
+	return true, nil
+}
+
+// permissionCheck is the one start-up check of the EC2 permissions of
+// every enabled part, with DryRun calls (each action once). The NodeENI
+// actions scoped to the cluster's ENIs are checked at first use instead
+// (nodeeni.ScopedIAMActions).
+func permissionCheck(ec2c *ec2.Client, c Config, nodeENIOn bool, reg prometheus.Registerer) *ec2.PermissionCheck {
+	var actions []string
+	var opts []ec2.PermissionOption
+	if c.EnableTagger {
+		actions = append(actions, tagger.RequiredIAMActions()...)
+	}
+	if nodeENIOn {
+		actions = append(actions, nodeeni.PreflightIAMActions()...)
+		opts = append(opts, ec2.WithCreateTags(map[string]string{nodeeni.TagCluster: c.ClusterName}))
+	}
+	slices.Sort(actions)
+	return &ec2.PermissionCheck{Client: ec2c, Actions: slices.Compact(actions), Options: opts, Missing: ec2.NewPermissionGauge(reg)}
 }
 
 // metricsOptions serves /metrics as c says: with --metrics-secure (the

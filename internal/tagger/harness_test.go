@@ -139,7 +139,11 @@ func (h *harness) startManager(o tagger.Options) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if h.rec, err = tagger.Setup(mgr, h.ec2Client(h.reg), o); err != nil {
+	state := ec2.NewState(h.ec2Client(h.reg))
+	if err := mgr.Add(state); err != nil {
+		h.t.Fatal(err)
+	}
+	if h.rec, err = tagger.Setup(mgr, state, o); err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -151,11 +155,9 @@ func (h *harness) startManager(o tagger.Options) {
 			h.t.Errorf("manager: %v", err)
 		}
 	}()
-	// The startup permission check makes DryRun calls; tests count from
-	// after it.
-	h.eventually("the permission check", func() bool {
-		return h.series("eni_operator_tagger_permission_missing") == len(tagger.RequiredIAMActions)
-	}, nil)
+	// Tests count EC2 calls from a started manager.
+	<-mgr.Elected()
+	mgr.GetCache().WaitForCacheSync(ctx)
 	h.emu.ResetCounts()
 }
 

@@ -12,7 +12,6 @@ type metrics struct {
 	ledgerOps  *prometheus.CounterVec // ConfigMap writes / overflowed records
 	writes     *prometheus.CounterVec // tag writes by kind
 	drift      prometheus.Counter     // pods whose ENI drifted
-	permission *prometheus.GaugeVec   // 1 when the IAM check failed, by action set
 	shardBytes *prometheus.GaugeVec   // bytes per ledger shard
 }
 
@@ -34,13 +33,11 @@ func newMetrics(reg prometheus.Registerer, ledger *Ledger) *metrics {
 			Help: "Tag writes requested by pods (before batching) by kind: create, delete, cleanup."}, []string{"kind"}),
 		drift: prometheus.NewCounter(prometheus.CounterOpts{Name: "eni_operator_tagger_drift_detected_total",
 			Help: "Pods requeued because an inventory refresh showed their ENI's tags changed behind the operator's back."}),
-		permission: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "eni_operator_tagger_permission_missing",
-			Help: "1 when the startup DryRun check found an IAM action missing."}, []string{"action"}),
 		shardBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "eni_operator_tagger_cache_shard_bytes",
 			Help: "Bytes of data in each ledger ConfigMap shard (the API server limit is 1 MiB)."}, []string{"shard"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.outcomes, m.cache, m.ledgerSize, m.ledgerOps, m.writes, m.drift, m.permission, m.shardBytes)
+		reg.MustRegister(m.reconciles, m.duration, m.outcomes, m.cache, m.ledgerSize, m.ledgerOps, m.writes, m.drift, m.shardBytes)
 	}
 	return m
 }

@@ -40,8 +40,9 @@ type Reconciler struct {
 	client client.Client
 	// apiReader reads from the API server, not the (trimmed) cache.
 	apiReader client.Reader
-	ec2       *ec2.Client
-	view      *eniView
+	ec2       EC2
+	// inventory tells that the EC2 state keeps InventoryScope fresh.
+	inventory bool
 	ledger    *Ledger
 	recorder  recorder.EventRecorder
 	metrics   *metrics
@@ -365,33 +366,28 @@ func podIP(pod *corev1.Pod) string {
 func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, hasRec bool) (ec2.ENI, error) {
 	if r.opts.EnableENICache {
 		if hasRec {
-			if e, ok := r.view.byID(rec.ENI); ok && holds(e, ip) {
+			if e, ok := r.ec2.ENI(rec.ENI); ok && e.Holds(ip) {
 				r.metrics.cache.WithLabelValues("hit").Inc()
 				return e, nil
 			}
 		}
-		if e, ok := r.view.byIP(ip); ok {
+		if e, ok := r.ec2.ENIByIP(ip); ok {
 			r.metrics.cache.WithLabelValues("hit").Inc()
 			return e, nil
 		}
 	}
 	r.metrics.cache.WithLabelValues("miss").Inc()
-	at := time.Now()
 	e, err := r.ec2.LookupByIP(ctx, ip)
-	if err != nil && ec2.IsNotFound(err) && r.view.inv != nil {
+	if err != nil && ec2.IsNotFound(err) && r.inventory {
 		// Addresses inside delegated prefixes are only found by the
 		// inventory; a refresh now is one paginated read for everyone.
-		if snap, rerr := r.view.inv.Fresh(ctx, missRefreshMaxAge); rerr == nil {
-			if pe, ok := snap.ByIP(ip); ok {
+		if r.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge) == nil {
+			if pe, ok := r.ec2.ENIByIP(ip); ok {
 				return pe, nil
 			}
 		}
 	}
-	if err != nil {
-		return ec2.ENI{}, err
-	}
-	r.view.observe(e, at)
-	return e, nil
+	return e, err
 }
 
 // sharedDesired merges the tags of every pod on the same shared ENI.
@@ -411,7 +407,7 @@ func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2
 			continue
 		}
 		ip := podIP(p)
-		if ip == "" || !holds(eni, ip) {
+		if ip == "" || !eni.Holds(ip) {
 			continue
 		}
 		tags, err := ParseAnnotation(raw)
@@ -467,11 +463,7 @@ func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	r.view.wrote(eni, plan.Create, plan.Delete)
-	return nil
+	return errors.Join(errs...)
 }
 
 // forget removes the tags recorded for a pod that no longer exists (or
@@ -505,9 +497,6 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 		// Value-matched: a key someone else has rewritten since stays.
 		if err := r.ec2.DeleteTags(ctx, rec.ENI, remove); err != nil && !ec2.IsNotFound(err) {
 			return fmt.Errorf("removing the tags of deleted pod %s from ENI %s: %w", key, rec.ENI, err)
-		}
-		if e, ok := r.view.byID(rec.ENI); ok {
-			r.view.wrote(e, nil, remove)
 		}
 	}
 	if !r.opts.DryRun {
@@ -719,14 +708,13 @@ func (r *Reconciler) requeue(key string) {
 	}
 }
 
-// onRefresh runs after every inventory refresh: it drops superseded
-// observations, requeues pods whose ENI drifted from what was applied,
+// onRefresh runs after every refresh of the tagger's inventory scope: it
+// requeues pods whose ENI drifted from what was applied,
 // and requeues records of pods that are gone (deleted while the operator
 // was down), all without any AWS call.
-func (r *Reconciler) onRefresh(ctx context.Context, snap *ec2.Snapshot) {
-	r.view.prune(snap)
+func (r *Reconciler) onRefresh(ctx context.Context) {
 	for _, rec := range r.ledger.All() {
-		e, ok := snap.ByID(rec.ENI)
+		e, ok := r.ec2.ENI(rec.ENI)
 		if !ok {
 			// The ENI the pod's tags were written to is gone (the
 			// inventory lists every ENI of the VPC): the pod is looked at

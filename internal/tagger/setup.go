@@ -3,9 +3,6 @@ package tagger
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync/atomic"
-	"time"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -24,18 +20,21 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
-// RequiredIAMActions are the EC2 permissions the tagger needs.
-var RequiredIAMActions = []string{"ec2:DescribeNetworkInterfaces", "ec2:CreateTags", "ec2:DeleteTags"}
+// RequiredIAMActions are the EC2 permissions the tagger needs; the
+// operator checks them at start (ec2.PermissionCheck).
+func RequiredIAMActions() []string {
+	return []string{"ec2:DescribeNetworkInterfaces", "ec2:CreateTags", "ec2:DeleteTags"}
+}
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;patch,resourceNames=eni-tagger-cache-00;eni-tagger-cache-01;eni-tagger-cache-02;eni-tagger-cache-03;eni-tagger-cache-04;eni-tagger-cache-05;eni-tagger-cache-06;eni-tagger-cache-07;eni-tagger-cache-08;eni-tagger-cache-09;eni-tagger-cache-10;eni-tagger-cache-11;eni-tagger-cache-12;eni-tagger-cache-13;eni-tagger-cache-14;eni-tagger-cache-15,namespace=eni-operator
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Setup adds the pod tagger to mgr: the controller, the ledger, the ENI
-// inventory and the startup permission check. It returns the reconciler
-// for tests and one-shot commands.
-func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error) {
+// Setup adds the pod tagger to mgr: the controller, the ledger and its
+// inventory scope in the EC2 state (which the caller adds to mgr). It
+// returns the reconciler for tests and one-shot commands.
+func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -46,7 +45,7 @@ func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error
 	ledger := NewLedger(direct, LedgerOptions{Namespace: o.Namespace, Name: o.LedgerName, Shards: o.CacheShards,
 		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap})
 	r := &Reconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: ec2c, ledger: ledger, opts: o, policy: o.policy(),
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, limiters: map[string]*rate.Limiter{},
 		enqueue: make(chan event.TypedGenericEvent[*corev1.Pod], 4096),
@@ -67,39 +66,10 @@ func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error
 		return nil, err
 	}
 
-	var inv *ec2.Inventory
-	if o.InventoryInterval > 0 {
-		var filters []ec2.Filter
-		if len(o.SubnetIDs) > 0 {
-			filters = append(filters, ec2.Filter{Name: "subnet-id", Values: o.SubnetIDs})
-		}
-		inv = ec2c.NewInventory(ec2.InventoryOptions{Filters: filters, Interval: o.InventoryInterval,
-			OnRefresh: func(s *ec2.Snapshot) {
-				ctx := context.Background()
-				if ledger.WaitLoaded(ctx) == nil {
-					r.onRefresh(ctx, s)
-				}
-			}})
-		if err := mgr.Add(inv); err != nil {
-			return nil, err
-		}
-	} else {
-		// Without an inventory, look for pods deleted while the operator
-		// was down once at start.
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			if ledger.WaitLoaded(ctx) == nil && mgr.GetCache().WaitForCacheSync(ctx) {
-				r.sweep(ctx)
-			}
-			return nil
-		})); err != nil {
-			return nil, err
-		}
-	}
-	r.view = newENIView(inv)
-
-	if err := mgr.Add(&permissionCheck{ec2: ec2c, metrics: r.metrics, ok: &atomic.Bool{}}); err != nil {
+	if err := r.watchInventory(mgr, state, ledger); err != nil {
 		return nil, err
 	}
+
 	if o.AllowSharedENITagging {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameIndex, func(obj client.Object) []string {
 			return []string{obj.(*corev1.Pod).Spec.NodeName}
@@ -114,6 +84,44 @@ func Setup(mgr manager.Manager, ec2c *ec2.Client, o Options) (*Reconciler, error
 		WatchesRawSource(source.Channel(r.enqueue, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation}).
 		Complete(r)
+}
+
+// watchInventory keeps the tagger's ENIs fresh in the EC2 state, and
+// after each refresh requeues the pods whose ENI drifted or is gone. With
+// the inventory off (--eni-inventory-interval=0), pods deleted while the
+// operator was down are looked for once at start instead.
+func (r *Reconciler) watchInventory(mgr manager.Manager, state *ec2.State, ledger *Ledger) error {
+	if !r.inventory {
+		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			if ledger.WaitLoaded(ctx) == nil && mgr.GetCache().WaitForCacheSync(ctx) {
+				r.sweep(ctx)
+			}
+			return nil
+		}))
+	}
+	var filters []ec2.Filter
+	if len(r.opts.SubnetIDs) > 0 {
+		filters = append(filters, ec2.Filter{Name: "subnet-id", Values: r.opts.SubnetIDs})
+	}
+	if err := state.Watch(ec2.Scope{Name: InventoryScope, Filters: filters, Interval: r.opts.InventoryInterval}); err != nil {
+		return err
+	}
+	refreshed, err := state.Subscribe(InventoryScope)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-refreshed:
+				if ledger.WaitLoaded(ctx) == nil {
+					r.onRefresh(ctx)
+				}
+			}
+		}
+	}))
 }
 
 // Ledger returns the reconciler's ledger (tests and one-shot commands).
@@ -180,41 +188,6 @@ func staleCondition(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// permissionCheck verifies the IAM permissions with DryRun calls at
-// start and, while any is missing, every five minutes. It reports by
-// IAM action name and never stops the manager: a crash loop would fix
-// nothing and hide the message.
-type permissionCheck struct {
-	ec2     *ec2.Client
-	metrics *metrics
-	ok      *atomic.Bool
-}
-
-func (p *permissionCheck) Start(ctx context.Context) error {
-	for {
-		err := p.ec2.CheckPermissions(ctx, RequiredIAMActions)
-		missing := ec2.MissingActions(err)
-		for _, a := range RequiredIAMActions {
-			v := 0.0
-			if slices.Contains(missing, a) {
-				v = 1
-			}
-			p.metrics.permission.WithLabelValues(a).Set(v)
-		}
-		if err == nil {
-			p.ok.Store(true)
-			log.FromContext(ctx).Info("EC2 permissions for the tagger verified", "actions", RequiredIAMActions)
-			return nil
-		}
-		log.FromContext(ctx).Error(err, "EC2 permission check failed; the tagger keeps running and will check again in 5m")
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(5 * time.Minute):
-		}
-	}
 }
 
 // RemoveFinalizers takes the tagger's finalizer off every pod — the

@@ -218,10 +218,14 @@ func (w *world) start(cfg *rest.Config) *operator {
 	to := tagger.DefaultOptions()
 	to.Namespace, to.PodRateLimitQPS, to.InventoryInterval = opsNS, 0, 2*time.Second
 	to.CacheBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
-	if _, err := tagger.Setup(mgr, ec2c, to); err != nil {
+	state := ec2.NewState(ec2c)
+	if err := mgr.Add(state); err != nil {
 		w.t.Fatal(err)
 	}
-	if err := nodeeni.Setup(mgr, ec2c, nodeeni.Options{ClusterName: cluster, ResyncInterval: 2 * time.Second,
+	if _, err := tagger.Setup(mgr, state, to); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: cluster, ResyncInterval: 2 * time.Second,
 		DetachPollInterval: 100 * time.Millisecond, CollectorGracePeriod: 2 * time.Second, MinCatalogRefresh: 200 * time.Millisecond,
 		Registerer: reg}); err != nil {
 		w.t.Fatal(err)

@@ -132,7 +132,7 @@ func TestAllowedActionsAreThePermissionChecks(t *testing.T) {
 		doc  string
 		want []string
 	}{
-		{"tagger.json", tagger.RequiredIAMActions},
+		{"tagger.json", tagger.RequiredIAMActions()},
 		{"nodeeni.json", nodeeni.RequiredIAMActions()},
 	} {
 		got := allowedActions(load(t, c.doc, ""))

@@ -1,0 +1,165 @@
+package ec2
+
+import (
+	"net/netip"
+)
+
+// Snapshot is an immutable, indexed set of ENIs: the State's picture of
+// EC2 as its refreshes last read it.
+type Snapshot struct {
+	enis       []ENI
+	byID       map[string]*ENI
+	byIP       map[netip.Addr]*ENI
+	byPrefix   map[netip.Prefix]*ENI
+	byTag      map[string]map[string][]*ENI // indexed tag key -> value -> ENIs
+	byInstance map[string][]*ENI
+}
+
+// newSnapshot indexes enis (which it keeps) by ID, address, delegated
+// prefix, attachment instance and the values of the tag keys given.
+func newSnapshot(enis []ENI, tagKeys []string) *Snapshot {
+	s := &Snapshot{enis: enis, byID: make(map[string]*ENI, len(enis)), byIP: make(map[netip.Addr]*ENI, len(enis)),
+		byPrefix: map[netip.Prefix]*ENI{}, byTag: map[string]map[string][]*ENI{}, byInstance: map[string][]*ENI{}}
+	for _, k := range tagKeys {
+		s.byTag[k] = map[string][]*ENI{}
+	}
+	for i := range enis {
+		e := &enis[i]
+		s.byID[e.ID] = e
+		for _, a := range e.addresses() {
+			s.byIP[a] = e
+		}
+		for _, p := range e.prefixes() {
+			s.byPrefix[p.Masked()] = e
+		}
+		for k, idx := range s.byTag {
+			if v, ok := e.Tags[k]; ok {
+				idx[v] = append(idx[v], e)
+			}
+		}
+		if e.Attachment != nil {
+			s.byInstance[e.Attachment.InstanceID] = append(s.byInstance[e.Attachment.InstanceID], e)
+		}
+	}
+	return s
+}
+
+// Len is the number of ENIs in the snapshot.
+func (s *Snapshot) Len() int { return len(s.byID) }
+
+// ByID returns the ENI with that ID.
+func (s *Snapshot) ByID(id string) (ENI, bool) {
+	e, ok := s.byID[id]
+	if !ok {
+		return ENI{}, false
+	}
+	return *e, true
+}
+
+// ByIP returns the ENI holding an address: primary, secondary, IPv6, or
+// inside a delegated prefix (/28 IPv4, /80 IPv6).
+func (s *Snapshot) ByIP(ip string) (ENI, bool) {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ENI{}, false
+	}
+	a = a.Unmap()
+	if e, ok := s.byIP[a]; ok {
+		return *e, true
+	}
+	bits := 28
+	if a.Is6() {
+		bits = 80
+	}
+	if p, err := a.Prefix(bits); err == nil {
+		if e, ok := s.byPrefix[p]; ok {
+			return *e, true
+		}
+	}
+	return ENI{}, false
+}
+
+// ByTag returns the ENIs carrying tag key with value (any value when value
+// is empty); indexed keys cost a map lookup, others a scan.
+func (s *Snapshot) ByTag(key, value string) []ENI {
+	var out []ENI
+	if idx, ok := s.byTag[key]; ok && value != "" {
+		for _, e := range idx[value] {
+			out = append(out, *e)
+		}
+		return out
+	}
+	for i := range s.enis {
+		if v, ok := s.enis[i].Tags[key]; ok && (value == "" || v == value) {
+			out = append(out, s.enis[i])
+		}
+	}
+	return out
+}
+
+// OnInstance returns the ENIs attached to an instance.
+func (s *Snapshot) OnInstance(instanceID string) []ENI {
+	out := make([]ENI, 0, len(s.byInstance[instanceID]))
+	for _, e := range s.byInstance[instanceID] {
+		out = append(out, *e)
+	}
+	return out
+}
+
+// All returns every ENI of the snapshot.
+func (s *Snapshot) All() []ENI { return append([]ENI(nil), s.enis...) }
+
+// Holds reports whether the ENI has ip as an address or inside one of its
+// delegated prefixes.
+func (e ENI) Holds(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, b := range e.addresses() {
+		if b == a {
+			return true
+		}
+	}
+	for _, p := range e.prefixes() {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// addresses are the ENI's own addresses: primary, secondary and IPv6.
+func (e ENI) addresses() []netip.Addr {
+	out := make([]netip.Addr, 0, 1+len(e.SecondaryIPs)+len(e.IPv6Addresses))
+	for _, group := range [][]string{{e.PrimaryIP}, e.SecondaryIPs, e.IPv6Addresses} {
+		for _, ip := range group {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out
+}
+
+// prefixes are the ENI's delegated prefixes, IPv4 and IPv6.
+func (e ENI) prefixes() []netip.Prefix {
+	return append(append([]netip.Prefix{}, e.IPv4Prefixes...), e.IPv6Prefixes...)
+}
+
+// clone copies the parts of an ENI a recorded write may change, so the
+// snapshot's copy, shared with other readers, is never written.
+func (e ENI) clone() ENI {
+	tags := make(map[string]string, len(e.Tags))
+	for k, v := range e.Tags {
+		tags[k] = v
+	}
+	e.Tags = tags
+	e.SecurityGroups = append([]string(nil), e.SecurityGroups...)
+	if e.Attachment != nil {
+		a := *e.Attachment
+		e.Attachment = &a
+	}
+	return e
+}

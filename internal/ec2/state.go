@@ -1,0 +1,301 @@
+package ec2
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// State is the process's one picture of EC2: the ENIs its consumers
+// watch, indexed by ID, address, prefix, tag and instance; the VPC's
+// subnets and security groups; instance-type limits. ENIs are read by
+// paginated DescribeNetworkInterfaces per Scope on the scope's schedule,
+// and every successful write this process makes through the State is
+// applied to it at once (state_writes.go), so a read right after a write
+// sees it. Consumers learn of refreshes from Subscribe instead of being
+// called back. It is safe for concurrent use; Watch, IndexTag and
+// Subscribe must be called before Start.
+type State struct {
+	client *Client
+	types  *InstanceTypes
+
+	scopes  []*scope // widest (fewest filters) first
+	tagKeys []string // tag keys the snapshot indexes
+
+	// refreshMu lets one ENI refresh run at a time, so callers of Fresh
+	// arriving during one share it.
+	refreshMu sync.Mutex
+
+	mu sync.RWMutex
+	// base is what the refreshes read; local what this process wrote or
+	// looked up since (newer than base for those ENIs).
+	base     *Snapshot
+	local    map[string]localENI
+	localIPs map[netip.Addr]string
+
+	catalog catalog
+}
+
+// Scope is a set of ENIs a consumer needs kept fresh: those of the VPC
+// matching Filters, re-read every Interval. A refresh of a wider scope
+// (whose filters are a subset of another's) counts for the narrower one.
+type Scope struct {
+	Name     string
+	Filters  []Filter
+	Interval time.Duration
+}
+
+type scope struct {
+	Scope
+	subs []chan struct{}
+
+	// refreshes counts completed refreshes covering the scope.
+	refreshes atomic.Uint64
+	// taken (when the last refresh covering it started) and attempted
+	// are guarded by State.mu.
+	taken, attempted time.Time
+}
+
+// localENI is an ENI as this process last saw or left it.
+type localENI struct {
+	eni  ENI
+	gone bool
+	at   time.Time
+}
+
+// NewState returns an empty state reading EC2 through c.
+func NewState(c *Client) *State {
+	return &State{client: c, types: c.NewInstanceTypes(), local: map[string]localENI{}, localIPs: map[netip.Addr]string{}}
+}
+
+// Client returns the client the state reads and writes through.
+func (s *State) Client() *Client { return s.client }
+
+// Health is the EC2 health of the state's client.
+func (s *State) Health() *Health { return s.client.Health() }
+
+// Watch adds a scope. Its filters must be ones the state can also apply
+// to an ENI it holds (subnet-id, vpc-id, tag:<key>, tag-key), so a
+// refresh knows which ENIs it replaces.
+func (s *State) Watch(sc Scope) error {
+	for _, f := range sc.Filters {
+		if _, ok := f.matches(ENI{}); !ok {
+			return fmt.Errorf("ec2 state: scope %q: filter %q cannot be applied locally", sc.Name, f.Name)
+		}
+	}
+	if sc.Interval <= 0 {
+		sc.Interval = time.Minute
+	}
+	if s.scope(sc.Name) != nil {
+		return fmt.Errorf("ec2 state: scope %q watched twice", sc.Name)
+	}
+	s.scopes = append(s.scopes, &scope{Scope: sc})
+	slices.SortStableFunc(s.scopes, func(a, b *scope) int { return len(a.Filters) - len(b.Filters) })
+	return nil
+}
+
+// IndexTag makes lookups by key (ENIsTagged) a map lookup.
+func (s *State) IndexTag(key string) { s.tagKeys = append(s.tagKeys, key) }
+
+// Subscribe returns a channel that receives a signal after each refresh
+// covering the scope. Signals coalesce: a consumer busy with one finds at
+// most one more waiting, and the state never blocks on it.
+func (s *State) Subscribe(scopeName string) (<-chan struct{}, error) {
+	sc := s.scope(scopeName)
+	if sc == nil {
+		return nil, fmt.Errorf("ec2 state: no scope %q to subscribe to", scopeName)
+	}
+	ch := make(chan struct{}, 1)
+	sc.subs = append(sc.subs, ch)
+	return ch, nil
+}
+
+func (s *State) scope(name string) *scope {
+	for _, sc := range s.scopes {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	return nil
+}
+
+// Start refreshes each scope at once and then on its interval until ctx
+// ends; a failed refresh is tried again an interval later, the previous
+// picture staying in use. It fits controller-runtime's manager.Runnable
+// (leader only: only the leader calls EC2).
+func (s *State) Start(ctx context.Context) error {
+	for {
+		due, wait := s.nextDue(time.Now())
+		if due != nil {
+			_ = s.Refresh(ctx, due.Name) // failures are counted and logged by the client
+			continue
+		}
+		if len(s.scopes) == 0 {
+			wait = time.Hour
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// nextDue returns the widest scope due now, or how long until one is.
+func (s *State) nextDue(now time.Time) (*scope, time.Duration) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	wait := time.Duration(-1)
+	for _, sc := range s.scopes {
+		last := sc.attempted
+		if sc.taken.After(last) {
+			last = sc.taken
+		}
+		d := last.Add(sc.Interval).Sub(now)
+		if last.IsZero() || d <= 0 {
+			return sc, 0
+		}
+		if wait < 0 || d < wait {
+			wait = d
+		}
+	}
+	return nil, wait
+}
+
+// Refresh re-reads the ENIs of a scope now.
+func (s *State) Refresh(ctx context.Context, scopeName string) error {
+	sc := s.scope(scopeName)
+	if sc == nil {
+		return fmt.Errorf("ec2 state: no scope %q", scopeName)
+	}
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	return s.refreshLocked(ctx, sc)
+}
+
+// Fresh re-reads a scope unless a refresh covering it started less than
+// maxAge ago: the on-demand refresh for callers that missed something.
+// Callers arriving during a refresh wait for it and share its result, so
+// a burst of misses costs one refresh.
+func (s *State) Fresh(ctx context.Context, scopeName string, maxAge time.Duration) error {
+	sc := s.scope(scopeName)
+	if sc == nil {
+		return fmt.Errorf("ec2 state: no scope %q", scopeName)
+	}
+	seen := sc.refreshes.Load()
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	s.mu.RLock()
+	recent := !sc.taken.IsZero() && time.Since(sc.taken) < maxAge
+	s.mu.RUnlock()
+	if recent || sc.refreshes.Load() != seen {
+		return nil
+	}
+	return s.refreshLocked(ctx, sc)
+}
+
+func (s *State) refreshLocked(ctx context.Context, sc *scope) error {
+	taken := time.Now()
+	enis, err := s.client.ListENIs(ctx, sc.Filters...)
+	if err != nil {
+		s.mu.Lock()
+		sc.attempted = taken
+		s.mu.Unlock()
+		return err
+	}
+	covered := s.install(sc, enis, taken)
+	for _, c := range covered {
+		c.refreshes.Add(1)
+		for _, ch := range c.subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return nil
+}
+
+// install replaces the scope's ENIs with a refresh's result, drops the
+// local changes the refresh has seen, and returns the scopes it covered.
+func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	merged := make([]ENI, 0, len(listed))
+	if s.base != nil {
+		for _, e := range s.base.enis {
+			if !sc.contains(e) {
+				merged = append(merged, e)
+			}
+		}
+	}
+	merged = append(merged, listed...)
+	s.base = newSnapshot(merged, s.tagKeys)
+	for id, l := range s.local {
+		_, inBase := s.base.byID[id]
+		if l.at.Before(taken) && (sc.contains(l.eni) || inBase || l.gone) {
+			delete(s.local, id)
+		}
+	}
+	s.reindexLocalLocked()
+	var covered []*scope
+	for _, other := range s.scopes {
+		if sc.covers(other) {
+			other.taken, other.attempted = taken, taken
+			covered = append(covered, other)
+		}
+	}
+	return covered
+}
+
+// Synced reports whether a refresh covering the scope has completed.
+func (s *State) Synced(scopeName string) bool {
+	sc := s.scope(scopeName)
+	return sc != nil && sc.refreshes.Load() > 0
+}
+
+// contains reports whether the scope's filters match the ENI.
+func (sc *scope) contains(e ENI) bool {
+	for _, f := range sc.Filters {
+		if ok, _ := f.matches(e); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// covers reports whether a refresh of sc reads every ENI of other: each of
+// sc's filters is also one of other's.
+func (sc *scope) covers(other *scope) bool {
+	for _, f := range sc.Filters {
+		if !slices.ContainsFunc(other.Filters, func(g Filter) bool {
+			return g.Name == f.Name && slices.Equal(g.Values, f.Values)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// matches applies a filter to an ENI the way EC2 would, for the filters
+// scopes use (exact values, no wildcards); ok is false for others.
+func (f Filter) matches(e ENI) (match, ok bool) {
+	switch {
+	case f.Name == "subnet-id":
+		return slices.Contains(f.Values, e.SubnetID), true
+	case f.Name == "vpc-id":
+		return slices.Contains(f.Values, e.VPCID), true
+	case f.Name == "tag-key":
+		return slices.ContainsFunc(f.Values, func(k string) bool { _, has := e.Tags[k]; return has }), true
+	case len(f.Name) > 4 && f.Name[:4] == "tag:":
+		v, has := e.Tags[f.Name[4:]]
+		return has && slices.Contains(f.Values, v), true
+	}
+	return false, false
+}

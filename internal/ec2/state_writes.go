@@ -1,0 +1,171 @@
+package ec2
+
+import (
+	"context"
+	"maps"
+	"time"
+)
+
+// The State's reads and writes of EC2. Each goes through the client
+// (batched, rate-limited, counted) and, when it succeeds, is applied to
+// the state here — the one place this process's own changes enter it.
+
+// LookupByIP finds the ENI holding a private address with a batched
+// DescribeNetworkInterfaces and records it.
+func (s *State) LookupByIP(ctx context.Context, ip string) (ENI, error) {
+	at := time.Now()
+	e, err := s.client.LookupByIP(ctx, ip)
+	if err == nil {
+		s.Observe(e, at)
+	}
+	return e, err
+}
+
+// GetENI reads one ENI (batched with concurrent reads) and records it,
+// or that it is gone.
+func (s *State) GetENI(ctx context.Context, id string) (ENI, error) {
+	at := time.Now()
+	e, err := s.client.GetENI(ctx, id)
+	switch {
+	case err == nil:
+		s.Observe(e, at)
+	case IsNotFound(err):
+		s.Forget(id)
+	}
+	return e, err
+}
+
+// ListENIs reads the VPC's ENIs matching filters and records them.
+func (s *State) ListENIs(ctx context.Context, filters ...Filter) ([]ENI, error) {
+	at := time.Now()
+	list, err := s.client.ListENIs(ctx, filters...)
+	for _, e := range list {
+		s.Observe(e, at)
+	}
+	return list, err
+}
+
+// GetInstance reads one instance (batched with concurrent reads).
+func (s *State) GetInstance(ctx context.Context, id string) (Instance, error) {
+	return s.client.GetInstance(ctx, id)
+}
+
+// MaxENIs returns how many network interfaces an instance type takes
+// (read once per type for the life of the process).
+func (s *State) MaxENIs(ctx context.Context, instanceType string) (int, error) {
+	return s.types.MaxENIs(ctx, instanceType)
+}
+
+// CreateTags sets tags on an ENI.
+func (s *State) CreateTags(ctx context.Context, id string, tags map[string]string) error {
+	if err := s.client.CreateTags(ctx, id, tags); err != nil {
+		return err
+	}
+	s.update(id, func(e *ENI) { maps.Copy(e.Tags, tags) })
+	return nil
+}
+
+// DeleteTags removes tags from an ENI where they still hold the values
+// given.
+func (s *State) DeleteTags(ctx context.Context, id string, tags map[string]string) error {
+	if err := s.client.DeleteTags(ctx, id, tags); err != nil {
+		return err
+	}
+	s.update(id, func(e *ENI) {
+		for k, v := range tags {
+			if e.Tags[k] == v {
+				delete(e.Tags, k)
+			}
+		}
+	})
+	return nil
+}
+
+// CreateENI creates an ENI and records it. An answer replayed for a
+// ClientToken may omit what was set at creation; the request fills it in.
+func (s *State) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) {
+	e, err := s.client.CreateENI(ctx, in)
+	if err != nil {
+		return e, err
+	}
+	if len(e.Tags) == 0 {
+		e.Tags = maps.Clone(in.Tags)
+	}
+	if e.InterfaceType == "" {
+		e.InterfaceType = "interface" // what CreateNetworkInterface makes without InterfaceType
+	}
+	if e.Status == "deleted" {
+		s.Forget(e.ID)
+		return e, nil
+	}
+	s.Observe(e, time.Now())
+	return e, nil
+}
+
+// AttachENI attaches an ENI at a device index and records the attachment.
+func (s *State) AttachENI(ctx context.Context, id, instanceID string, deviceIndex int) (string, error) {
+	attachmentID, err := s.client.AttachENI(ctx, id, instanceID, deviceIndex)
+	if err != nil {
+		return "", err
+	}
+	s.update(id, func(e *ENI) {
+		e.Status = "in-use"
+		e.Attachment = &Attachment{ID: attachmentID, InstanceID: instanceID, DeviceIndex: deviceIndex, Status: "attached"}
+	})
+	return attachmentID, nil
+}
+
+// SetDeleteOnTermination sets whether the ENI goes with its instance.
+func (s *State) SetDeleteOnTermination(ctx context.Context, id, attachmentID string, value bool) error {
+	if err := s.client.SetDeleteOnTermination(ctx, id, attachmentID, value); err != nil {
+		return err
+	}
+	s.update(id, func(e *ENI) {
+		if e.Attachment != nil {
+			e.Attachment.DeleteOnTermination = value
+		}
+	})
+	return nil
+}
+
+// SetSecurityGroups replaces an ENI's security groups.
+func (s *State) SetSecurityGroups(ctx context.Context, id string, groups []string) error {
+	if err := s.client.SetSecurityGroups(ctx, id, groups); err != nil {
+		return err
+	}
+	s.update(id, func(e *ENI) { e.SecurityGroups = append([]string(nil), groups...) })
+	return nil
+}
+
+// SetDescription changes an ENI's description.
+func (s *State) SetDescription(ctx context.Context, id, description string) error {
+	if err := s.client.SetDescription(ctx, id, description); err != nil {
+		return err
+	}
+	s.update(id, func(e *ENI) { e.Description = description })
+	return nil
+}
+
+// DetachENI starts detaching an ENI from its attachment and records it
+// as detaching.
+func (s *State) DetachENI(ctx context.Context, id, attachmentID string, force bool) error {
+	if err := s.client.DetachENI(ctx, attachmentID, force); err != nil {
+		return err
+	}
+	s.update(id, func(e *ENI) {
+		if e.Attachment != nil {
+			e.Attachment.Status = "detaching"
+		}
+	})
+	return nil
+}
+
+// DeleteENI deletes an available ENI and records it gone (also when EC2
+// says it already was).
+func (s *State) DeleteENI(ctx context.Context, id string) error {
+	err := s.client.DeleteENI(ctx, id)
+	if err == nil || IsNotFound(err) {
+		s.Forget(id)
+	}
+	return err
+}

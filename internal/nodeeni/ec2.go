@@ -1,0 +1,52 @@
+package nodeeni
+
+import (
+	"context"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// EC2 is what the NodeENI controller and the collector need of EC2: the
+// process's picture of the cluster's ENIs (with this process's own
+// changes applied), the VPC's catalog and instance-type limits, and the
+// calls that change an ENI. *ec2.State implements it; decisions can be
+// tested against a fake.
+type EC2 interface {
+	Synced(scope string) bool
+	ENI(id string) (ec2.ENI, bool)
+	ENIsTagged(key, value string) []ec2.ENI
+	ENIsIn(scope string) ([]ec2.ENI, time.Time)
+	// Forget records that an ENI no longer exists.
+	Forget(id string)
+	Catalog(ctx context.Context, maxAge time.Duration) (ec2.Catalog, error)
+	MaxENIs(ctx context.Context, instanceType string) (int, error)
+	Health() *ec2.Health
+
+	GetENI(ctx context.Context, id string) (ec2.ENI, error)
+	ListENIs(ctx context.Context, filters ...ec2.Filter) ([]ec2.ENI, error)
+	GetInstance(ctx context.Context, id string) (ec2.Instance, error)
+	CreateENI(ctx context.Context, in ec2.CreateENIInput) (ec2.ENI, error)
+	AttachENI(ctx context.Context, id, instanceID string, deviceIndex int) (string, error)
+	SetDeleteOnTermination(ctx context.Context, id, attachmentID string, value bool) error
+	SetSecurityGroups(ctx context.Context, id string, groups []string) error
+	SetDescription(ctx context.Context, id, description string) error
+	CreateTags(ctx context.Context, id string, tags map[string]string) error
+	DetachENI(ctx context.Context, id, attachmentID string, force bool) error
+	DeleteENI(ctx context.Context, id string) error
+}
+
+// InventoryScope names the ENIs the NodeENI controller keeps fresh in the
+// EC2 state: those tagged with the operator's cluster, re-read every
+// --nodeeni-resync-interval.
+const InventoryScope = "nodeeni"
+
+// ofNodeENI returns the ENIs tagged with a NodeENI's UID.
+func ofNodeENI(c EC2, uid string) []owned {
+	enis := c.ENIsTagged(TagNodeENIUID, uid)
+	out := make([]owned, 0, len(enis))
+	for _, e := range enis {
+		out = append(out, ownedFrom(e))
+	}
+	return out
+}

@@ -1,0 +1,44 @@
+package tagger
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// EC2 is what the tagger needs of EC2: the process's picture of its ENIs
+// (with this process's own writes applied) and the calls that look an ENI
+// up or change its tags. *ec2.State implements it; decisions can be
+// tested against a fake.
+type EC2 interface {
+	ENI(id string) (ec2.ENI, bool)
+	ENIByIP(ip string) (ec2.ENI, bool)
+	LookupByIP(ctx context.Context, ip string) (ec2.ENI, error)
+	// Fresh re-reads a watched scope unless it was read within maxAge.
+	Fresh(ctx context.Context, scope string, maxAge time.Duration) error
+	CreateTags(ctx context.Context, id string, tags map[string]string) error
+	DeleteTags(ctx context.Context, id string, tags map[string]string) error
+}
+
+// InventoryScope names the ENIs the tagger keeps fresh in the EC2 state
+// (the VPC's, or those of --subnet-ids), re-read every
+// --eni-inventory-interval to repair drift and find addresses inside
+// delegated prefixes.
+const InventoryScope = "tagger"
+
+// dedicated reports whether ip is the ENI's own address (a branch ENI or
+// an ENI made for one pod) rather than one of many pods' secondary
+// addresses or prefixes on a node's ENI.
+func dedicated(e ec2.ENI, ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	if p, err := netip.ParseAddr(e.PrimaryIP); err == nil && p == a.Unmap() {
+		return true
+	}
+	// An IPv6-only branch ENI: its single IPv6 address is the pod's.
+	return e.InterfaceType == "branch" && len(e.IPv6Addresses) == 1 && e.IPv6Addresses[0] == a.String()
+}
