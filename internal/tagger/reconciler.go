@@ -19,7 +19,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -49,14 +48,14 @@ type Reconciler struct {
 	opts      Options
 	policy    Policy
 	subnets   map[string]bool
-	enqueue   chan event.TypedGenericEvent[*corev1.Pod]
+	// writer sends the planned writes; queue is the controller's own.
+	writer *writer
+	queue  podQueue
 
 	limitMu  sync.Mutex
 	limiters map[string]*rate.Limiter
 
-	inflight writesInFlight
-	warned   warnings
-	life     lifetime
+	warned warnings
 }
 
 // outcome is what a reconcile reports on the pod.
@@ -223,14 +222,12 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
 			message: fmt.Sprintf("ENI %s is a NodeENI interface (tag %s), owned by the NodeENI controller; it is tagged through its NodeENI's spec.tags, not pod annotations", eni.ID, bounded.Quoted(k)),
 			event:   true, warning: true})
 	}
-	wrote, writeErr, busy := r.inflight.status(w.key)
-	if busy {
-		return done(nil) // the write's completion brings the pod back
+	if r.writer.busy(w.key) {
+		return done(nil) // the write's end brings the pod back
 	}
-	if writeErr != nil {
-		return done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, writeErr))
+	if err := r.writer.failure(w.key); err != nil {
+		return done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, err))
 	}
-	w.wrote = wrote
 	return nil
 }
 
@@ -291,10 +288,8 @@ func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *stop {
 	return nil
 }
 
-// apply sends the plan's writes, if any, without holding this worker:
-// workers waiting on AWS would cap how many pods share one batched call.
-// Its completion requeues the pod, whose next reconcile finds nothing to
-// write and records the outcome.
+// apply hands the plan's writes, if any, to the writer, which also
+// records their outcome; a plan with nothing to write goes on to record.
 func (r *Reconciler) apply(ctx context.Context, w *podWork) *stop {
 	if w.plan.Empty() {
 		return nil
@@ -302,8 +297,7 @@ func (r *Reconciler) apply(ctx context.Context, w *podWork) *stop {
 	if wait := r.rateLimited(w.key); wait > 0 {
 		return &stop{res: reconcile.Result{RequeueAfter: wait}}
 	}
-	r.inflight.begin(w.key)
-	go r.writeAsync(ctx, w.key, w.eni, w.plan, Record{Pod: w.key, UID: string(w.pod.UID), ENI: w.eni.ID, Tags: w.own, Hash: w.plan.Hash})
+	r.writer.submit(w)
 	return done(nil)
 }
 
@@ -431,22 +425,21 @@ func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2
 	return merged, conflicts, nil
 }
 
-// writeAsync performs a planned write, records it in the ledger at once
-// (so a pod deleted before its next reconcile still has its tags removed)
-// and requeues the pod.
-func (r *Reconciler) writeAsync(ctx context.Context, key string, eni ec2.ENI, plan Plan, rec Record) {
-	ctx, cancel := context.WithTimeout(r.life.context(ctx), 2*time.Minute)
-	defer cancel()
-	err := r.write(ctx, eni, plan)
-	if err == nil {
-		if len(rec.Tags) == 0 {
-			r.ledger.Delete(key)
-		} else {
-			r.ledger.Put(rec)
-		}
+// applyAndRecord is the writer's job for one pod: the plan's writes, then
+// the record of their outcome, so a change costs one reconcile. A failed
+// write is returned for the pod's next reconcile to report; a record that
+// fails (the pod changed meanwhile) is left to the next reconcile, which
+// finds the tags on the ENI and records them.
+func (r *Reconciler) applyAndRecord(ctx context.Context, w *podWork) error {
+	if err := r.write(ctx, w.eni, w.plan); err != nil {
+		return err
 	}
-	r.inflight.end(key, err)
-	r.requeueWait(ctx, key)
+	w.wrote = true
+	if err := r.record(ctx, w); err != nil {
+		log.FromContext(ctx).V(1).Info("recording a write failed; the next reconcile records it", "pod", w.key, "error", bounded.Error(err))
+		r.requeue(w.key)
+	}
+	return nil
 }
 
 func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
@@ -509,8 +502,8 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 // finish handles a pod that is terminating or done: its tags go, then
 // its finalizer.
 func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) error {
-	if r.inflight.running(key) {
-		// Its completion requeues the pod; the finalizer must wait for the
+	if r.writer.busy(key) {
+		// Its end requeues the pod; the finalizer must wait for the
 		// record of what that write applied.
 		return nil
 	}
@@ -685,28 +678,8 @@ func (r *Reconciler) dropLimiter(key string) {
 	r.limitMu.Unlock()
 }
 
-// requeueWait asks for a reconcile of a pod, waiting for room rather
-// than dropping the request: a completed write must be recorded.
-func (r *Reconciler) requeueWait(ctx context.Context, key string) {
-	ns, name, _ := strings.Cut(key, "/")
-	p := &corev1.Pod{}
-	p.Namespace, p.Name = ns, name
-	select {
-	case r.enqueue <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
-	case <-ctx.Done():
-	}
-}
-
-// requeue asks for a reconcile of a pod by key, without blocking.
-func (r *Reconciler) requeue(key string) {
-	ns, name, _ := strings.Cut(key, "/")
-	p := &corev1.Pod{}
-	p.Namespace, p.Name = ns, name
-	select {
-	case r.enqueue <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
-	default: // full: the next inventory refresh finds it again
-	}
-}
+// requeue asks for a reconcile of a pod by key.
+func (r *Reconciler) requeue(key string) { r.queue.add(key) }
 
 // onRefresh runs after every refresh of the tagger's inventory scope: it
 // requeues pods whose ENI drifted from what was applied,

@@ -11,10 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -30,6 +28,10 @@ func RequiredIAMActions() []string {
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;patch,resourceNames=eni-tagger-cache-00;eni-tagger-cache-01;eni-tagger-cache-02;eni-tagger-cache-03;eni-tagger-cache-04;eni-tagger-cache-05;eni-tagger-cache-06;eni-tagger-cache-07;eni-tagger-cache-08;eni-tagger-cache-09;eni-tagger-cache-10;eni-tagger-cache-11;eni-tagger-cache-12;eni-tagger-cache-13;eni-tagger-cache-14;eni-tagger-cache-15,namespace=eni-operator
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// maxWritesInFlight bounds the pods whose tag writes wait on AWS at once;
+// they share batched calls, so the bound is set well above one batch.
+const maxWritesInFlight = 2048
 
 // Setup adds the pod tagger to mgr: the controller, the ledger and its
 // inventory scope in the EC2 state (which the caller adds to mgr). It
@@ -48,8 +50,8 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, limiters: map[string]*rate.Limiter{},
-		enqueue: make(chan event.TypedGenericEvent[*corev1.Pod], 4096),
 	}
+	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, r.applyAndRecord, r.requeue)
 	for _, s := range o.SubnetIDs {
 		r.subnets[s] = true
 	}
@@ -59,7 +61,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		r.metrics.ledgerOps.WithLabelValues("overflow").Add(float64(overflow))
 		r.metrics.shardBytes.WithLabelValues(fmt.Sprint(shard)).Set(float64(bytes))
 	}
-	if err := mgr.Add(&r.life); err != nil {
+	if err := mgr.Add(r.writer); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(ledger); err != nil {
@@ -81,7 +83,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	return r, builder.ControllerManagedBy(mgr).
 		Named(o.ControllerName).
 		For(&corev1.Pod{}, builder.WithPredicates(r.predicate())).
-		WatchesRawSource(source.Channel(r.enqueue, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		WatchesRawSource(r.queue.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation}).
 		Complete(r)
 }
