@@ -66,6 +66,17 @@ func IsLimitExceeded(err error) bool {
 	return strings.HasSuffix(c, "LimitExceeded") && !IsThrottled(err) && c != "FilterLimitExceeded" && c != "TagLimitExceeded"
 }
 
+// Message returns EC2's message for err without the transport details
+// (request IDs, status codes), so it can go into a status that must not
+// change from one identical failure to the next; err.Error() otherwise.
+func Message(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
+	}
+	return err.Error()
+}
+
 // notFoundError is returned for an item of a batched lookup that AWS did
 // not return. It carries an EC2-shaped code so IsNotFound and Code treat it
 // like AWS's own.

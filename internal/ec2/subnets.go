@@ -1,0 +1,37 @@
+package ec2
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+)
+
+// Subnet is a subnet as the operator sees it.
+type Subnet struct {
+	ID               string
+	VPCID            string
+	AvailabilityZone string
+	CIDR             string
+	Tags             map[string]string
+}
+
+// Subnets returns the VPC's subnets matching the filters, by ID.
+func (c *Client) Subnets(ctx context.Context, filters ...Filter) ([]Subnet, error) {
+	in := &ec2.DescribeSubnetsInput{Filters: toFilters(c.scoped(filters))}
+	var out []Subnet
+	for p := ec2.NewDescribeSubnetsPaginator(c.api, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range page.Subnets {
+			out = append(out, Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId),
+				AvailabilityZone: aws.ToString(s.AvailabilityZone), CIDR: aws.ToString(s.CidrBlock), Tags: tagMap(s.Tags)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Subnet) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
