@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 )
 
@@ -24,13 +25,14 @@ func IsNotFound(err error) bool {
 	return strings.HasSuffix(c, ".NotFound") || c == "InvalidID"
 }
 
-// IsThrottled reports whether AWS refused the call for its rate limit.
+// IsThrottled reports whether AWS refused the call for its rate limit. It
+// uses the SDK's list of throttling codes, the one its retryer backs off
+// on, so what we count and slow down for is what the SDK retries as
+// throttling. EC2 answers RequestLimitExceeded; the list has it, so we
+// add no code of our own.
 func IsThrottled(err error) bool {
-	switch Code(err) {
-	case "RequestLimitExceeded", "Throttling", "ThrottlingException":
-		return true
-	}
-	return false
+	_, ok := retry.DefaultThrottleErrorCodes[Code(err)]
+	return ok
 }
 
 // IsUnauthorized reports whether the caller's IAM policy lacks the action.
