@@ -1,8 +1,9 @@
 package emulator
 
 import (
+	"cmp"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -137,7 +138,12 @@ func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiErr
 		if perr != nil || !strings.HasPrefix(tok, "emu-") {
 			return nil, "", apiErr("InvalidParameterValue", "The pagination token '%s' is invalid.", tok)
 		}
-		start = sort.Search(len(items), func(i int) bool { return seqOf(items[i]) > after })
+		// Sequences are unique and ascending: start after the token's.
+		i, found := slices.BinarySearchFunc(items, after, func(item T, seq int64) int { return cmp.Compare(seqOf(item), seq) })
+		if found {
+			i++
+		}
+		start = i
 	}
 	items = items[start:]
 	if !hasMax || len(items) <= max {
@@ -179,16 +185,9 @@ type eniRequest struct {
 // fingerprint identifies the parameters of a request for ClientToken
 // idempotency: the same token with other parameters is a mismatch.
 func (r eniRequest) fingerprint() string {
-	keys := make([]string, 0, len(r.tags))
-	for k, v := range r.tags {
-		keys = append(keys, k+"="+v)
-	}
-	sort.Strings(keys)
-	groups := append([]string(nil), r.groups...)
-	sort.Strings(groups)
-	return strings.Join([]string{r.subnetID, r.interfaceType, r.description, strings.Join(groups, ","),
+	return strings.Join([]string{r.subnetID, r.interfaceType, r.description, sortedJoin(r.groups),
 		r.primaryIP, strings.Join(r.secondaryIPs, ","), strconv.Itoa(r.secondaryCount), strconv.Itoa(r.ipv6Count),
-		strings.Join(r.ipv6, ","), strconv.Itoa(r.prefixCount), strings.Join(r.prefixes, ","), strings.Join(keys, ",")}, "|")
+		strings.Join(r.ipv6, ","), strconv.Itoa(r.prefixCount), strings.Join(r.prefixes, ","), tagString(r.tags)}, "|")
 }
 
 func parseENIRequest(p params) (eniRequest, *apiError) {

@@ -1,8 +1,9 @@
 package emulator
 
 import (
+	"cmp"
 	"net/netip"
-	"sort"
+	"slices"
 )
 
 type createVpcResponse struct {
@@ -154,7 +155,7 @@ func describe[T any](p params, idParam string, all []T, probe T, fields func(T) 
 			candidates = append(candidates, r)
 		}
 	}
-	sort.Slice(candidates, func(i, j int) bool { return seqOf(candidates[i]) < seqOf(candidates[j]) })
+	slices.SortFunc(candidates, func(a, b T) int { return cmp.Compare(seqOf(a), seqOf(b)) })
 	var matched []T
 	for _, r := range candidates {
 		if ok, _ := matchAll(filters, fields(r)); ok {

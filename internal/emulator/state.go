@@ -1,10 +1,11 @@
 package emulator
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -418,7 +419,7 @@ func (w *world) sortedENIs() []*eni {
 			out = append(out, n)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	slices.SortFunc(out, func(a, b *eni) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -430,7 +431,7 @@ func (w *world) attachedTo(instanceID string) []*eni {
 			out = append(out, n)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].attachment.deviceIndex < out[j].attachment.deviceIndex })
+	slices.SortFunc(out, func(a, b *eni) int { return cmp.Compare(a.attachment.deviceIndex, b.attachment.deviceIndex) })
 	return out
 }
 

@@ -2,8 +2,9 @@ package emulator
 
 import (
 	"encoding/xml"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -202,11 +203,7 @@ type xError struct {
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 func xTags(tags map[string]string) []xTag {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(tags))
 	out := make([]xTag, len(keys))
 	for i, k := range keys {
 		out[i] = xTag{Key: k, Value: tags[k]}
