@@ -364,8 +364,3 @@ func (c *AdminClient) Load(ctx context.Context, w World) (LoadResult, error) {
 	var out LoadResult
 	return out, c.do(ctx, http.MethodPost, "world", w, &out)
 }
-
-// Reset empties the emulator.
-func (c *AdminClient) Reset(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, "reset", nil, nil)
-}
