@@ -3,7 +3,6 @@ package ec2
 import (
 	"context"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
 
@@ -18,18 +17,17 @@ func newDescribeInstancesBatcher(c *Client, w batchWindow) *batcher[noKey, strin
 // execDescribeInstances filters by ID rather than passing InstanceIds,
 // which would fail the whole call for one instance that is gone.
 func (c *Client) execDescribeInstances(ctx context.Context, _ noKey, ids []string) (map[string]Instance, error) {
-	out := make(map[string]Instance, len(ids))
 	in := &ec2.DescribeInstancesInput{Filters: toFilters([]Filter{{Name: "instance-id", Values: ids}})}
-	for p := ec2.NewDescribeInstancesPaginator(c.api, in); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return out, err
-		}
+	instances, err := allPages(ctx, ec2.NewDescribeInstancesPaginator(c.api, in), func(page *ec2.DescribeInstancesOutput) []Instance {
+		var out []Instance
 		for _, r := range page.Reservations {
-			for _, i := range r.Instances {
-				out[aws.ToString(i.InstanceId)] = fromInstance(i)
-			}
+			out = append(out, convert(r.Instances, fromInstance)...)
 		}
+		return out
+	})
+	out := make(map[string]Instance, len(instances))
+	for _, i := range instances {
+		out[i.ID] = i
 	}
-	return out, nil
+	return out, err
 }

@@ -67,17 +67,9 @@ func (c *Client) ListENIs(ctx context.Context, filters ...Filter) ([]ENI, error)
 
 func (c *Client) listENIs(ctx context.Context, filters []Filter) ([]ENI, error) {
 	in := &ec2.DescribeNetworkInterfacesInput{Filters: toFilters(c.scoped(filters)), MaxResults: aws.Int32(pageSize)}
-	var out []ENI
-	for p := ec2.NewDescribeNetworkInterfacesPaginator(c.api, in); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range page.NetworkInterfaces {
-			out = append(out, fromNetworkInterface(n))
-		}
-	}
-	return out, nil
+	return allPages(ctx, ec2.NewDescribeNetworkInterfacesPaginator(c.api, in), func(page *ec2.DescribeNetworkInterfacesOutput) []ENI {
+		return convert(page.NetworkInterfaces, fromNetworkInterface)
+	})
 }
 
 // describeENIs is an unpaginated, filtered DescribeNetworkInterfaces (used
@@ -94,9 +86,7 @@ func (c *Client) describeENIs(ctx context.Context, filters []Filter, scoped bool
 		if err != nil {
 			return out, err
 		}
-		for _, n := range page.NetworkInterfaces {
-			out = append(out, fromNetworkInterface(n))
-		}
+		out = append(out, convert(page.NetworkInterfaces, fromNetworkInterface)...)
 		if aws.ToString(page.NextToken) == "" {
 			return out, nil
 		}

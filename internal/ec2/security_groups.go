@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
 // SecurityGroup is a security group as the operator sees it.
@@ -20,16 +21,13 @@ type SecurityGroup struct {
 // (e.g. group-name), by ID, so names resolve within the cluster's VPC only.
 func (c *Client) SecurityGroups(ctx context.Context, filters ...Filter) ([]SecurityGroup, error) {
 	in := &ec2.DescribeSecurityGroupsInput{Filters: toFilters(c.scoped(filters))}
-	var out []SecurityGroup
-	for p := ec2.NewDescribeSecurityGroupsPaginator(c.api, in); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range page.SecurityGroups {
-			out = append(out, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId)})
-		}
-	}
+	out, err := allPages(ctx, ec2.NewDescribeSecurityGroupsPaginator(c.api, in), func(page *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
+		return convert(page.SecurityGroups, fromSecurityGroup)
+	})
 	slices.SortFunc(out, func(a, b SecurityGroup) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return out, err
+}
+
+func fromSecurityGroup(g types.SecurityGroup) SecurityGroup {
+	return SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId)}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
 // Subnet is a subnet as the operator sees it.
@@ -21,17 +22,14 @@ type Subnet struct {
 // Subnets returns the VPC's subnets matching the filters, by ID.
 func (c *Client) Subnets(ctx context.Context, filters ...Filter) ([]Subnet, error) {
 	in := &ec2.DescribeSubnetsInput{Filters: toFilters(c.scoped(filters))}
-	var out []Subnet
-	for p := ec2.NewDescribeSubnetsPaginator(c.api, in); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range page.Subnets {
-			out = append(out, Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId),
-				AvailabilityZone: aws.ToString(s.AvailabilityZone), CIDR: aws.ToString(s.CidrBlock), Tags: tagMap(s.Tags)})
-		}
-	}
+	out, err := allPages(ctx, ec2.NewDescribeSubnetsPaginator(c.api, in), func(page *ec2.DescribeSubnetsOutput) []Subnet {
+		return convert(page.Subnets, fromSubnet)
+	})
 	slices.SortFunc(out, func(a, b Subnet) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return out, err
+}
+
+func fromSubnet(s types.Subnet) Subnet {
+	return Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId),
+		AvailabilityZone: aws.ToString(s.AvailabilityZone), CIDR: aws.ToString(s.CidrBlock), Tags: tagMap(s.Tags)}
 }

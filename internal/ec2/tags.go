@@ -72,12 +72,20 @@ func tagMap(tags []types.Tag) map[string]string {
 	return out
 }
 
-// allResources is the result of a tag call: its one outcome is every
-// resource's.
-func allResources(ids []string) map[string]struct{} {
-	out := make(map[string]struct{}, len(ids))
-	for _, id := range ids {
-		out[id] = struct{}{}
-	}
-	return out
+// newTagWriteBatcher batches a tag write (CreateTags or DeleteTags) over
+// up to 1,000 ENIs. The call has one outcome for all of them; one ENI
+// that no longer exists fails the whole call, so a failed batch is
+// retried in halves until the others are written.
+func newTagWriteBatcher(c *Client, kind string, w batchWindow,
+	write func(ctx context.Context, tags tagSet, ids []string) error) *batcher[tagSet, string, struct{}] {
+	b := newBatcher(c, kind, w, maxTagResources, func(ctx context.Context, tags tagSet, ids []string) (map[string]struct{}, error) {
+		err := write(ctx, tags, ids)
+		out := make(map[string]struct{}, len(ids))
+		for _, id := range ids {
+			out[id] = struct{}{}
+		}
+		return out, err
+	})
+	b.splittable = IsNotFound
+	return b
 }
