@@ -34,14 +34,7 @@ type describeInstanceTypesResponse struct {
 }
 
 func (w *world) lookupInstance(id string) (*instance, *apiError) {
-	if err := checkID("i", id); err != nil {
-		return nil, err
-	}
-	i, ok := w.instances[id]
-	if !ok {
-		return nil, notFound("instance", id)
-	}
-	return i, nil
+	return lookup(w.instances, "i", id)
 }
 
 func (w *world) instanceFields(i *instance) fieldFunc {

@@ -33,18 +33,6 @@ func (w *world) tagTargets(p params) ([]*resource, *apiError) {
 	return out, nil
 }
 
-// notFoundByID picks the NotFound code from the shape of the ID.
-func notFoundByID(id string) *apiError {
-	for _, k := range []struct{ prefix, kind string }{
-		{"eni-attach-", "attachment"}, {"eni-", "eni"}, {"i-", "instance"}, {"subnet-", "subnet"}, {"vpc-", "vpc"}, {"sg-", "sg"},
-	} {
-		if len(id) > len(k.prefix) && id[:len(k.prefix)] == k.prefix {
-			return notFound(k.kind, id)
-		}
-	}
-	return apiErr("InvalidID", "The ID '%s' is not valid", id)
-}
-
 func createTags(w *world, p params, _ callEnv) (response, *apiError) {
 	targets, err := w.tagTargets(p)
 	if err != nil {

@@ -108,14 +108,7 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 		all = append(all, v)
 	}
 	matched, next, err := describe(p, "VpcId", all, &vpc{}, fields, func(id string) (*vpc, *apiError) {
-		if err := checkID("vpc", id); err != nil {
-			return nil, err
-		}
-		v, ok := w.vpcs[id]
-		if !ok {
-			return nil, notFound("vpc", id)
-		}
-		return v, nil
+		return lookup(w.vpcs, "vpc", id)
 	}, func(v *vpc) int64 { return v.seq })
 	if err != nil {
 		return nil, err
@@ -167,12 +160,9 @@ func describe[T any](p params, idParam string, all []T, probe T, fields func(T) 
 
 // newSubnet validates and creates a subnet inside its VPC's CIDR.
 func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]string) (*subnet, *apiError) {
-	if err := checkID("vpc", vpcID); err != nil {
+	v, err := lookup(w.vpcs, "vpc", vpcID)
+	if err != nil {
 		return nil, err
-	}
-	v, ok := w.vpcs[vpcID]
-	if !ok {
-		return nil, notFound("vpc", vpcID)
 	}
 	pf, perr := netip.ParsePrefix(cidr)
 	if perr != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
@@ -202,7 +192,6 @@ func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]stri
 	if err := validateTags(nil, tags); err != nil {
 		return nil, err
 	}
-	var err *apiError
 	id, err = w.pickID("subnet", id)
 	if err != nil {
 		return nil, err
@@ -261,14 +250,7 @@ func describeSubnets(w *world, p params, _ callEnv) (response, *apiError) {
 		all = append(all, s)
 	}
 	matched, next, err := describe(p, "SubnetId", all, &subnet{}, fields, func(id string) (*subnet, *apiError) {
-		if err := checkID("subnet", id); err != nil {
-			return nil, err
-		}
-		s, ok := w.subnets[id]
-		if !ok {
-			return nil, notFound("subnet", id)
-		}
-		return s, nil
+		return lookup(w.subnets, "subnet", id)
 	}, func(s *subnet) int64 { return s.seq })
 	if err != nil {
 		return nil, err
@@ -285,11 +267,8 @@ func (w *world) newSecurityGroup(id, name, vpcID, description string, tags map[s
 	if name == "" {
 		return nil, apiErr("MissingParameter", "The request must contain the parameter GroupName")
 	}
-	if err := checkID("vpc", vpcID); err != nil {
+	if _, err := lookup(w.vpcs, "vpc", vpcID); err != nil {
 		return nil, err
-	}
-	if _, ok := w.vpcs[vpcID]; !ok {
-		return nil, notFound("vpc", vpcID)
 	}
 	for _, g := range w.groups {
 		if g.vpcID == vpcID && g.name == name {
@@ -368,14 +347,7 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 		all = byName
 	}
 	matched, next, err := describe(p, "GroupId", all, &securityGroup{}, fields, func(id string) (*securityGroup, *apiError) {
-		if err := checkID("sg", id); err != nil {
-			return nil, err
-		}
-		g, ok := w.groups[id]
-		if !ok {
-			return nil, notFound("sg", id)
-		}
-		return g, nil
+		return lookup(w.groups, "sg", id)
 	}, func(g *securityGroup) int64 { return g.seq })
 	if err != nil {
 		return nil, err
