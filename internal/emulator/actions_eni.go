@@ -154,8 +154,7 @@ func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiErr
 }
 
 func describeNetworkInterfaces(w *world, p params, _ callEnv) (response, *apiError) {
-	matched, next, err := describe(p, "NetworkInterfaceId", w.sortedENIs(), &eni{}, w.eniFields, w.lookupENI,
-		func(n *eni) int64 { return n.seq })
+	matched, next, err := describe(p, "NetworkInterfaceId", w.sortedENIs(), &eni{}, w.eniFields, w.lookupENI)
 	if err != nil {
 		return nil, err
 	}

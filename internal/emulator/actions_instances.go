@@ -84,12 +84,7 @@ func (w *world) instanceFields(i *instance) fieldFunc {
 }
 
 func describeInstances(w *world, p params, _ callEnv) (response, *apiError) {
-	all := make([]*instance, 0, len(w.instances))
-	for _, i := range w.instances {
-		all = append(all, i)
-	}
-	matched, next, err := describe(p, "InstanceId", all, &instance{}, w.instanceFields, w.lookupInstance,
-		func(i *instance) int64 { return i.seq })
+	matched, next, err := describe(p, "InstanceId", slices.Collect(maps.Values(w.instances)), &instance{}, w.instanceFields, w.lookupInstance)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"slices"
 )
@@ -103,13 +104,9 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 			return tagFields(v.tags, name)
 		}
 	}
-	all := make([]*vpc, 0, len(w.vpcs))
-	for _, v := range w.vpcs {
-		all = append(all, v)
-	}
-	matched, next, err := describe(p, "VpcId", all, &vpc{}, fields, func(id string) (*vpc, *apiError) {
+	matched, next, err := describe(p, "VpcId", slices.Collect(maps.Values(w.vpcs)), &vpc{}, fields, func(id string) (*vpc, *apiError) {
 		return lookup(w.vpcs, "vpc", id)
-	}, func(v *vpc) int64 { return v.seq })
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -121,11 +118,12 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 }
 
 // describe is the common shape of the Describe* actions: by IDs or all,
-// then filters, then pagination.
+// then filters, then pagination in creation order.
 // probe is an empty resource used to reject unknown filter names even when
 // nothing would be matched against them.
-func describe[T any](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
-	lookup func(string) (T, *apiError), seqOf func(T) int64) ([]T, string, *apiError) {
+func describe[T interface{ sequence() int64 }](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
+	lookup func(string) (T, *apiError)) ([]T, string, *apiError) {
+	seqOf := T.sequence
 	filters, err := p.filters()
 	if err != nil {
 		return nil, "", err
@@ -245,13 +243,9 @@ func describeSubnets(w *world, p params, _ callEnv) (response, *apiError) {
 			return tagFields(s.tags, name)
 		}
 	}
-	all := make([]*subnet, 0, len(w.subnets))
-	for _, s := range w.subnets {
-		all = append(all, s)
-	}
-	matched, next, err := describe(p, "SubnetId", all, &subnet{}, fields, func(id string) (*subnet, *apiError) {
+	matched, next, err := describe(p, "SubnetId", slices.Collect(maps.Values(w.subnets)), &subnet{}, fields, func(id string) (*subnet, *apiError) {
 		return lookup(w.subnets, "subnet", id)
-	}, func(s *subnet) int64 { return s.seq })
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -326,10 +320,7 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 			return tagFields(g.tags, name)
 		}
 	}
-	all := make([]*securityGroup, 0, len(w.groups))
-	for _, g := range w.groups {
-		all = append(all, g)
-	}
+	all := slices.Collect(maps.Values(w.groups))
 	// GroupName.N selects by name (default VPC semantics in AWS); model it
 	// as a name filter across VPCs.
 	if names := p.list("GroupName"); len(names) > 0 {
@@ -348,7 +339,7 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 	}
 	matched, next, err := describe(p, "GroupId", all, &securityGroup{}, fields, func(id string) (*securityGroup, *apiError) {
 		return lookup(w.groups, "sg", id)
-	}, func(g *securityGroup) int64 { return g.seq })
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,9 @@ type resource struct {
 	tags map[string]string
 }
 
+// sequence is the resource's creation order, which pagination follows.
+func (r *resource) sequence() int64 { return r.seq }
+
 type vpc struct {
 	resource
 	cidr netip.Prefix
