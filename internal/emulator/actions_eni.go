@@ -255,7 +255,9 @@ func createNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 			} else {
 				// AWS keeps answering with the original result even after
 				// the ENI is gone; only the ID is certain then.
-				resp.NetworkInterface = xNetworkInterface{NetworkInterfaceID: rec.eniID, Status: "deleted"}
+				resp.NetworkInterface = xNetworkInterface{
+					xInstanceNetworkInterface: xInstanceNetworkInterface{NetworkInterfaceID: rec.eniID, Status: "deleted"},
+				}
 			}
 			return resp, nil
 		}
