@@ -34,6 +34,9 @@ type batcher[K comparable, I comparable, O any] struct {
 	pending map[K]*pendingBatch[I, O]
 }
 
+// noKey is the key of a batcher whose items all share one call.
+type noKey struct{}
+
 type outcome[O any] struct {
 	value O
 	err   error

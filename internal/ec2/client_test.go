@@ -3,7 +3,7 @@ package ec2
 import (
 	"context"
 	"net/http/httptest"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -348,7 +348,7 @@ func TestRateLimitBound(t *testing.T) {
 	if len(times) != total {
 		t.Fatalf("%d calls recorded, want %d", len(times), total)
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	slices.SortFunc(times, time.Time.Compare)
 	j := 0
 	for i := range times {
 		for times[i].Sub(times[j]) >= time.Second {

@@ -2,14 +2,97 @@ package ec2
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"sync"
+	"net/netip"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
+
+// ENI is a network interface as the operator sees it.
+type ENI struct {
+	ID               string
+	SubnetID         string
+	VPCID            string
+	AvailabilityZone string
+	InterfaceType    string // interface, branch, trunk, ...
+	Status           string // available, in-use, ...
+	Description      string
+	MAC              string
+	PrimaryIP        string
+	SecondaryIPs     []string
+	IPv6Addresses    []string
+	IPv4Prefixes     []netip.Prefix
+	IPv6Prefixes     []netip.Prefix
+	SecurityGroups   []string
+	RequesterManaged bool
+	Attachment       *Attachment
+	Tags             map[string]string
+}
+
+// Attachment is an ENI's attachment to an instance.
+type Attachment struct {
+	ID                  string
+	InstanceID          string
+	DeviceIndex         int
+	Status              string // attaching, attached, detaching
+	DeleteOnTermination bool
+}
+
+// pageSize is the most ENIs EC2 returns per DescribeNetworkInterfaces page.
+const pageSize = 1000
+
+// LookupByIP finds the ENI holding a private IPv4 (primary or secondary)
+// or IPv6 address in the client's VPC. Concurrent lookups share one
+// DescribeNetworkInterfaces call of up to 199 addresses. Addresses inside
+// delegated prefixes are not found this way; use the Inventory.
+func (c *Client) LookupByIP(ctx context.Context, ip string) (ENI, error) {
+	family, addr, err := ipBatchKey(ip)
+	if err != nil {
+		return ENI{}, err
+	}
+	return c.enisByIP.do(ctx, family, addr)
+}
+
+// GetENI returns one ENI by ID; concurrent calls share one request.
+func (c *Client) GetENI(ctx context.Context, id string) (ENI, error) {
+	return c.enisByID.do(ctx, noKey{}, id)
+}
+
+// ListENIs returns every ENI of the client's VPC that matches the filters,
+// reading pages of 1,000: the cost is pages, not ENIs.
+func (c *Client) ListENIs(ctx context.Context, filters ...Filter) ([]ENI, error) {
+	return c.listENIs(ctx, filters)
+}
+
+func (c *Client) listENIs(ctx context.Context, filters []Filter) ([]ENI, error) {
+	in := &ec2.DescribeNetworkInterfacesInput{Filters: toFilters(c.scoped(filters)), MaxResults: aws.Int32(pageSize)}
+	return allPages(ctx, ec2.NewDescribeNetworkInterfacesPaginator(c.api, in), func(page *ec2.DescribeNetworkInterfacesOutput) []ENI {
+		return convert(page.NetworkInterfaces, fromNetworkInterface)
+	})
+}
+
+// describeENIs is an unpaginated, filtered DescribeNetworkInterfaces (used
+// for batches, whose filters bound the result), following NextToken if
+// AWS paginates anyway.
+func (c *Client) describeENIs(ctx context.Context, filters []Filter, scoped bool) ([]ENI, error) {
+	if scoped {
+		filters = c.scoped(filters)
+	}
+	in := &ec2.DescribeNetworkInterfacesInput{Filters: toFilters(filters)}
+	var out []ENI
+	for {
+		page, err := c.api.DescribeNetworkInterfaces(ctx, in)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, convert(page.NetworkInterfaces, fromNetworkInterface)...)
+		if aws.ToString(page.NextToken) == "" {
+			return out, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}
 
 // CreateENIInput describes an ENI to create.
 type CreateENIInput struct {
@@ -35,7 +118,7 @@ func (c *Client) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) 
 		req.ClientToken = aws.String(in.ClientToken)
 	}
 	if len(in.Tags) > 0 {
-		req.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeNetworkInterface, Tags: decodeTags(encodeTags(in.Tags))}}
+		req.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeNetworkInterface, Tags: sdkTags(in.Tags)}}
 	}
 	out, err := c.api.CreateNetworkInterface(ctx, req)
 	if err != nil {
@@ -64,6 +147,22 @@ func (c *Client) SetDeleteOnTermination(ctx context.Context, eniID, attachmentID
 	return err
 }
 
+// SetSecurityGroups replaces an ENI's security groups in place.
+func (c *Client) SetSecurityGroups(ctx context.Context, eniID string, groups []string) error {
+	_, err := c.api.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{
+		NetworkInterfaceId: aws.String(eniID), Groups: groups,
+	})
+	return err
+}
+
+// SetDescription changes an ENI's description in place.
+func (c *Client) SetDescription(ctx context.Context, eniID, description string) error {
+	_, err := c.api.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{
+		NetworkInterfaceId: aws.String(eniID), Description: &types.AttributeValue{Value: aws.String(description)},
+	})
+	return err
+}
+
 // DetachENI starts detaching; the ENI becomes available asynchronously.
 func (c *Client) DetachENI(ctx context.Context, attachmentID string, force bool) error {
 	_, err := c.api.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String(attachmentID), Force: aws.Bool(force)})
@@ -76,89 +175,46 @@ func (c *Client) DeleteENI(ctx context.Context, eniID string) error {
 	return err
 }
 
-// Subnet is a subnet as the operator sees it.
-type Subnet struct {
-	ID               string
-	VPCID            string
-	AvailabilityZone string
-	CIDR             string
-	Tags             map[string]string
-}
-
-// Subnets returns the VPC's subnets matching the filters.
-func (c *Client) Subnets(ctx context.Context, filters ...Filter) ([]Subnet, error) {
-	in := &ec2.DescribeSubnetsInput{Filters: toFilters(c.scoped(filters))}
-	var out []Subnet
-	for p := ec2.NewDescribeSubnetsPaginator(c.api, in); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range page.Subnets {
-			out = append(out, Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId),
-				AvailabilityZone: aws.ToString(s.AvailabilityZone), CIDR: aws.ToString(s.CidrBlock), Tags: tagMap(s.Tags)})
+func fromNetworkInterface(n types.NetworkInterface) ENI {
+	e := ENI{
+		ID: aws.ToString(n.NetworkInterfaceId), SubnetID: aws.ToString(n.SubnetId), VPCID: aws.ToString(n.VpcId),
+		AvailabilityZone: aws.ToString(n.AvailabilityZone), InterfaceType: string(n.InterfaceType),
+		Status: string(n.Status), Description: aws.ToString(n.Description), MAC: aws.ToString(n.MacAddress),
+		PrimaryIP: aws.ToString(n.PrivateIpAddress), RequesterManaged: aws.ToBool(n.RequesterManaged),
+		Tags: tagMap(n.TagSet),
+	}
+	for _, a := range n.PrivateIpAddresses {
+		if ip := aws.ToString(a.PrivateIpAddress); ip != "" && !aws.ToBool(a.Primary) {
+			e.SecondaryIPs = append(e.SecondaryIPs, ip)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
-}
-
-// SecurityGroup is a security group as the operator sees it.
-type SecurityGroup struct {
-	ID    string
-	Name  string
-	VPCID string
-}
-
-// SecurityGroups returns the VPC's security groups matching the filters
-// (e.g. group-name), so names resolve within the cluster's VPC only.
-func (c *Client) SecurityGroups(ctx context.Context, filters ...Filter) ([]SecurityGroup, error) {
-	in := &ec2.DescribeSecurityGroupsInput{Filters: toFilters(c.scoped(filters))}
-	var out []SecurityGroup
-	for p := ec2.NewDescribeSecurityGroupsPaginator(c.api, in); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range page.SecurityGroups {
-			out = append(out, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId)})
+	for _, a := range n.Ipv6Addresses {
+		e.IPv6Addresses = append(e.IPv6Addresses, aws.ToString(a.Ipv6Address))
+	}
+	for _, p := range n.Ipv4Prefixes {
+		e.IPv4Prefixes = appendPrefix(e.IPv4Prefixes, aws.ToString(p.Ipv4Prefix))
+	}
+	for _, p := range n.Ipv6Prefixes {
+		e.IPv6Prefixes = appendPrefix(e.IPv6Prefixes, aws.ToString(p.Ipv6Prefix))
+	}
+	for _, g := range n.Groups {
+		e.SecurityGroups = append(e.SecurityGroups, aws.ToString(g.GroupId))
+	}
+	if a := n.Attachment; a != nil {
+		e.Attachment = &Attachment{
+			ID: aws.ToString(a.AttachmentId), InstanceID: aws.ToString(a.InstanceId),
+			DeviceIndex: int(aws.ToInt32(a.DeviceIndex)), Status: string(a.Status),
+			DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return e
 }
 
-// InstanceTypes caches DescribeInstanceTypes: the limits of a type never
-// change, so each type costs one call for the life of the process.
-type InstanceTypes struct {
-	client *Client
-	mu     sync.Mutex
-	limits map[string]int
-}
-
-// NewInstanceTypes returns an empty cache of instance type ENI limits.
-func (c *Client) NewInstanceTypes() *InstanceTypes {
-	return &InstanceTypes{client: c, limits: map[string]int{}}
-}
-
-// MaxENIs returns how many network interfaces an instance type takes.
-func (t *InstanceTypes) MaxENIs(ctx context.Context, instanceType string) (int, error) {
-	t.mu.Lock()
-	n, ok := t.limits[instanceType]
-	t.mu.Unlock()
-	if ok {
-		return n, nil
+// appendPrefix skips a prefix EC2 wrote in a form we cannot parse rather
+// than failing the whole ENI.
+func appendPrefix(out []netip.Prefix, s string) []netip.Prefix {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return append(out, p)
 	}
-	out, err := t.client.api.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []types.InstanceType{types.InstanceType(instanceType)}})
-	if err != nil {
-		return 0, err
-	}
-	if len(out.InstanceTypes) == 0 || out.InstanceTypes[0].NetworkInfo == nil {
-		return 0, fmt.Errorf("instance type %s: EC2 reported no network limits", instanceType)
-	}
-	n = int(aws.ToInt32(out.InstanceTypes[0].NetworkInfo.MaximumNetworkInterfaces))
-	t.mu.Lock()
-	t.limits[instanceType] = n
-	t.mu.Unlock()
-	return n, nil
+	return out
 }

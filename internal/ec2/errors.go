@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 )
 
@@ -24,13 +25,14 @@ func IsNotFound(err error) bool {
 	return strings.HasSuffix(c, ".NotFound") || c == "InvalidID"
 }
 
-// IsThrottled reports whether AWS refused the call for its rate limit.
+// IsThrottled reports whether AWS refused the call for its rate limit. It
+// uses the SDK's list of throttling codes, the one its retryer backs off
+// on, so what we count and slow down for is what the SDK retries as
+// throttling. EC2 answers RequestLimitExceeded; the list has it, so we
+// add no code of our own.
 func IsThrottled(err error) bool {
-	switch Code(err) {
-	case "RequestLimitExceeded", "Throttling", "ThrottlingException":
-		return true
-	}
-	return false
+	_, ok := retry.DefaultThrottleErrorCodes[Code(err)]
+	return ok
 }
 
 // IsUnauthorized reports whether the caller's IAM policy lacks the action.
@@ -64,6 +66,17 @@ func IsInUse(err error) bool { return strings.HasSuffix(Code(err), ".InUse") }
 func IsLimitExceeded(err error) bool {
 	c := Code(err)
 	return strings.HasSuffix(c, "LimitExceeded") && !IsThrottled(err) && c != "FilterLimitExceeded" && c != "TagLimitExceeded"
+}
+
+// Message returns EC2's message for err without the transport details
+// (request IDs, status codes), so it can go into a status that must not
+// change from one identical failure to the next; err.Error() otherwise.
+func Message(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
+	}
+	return err.Error()
 }
 
 // notFoundError is returned for an item of a batched lookup that AWS did

@@ -280,20 +280,28 @@ func hintFor(kind string) string {
 // kindIgnored is an attempt that says nothing of EC2: the caller gave up.
 const kindIgnored = "ignored"
 
-// authCodes are the error codes by which EC2 refuses the caller itself
-// rather than one request. UnauthorizedOperation is one only on reads:
-// on a change it names an action the policy lacks, and EC2 did answer.
-var authCodes = map[string]bool{
-	"AuthFailure": true, "InvalidClientTokenId": true, "SignatureDoesNotMatch": true,
-	"ExpiredToken": true, "ExpiredTokenException": true, "RequestExpired": true,
-	"IncompleteSignature": true, "MissingAuthenticationToken": true, "InvalidAccessKeyId": true,
-	"UnrecognizedClientException": true, "AccessDenied": true, "AccessDeniedException": true,
-	"OptInRequired": true, "Blocked": true, "PendingVerification": true,
+// isAuthCode reports whether EC2 refused the caller itself rather than
+// one request. UnauthorizedOperation is such a code only on reads: on a
+// change it names an action the policy lacks, and EC2 did answer.
+func isAuthCode(code string) bool {
+	switch code {
+	case "AuthFailure", "InvalidClientTokenId", "SignatureDoesNotMatch",
+		"ExpiredToken", "ExpiredTokenException", "RequestExpired",
+		"IncompleteSignature", "MissingAuthenticationToken", "InvalidAccessKeyId",
+		"UnrecognizedClientException", "AccessDenied", "AccessDeniedException",
+		"OptInRequired", "Blocked", "PendingVerification":
+		return true
+	}
+	return false
 }
 
-// serverCodes are EC2's server-side error codes.
-var serverCodes = map[string]bool{
-	"InternalError": true, "InternalFailure": true, "ServiceUnavailable": true, "Unavailable": true,
+// isServerCode reports whether code is one of EC2's server-side errors.
+func isServerCode(code string) bool {
+	switch code {
+	case "InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable":
+		return true
+	}
+	return false
 }
 
 // failureKind classifies one attempt's outcome: "" when EC2 answered
@@ -320,9 +328,9 @@ func failureKind(ctx context.Context, operation string, err error) string {
 		switch {
 		case IsThrottled(err):
 			return KindThrottled
-		case authCodes[code], code == "UnauthorizedOperation" && categoryOf(operation) == CategoryDescribe:
+		case isAuthCode(code), code == "UnauthorizedOperation" && categoryOf(operation) == CategoryDescribe:
 			return KindAuth
-		case serverCodes[code]:
+		case isServerCode(code):
 			return KindServer
 		}
 	}

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,4 +95,35 @@ func (l *adaptiveLimiter) rate() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.effective
+}
+
+// Limit is a token bucket: QPS refill per second, Burst tokens.
+type Limit struct {
+	QPS   float64
+	Burst int
+}
+
+// Category groups EC2 actions the way AWS's throttling does.
+type Category string
+
+// The action categories of AWS's request throttling.
+const (
+	CategoryDescribe    Category = "describe"   // non-mutating
+	CategoryTags        Category = "tags"       // CreateTags, DeleteTags
+	CategoryENIMutate   Category = "eni-mutate" // Create/DeleteNetworkInterface, Modify..., Assign/Unassign...
+	CategoryOtherMutate Category = "other-mutate"
+)
+
+func categoryOf(operation string) Category {
+	switch operation {
+	case "CreateTags", "DeleteTags":
+		return CategoryTags
+	case "CreateNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute",
+		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses":
+		return CategoryENIMutate
+	}
+	if strings.HasPrefix(operation, "Describe") {
+		return CategoryDescribe
+	}
+	return CategoryOtherMutate
 }

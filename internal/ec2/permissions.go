@@ -59,7 +59,7 @@ func (c *Client) dryRun(ctx context.Context, action string, req permissionReques
 	case "ec2:CreateNetworkInterface":
 		in := &ec2.CreateNetworkInterfaceInput{DryRun: dry, SubnetId: aws.String(dryRunSubnet)}
 		if len(req.createTags) > 0 {
-			in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeNetworkInterface, Tags: decodeTags(encodeTags(req.createTags))}}
+			in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeNetworkInterface, Tags: sdkTags(req.createTags)}}
 		}
 		_, err = c.api.CreateNetworkInterface(ctx, in)
 	case "ec2:DeleteNetworkInterface":

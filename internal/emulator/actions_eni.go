@@ -1,8 +1,9 @@
 package emulator
 
 import (
+	"cmp"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -137,7 +138,12 @@ func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiErr
 		if perr != nil || !strings.HasPrefix(tok, "emu-") {
 			return nil, "", apiErr("InvalidParameterValue", "The pagination token '%s' is invalid.", tok)
 		}
-		start = sort.Search(len(items), func(i int) bool { return seqOf(items[i]) > after })
+		// Sequences are unique and ascending: start after the token's.
+		i, found := slices.BinarySearchFunc(items, after, func(item T, seq int64) int { return cmp.Compare(seqOf(item), seq) })
+		if found {
+			i++
+		}
+		start = i
 	}
 	items = items[start:]
 	if !hasMax || len(items) <= max {
@@ -148,8 +154,7 @@ func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiErr
 }
 
 func describeNetworkInterfaces(w *world, p params, _ callEnv) (response, *apiError) {
-	matched, next, err := describe(p, "NetworkInterfaceId", w.sortedENIs(), &eni{}, w.eniFields, w.lookupENI,
-		func(n *eni) int64 { return n.seq })
+	matched, next, err := describe(p, "NetworkInterfaceId", w.sortedENIs(), &eni{}, w.eniFields, w.lookupENI)
 	if err != nil {
 		return nil, err
 	}
@@ -179,16 +184,9 @@ type eniRequest struct {
 // fingerprint identifies the parameters of a request for ClientToken
 // idempotency: the same token with other parameters is a mismatch.
 func (r eniRequest) fingerprint() string {
-	keys := make([]string, 0, len(r.tags))
-	for k, v := range r.tags {
-		keys = append(keys, k+"="+v)
-	}
-	sort.Strings(keys)
-	groups := append([]string(nil), r.groups...)
-	sort.Strings(groups)
-	return strings.Join([]string{r.subnetID, r.interfaceType, r.description, strings.Join(groups, ","),
+	return strings.Join([]string{r.subnetID, r.interfaceType, r.description, sortedJoin(r.groups),
 		r.primaryIP, strings.Join(r.secondaryIPs, ","), strconv.Itoa(r.secondaryCount), strconv.Itoa(r.ipv6Count),
-		strings.Join(r.ipv6, ","), strconv.Itoa(r.prefixCount), strings.Join(r.prefixes, ","), strings.Join(keys, ",")}, "|")
+		strings.Join(r.ipv6, ","), strconv.Itoa(r.prefixCount), strings.Join(r.prefixes, ","), tagString(r.tags)}, "|")
 }
 
 func parseENIRequest(p params) (eniRequest, *apiError) {
@@ -257,7 +255,9 @@ func createNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 			} else {
 				// AWS keeps answering with the original result even after
 				// the ENI is gone; only the ID is certain then.
-				resp.NetworkInterface = xNetworkInterface{NetworkInterfaceID: rec.eniID, Status: "deleted"}
+				resp.NetworkInterface = xNetworkInterface{
+					xInstanceNetworkInterface: xInstanceNetworkInterface{NetworkInterfaceID: rec.eniID, Status: "deleted"},
+				}
 			}
 			return resp, nil
 		}
@@ -278,24 +278,18 @@ func createNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 // createENI validates a request completely before changing anything, so a
 // failed call leaves no trace.
 func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
-	if err := checkID("subnet", req.subnetID); err != nil {
+	s, err := lookup(w.subnets, "subnet", req.subnetID)
+	if err != nil {
 		return nil, err
-	}
-	s, ok := w.subnets[req.subnetID]
-	if !ok {
-		return nil, notFound("subnet", req.subnetID)
 	}
 	groups := req.groups
 	if len(groups) == 0 {
 		groups = []string{w.defaultGroup(s.vpcID)}
 	}
 	for _, g := range groups {
-		if err := checkID("sg", g); err != nil {
+		sg, err := lookup(w.groups, "sg", g)
+		if err != nil {
 			return nil, err
-		}
-		sg, ok := w.groups[g]
-		if !ok {
-			return nil, notFound("sg", g)
 		}
 		if sg.vpcID != s.vpcID {
 			return nil, apiErr("InvalidParameterValue", "Security group %s and subnet %s belong to different networks.", g, s.id)
@@ -480,17 +474,22 @@ func (w *world) lookupENI(id string) (*eni, *apiError) {
 	return n, nil
 }
 
-func deleteNetworkInterface(w *world, p params, _ callEnv) (response, *apiError) {
+// eniParam is the ENI the request's NetworkInterfaceId names.
+func (w *world) eniParam(p params) (*eni, *apiError) {
 	id, err := p.required("NetworkInterfaceId")
 	if err != nil {
 		return nil, err
 	}
-	n, err := w.lookupENI(id)
+	return w.lookupENI(id)
+}
+
+func deleteNetworkInterface(w *world, p params, _ callEnv) (response, *apiError) {
+	n, err := w.eniParam(p)
 	if err != nil {
 		return nil, err
 	}
 	if n.attachment != nil {
-		return nil, apiErr("InvalidNetworkInterface.InUse", "The network interface %s is currently in use.", id)
+		return nil, apiErr("InvalidNetworkInterface.InUse", "The network interface %s is currently in use.", n.id)
 	}
 	w.deleteENI(n)
 	return &returnResponse{Return: true}, nil
@@ -570,12 +569,9 @@ func detachNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	if err != nil {
 		return nil, err
 	}
-	if err := checkID("eni-attach", id); err != nil {
+	n, err := lookup(w.attachments, "eni-attach", id)
+	if err != nil {
 		return nil, err
-	}
-	n, ok := w.attachments[id]
-	if !ok {
-		return nil, notFound("attachment", id)
 	}
 	if n.attachment.deviceIndex == 0 {
 		return nil, apiErr("OperationNotPermitted", "The network interface at device index 0 cannot be detached.")
@@ -590,11 +586,7 @@ func detachNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 }
 
 func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *apiError) {
-	id, err := p.required("NetworkInterfaceId")
-	if err != nil {
-		return nil, err
-	}
-	n, err := w.lookupENI(id)
+	n, err := w.eniParam(p)
 	if err != nil {
 		return nil, err
 	}
@@ -602,7 +594,7 @@ func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *
 	case p.has("Attachment.AttachmentId"):
 		aid := p.get("Attachment.AttachmentId")
 		if n.attachment == nil || n.attachment.id != aid {
-			return nil, notFound("attachment", aid)
+			return nil, notFound("eni-attach", aid)
 		}
 		if p.has("Attachment.DeleteOnTermination") {
 			n.attachment.deleteOnTermination = p.bool("Attachment.DeleteOnTermination")
@@ -612,12 +604,9 @@ func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *
 	case len(p.list("SecurityGroupId")) > 0:
 		groups := p.list("SecurityGroupId")
 		for _, g := range groups {
-			if err := checkID("sg", g); err != nil {
+			sg, err := lookup(w.groups, "sg", g)
+			if err != nil {
 				return nil, err
-			}
-			sg, ok := w.groups[g]
-			if !ok {
-				return nil, notFound("sg", g)
 			}
 			if sg.vpcID != n.vpcID {
 				return nil, apiErr("InvalidParameterValue", "Security group %s belongs to another VPC", g)
@@ -644,11 +633,7 @@ func modifyNetworkInterfaceAttribute(w *world, p params, _ callEnv) (response, *
 // secondary address is assigned already: it is reported, not added twice.
 // The call changes nothing unless it succeeds.
 func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiError) {
-	id, err := p.required("NetworkInterfaceId")
-	if err != nil {
-		return nil, err
-	}
-	n, err := w.lookupENI(id)
+	n, err := w.eniParam(p)
 	if err != nil {
 		return nil, err
 	}
@@ -694,7 +679,7 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 			fresh++
 		case owner == n && a == n.primaryIP:
 			return nil, apiErr("InvalidParameterValue", "Address %s is the primary private IP address of %s.", a, n.id)
-		case owner == n && containsAddr(n.secondaryIPs, a):
+		case owner == n && slices.Contains(n.secondaryIPs, a):
 			held = append(held, a)
 		case owner == n:
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is part of a prefix delegated to %s.", a, n.id)
@@ -702,7 +687,7 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 			return nil, inUseAt(a)
 		case a == owner.primaryIP:
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is the primary private IP address of %s and cannot be reassigned.", a, owner.id)
-		case !containsAddr(owner.secondaryIPs, a):
+		case !slices.Contains(owner.secondaryIPs, a):
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address %s is part of a prefix delegated to %s and cannot be reassigned.", a, owner.id)
 		default:
 			adds = append(adds, move{addr: a, from: owner})
@@ -732,7 +717,7 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 	for _, m := range adds {
 		if m.from != nil {
 			w.release(m.from, m.addr)
-			m.from.secondaryIPs = removeAddr(m.from.secondaryIPs, m.addr)
+			m.from.secondaryIPs = slices.DeleteFunc(m.from.secondaryIPs, func(a netip.Addr) bool { return a == m.addr })
 		}
 		n.secondaryIPs = append(n.secondaryIPs, m.addr)
 		w.claim(n, m.addr)
@@ -775,17 +760,6 @@ func assignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiErro
 	return resp, nil
 }
 
-// removeAddr returns list without a, keeping the order.
-func removeAddr(list []netip.Addr, a netip.Addr) []netip.Addr {
-	out := list[:0]
-	for _, x := range list {
-		if x != a {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // ipLimit is the per-interface IPv4 limit of the instance type the ENI is
 // attached to, or 0 when it is not attached.
 func (w *world) ipLimit(n *eni) int {
@@ -799,18 +773,14 @@ func (w *world) ipLimit(n *eni) int {
 }
 
 func unassignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiError) {
-	id, err := p.required("NetworkInterfaceId")
-	if err != nil {
-		return nil, err
-	}
-	n, err := w.lookupENI(id)
+	n, err := w.eniParam(p)
 	if err != nil {
 		return nil, err
 	}
 	drop := map[netip.Addr]bool{}
 	for _, ip := range p.list("PrivateIpAddress") {
 		a, perr := netip.ParseAddr(ip)
-		if perr != nil || !containsAddr(n.secondaryIPs, a) {
+		if perr != nil || !slices.Contains(n.secondaryIPs, a) {
 			return nil, apiErr("InvalidParameterValue", "Some of the specified addresses are not assigned to interface %s", n.id)
 		}
 		drop[a] = true
@@ -818,7 +788,7 @@ func unassignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiEr
 	dropPrefix := map[netip.Prefix]bool{}
 	for _, ps := range p.list("Ipv4Prefix") {
 		pf, perr := netip.ParsePrefix(ps)
-		if perr != nil || !containsPrefix(n.prefixes, pf) {
+		if perr != nil || !slices.Contains(n.prefixes, pf) {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not assigned to interface %s", ps, n.id)
 		}
 		dropPrefix[pf] = true
@@ -826,43 +796,19 @@ func unassignPrivateIPAddresses(w *world, p params, _ callEnv) (response, *apiEr
 	if len(drop) == 0 && len(dropPrefix) == 0 {
 		return nil, apiErr("MissingParameter", "Specify private IP addresses or prefixes to unassign.")
 	}
-	kept := n.secondaryIPs[:0]
-	for _, a := range n.secondaryIPs {
+	n.secondaryIPs = slices.DeleteFunc(n.secondaryIPs, func(a netip.Addr) bool {
 		if drop[a] {
 			w.release(n, a)
-		} else {
-			kept = append(kept, a)
 		}
-	}
-	n.secondaryIPs = kept
-	keptP := n.prefixes[:0]
-	for _, pf := range n.prefixes {
+		return drop[a]
+	})
+	n.prefixes = slices.DeleteFunc(n.prefixes, func(pf netip.Prefix) bool {
 		if dropPrefix[pf] {
 			for _, a := range prefixAddrs(pf) {
 				w.release(n, a)
 			}
-		} else {
-			keptP = append(keptP, pf)
 		}
-	}
-	n.prefixes = keptP
+		return dropPrefix[pf]
+	})
 	return &returnResponse{Return: true}, nil
-}
-
-func containsAddr(list []netip.Addr, a netip.Addr) bool {
-	for _, x := range list {
-		if x == a {
-			return true
-		}
-	}
-	return false
-}
-
-func containsPrefix(list []netip.Prefix, p netip.Prefix) bool {
-	for _, x := range list {
-		if x == p {
-			return true
-		}
-	}
-	return false
 }

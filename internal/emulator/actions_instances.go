@@ -1,8 +1,10 @@
 package emulator
 
 import (
+	"cmp"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,14 +34,7 @@ type describeInstanceTypesResponse struct {
 }
 
 func (w *world) lookupInstance(id string) (*instance, *apiError) {
-	if err := checkID("i", id); err != nil {
-		return nil, err
-	}
-	i, ok := w.instances[id]
-	if !ok {
-		return nil, notFound("instance", id)
-	}
-	return i, nil
+	return lookup(w.instances, "i", id)
 }
 
 func (w *world) instanceFields(i *instance) fieldFunc {
@@ -89,12 +84,7 @@ func (w *world) instanceFields(i *instance) fieldFunc {
 }
 
 func describeInstances(w *world, p params, _ callEnv) (response, *apiError) {
-	all := make([]*instance, 0, len(w.instances))
-	for _, i := range w.instances {
-		all = append(all, i)
-	}
-	matched, next, err := describe(p, "InstanceId", all, &instance{}, w.instanceFields, w.lookupInstance,
-		func(i *instance) int64 { return i.seq })
+	matched, next, err := describe(p, "InstanceId", slices.Collect(maps.Values(w.instances)), &instance{}, w.instanceFields, w.lookupInstance)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +115,12 @@ type instanceRequest struct {
 // ClientToken idempotency: the same token with other parameters is a
 // mismatch.
 func (r instanceRequest) fingerprint() string {
-	groups := append([]string(nil), r.groups...)
-	sort.Strings(groups)
-	return strings.Join([]string{r.imageID, r.instanceType, r.subnetID, strings.Join(groups, ","), r.privateIP,
+	return strings.Join([]string{r.imageID, r.instanceType, r.subnetID, sortedJoin(r.groups), r.privateIP,
 		strconv.Itoa(r.minCount), strconv.Itoa(r.maxCount), tagString(r.tags), tagString(r.eniTags)}, "|")
 }
+
+// sortedJoin is a canonical form of a set of strings.
+func sortedJoin(ss []string) string { return strings.Join(slices.Sorted(slices.Values(ss)), ",") }
 
 // tagString is a canonical form of a tag set.
 func tagString(tags map[string]string) string {
@@ -137,7 +128,7 @@ func tagString(tags map[string]string) string {
 	for k, v := range tags {
 		kv = append(kv, strconv.Quote(k)+"="+strconv.Quote(v))
 	}
-	sort.Strings(kv)
+	slices.Sort(kv)
 	return strings.Join(kv, ",")
 }
 
@@ -213,7 +204,7 @@ func runInstances(w *world, p params, env callEnv) (response, *apiError) {
 			}
 		}
 		if len(prior) > 0 {
-			sort.Slice(prior, func(a, b int) bool { return prior[a].seq < prior[b].seq })
+			slices.SortFunc(prior, func(a, b *instance) int { return cmp.Compare(a.seq, b.seq) })
 			if prior[0].fingerprint != req.fingerprint() {
 				return nil, apiErr("IdempotentParameterMismatch",
 					"The client token you have provided is associated with a resource that was created with different parameters.")
@@ -325,11 +316,9 @@ func describeInstanceTypes(w *world, p params, _ callEnv) (response, *apiError) 
 	}
 	names := p.list("InstanceType")
 	if len(names) == 0 {
-		for n := range w.instanceTypes {
-			names = append(names, n)
-		}
+		names = slices.Collect(maps.Keys(w.instanceTypes))
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	type entry struct {
 		seq int64
 		t   instanceType

@@ -1,6 +1,11 @@
 package emulator
 
-import "sort"
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+)
 
 type describeTagsResponse struct {
 	respMeta
@@ -26,18 +31,6 @@ func (w *world) tagTargets(p params) ([]*resource, *apiError) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// notFoundByID picks the NotFound code from the shape of the ID.
-func notFoundByID(id string) *apiError {
-	for _, k := range []struct{ prefix, kind string }{
-		{"eni-attach-", "attachment"}, {"eni-", "eni"}, {"i-", "instance"}, {"subnet-", "subnet"}, {"vpc-", "vpc"}, {"sg-", "sg"},
-	} {
-		if len(id) > len(k.prefix) && id[:len(k.prefix)] == k.prefix {
-			return notFound(k.kind, id)
-		}
-	}
-	return apiErr("InvalidID", "The ID '%s' is not valid", id)
 }
 
 func createTags(w *world, p params, _ callEnv) (response, *apiError) {
@@ -125,12 +118,7 @@ func describeTags(w *world, p params, _ callEnv) (response, *apiError) {
 	}
 	var all []entry
 	add := func(r *resource, kind string) {
-		keys := make([]string, 0, len(r.tags))
-		for k := range r.tags {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r.tags)) {
 			e := entry{xTagDescription: xTagDescription{ResourceID: r.id, ResourceType: kind, Key: k, Value: r.tags[k]}}
 			if ok, _ := matchAll(filters, fields(e)); ok {
 				all = append(all, e)
@@ -152,11 +140,8 @@ func describeTags(w *world, p params, _ callEnv) (response, *apiError) {
 	for _, n := range w.enis {
 		add(&n.resource, "network-interface")
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].ResourceID != all[j].ResourceID {
-			return all[i].ResourceID < all[j].ResourceID
-		}
-		return all[i].Key < all[j].Key
+	slices.SortStableFunc(all, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.ResourceID, b.ResourceID), strings.Compare(a.Key, b.Key))
 	})
 	for i := range all {
 		all[i].seq = int64(i + 1)

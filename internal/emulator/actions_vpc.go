@@ -1,8 +1,10 @@
 package emulator
 
 import (
+	"cmp"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 )
 
 type createVpcResponse struct {
@@ -102,20 +104,9 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 			return tagFields(v.tags, name)
 		}
 	}
-	all := make([]*vpc, 0, len(w.vpcs))
-	for _, v := range w.vpcs {
-		all = append(all, v)
-	}
-	matched, next, err := describe(p, "VpcId", all, &vpc{}, fields, func(id string) (*vpc, *apiError) {
-		if err := checkID("vpc", id); err != nil {
-			return nil, err
-		}
-		v, ok := w.vpcs[id]
-		if !ok {
-			return nil, notFound("vpc", id)
-		}
-		return v, nil
-	}, func(v *vpc) int64 { return v.seq })
+	matched, next, err := describe(p, "VpcId", slices.Collect(maps.Values(w.vpcs)), &vpc{}, fields, func(id string) (*vpc, *apiError) {
+		return lookup(w.vpcs, "vpc", id)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +118,12 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 }
 
 // describe is the common shape of the Describe* actions: by IDs or all,
-// then filters, then pagination.
+// then filters, then pagination in creation order.
 // probe is an empty resource used to reject unknown filter names even when
 // nothing would be matched against them.
-func describe[T any](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
-	lookup func(string) (T, *apiError), seqOf func(T) int64) ([]T, string, *apiError) {
+func describe[T interface{ sequence() int64 }](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
+	lookup func(string) (T, *apiError)) ([]T, string, *apiError) {
+	seqOf := T.sequence
 	filters, err := p.filters()
 	if err != nil {
 		return nil, "", err
@@ -154,7 +146,7 @@ func describe[T any](p params, idParam string, all []T, probe T, fields func(T) 
 			candidates = append(candidates, r)
 		}
 	}
-	sort.Slice(candidates, func(i, j int) bool { return seqOf(candidates[i]) < seqOf(candidates[j]) })
+	slices.SortFunc(candidates, func(a, b T) int { return cmp.Compare(seqOf(a), seqOf(b)) })
 	var matched []T
 	for _, r := range candidates {
 		if ok, _ := matchAll(filters, fields(r)); ok {
@@ -166,12 +158,9 @@ func describe[T any](p params, idParam string, all []T, probe T, fields func(T) 
 
 // newSubnet validates and creates a subnet inside its VPC's CIDR.
 func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]string) (*subnet, *apiError) {
-	if err := checkID("vpc", vpcID); err != nil {
+	v, err := lookup(w.vpcs, "vpc", vpcID)
+	if err != nil {
 		return nil, err
-	}
-	v, ok := w.vpcs[vpcID]
-	if !ok {
-		return nil, notFound("vpc", vpcID)
 	}
 	pf, perr := netip.ParsePrefix(cidr)
 	if perr != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
@@ -201,7 +190,6 @@ func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]stri
 	if err := validateTags(nil, tags); err != nil {
 		return nil, err
 	}
-	var err *apiError
 	id, err = w.pickID("subnet", id)
 	if err != nil {
 		return nil, err
@@ -255,20 +243,9 @@ func describeSubnets(w *world, p params, _ callEnv) (response, *apiError) {
 			return tagFields(s.tags, name)
 		}
 	}
-	all := make([]*subnet, 0, len(w.subnets))
-	for _, s := range w.subnets {
-		all = append(all, s)
-	}
-	matched, next, err := describe(p, "SubnetId", all, &subnet{}, fields, func(id string) (*subnet, *apiError) {
-		if err := checkID("subnet", id); err != nil {
-			return nil, err
-		}
-		s, ok := w.subnets[id]
-		if !ok {
-			return nil, notFound("subnet", id)
-		}
-		return s, nil
-	}, func(s *subnet) int64 { return s.seq })
+	matched, next, err := describe(p, "SubnetId", slices.Collect(maps.Values(w.subnets)), &subnet{}, fields, func(id string) (*subnet, *apiError) {
+		return lookup(w.subnets, "subnet", id)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -284,11 +261,8 @@ func (w *world) newSecurityGroup(id, name, vpcID, description string, tags map[s
 	if name == "" {
 		return nil, apiErr("MissingParameter", "The request must contain the parameter GroupName")
 	}
-	if err := checkID("vpc", vpcID); err != nil {
+	if _, err := lookup(w.vpcs, "vpc", vpcID); err != nil {
 		return nil, err
-	}
-	if _, ok := w.vpcs[vpcID]; !ok {
-		return nil, notFound("vpc", vpcID)
 	}
 	for _, g := range w.groups {
 		if g.vpcID == vpcID && g.name == name {
@@ -346,10 +320,7 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 			return tagFields(g.tags, name)
 		}
 	}
-	all := make([]*securityGroup, 0, len(w.groups))
-	for _, g := range w.groups {
-		all = append(all, g)
-	}
+	all := slices.Collect(maps.Values(w.groups))
 	// GroupName.N selects by name (default VPC semantics in AWS); model it
 	// as a name filter across VPCs.
 	if names := p.list("GroupName"); len(names) > 0 {
@@ -367,15 +338,8 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 		all = byName
 	}
 	matched, next, err := describe(p, "GroupId", all, &securityGroup{}, fields, func(id string) (*securityGroup, *apiError) {
-		if err := checkID("sg", id); err != nil {
-			return nil, err
-		}
-		g, ok := w.groups[id]
-		if !ok {
-			return nil, notFound("sg", id)
-		}
-		return g, nil
-	}, func(g *securityGroup) int64 { return g.seq })
+		return lookup(w.groups, "sg", id)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package emulator
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 )
 
 // apiError is an EC2 error response: a code, a message and an HTTP status.
@@ -36,46 +38,80 @@ func statusFor(code string) int {
 	}
 }
 
-func notFound(kind, id string) *apiError {
-	switch kind {
-	case "eni":
-		return apiErr("InvalidNetworkInterfaceID.NotFound", "The networkInterface ID '%s' does not exist", id)
-	case "instance":
-		return apiErr("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
-	case "subnet":
-		return apiErr("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
-	case "vpc":
-		return apiErr("InvalidVpcID.NotFound", "The vpc ID '%s' does not exist", id)
-	case "sg":
-		return apiErr("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
-	case "attachment":
-		return apiErr("InvalidAttachmentID.NotFound", "The attachment ID '%s' does not exist", id)
-	}
-	return apiErr("InvalidID", "The ID '%s' is not valid", id)
+// idKind is how EC2 names one kind of ID in its errors. The codes are
+// not derivable from one another (InvalidGroupId.Malformed but
+// InvalidGroup.NotFound), so each kind lists both.
+type idKind struct {
+	prefix        string // before the "-"
+	notFound      string // code for an ID that names nothing
+	noun          string // in the NotFound message
+	malformedCode string // code for a badly shaped ID
 }
 
-// malformedCode is the error code EC2 gives for a badly shaped ID.
-func malformedCode(prefix string) string {
-	switch prefix {
-	case "eni":
-		return "InvalidNetworkInterfaceID.Malformed"
-	case "i":
-		return "InvalidInstanceID.Malformed"
-	case "subnet":
-		return "InvalidSubnetID.Malformed"
-	case "vpc":
-		return "InvalidVpcID.Malformed"
-	case "sg":
-		return "InvalidGroupId.Malformed"
-	case "eni-attach":
-		return "InvalidAttachmentID.Malformed"
+// idKinds are the kinds of ID the emulator knows; "eni-attach" comes
+// before "eni" so that the longer prefix wins.
+func idKinds() []idKind {
+	return []idKind{
+		{"eni-attach", "InvalidAttachmentID.NotFound", "attachment ID", "InvalidAttachmentID.Malformed"},
+		{"eni", "InvalidNetworkInterfaceID.NotFound", "networkInterface ID", "InvalidNetworkInterfaceID.Malformed"},
+		{"i", "InvalidInstanceID.NotFound", "instance ID", "InvalidInstanceID.Malformed"},
+		{"subnet", "InvalidSubnetID.NotFound", "subnet ID", "InvalidSubnetID.Malformed"},
+		{"vpc", "InvalidVpcID.NotFound", "vpc ID", "InvalidVpcID.Malformed"},
+		{"sg", "InvalidGroup.NotFound", "security group", "InvalidGroupId.Malformed"},
 	}
-	return "InvalidID"
+}
+
+// idKindOf returns the kind of the IDs with prefix; ok is false for a
+// prefix the emulator does not know.
+func idKindOf(prefix string) (idKind, bool) {
+	i := slices.IndexFunc(idKinds(), func(k idKind) bool { return k.prefix == prefix })
+	if i < 0 {
+		return idKind{}, false
+	}
+	return idKinds()[i], true
+}
+
+// notFound is EC2's error for an ID of the kind prefix that names nothing.
+func notFound(prefix, id string) *apiError {
+	k, ok := idKindOf(prefix)
+	if !ok {
+		return invalidID(id)
+	}
+	return apiErr(k.notFound, "The %s '%s' does not exist", k.noun, id)
+}
+
+// notFoundByID picks the NotFound error from the shape of the ID.
+func notFoundByID(id string) *apiError {
+	for _, k := range idKinds() {
+		if strings.HasPrefix(id, k.prefix+"-") && len(id) > len(k.prefix)+1 {
+			return notFound(k.prefix, id)
+		}
+	}
+	return invalidID(id)
+}
+
+func invalidID(id string) *apiError { return apiErr("InvalidID", "The ID '%s' is not valid", id) }
+
+// lookup finds the resource an ID of the kind prefix names, answering a
+// malformed or unknown ID as EC2 does.
+func lookup[T any](resources map[string]T, prefix, id string) (T, *apiError) {
+	var zero T
+	if err := checkID(prefix, id); err != nil {
+		return zero, err
+	}
+	r, ok := resources[id]
+	if !ok {
+		return zero, notFound(prefix, id)
+	}
+	return r, nil
 }
 
 // checkID verifies the shape of an ID: prefix-hex, 8 or 17 hex digits.
 func checkID(prefix, id string) *apiError {
-	code := malformedCode(prefix)
+	code := "InvalidID"
+	if k, ok := idKindOf(prefix); ok {
+		code = k.malformedCode
+	}
 	want := prefix + "-"
 	if len(id) <= len(want) || id[:len(want)] != want {
 		return apiErr(code, "Invalid id: \"%s\" (expecting \"%s-...\")", id, prefix)

@@ -1,10 +1,11 @@
 package emulator
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -62,6 +63,9 @@ type resource struct {
 	seq  int64
 	tags map[string]string
 }
+
+// sequence is the resource's creation order, which pagination follows.
+func (r *resource) sequence() int64 { return r.seq }
 
 type vpc struct {
 	resource
@@ -418,7 +422,7 @@ func (w *world) sortedENIs() []*eni {
 			out = append(out, n)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	slices.SortFunc(out, func(a, b *eni) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -430,7 +434,7 @@ func (w *world) attachedTo(instanceID string) []*eni {
 			out = append(out, n)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].attachment.deviceIndex < out[j].attachment.deviceIndex })
+	slices.SortFunc(out, func(a, b *eni) int { return cmp.Compare(a.attachment.deviceIndex, b.attachment.deviceIndex) })
 	return out
 }
 

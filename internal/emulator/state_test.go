@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -206,7 +207,7 @@ func TestAssignPrivateIPAddressesReassignment(t *testing.T) {
 	// A refused call changes nothing, even when part of it was fine.
 	_, err = assign(true, "10.0.0.50", from.primaryIP.String())
 	wantCode("a movable and an unmovable address", "InvalidIPAddress.InUse", err)
-	if !containsAddr(from.secondaryIPs, netip.MustParseAddr("10.0.0.50")) || len(to.secondaryIPs) != 1 {
+	if !slices.Contains(from.secondaryIPs, netip.MustParseAddr("10.0.0.50")) || len(to.secondaryIPs) != 1 {
 		t.Fatalf("after refused calls: from holds %v, to holds %v", from.secondaryIPs, to.secondaryIPs)
 	}
 

@@ -2,8 +2,9 @@ package emulator
 
 import (
 	"encoding/xml"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -57,27 +58,17 @@ type xIPv4Prefix struct {
 	IPv4Prefix string `xml:"ipv4Prefix"`
 }
 
+// xNetworkInterface is an ENI as DescribeNetworkInterfaces shows it: what
+// DescribeInstances shows of it (embedded; encoding/xml promotes its
+// fields) and more.
 type xNetworkInterface struct {
-	NetworkInterfaceID string        `xml:"networkInterfaceId"`
-	SubnetID           string        `xml:"subnetId"`
-	VpcID              string        `xml:"vpcId"`
-	AvailabilityZone   string        `xml:"availabilityZone"`
-	AvailabilityZoneID string        `xml:"availabilityZoneId"`
-	Description        string        `xml:"description"`
-	OwnerID            string        `xml:"ownerId"`
-	RequesterManaged   bool          `xml:"requesterManaged"`
-	Status             string        `xml:"status"`
-	MacAddress         string        `xml:"macAddress"`
-	PrivateIPAddress   string        `xml:"privateIpAddress"`
-	PrivateDNSName     string        `xml:"privateDnsName"`
-	SourceDestCheck    bool          `xml:"sourceDestCheck"`
-	InterfaceType      string        `xml:"interfaceType"`
-	Groups             []xGroup      `xml:"groupSet>item"`
-	Attachment         *xAttachment  `xml:"attachment,omitempty"`
-	Tags               []xTag        `xml:"tagSet>item"`
-	PrivateIPs         []xPrivateIP  `xml:"privateIpAddressesSet>item"`
-	IPv6Addresses      []xIPv6       `xml:"ipv6AddressesSet>item"`
-	IPv4Prefixes       []xIPv4Prefix `xml:"ipv4PrefixSet>item"`
+	xInstanceNetworkInterface
+	AvailabilityZone   string `xml:"availabilityZone"`
+	AvailabilityZoneID string `xml:"availabilityZoneId"`
+	RequesterManaged   bool   `xml:"requesterManaged"`
+	PrivateDNSName     string `xml:"privateDnsName"`
+	SourceDestCheck    bool   `xml:"sourceDestCheck"`
+	Tags               []xTag `xml:"tagSet>item"`
 }
 
 type xInstanceState struct {
@@ -90,6 +81,7 @@ type xPlacement struct {
 	Tenancy          string `xml:"tenancy"`
 }
 
+// xInstanceNetworkInterface is an ENI as DescribeInstances shows it.
 type xInstanceNetworkInterface struct {
 	NetworkInterfaceID string        `xml:"networkInterfaceId"`
 	SubnetID           string        `xml:"subnetId"`
@@ -202,11 +194,7 @@ type xError struct {
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 func xTags(tags map[string]string) []xTag {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(tags))
 	out := make([]xTag, len(keys))
 	for i, k := range keys {
 		out[i] = xTag{Key: k, Value: tags[k]}
@@ -272,11 +260,17 @@ func xPrefixes(n *eni) []xIPv4Prefix {
 
 func (w *world) xENI(n *eni) xNetworkInterface {
 	return xNetworkInterface{
-		NetworkInterfaceID: n.id, SubnetID: n.subnetID, VpcID: n.vpcID, AvailabilityZone: n.az,
-		AvailabilityZoneID: azID(n.az), Description: n.description, OwnerID: w.accountID, RequesterManaged: n.requesterManaged,
-		Status: n.status(), MacAddress: n.mac, PrivateIPAddress: n.primaryIP.String(),
-		PrivateDNSName: w.dnsName(n.primaryIP), SourceDestCheck: n.sourceDestCheck, InterfaceType: n.interfaceType,
-		Groups: w.xGroups(n.groups), Attachment: w.xAttachment(n.attachment), Tags: xTags(n.tags),
+		xInstanceNetworkInterface: w.xInstanceENI(n),
+		AvailabilityZone:          n.az, AvailabilityZoneID: azID(n.az), RequesterManaged: n.requesterManaged,
+		PrivateDNSName: w.dnsName(n.primaryIP), SourceDestCheck: n.sourceDestCheck, Tags: xTags(n.tags),
+	}
+}
+
+func (w *world) xInstanceENI(n *eni) xInstanceNetworkInterface {
+	return xInstanceNetworkInterface{
+		NetworkInterfaceID: n.id, SubnetID: n.subnetID, VpcID: n.vpcID, Description: n.description,
+		OwnerID: w.accountID, Status: n.status(), MacAddress: n.mac, PrivateIPAddress: n.primaryIP.String(),
+		InterfaceType: n.interfaceType, Groups: w.xGroups(n.groups), Attachment: w.xAttachment(n.attachment),
 		PrivateIPs: w.xPrivateIPs(n), IPv6Addresses: xIPv6s(n), IPv4Prefixes: xPrefixes(n),
 	}
 }
@@ -313,12 +307,7 @@ func (w *world) xInstance(i *instance) xInstance {
 			x.PrivateIPAddress = n.primaryIP.String()
 			x.PrivateDNSName = w.dnsName(n.primaryIP)
 		}
-		x.NetworkInterfaces = append(x.NetworkInterfaces, xInstanceNetworkInterface{
-			NetworkInterfaceID: n.id, SubnetID: n.subnetID, VpcID: n.vpcID, Description: n.description,
-			OwnerID: w.accountID, Status: n.status(), MacAddress: n.mac, PrivateIPAddress: n.primaryIP.String(),
-			InterfaceType: n.interfaceType, Groups: w.xGroups(n.groups), Attachment: w.xAttachment(n.attachment),
-			PrivateIPs: w.xPrivateIPs(n), IPv6Addresses: xIPv6s(n), IPv4Prefixes: xPrefixes(n),
-		})
+		x.NetworkInterfaces = append(x.NetworkInterfaces, w.xInstanceENI(n))
 	}
 	return x
 }

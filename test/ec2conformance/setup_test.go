@@ -251,22 +251,6 @@ func noErr(t *testing.T, err error, what string, args ...any) {
 	}
 }
 
-// knownGap reports a behaviour the emulator is known to get wrong: the
-// test is skipped with the reason, or fails with EC2_CONFORMANCE_STRICT
-// set. Against an endpoint without the admin API (real EC2) it always
-// fails: there the behaviour is not a known emulator gap.
-func knownGap(t *testing.T, tg *target, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	switch {
-	case tg.admin == nil:
-		t.Fatal("wrong behaviour (a known emulator gap, but this endpoint is no emulator): " + msg)
-	case os.Getenv("EC2_CONFORMANCE_STRICT") != "":
-		t.Fatal("emulator gap: " + msg)
-	}
-	t.Skip("emulator gap: " + msg)
-}
-
 // waitFor polls cond until it returns true or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()

@@ -1,0 +1,85 @@
+package ec2
+
+import (
+	"cmp"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Config tunes the EC2 layer. The zero value of every field but VPCID
+// means the documented default.
+type Config struct {
+	// VPCID scopes every lookup to the cluster's VPC. When empty, New asks
+	// the instance metadata service; off EC2 it must be set.
+	VPCID string
+	// QPS and Burst bound the request rate of this client
+	// (--aws-rate-limit-qps, --aws-rate-limit-burst; defaults 10 and 20).
+	// They are a ceiling: on throttling the rate drops and then recovers.
+	QPS   float64
+	Burst int
+	// CategoryLimits optionally adds a bucket per action category on top
+	// of the global one, mirroring AWS's own per-action buckets.
+	CategoryLimits map[Category]Limit
+	// MaxAttempts bounds the attempts of one operation (default 10).
+	// Throttling, 5xx and network errors are retried with exponential
+	// backoff and full jitter; other errors are returned at once.
+	MaxAttempts int
+	// MaxBackoff caps the delay between attempts (default 20s).
+	MaxBackoff time.Duration
+	// BatchIdle and BatchMaxWait bound how long a request waits for others
+	// to share its call (defaults 20ms and 200ms).
+	BatchIdle    time.Duration
+	BatchMaxWait time.Duration
+	// TagBatchIdle and TagBatchMaxWait are the same for CreateTags and
+	// DeleteTags, which nobody waits on interactively and which gain the
+	// most from coalescing (replicas share tag sets), so they wait longer.
+	TagBatchIdle    time.Duration
+	TagBatchMaxWait time.Duration
+	// Registerer receives the metrics; nil leaves them unregistered. The
+	// operator passes controller-runtime's registry.
+	Registerer prometheus.Registerer
+	// UnreadyAfter is how long EC2 calls may fail (no answer, an
+	// authentication or a server error) with none succeeding before
+	// Health says EC2 is down: /readyz fails and NodeENI Ready conditions
+	// turn Unknown (--ec2-unready-after; default 1m, negative: never).
+	UnreadyAfter time.Duration
+	// ErrorLogInterval bounds the log lines of failed attempts to one per
+	// kind of failure per interval (default 10s).
+	ErrorLogInterval time.Duration
+	// Logger receives the EC2 health log lines (default:
+	// controller-runtime's logger, named "ec2").
+	Logger logr.Logger
+}
+
+// withDefaults fills the zero fields from DefaultConfig (the flags'
+// defaults), for callers that build a Config in Go.
+func withDefaults(cfg Config) Config {
+	d := DefaultConfig()
+	orDefault(&cfg.QPS, d.QPS)
+	orDefault(&cfg.Burst, d.Burst)
+	orDefault(&cfg.MaxAttempts, d.MaxAttempts)
+	orDefault(&cfg.MaxBackoff, d.MaxBackoff)
+	orDefault(&cfg.BatchIdle, d.BatchIdle)
+	orDefault(&cfg.BatchMaxWait, d.BatchMaxWait)
+	orDefault(&cfg.TagBatchIdle, d.TagBatchIdle)
+	orDefault(&cfg.TagBatchMaxWait, d.TagBatchMaxWait)
+	orDefault(&cfg.ErrorLogInterval, defaultErrorLogInterval)
+	if cfg.UnreadyAfter == 0 { // negative is "never", not unset
+		cfg.UnreadyAfter = defaultUnreadyAfter
+	}
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = ctrllog.Log.WithName("ec2")
+	}
+	return cfg
+}
+
+// orDefault replaces a zero or negative *v with d.
+func orDefault[T cmp.Ordered](v *T, d T) {
+	var zero T
+	if *v <= zero {
+		*v = d
+	}
+}

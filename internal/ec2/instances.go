@@ -1,0 +1,64 @@
+package ec2
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Instance is an EC2 instance with the ENIs attached to it.
+type Instance struct {
+	ID               string
+	Type             string
+	State            string
+	AvailabilityZone string
+	SubnetID         string
+	VPCID            string
+	PrivateIP        string
+	ENIs             []ENI
+	Tags             map[string]string
+}
+
+// GetInstance returns one instance by ID; concurrent calls share one request.
+func (c *Client) GetInstance(ctx context.Context, id string) (Instance, error) {
+	return c.instancesByID.do(ctx, noKey{}, id)
+}
+
+func fromInstance(i types.Instance) Instance {
+	out := Instance{
+		ID: aws.ToString(i.InstanceId), Type: string(i.InstanceType), SubnetID: aws.ToString(i.SubnetId),
+		VPCID: aws.ToString(i.VpcId), PrivateIP: aws.ToString(i.PrivateIpAddress), Tags: tagMap(i.Tags),
+	}
+	if i.State != nil {
+		out.State = string(i.State.Name)
+	}
+	if i.Placement != nil {
+		out.AvailabilityZone = aws.ToString(i.Placement.AvailabilityZone)
+	}
+	for _, n := range i.NetworkInterfaces {
+		out.ENIs = append(out.ENIs, fromInstanceNetworkInterface(n, out))
+	}
+	return out
+}
+
+// fromInstanceNetworkInterface converts the shorter view of an ENI that
+// DescribeInstances gives; the zone and instance are the instance's.
+func fromInstanceNetworkInterface(n types.InstanceNetworkInterface, inst Instance) ENI {
+	e := ENI{
+		ID: aws.ToString(n.NetworkInterfaceId), SubnetID: aws.ToString(n.SubnetId), VPCID: aws.ToString(n.VpcId),
+		AvailabilityZone: inst.AvailabilityZone, InterfaceType: aws.ToString(n.InterfaceType),
+		Status: string(n.Status), Description: aws.ToString(n.Description), MAC: aws.ToString(n.MacAddress),
+		PrimaryIP: aws.ToString(n.PrivateIpAddress),
+	}
+	for _, g := range n.Groups {
+		e.SecurityGroups = append(e.SecurityGroups, aws.ToString(g.GroupId))
+	}
+	if a := n.Attachment; a != nil {
+		e.Attachment = &Attachment{
+			ID: aws.ToString(a.AttachmentId), InstanceID: inst.ID, DeviceIndex: int(aws.ToInt32(a.DeviceIndex)),
+			Status: string(a.Status), DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
+		}
+	}
+	return e
+}

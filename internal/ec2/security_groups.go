@@ -1,0 +1,33 @@
+package ec2
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// SecurityGroup is a security group as the operator sees it.
+type SecurityGroup struct {
+	ID    string
+	Name  string
+	VPCID string
+}
+
+// SecurityGroups returns the VPC's security groups matching the filters
+// (e.g. group-name), by ID, so names resolve within the cluster's VPC only.
+func (c *Client) SecurityGroups(ctx context.Context, filters ...Filter) ([]SecurityGroup, error) {
+	in := &ec2.DescribeSecurityGroupsInput{Filters: toFilters(c.scoped(filters))}
+	out, err := allPages(ctx, ec2.NewDescribeSecurityGroupsPaginator(c.api, in), func(page *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
+		return convert(page.SecurityGroups, fromSecurityGroup)
+	})
+	slices.SortFunc(out, func(a, b SecurityGroup) int { return strings.Compare(a.ID, b.ID) })
+	return out, err
+}
+
+func fromSecurityGroup(g types.SecurityGroup) SecurityGroup {
+	return SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId)}
+}
