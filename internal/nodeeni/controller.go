@@ -57,13 +57,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	p := makePlan(in)
-	if len(p.NeedInstances) > 0 {
-		if in.Instances, err = r.instances(ctx, p.NeedInstances); err != nil {
+	c := classify(in)
+	if need := instancesToPlace(in, c); len(need) > 0 {
+		if in.Instances, err = r.instances(ctx, need); err != nil {
 			return reconcile.Result{}, err
 		}
-		p = makePlan(in)
 	}
+	p := planClassified(in, c)
 	o := r.act(ctx, ne, &in, p, deleting)
 	blocks := append(append(nodeBlocks, p.Blocked...), o.failures...)
 	pending := len(o.after.Actions) > 0
@@ -124,10 +124,13 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 	if r.opts.DryRun {
 		return acted{after: p, dry: dryRunSummary(p.Actions, deleting)} // nothing changed
 	}
+	if len(p.Actions) == 0 {
+		return acted{after: p} // nothing changed: the plan is the status
+	}
 	var o acted
 	o.failures, o.execErr = r.execute(ctx, ne, p.Actions)
 	// Status describes the state after the actions: plan again from the
-	// view, which now holds their results (no EC2 call).
+	// EC2 state, which now holds their results (no EC2 call).
 	in.ENIs = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	o.after = makePlan(*in)
 	return o

@@ -185,9 +185,11 @@ type classified struct {
 // NodeENI's ENIs (which serves which want, which are unwanted and why),
 // decide what goes (removals, with superseded ENIs kept until their
 // replacement is attached), and place the wants on their instances.
-func makePlan(in planInput) plan {
+func makePlan(in planInput) plan { return planClassified(in, classify(in)) }
+
+// planClassified runs the phases after classify.
+func planClassified(in planInput, c classified) plan {
 	var p plan
-	c := classify(in)
 	keep := p.decideSuperseded(in, c)
 	p.removals(in, c, keep)
 	p.placement(in, c)
@@ -453,6 +455,28 @@ func blocksOf(out []outcome) []blocked {
 		}
 	}
 	return bs
+}
+
+// instancesToPlace lists the instances placement must know before it can
+// place (placeNode's stNeedInst): those of nodes with a want that is
+// neither attached, nor on its way back, nor waiting for its groups. The
+// controller describes them, batched, before it plans, so the plan is
+// made once.
+func instancesToPlace(in planInput, c classified) []string {
+	var out []string
+	for _, node := range c.nodes {
+		for _, w := range c.byNode[node] {
+			o, have := c.chosen[keyOf(w)]
+			if (have && (attachedTo(o, w.Instance) || detaching(o))) || (!have && in.SecurityGroups == nil) {
+				continue
+			}
+			if _, known := in.Instances[w.Instance]; !known {
+				out = append(out, w.Instance)
+			}
+			break
+		}
+	}
+	return out
 }
 
 // placement places each node's wants and emits the creates, attaches and

@@ -278,6 +278,7 @@ func TestMakePlan(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := baseInput()
 			c.edit(&in)
+			checkInstancesToPlace(t, in)
 			p := makePlan(in)
 			if got := describePlan(p); got != c.want {
 				t.Fatalf("plan\n  %s\nwant\n  %s", got, c.want)
@@ -402,6 +403,7 @@ func TestMakePlanMakeBeforeBreak(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := baseInput()
 			c.edit(&in)
+			checkInstancesToPlace(t, in)
 			p := makePlan(in)
 			if got := describePlan(p); got != c.want {
 				t.Fatalf("plan\n  %s\nwant\n  %s", got, c.want)
@@ -422,6 +424,19 @@ func TestMakePlanMakeBeforeBreak(t *testing.T) {
 			}
 			t.Fatalf("kept ENI %s missing from status %+v", c.kept, p.Attachments)
 		})
+	}
+}
+
+// checkInstancesToPlace: the instances the controller describes before
+// it plans are exactly those a plan made without them would ask for, so
+// planning once after describing them costs no more calls than planning,
+// describing and planning again.
+func checkInstancesToPlace(t *testing.T, in planInput) {
+	t.Helper()
+	in.Instances = nil
+	got, want := instancesToPlace(in, classify(in)), makePlan(in).NeedInstances
+	if !slices.Equal(got, want) {
+		t.Fatalf("instancesToPlace %v, want the plan's NeedInstances %v", got, want)
 	}
 }
 
