@@ -1,0 +1,108 @@
+package tagger
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// fakeEC2 is the tagger's EC2 interface over a map, counting the calls
+// that would go to AWS.
+type fakeEC2 struct {
+	known   map[string]ec2.ENI // what the state holds, by ID
+	inEC2   map[string]ec2.ENI // what a lookup or a refresh would find
+	lookups int
+	freshes int
+}
+
+func (f *fakeEC2) ENI(id string) (ec2.ENI, bool) { e, ok := f.known[id]; return e, ok }
+
+func (f *fakeEC2) ENIByIP(ip string) (ec2.ENI, bool) {
+	for _, e := range f.known {
+		if e.Holds(ip) {
+			return e, true
+		}
+	}
+	return ec2.ENI{}, false
+}
+
+func (f *fakeEC2) LookupByIP(_ context.Context, ip string) (ec2.ENI, error) {
+	f.lookups++
+	for _, e := range f.inEC2 {
+		if e.PrimaryIP == ip {
+			return e, nil
+		}
+	}
+	return ec2.ENI{}, notFound{}
+}
+
+func (f *fakeEC2) Fresh(context.Context, string, time.Duration) error {
+	f.freshes++
+	for id, e := range f.inEC2 {
+		f.known[id] = e
+	}
+	return nil
+}
+
+func (f *fakeEC2) CreateTags(context.Context, string, map[string]string) error { return nil }
+func (f *fakeEC2) DeleteTags(context.Context, string, map[string]string) error { return nil }
+
+// notFound is EC2's answer for an address no ENI holds.
+type notFound struct{}
+
+func (notFound) Error() string                 { return "InvalidNetworkInterfaceID.NotFound" }
+func (notFound) ErrorCode() string             { return "InvalidNetworkInterfaceID.NotFound" }
+func (notFound) ErrorMessage() string          { return "no ENI holds the address" }
+func (notFound) ErrorFault() smithy.ErrorFault { return smithy.FaultClient }
+
+// resolve finds a pod's ENI from what is known first, then with one
+// lookup, and only then (an address inside a delegated prefix, which a
+// lookup cannot find) with an inventory refresh.
+func TestResolveAsksEC2OnlyForWhatItDoesNotKnow(t *testing.T) {
+	branch := ec2.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
+	prefixed := ec2.ENI{ID: "eni-p", PrimaryIP: "10.0.1.4", IPv4Prefixes: prefixes(t, "10.0.2.0/28")}
+	cases := []struct {
+		name             string
+		known            []ec2.ENI
+		ip               string
+		inventory        bool
+		want             string
+		lookups, freshes int
+	}{
+		{"known: no call", []ec2.ENI{branch}, "10.0.0.5", true, "eni-b", 0, 0},
+		{"unknown: one lookup", nil, "10.0.0.5", true, "eni-b", 1, 0},
+		{"inside a prefix: a lookup, then a refresh", nil, "10.0.2.7", true, "eni-p", 1, 1},
+		{"inside a prefix, no inventory: not found", nil, "10.0.2.7", false, "", 1, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeEC2{known: map[string]ec2.ENI{}, inEC2: map[string]ec2.ENI{branch.ID: branch, prefixed.ID: prefixed}}
+			for _, e := range c.known {
+				f.known[e.ID] = e
+			}
+			o := DefaultOptions()
+			r := &Reconciler{ec2: f, inventory: c.inventory, opts: o, metrics: newMetrics(nil, nil)}
+			e, err := r.resolve(context.Background(), "ns/p", c.ip, Record{}, false)
+			if got := e.ID; got != c.want || (c.want == "" && !ec2.IsNotFound(err)) {
+				t.Fatalf("resolved %q (%v), want %q", got, err, c.want)
+			}
+			if f.lookups != c.lookups || f.freshes != c.freshes {
+				t.Fatalf("%d lookups and %d refreshes, want %d and %d", f.lookups, f.freshes, c.lookups, c.freshes)
+			}
+		})
+	}
+}
+
+func prefixes(t *testing.T, ss ...string) []netip.Prefix {
+	t.Helper()
+	var out []netip.Prefix
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}
