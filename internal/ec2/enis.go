@@ -45,7 +45,7 @@ const pageSize = 1000
 // LookupByIP finds the ENI holding a private IPv4 (primary or secondary)
 // or IPv6 address in the client's VPC. Concurrent lookups share one
 // DescribeNetworkInterfaces call of up to 199 addresses. Addresses inside
-// delegated prefixes are not found this way; use the Inventory.
+// delegated prefixes are not found this way; a State refresh finds them.
 func (c *Client) LookupByIP(ctx context.Context, ip string) (ENI, error) {
 	family, addr, err := ipBatchKey(ip)
 	if err != nil {

@@ -3,11 +3,13 @@
 // node's availability zone.
 //
 // The parts, one job each:
-//   - the inventory (internal/ec2.Inventory filtered on the cluster's
-//     ownership tag) lists the operator's ENIs once per resync interval for
-//     the whole cluster; a local overlay (view.go) adds what this process
-//     changed since, so reconciles read memory, and only mutations call EC2;
-//   - the catalog (catalog.go) resolves subnet and security-group names;
+//   - the process's EC2 state (internal/ec2.State, through the EC2
+//     interface of ec2.go) keeps the cluster's ENIs fresh (one paginated
+//     read per resync interval for the whole cluster, scope
+//     InventoryScope) with this process's own changes applied, so
+//     reconciles read memory and only mutations call EC2;
+//   - catalog.go resolves subnet and security-group names against the
+//     state's catalog of the VPC;
 //   - desired.go, deviceindex.go and plan.go decide, as pure functions,
 //     what each NodeENI needs: which ENIs to create, attach, fix, detach
 //     and delete, and which nodes cannot get one and why;
