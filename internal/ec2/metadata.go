@@ -37,7 +37,7 @@ func readMetadata(ctx context.Context, md *imds.Client, path string) (string, er
 	if err != nil {
 		return "", err
 	}
-	defer out.Content.Close()
+	defer func() { _ = out.Content.Close() }() // read-only: nothing is lost if closing fails
 	var b [256]byte
 	n, _ := out.Content.Read(b[:])
 	return string(b[:n]), nil

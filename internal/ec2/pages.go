@@ -2,6 +2,8 @@ package ec2
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
@@ -24,6 +26,14 @@ func allPages[P, T any](ctx context.Context, p pager[P], items func(P) []T) ([]T
 		out = append(out, items(page)...)
 	}
 	return out, nil
+}
+
+// allPagesByID reads every page and orders the items by ID: a stable
+// order for callers that take the first match of a name.
+func allPagesByID[P, T any](ctx context.Context, p pager[P], items func(P) []T, id func(T) string) ([]T, error) {
+	out, err := allPages(ctx, p, items)
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(id(a), id(b)) })
+	return out, err
 }
 
 // convert maps SDK values to the operator's types.

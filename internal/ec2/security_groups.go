@@ -2,8 +2,6 @@ package ec2
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -21,11 +19,11 @@ type SecurityGroup struct {
 // (e.g. group-name), by ID, so names resolve within the cluster's VPC only.
 func (c *Client) SecurityGroups(ctx context.Context, filters ...Filter) ([]SecurityGroup, error) {
 	in := &ec2.DescribeSecurityGroupsInput{Filters: toFilters(c.scoped(filters))}
-	out, err := allPages(ctx, ec2.NewDescribeSecurityGroupsPaginator(c.api, in), func(page *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
-		return convert(page.SecurityGroups, fromSecurityGroup)
-	})
-	slices.SortFunc(out, func(a, b SecurityGroup) int { return strings.Compare(a.ID, b.ID) })
-	return out, err
+	return allPagesByID(ctx, ec2.NewDescribeSecurityGroupsPaginator(c.api, in),
+		func(page *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
+			return convert(page.SecurityGroups, fromSecurityGroup)
+		},
+		func(g SecurityGroup) string { return g.ID })
 }
 
 func fromSecurityGroup(g types.SecurityGroup) SecurityGroup {

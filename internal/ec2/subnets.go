@@ -2,8 +2,6 @@ package ec2
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -22,11 +20,9 @@ type Subnet struct {
 // Subnets returns the VPC's subnets matching the filters, by ID.
 func (c *Client) Subnets(ctx context.Context, filters ...Filter) ([]Subnet, error) {
 	in := &ec2.DescribeSubnetsInput{Filters: toFilters(c.scoped(filters))}
-	out, err := allPages(ctx, ec2.NewDescribeSubnetsPaginator(c.api, in), func(page *ec2.DescribeSubnetsOutput) []Subnet {
-		return convert(page.Subnets, fromSubnet)
-	})
-	slices.SortFunc(out, func(a, b Subnet) int { return strings.Compare(a.ID, b.ID) })
-	return out, err
+	return allPagesByID(ctx, ec2.NewDescribeSubnetsPaginator(c.api, in),
+		func(page *ec2.DescribeSubnetsOutput) []Subnet { return convert(page.Subnets, fromSubnet) },
+		func(s Subnet) string { return s.ID })
 }
 
 func fromSubnet(s types.Subnet) Subnet {

@@ -3,7 +3,7 @@ package nodeeni
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -138,7 +138,7 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 
 // next decides when the NodeENI is looked at again.
 func (r *reconciler) next(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, o acted, pending, deleting bool, recheck time.Duration) (reconcile.Result, error) {
-	if r.opts.DryRun && !(deleting && len(in.ENIs) == 0) {
+	if r.opts.DryRun && (!deleting || len(in.ENIs) > 0) {
 		// Nothing changes by itself: the next resync looks again. A
 		// NodeENI being deleted keeps its finalizer while it has ENIs;
 		// one without any is released as usual (a read of EC2 and a
@@ -319,7 +319,7 @@ func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []o
 	if len(changed) == 0 {
 		return out
 	}
-	sort.Strings(changed)
+	slices.Sort(changed)
 	items := make([]string, len(changed))
 	for i, id := range changed {
 		log.FromContext(ctx).Info("ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone",
@@ -399,18 +399,4 @@ func (t *tokens) done(key string) {
 	defer t.mu.Unlock()
 	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
 	delete(t.answered, key)
-}
-
-// sortedNodes returns the distinct node names of some blocks, sorted.
-func sortedNodes(bs []blocked) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, b := range bs {
-		if b.Node != "" && !seen[b.Node] {
-			seen[b.Node] = true
-			out = append(out, b.Node)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

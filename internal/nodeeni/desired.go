@@ -2,7 +2,9 @@ package nodeeni
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // subnetInfo is a resolved subnet.
@@ -29,7 +31,7 @@ func desired(nodes []nodeInfo, subnets []subnetInfo) ([]want, []blocked) {
 		byZone[s.Zone] = append(byZone[s.Zone], s)
 	}
 	sorted := append([]nodeInfo(nil), nodes...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	slices.SortFunc(sorted, func(a, b nodeInfo) int { return strings.Compare(a.Name, b.Name) })
 	var wants []want
 	var blocks []blocked
 	for _, n := range sorted {
@@ -59,7 +61,7 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 	var missing []blocked
 	subnetMissing := false
 	for _, b := range blocks {
-		if b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound) {
+		if notFoundInVPC(b) {
 			missing = append(missing, b)
 			subnetMissing = subnetMissing || b.Reason == ReasonSubnetNotFound
 		}
@@ -67,16 +69,11 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 	if len(missing) == 0 || len(nodes) == 0 {
 		return blocks
 	}
-	names := make([]string, 0, len(nodes))
-	for n := range nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	noZone := map[string]bool{}
 	var out []blocked
 	for _, b := range blocks {
 		switch {
-		case b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound):
+		case notFoundInVPC(b):
 			continue // said on every node below
 		case b.Node != "" && b.Reason == ReasonNoSubnetInZone && subnetMissing:
 			noZone[b.Node] = true
@@ -84,7 +81,7 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 		}
 		out = append(out, b)
 	}
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(nodes)) {
 		for _, m := range missing {
 			b := blocked{Node: n, Reason: m.Reason, Message: m.Message}
 			if noZone[n] && someFound && m.Reason == ReasonSubnetNotFound {
@@ -94,4 +91,10 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 		}
 	}
 	return out
+}
+
+// notFoundInVPC reports whether a block says a subnet or security group
+// of the spec is not in the VPC (a NodeENI-wide problem).
+func notFoundInVPC(b blocked) bool {
+	return b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound)
 }

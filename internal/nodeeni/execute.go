@@ -71,58 +71,15 @@ func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []a
 
 // do runs one action.
 func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
-	lg := log.FromContext(ctx).WithValues("node", a.Node, "action", a.Kind.String())
 	switch a.Kind {
 	case actCreate:
-		e, err := r.create(ctx, ne, a)
-		r.metrics.op(actCreate, err)
-		if err != nil {
-			return r.failed(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
-		}
-		lg.Info("created ENI", "eni", e.ID, "subnet", e.SubnetID)
-		ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
-		a.ENI = e.ID
-		return r.attach(ctx, ne, a, ev)
+		return r.createAndAttach(ctx, ne, a, ev)
 	case actAttach:
 		return r.attach(ctx, ne, a, ev)
-	case actSetDOT:
-		err := r.ec2.SetDeleteOnTermination(ctx, a.ENI, a.AttachmentID, a.DOT)
-		r.metrics.op(a.Kind, err)
-		if err != nil {
-			return r.failed(ev, a, "setting DeleteOnTermination on "+a.ENI, err)
-		}
-	case actSetGroups:
-		err := r.ec2.SetSecurityGroups(ctx, a.ENI, a.Groups)
-		r.metrics.op(a.Kind, err)
-		if err != nil {
-			return r.failed(ev, a, "setting the security groups of "+a.ENI, err)
-		}
-		ev.add(corev1.EventTypeNormal, "Updated", "SetSecurityGroups", fmt.Sprintf("security groups of ENI %s on node %s set to %s", a.ENI, a.Node, strings.Join(a.Groups, ",")))
-	case actSetDesc:
-		err := r.ec2.SetDescription(ctx, a.ENI, a.Description)
-		r.metrics.op(a.Kind, err)
-		if err != nil {
-			return r.failed(ev, a, "setting the description of "+a.ENI, err)
-		}
-		ev.add(corev1.EventTypeNormal, "Updated", "SetDescription", fmt.Sprintf("description of ENI %s on node %s updated", a.ENI, a.Node))
-	case actSetTags:
-		err := r.ec2.CreateTags(ctx, a.ENI, a.Tags)
-		r.metrics.op(a.Kind, err)
-		if err != nil {
-			return r.failed(ev, a, "tagging "+a.ENI, err)
-		}
+	case actSetDOT, actSetGroups, actSetDesc, actSetTags:
+		return r.modify(ctx, a, ev)
 	case actDetach:
-		err := r.ec2.DetachENI(ctx, a.ENI, a.AttachmentID, false)
-		r.metrics.op(a.Kind, err)
-		switch {
-		case ec2.IsNotFound(err):
-			return nil, r.reread(ctx, a.ENI) // already detached
-		case err != nil:
-			r.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
-			return r.failed(ev, a, "detaching "+a.ENI, err)
-		}
-		lg.Info("detaching ENI", "eni", a.ENI, "reason", a.Reason)
-		ev.add(corev1.EventTypeNormal, "Detaching", "Detach", fmt.Sprintf("detaching ENI %s from node %s (%s)", a.ENI, a.Node, a.Reason))
+		return r.detach(ctx, a, ev)
 	case actPoll:
 		if err := r.reread(ctx, a.ENI); err != nil {
 			return nil, err
@@ -133,6 +90,65 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 	case actDelete:
 		return r.remove(ctx, a, ev)
 	}
+	return nil, nil
+}
+
+// createAndAttach creates the ENI for a want and attaches it.
+func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
+	e, err := r.create(ctx, ne, a)
+	r.metrics.op(actCreate, err)
+	if err != nil {
+		return r.failed(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
+	}
+	log.FromContext(ctx).Info("created ENI", "node", a.Node, "eni", e.ID, "subnet", e.SubnetID)
+	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
+	a.ENI = e.ID
+	return r.attach(ctx, ne, a, ev)
+}
+
+// modify fixes an attribute of an ENI in place (drift from the spec).
+func (r *reconciler) modify(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+	var err error
+	var what, eventAction, note string
+	switch a.Kind {
+	case actSetDOT:
+		err = r.ec2.SetDeleteOnTermination(ctx, a.ENI, a.AttachmentID, a.DOT)
+		what = "setting DeleteOnTermination on " + a.ENI
+	case actSetGroups:
+		err = r.ec2.SetSecurityGroups(ctx, a.ENI, a.Groups)
+		what, eventAction = "setting the security groups of "+a.ENI, "SetSecurityGroups"
+		note = fmt.Sprintf("security groups of ENI %s on node %s set to %s", a.ENI, a.Node, strings.Join(a.Groups, ","))
+	case actSetDesc:
+		err = r.ec2.SetDescription(ctx, a.ENI, a.Description)
+		what, eventAction = "setting the description of "+a.ENI, "SetDescription"
+		note = fmt.Sprintf("description of ENI %s on node %s updated", a.ENI, a.Node)
+	case actSetTags:
+		err = r.ec2.CreateTags(ctx, a.ENI, a.Tags)
+		what = "tagging " + a.ENI
+	}
+	r.metrics.op(a.Kind, err)
+	if err != nil {
+		return r.failed(ev, a, what, err)
+	}
+	if note != "" {
+		ev.add(corev1.EventTypeNormal, "Updated", eventAction, note)
+	}
+	return nil, nil
+}
+
+// detach starts detaching an ENI that is no longer wanted where it is.
+func (r *reconciler) detach(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+	err := r.ec2.DetachENI(ctx, a.ENI, a.AttachmentID, false)
+	r.metrics.op(a.Kind, err)
+	switch {
+	case ec2.IsNotFound(err):
+		return nil, r.reread(ctx, a.ENI) // already detached
+	case err != nil:
+		r.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
+		return r.failed(ev, a, "detaching "+a.ENI, err)
+	}
+	log.FromContext(ctx).Info("detaching ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
+	ev.add(corev1.EventTypeNormal, "Detaching", "Detach", fmt.Sprintf("detaching ENI %s from node %s (%s)", a.ENI, a.Node, a.Reason))
 	return nil, nil
 }
 

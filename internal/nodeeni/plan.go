@@ -1,9 +1,10 @@
 package nodeeni
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
@@ -193,15 +194,8 @@ func planClassified(in planInput, c classified) plan {
 	keep := p.decideSuperseded(in, c)
 	p.removals(in, c, keep)
 	p.placement(in, c)
-	sort.SliceStable(p.Attachments, func(i, j int) bool {
-		a, b := p.Attachments[i], p.Attachments[j]
-		if a.NodeID != b.NodeID {
-			return a.NodeID < b.NodeID
-		}
-		if a.DeviceIndex != b.DeviceIndex {
-			return a.DeviceIndex < b.DeviceIndex
-		}
-		return a.ENIID < b.ENIID
+	slices.SortStableFunc(p.Attachments, func(a, b v1alpha1.ENIAttachment) int {
+		return cmp.Or(strings.Compare(a.NodeID, b.NodeID), cmp.Compare(a.DeviceIndex, b.DeviceIndex), strings.Compare(a.ENIID, b.ENIID))
 	})
 	return p
 }
@@ -246,12 +240,8 @@ func classify(in planInput) classified {
 		unwanted = append(unwanted, o)
 	}
 	for k, list := range cands {
-		sort.SliceStable(list, func(i, j int) bool {
-			si, sj := candScore(list[i], k.instance), candScore(list[j], k.instance)
-			if si != sj {
-				return si < sj
-			}
-			return list[i].ID < list[j].ID
+		slices.SortStableFunc(list, func(a, b owned) int {
+			return cmp.Or(cmp.Compare(candScore(a, k.instance), candScore(b, k.instance)), strings.Compare(a.ID, b.ID))
 		})
 		c.chosen[k] = list[0]
 		unwanted = append(unwanted, list[1:]...)
@@ -639,7 +629,7 @@ func drift(in planInput, o owned) []action {
 	var out []action
 	if in.SecurityGroups != nil {
 		have := append([]string(nil), o.SecurityGroups...)
-		sort.Strings(have)
+		slices.Sort(have)
 		if !slices.Equal(have, in.SecurityGroups) {
 			out = append(out, action{Kind: actSetGroups, Node: o.Node, ENI: o.ID, Groups: in.SecurityGroups})
 		}

@@ -1,10 +1,11 @@
 package nodeeni
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,17 @@ func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p pla
 	st := *old.DeepCopy()
 	st.ObservedGeneration = generation
 	blocks = rootCauses(blocks, in.NodeInstances, len(in.CIDRs) > 0)
+	st.DesiredNodes = int32(desiredNodes(in, blocks, deleting))
+	st.ReadyNodes = int32(p.ReadyNodes)
+	st.Attachments = attachmentsSince(old.Attachments, p.Attachments, now)
+	c := conditions{st: &st, generation: generation}
+	c.set(p, blocks, pending, deleting)
+	return st
+}
+
+// desiredNodes counts the matching nodes: those on EC2 and, unless the
+// NodeENI is going, those reported blocked (not on EC2, say).
+func desiredNodes(in planInput, blocks []blocked, deleting bool) int {
 	nodes := map[string]bool{}
 	for n := range in.NodeInstances {
 		nodes[n] = true
@@ -46,29 +58,44 @@ func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p pla
 			nodes[b.Node] = true // matching nodes not on EC2 are desired too
 		}
 	}
-	st.DesiredNodes = int32(len(nodes))
-	st.ReadyNodes = int32(p.ReadyNodes)
+	return len(nodes)
+}
 
+// attachmentsSince stamps the plan's entries: now for new or changed
+// ones, their previous time for the others.
+func attachmentsSince(old, planned []v1alpha1.ENIAttachment, now metav1.Time) []v1alpha1.ENIAttachment {
 	prev := map[string]v1alpha1.ENIAttachment{}
-	for _, a := range old.Attachments {
+	for _, a := range old {
 		prev[a.ENIID] = a
 	}
-	st.Attachments = nil
-	for _, a := range p.Attachments {
+	var out []v1alpha1.ENIAttachment
+	for _, a := range planned {
+		a.LastUpdated = now
 		if o, ok := prev[a.ENIID]; ok {
-			o2 := o
-			o2.LastUpdated = a.LastUpdated
-			if equality.Semantic.DeepEqual(o2, a) {
+			same := o
+			same.LastUpdated = now
+			if equality.Semantic.DeepEqual(same, a) {
 				a.LastUpdated = o.LastUpdated
-			} else {
-				a.LastUpdated = now
 			}
-		} else {
-			a.LastUpdated = now
 		}
-		st.Attachments = append(st.Attachments, a)
+		out = append(out, a)
 	}
+	return out
+}
 
+// conditions sets Degraded, Progressing and Ready on a status.
+type conditions struct {
+	st         *v1alpha1.NodeENIStatus
+	generation int64
+}
+
+func (c conditions) put(t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&c.st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.generation})
+}
+
+// set splits the blocks into lasting (Degraded) and passing ones
+// (Progressing) and derives Ready from them and the node counts.
+func (c conditions) set(p plan, blocks []blocked, pending, deleting bool) {
 	var hard, soft []blocked
 	for _, b := range blocks {
 		if b.transient() {
@@ -77,40 +104,39 @@ func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p pla
 			hard = append(hard, b)
 		}
 	}
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: generation})
-	}
 	if len(hard) > 0 {
-		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, dominantReason(hard), describe(hard))
+		c.put(v1alpha1.ConditionDegraded, metav1.ConditionTrue, dominantReason(hard), describe(hard))
 	} else {
-		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonHealthy, "")
+		c.put(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonHealthy, "")
 	}
 	progressing := pending || len(soft) > 0
 	switch {
 	case deleting:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDeleting, fmt.Sprintf("removing %d ENIs before the NodeENI is deleted", len(p.Attachments)))
+		c.put(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDeleting, fmt.Sprintf("removing %d ENIs before the NodeENI is deleted", len(p.Attachments)))
+	case len(soft) > 0:
+		c.put(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonProgressing, describe(soft))
 	case progressing:
-		msg := "creating, attaching or removing ENIs"
-		if len(soft) > 0 {
-			msg = describe(soft)
-		}
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonProgressing, msg)
+		c.put(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonProgressing, "creating, attaching or removing ENIs")
 	default:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonStable, "")
+		c.put(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonStable, "")
 	}
+	c.ready(deleting, len(hard) > 0, progressing)
+}
+
+func (c conditions) ready(deleting, degraded, progressing bool) {
+	desired, ready := c.st.DesiredNodes, c.st.ReadyNodes
 	switch {
 	case deleting:
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "the NodeENI is being deleted")
-	case st.DesiredNodes == 0:
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonNoMatchingNodes, "no node matches the nodeSelector")
-	case st.ReadyNodes == st.DesiredNodes && len(hard) == 0 && !progressing:
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAttached, fmt.Sprintf("all %d nodes have their ENIs attached", st.DesiredNodes))
-	case len(hard) > 0:
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ConditionDegraded, fmt.Sprintf("%d of %d nodes ready; see the Degraded condition", st.ReadyNodes, st.DesiredNodes))
+		c.put(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "the NodeENI is being deleted")
+	case desired == 0:
+		c.put(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonNoMatchingNodes, "no node matches the nodeSelector")
+	case ready == desired && !degraded && !progressing:
+		c.put(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAttached, fmt.Sprintf("all %d nodes have their ENIs attached", desired))
+	case degraded:
+		c.put(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ConditionDegraded, fmt.Sprintf("%d of %d nodes ready; see the Degraded condition", ready, desired))
 	default:
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, fmt.Sprintf("%d of %d nodes ready", st.ReadyNodes, st.DesiredNodes))
+		c.put(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, fmt.Sprintf("%d of %d nodes ready", ready, desired))
 	}
-	return st
 }
 
 // dominantReason is the most frequent reason (ties: alphabetical).
@@ -137,11 +163,8 @@ func dominantReason(bs []blocked) string {
 // in an event.
 func describe(bs []blocked) string {
 	sorted := append([]blocked(nil), bs...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Node != sorted[j].Node {
-			return sorted[i].Node < sorted[j].Node
-		}
-		return sorted[i].Subnet < sorted[j].Subnet
+	slices.SortStableFunc(sorted, func(a, b blocked) int {
+		return cmp.Or(strings.Compare(a.Node, b.Node), strings.Compare(a.Subnet, b.Subnet))
 	})
 	type group struct {
 		what  string

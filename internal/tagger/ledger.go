@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -266,7 +267,7 @@ func (l *Ledger) All() []Record {
 	for _, r := range l.byUID {
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.Pod, b.Pod) })
 	return out
 }
 
@@ -295,7 +296,7 @@ func (l *Ledger) Flush(ctx context.Context) error {
 			uids = append(uids, uid)
 		}
 	}
-	sort.Strings(uids) // a full shard keeps the same records on every write
+	slices.Sort(uids) // a full shard keeps the same records on every write
 	overflow := map[int]int{}
 	size := map[int]int{}
 	for _, uid := range uids {

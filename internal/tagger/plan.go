@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 )
@@ -17,7 +17,7 @@ func Hash(tags map[string]string) string {
 	for k := range tags {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	h := sha256.New()
 	for _, k := range keys {
 		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(tags[k]), tags[k])
@@ -69,17 +69,35 @@ func (p Plan) Empty() bool { return len(p.Create) == 0 && len(p.Delete) == 0 }
 // removing keys does not rewrite it (that would cost a second call), and
 // the token the operator last wrote stays its proof of ownership.
 func PlanTags(in PlanInput) Plan {
-	eniHash := in.ENITags[HashTag]
-	want := Hash(in.Desired)
-	if len(in.Desired) > 0 && !in.IgnoreOwnership && eniHash != "" && eniHash != in.AppliedHash && eniHash != want {
-		return Plan{Conflict: fmt.Sprintf("the ENI's %s tag is %s, which is neither ours (%s) nor that of the desired tags (%q): another pod or tool owns its tags",
-			HashTag, bounded.Quoted(eniHash), bounded.Quoted(in.AppliedHash), want)}
+	if conflict := ownershipConflict(in); conflict != "" {
+		return Plan{Conflict: conflict}
 	}
 	p := Plan{Create: map[string]string{}, Delete: map[string]string{}, Applied: map[string]string{}}
-	// Reserved keys are never written or removed here, whatever asks:
-	// the policy refuses them in annotations, and the record of what was
-	// applied may come from a pod's own (editable) last-applied
-	// annotation. The token is handled on its own below.
+	p.diffKeys(in)
+	p.token(in)
+	if after := tagsAfter(in.ENITags, p); after > MaxTagsPerResource {
+		return Plan{TooMany: fmt.Errorf("the ENI would carry %d tags (it has %d now, counting those set by others); AWS allows %d", after, len(in.ENITags), MaxTagsPerResource)}
+	}
+	return p
+}
+
+// ownershipConflict says why the ENI's tags are not the pod's to change:
+// its token is neither the one last applied for the pod nor that of the
+// desired tags.
+func ownershipConflict(in PlanInput) string {
+	eniHash, want := in.ENITags[HashTag], Hash(in.Desired)
+	if len(in.Desired) == 0 || in.IgnoreOwnership || eniHash == "" || eniHash == in.AppliedHash || eniHash == want {
+		return ""
+	}
+	return fmt.Sprintf("the ENI's %s tag is %s, which is neither ours (%s) nor that of the desired tags (%q): another pod or tool owns its tags",
+		HashTag, bounded.Quoted(eniHash), bounded.Quoted(in.AppliedHash), want)
+}
+
+// diffKeys plans the keys to set and to remove. Reserved keys are never
+// written or removed here, whatever asks: the policy refuses them in
+// annotations, and the record of what was applied may come from a pod's
+// own (editable) last-applied annotation. The token is planned by token.
+func (p *Plan) diffKeys(in PlanInput) {
 	for k, v := range in.Desired {
 		if reserved(k) {
 			continue
@@ -99,6 +117,12 @@ func PlanTags(in PlanInput) Plan {
 			}
 		}
 	}
+}
+
+// token plans the ownership token: removed with the last key, written
+// with the first or with new values, kept when keys are only removed.
+func (p *Plan) token(in PlanInput) {
+	eniHash, want := in.ENITags[HashTag], Hash(in.Desired)
 	switch {
 	case len(in.Desired) == 0:
 		if eniHash != "" && eniHash == in.AppliedHash {
@@ -112,14 +136,15 @@ func PlanTags(in PlanInput) Plan {
 	default:
 		p.Hash = eniHash
 	}
-	after := len(in.ENITags) - len(p.Delete)
+}
+
+// tagsAfter counts the ENI's tags once the plan is carried out.
+func tagsAfter(eniTags map[string]string, p Plan) int {
+	after := len(eniTags) - len(p.Delete)
 	for k := range p.Create {
-		if _, ok := in.ENITags[k]; !ok {
+		if _, ok := eniTags[k]; !ok {
 			after++
 		}
 	}
-	if after > MaxTagsPerResource {
-		return Plan{TooMany: fmt.Errorf("the ENI would carry %d tags (it has %d now, counting those set by others); AWS allows %d", after, len(in.ENITags), MaxTagsPerResource)}
-	}
-	return p
+	return after
 }

@@ -3,7 +3,7 @@ package tagger
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -77,7 +77,7 @@ func (p Policy) Desired(podNamespace string, asked map[string]string) (map[strin
 	for k := range asked {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	var problems []error
 	out := make(map[string]string, len(asked))
 	for _, k := range keys {

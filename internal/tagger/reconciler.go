@@ -280,7 +280,7 @@ func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *stop {
 	w.own = maps.Clone(w.asked)
 	w.applied = maps.Clone(w.applied)
 	for k := range w.conflicts {
-		if !(w.applied[k] == w.asked[k] && w.eni.Tags[k] == w.asked[k]) {
+		if w.applied[k] != w.asked[k] || w.eni.Tags[k] != w.asked[k] {
 			delete(w.own, k)
 		}
 		delete(w.applied, k)

@@ -2,7 +2,7 @@ package tagger
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 )
@@ -31,10 +31,10 @@ func MergeShared(wants map[string]map[string]string) (merged map[string]string, 
 		}
 		var parts []string
 		for v, pods := range byValue {
-			sort.Strings(pods)
+			slices.Sort(pods)
 			parts = append(parts, fmt.Sprintf("%s wants %s", bounded.List(pods, ", ", bounded.Items), bounded.Quoted(v)))
 		}
-		sort.Strings(parts)
+		slices.Sort(parts)
 		conflicts[k] = bounded.List(parts, "; ", bounded.Items)
 	}
 	return merged, conflicts
