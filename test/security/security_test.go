@@ -297,17 +297,28 @@ func clusterListings(t *testing.T, admin *emulator.AdminClient) []emulator.Call 
 	}
 	var out []emulator.Call
 	for _, c := range calls {
-		if c.Action != "DescribeNetworkInterfaces" {
-			continue
-		}
-		for _, values := range c.Params {
-			if slices.Contains(values, "tag:"+nodeeni.TagCluster) {
-				out = append(out, c)
-				break
-			}
+		if c.Action == "DescribeNetworkInterfaces" && listsTheCluster(c.Params) {
+			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// listsTheCluster reports whether a DescribeNetworkInterfaces reads every
+// ENI of the cluster: a paginated listing (MaxResults) filtered on no more
+// than the VPC and the cluster tag. The operator's EC2 state refreshes the
+// cluster's ENIs either way (a refresh of the whole VPC covers them).
+func listsTheCluster(params map[string][]string) bool {
+	if len(params["MaxResults"]) == 0 {
+		return false
+	}
+	for k, values := range params {
+		if strings.HasPrefix(k, "Filter.") && strings.HasSuffix(k, ".Name") &&
+			!slices.ContainsFunc(values, func(v string) bool { return v == "vpc-id" || v == "tag:"+nodeeni.TagCluster }) {
+			return false
+		}
+	}
+	return true
 }
 
 func gauge(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
