@@ -287,8 +287,8 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	}
 }
 
-// clusterListings are the recorded DescribeNetworkInterfaces calls
-// filtered by the cluster's ownership tag: the NodeENI inventory's.
+// clusterListings are the recorded DescribeNetworkInterfaces calls that
+// refreshed the cluster's ENIs in the operator's EC2 state.
 func clusterListings(t *testing.T, admin *emulator.AdminClient) []emulator.Call {
 	t.Helper()
 	calls, err := admin.Calls(context.Background())
