@@ -66,9 +66,7 @@ func flags(c *config) *flag.FlagSet {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config)")
 	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
 	fs.StringVar(&c.probe, "probe", "", "check a health endpoint and exit: 0 when http://host:port/path answers 200 within 2s, 1 otherwise (for exec probes, so /healthz and /readyz can listen on the node's loopback); nothing else runs")
-	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
-	c.zap.BindFlags(gofs)
-	gofs.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
+	cli.BindLogFlags(fs, &c.zap)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-agent [flags]\n\nConfigures this node's NodeENI interfaces (found by MAC address): MTU, up, stable\nname, DPDK driver binding, SR-IOV device plugin config; reports into the NodeENIs'\nstatus. Runs as a DaemonSet with hostNetwork; holds no AWS credentials.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
 		fs.PrintDefaults()
