@@ -207,7 +207,7 @@ func probe(endpoint string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "eni-agent: probe:", err)
 		return 1
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		fmt.Fprintf(stderr, "eni-agent: probe: %s answered %s: %s\n", endpoint, resp.Status, body)
