@@ -63,7 +63,7 @@ func flags(c *config) *flag.FlagSet {
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":9811", "address of the /healthz and /readyz endpoints: host:port, :port or a bare port (0 turns them off)")
 	fs.Float64Var(&c.kubeQPS, "kube-api-qps", 5, "Kubernetes API requests per second the agent allows itself (> 0)")
 	fs.IntVar(&c.kubeBurst, "kube-api-burst", 10, "burst of Kubernetes API requests (>= 1)")
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config)")
+	cli.BindKubeconfig(fs, &c.kubeconfig)
 	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
 	fs.StringVar(&c.probe, "probe", "", "check a health endpoint and exit: 0 when http://host:port/path answers 200 within 2s, 1 otherwise (for exec probes, so /healthz and /readyz can listen on the node's loopback); nothing else runs")
 	cli.BindLogFlags(fs, &c.zap)
@@ -106,11 +106,7 @@ func parse(args []string, out io.Writer) (*config, error) {
 	}
 	p.Check(c.kubeQPS > 0 && cli.Finite(c.kubeQPS), "kube-api-qps", c.kubeQPS, "a number > 0 (Kubernetes API requests per second)")
 	p.Check(c.kubeBurst >= 1, "kube-api-burst", c.kubeBurst, "an integer >= 1")
-	if c.kubeconfig != "" {
-		st, err := os.Stat(c.kubeconfig)
-		p.Check(err == nil && st.Mode().IsRegular(), "kubeconfig", c.kubeconfig,
-			"a kubeconfig file that exists (or leave it out: $KUBECONFIG, the pod's ServiceAccount, ~/.kube/config)")
-	}
+	p.CheckKubeconfig(c.kubeconfig)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
