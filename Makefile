@@ -16,6 +16,10 @@ DEMO_ARGS ?=
 # module version of github.com/prometheus/prometheus (v0.316.0: Prometheus
 # 3.16.0); hack/promtool-binary.sh defaults to the same (a test checks).
 PROMTOOL_VERSION ?= 0.316.0
+# golangci-lint (v2) for make lint, built from the Go module proxy;
+# hack/golangci-lint-binary.sh defaults to the same (a test checks). The
+# rules are in .golangci.yml.
+GOLANGCI_LINT_VERSION ?= 2.15.0
 
 .PHONY: help
 help: ## list the targets
@@ -51,6 +55,10 @@ helm: ## build (once) and cache helm for the chart tests (hack/helm-binary.sh pr
 promtool: ## build (once) and cache promtool for the alerting-rule tests (hack/promtool-binary.sh prints its path)
 	@PROMTOOL_VERSION=$(PROMTOOL_VERSION) hack/promtool-binary.sh >/dev/null
 
+.PHONY: golangci-lint
+golangci-lint: ## build (once) and cache golangci-lint for make lint (hack/golangci-lint-binary.sh prints its path)
+	@GOLANGCI_LINT_VERSION=$(GOLANGCI_LINT_VERSION) hack/golangci-lint-binary.sh >/dev/null
+
 .PHONY: generate
 generate: ## regenerate deepcopy code of api/ (controller-gen)
 	$(GO) tool controller-gen object paths=./api/...
@@ -78,8 +86,9 @@ chart-sync: ## copy the generated CRDs and RBAC rules into the Helm chart (run b
 	cp docs/iam/*.json $(CHART)/files/iam/
 
 .PHONY: lint
-lint: ## go vet and gofmt check
-	$(GO) vet ./...
+lint: ## golangci-lint (.golangci.yml: go vet, staticcheck, architecture rules, function size, ...) and gofmt check
+	golangci_lint="$$(GOLANGCI_LINT_VERSION=$(GOLANGCI_LINT_VERSION) hack/golangci-lint-binary.sh)"; \
+	"$$golangci_lint" run ./...
 	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 

@@ -8,17 +8,27 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the API group and version of NodeENI.
 	GroupVersion = schema.GroupVersion{Group: "networking.k8s.aws", Version: "v1alpha1"}
 
-	// SchemeBuilder registers this package's types with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers this package's types with a scheme
+	// (apimachinery's pattern; api/ depends on nothing else).
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds NodeENI and NodeENIList to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers NodeENI and NodeENIList under GroupVersion, with
+// the meta/v1 types every group version carries (ListOptions, ...).
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &NodeENI{}, &NodeENIList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -326,7 +326,3 @@ type NodeENIList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeENI `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&NodeENI{}, &NodeENIList{})
-}

@@ -277,7 +277,7 @@ func TestPrinterColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var table metav1.Table
 	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
 		t.Fatal(err)

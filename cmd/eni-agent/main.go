@@ -63,12 +63,10 @@ func flags(c *config) *flag.FlagSet {
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":9811", "address of the /healthz and /readyz endpoints: host:port, :port or a bare port (0 turns them off)")
 	fs.Float64Var(&c.kubeQPS, "kube-api-qps", 5, "Kubernetes API requests per second the agent allows itself (> 0)")
 	fs.IntVar(&c.kubeBurst, "kube-api-burst", 10, "burst of Kubernetes API requests (>= 1)")
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config)")
+	cli.BindKubeconfig(fs, &c.kubeconfig)
 	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
 	fs.StringVar(&c.probe, "probe", "", "check a health endpoint and exit: 0 when http://host:port/path answers 200 within 2s, 1 otherwise (for exec probes, so /healthz and /readyz can listen on the node's loopback); nothing else runs")
-	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
-	c.zap.BindFlags(gofs)
-	gofs.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
+	cli.BindLogFlags(fs, &c.zap)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-agent [flags]\n\nConfigures this node's NodeENI interfaces (found by MAC address): MTU, up, stable\nname, DPDK driver binding, SR-IOV device plugin config; reports into the NodeENIs'\nstatus. Runs as a DaemonSet with hostNetwork; holds no AWS credentials.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -108,11 +106,7 @@ func parse(args []string, out io.Writer) (*config, error) {
 	}
 	p.Check(c.kubeQPS > 0 && cli.Finite(c.kubeQPS), "kube-api-qps", c.kubeQPS, "a number > 0 (Kubernetes API requests per second)")
 	p.Check(c.kubeBurst >= 1, "kube-api-burst", c.kubeBurst, "an integer >= 1")
-	if c.kubeconfig != "" {
-		st, err := os.Stat(c.kubeconfig)
-		p.Check(err == nil && st.Mode().IsRegular(), "kubeconfig", c.kubeconfig,
-			"a kubeconfig file that exists (or leave it out: $KUBECONFIG, the pod's ServiceAccount, ~/.kube/config)")
-	}
+	p.CheckKubeconfig(c.kubeconfig)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -209,7 +203,7 @@ func probe(endpoint string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "eni-agent: probe:", err)
 		return 1
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		fmt.Fprintf(stderr, "eni-agent: probe: %s answered %s: %s\n", endpoint, resp.Status, body)

@@ -54,14 +54,8 @@ func flags(c *config) *flag.FlagSet {
 	c.op.BindFlags(fs)
 	fs.BoolVar(&c.removeFinalizers, "remove-pod-finalizers", false, "remove the tagger's finalizer (eni-tagger.io/finalizer) from every pod and exit: the uninstall path of --pod-finalizer")
 	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config)")
-	// --zap-log-level, --zap-encoder (json by default), --zap-devel,
-	// --zap-stacktrace-level, --zap-time-encoding: controller-runtime's
-	// logging flags, bound on a scratch set and moved over so they share
-	// this command's parsing and --help.
-	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
-	c.zap.BindFlags(gofs)
-	gofs.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
+	cli.BindKubeconfig(fs, &c.kubeconfig)
+	cli.BindLogFlags(fs, &c.zap)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-operator [flags]\n\nManages AWS ENIs for Kubernetes: tags pods' ENIs from the %s annotation and\ncreates, attaches and removes the ENIs NodeENI resources ask for. AWS is found the\nstandard way (IRSA, Pod Identity, instance profile, AWS_* environment, AWS_ENDPOINT_URL_EC2).\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n", tagger.DefaultAnnotationKey)
 		fs.PrintDefaults()
@@ -79,11 +73,7 @@ func parse(args []string, out io.Writer) (*config, error) {
 		return c, nil
 	}
 	var p cli.Problems
-	if c.kubeconfig != "" {
-		st, err := os.Stat(c.kubeconfig)
-		p.Check(err == nil && st.Mode().IsRegular(), "kubeconfig", c.kubeconfig,
-			"a kubeconfig file that exists (or leave it out: $KUBECONFIG, the pod's ServiceAccount, ~/.kube/config)")
-	}
+	p.CheckKubeconfig(c.kubeconfig)
 	p.AddErr(c.op.Validate())
 	if err := p.Err(); err != nil {
 		return nil, err

@@ -147,7 +147,8 @@ func run(c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	defer state.Remove()
+	// A directory left behind is swept by the next sandbox.
+	defer func() { _ = state.Remove() }()
 	if err := os.Setenv("TMPDIR", state.Dir); err != nil {
 		return err
 	}
@@ -173,7 +174,7 @@ func run(c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	logger := zap.New(zap.WriteTo(logFile))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)

@@ -5,9 +5,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -39,7 +40,7 @@ func run(dir string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("no figures in %s: run `make bench` first", dir)
 	}
-	sort.Strings(paths)
+	slices.Sort(paths)
 	var figs []figure
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
@@ -77,11 +78,7 @@ func run(dir string) error {
 }
 
 func kv(m map[string]any) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		v := m[k]
@@ -101,11 +98,7 @@ func calls(m map[string]int) string {
 	if len(m) == 0 {
 		return "—"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])

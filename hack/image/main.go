@@ -166,7 +166,7 @@ func run(version, revision, created, opRepo, agentRepo, archs, out, rootfs strin
 			return err
 		}
 		err = buildImages(bins, arch, version, revision, opRepo, agentRepo, out, base, when)
-		os.RemoveAll(bins)
+		_ = os.RemoveAll(bins) // a temporary directory
 		if err != nil {
 			return err
 		}

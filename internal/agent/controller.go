@@ -1,12 +1,12 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -76,7 +76,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.client.List(ctx, list); err != nil {
 		return reconcile.Result{}, err
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	slices.SortFunc(list.Items, func(a, b v1alpha1.NodeENI) int { return cmp.Compare(a.Name, b.Name) })
 	wants := desired(r.node, list.Items, r.defaultDriver)
 	r.watch.setMACs(r.watchedMACs(wants))
 
@@ -191,28 +191,11 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 		return r.configureDPDK(ctx, w, l, found, rec, next)
 	}
 	if rec != nil && rec.BoundDriver != "" {
-		// DPDK was switched off: the device goes back to its driver and
-		// its interface comes back, to be configured on a later pass.
-		err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
-		r.metrics.op("dpdk-restore", err)
-		if err != nil {
-			return failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err), false
+		var stop *outcome
+		if links, l, stop, did = r.leaveDPDK(ctx, w, rec, next, links); stop != nil {
+			return *stop, did
 		}
-		log.FromContext(ctx).Info("DPDK switched off: device given back to its driver", "eni", w.ENIID, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
-		msg := fmt.Sprintf("PCI device %s given back to driver %q; waiting for its interface (MAC %s) to appear", rec.PCIAddress, rec.OriginalDriver, w.MAC)
-		rec.BoundDriver, rec.OriginalDriver = "", ""
-		if err := r.persist(next); err != nil {
-			return failed(w, "%v", err), true
-		}
-		did = true
-		// A synchronous probe brings the interface back at once: configure
-		// it in this pass.
-		if fresh, err := r.host.links(); err == nil {
-			links = fresh
-		}
-		if l, found, _ = findLink(links, w.MAC); !found {
-			return pending(w, "%s", msg), did
-		}
+		found = true
 	}
 	if !found {
 		return pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC), false
@@ -226,6 +209,59 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 	if err != nil {
 		return failed(w, "%v", err), false
 	}
+	rec, stop, changed := r.applyLink(ctx, w, l, acts, rec, next)
+	did = did || changed
+	if stop != nil {
+		return *stop, did
+	}
+	if rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
+		rec.OriginalName, rec.Name = "", ""
+	}
+	return outcome{w: w, state: v1alpha1.InterfaceConfigured}, did
+}
+
+// stopWith is the outcome a step ends its interface's pass with.
+func stopWith(o outcome) *outcome { return &o }
+
+// restoreDriver gives rec's PCI device back to its original driver.
+func (r *reconciler) restoreDriver(rec *deviceRecord) error {
+	err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+	r.metrics.op("dpdk-restore", err)
+	return err
+}
+
+// leaveDPDK handles DPDK switched off: the device goes back to its
+// driver and its interface comes back, to be configured in this pass when
+// it is back already. It returns the links as they are now and the
+// interface's, or the outcome that ends the pass (stop); did tells
+// whether the host changed.
+func (r *reconciler) leaveDPDK(ctx context.Context, w want, rec *deviceRecord, next *nodeState, links []link) (fresh []link, l link, stop *outcome, did bool) {
+	if err := r.restoreDriver(rec); err != nil {
+		return links, l, stopWith(failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err)), false
+	}
+	log.FromContext(ctx).Info("DPDK switched off: device given back to its driver", "eni", w.ENIID, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
+	msg := fmt.Sprintf("PCI device %s given back to driver %q; waiting for its interface (MAC %s) to appear", rec.PCIAddress, rec.OriginalDriver, w.MAC)
+	rec.BoundDriver, rec.OriginalDriver = "", ""
+	if err := r.persist(next); err != nil {
+		return links, l, stopWith(failed(w, "%v", err)), true
+	}
+	// A synchronous probe brings the interface back at once: configure
+	// it in this pass.
+	if fresh, err := r.host.links(); err == nil {
+		links = fresh
+	}
+	l, found, _ := findLink(links, w.MAC)
+	if !found {
+		return links, l, stopWith(pending(w, "%s", msg)), true
+	}
+	return links, l, nil, true
+}
+
+// applyLink carries out the link's actions (rename, MTU, up). A rename
+// is recorded first, creating the device record when there is none,
+// which it returns. It stops at the first failure (stop); changed tells
+// whether the host changed or a change was attempted.
+func (r *reconciler) applyLink(ctx context.Context, w want, l link, acts []linkAction, rec *deviceRecord, next *nodeState) (_ *deviceRecord, stop *outcome, changed bool) {
 	for _, a := range acts {
 		if a.Kind == actRename {
 			if rec == nil {
@@ -239,21 +275,18 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 			// Remembered before the rename, so a crash right after still
 			// knows the kernel's name.
 			if err := r.persist(next); err != nil {
-				return failed(w, "%v", err), did
+				return rec, stopWith(failed(w, "%v", err)), changed
 			}
 		}
 		err := r.host.apply(l.Index, a)
 		r.metrics.op(a.Kind.String(), err)
 		if err != nil {
-			return failed(w, "%v", err), true
+			return rec, stopWith(failed(w, "%v", err)), true
 		}
-		did = true
+		changed = true
 		log.FromContext(ctx).Info("interface configured", "eni", w.ENIID, "nodeENI", w.NodeENI, "interface", l.Name, "change", a.Kind.String(), "name", a.Name, "mtu", a.MTU)
 	}
-	if rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
-		rec.OriginalName, rec.Name = "", ""
-	}
-	return outcome{w: w, state: v1alpha1.InterfaceConfigured}, did
+	return rec, nil, changed
 }
 
 // specDeviceProblem says why the PCI device a NodeENI's dpdkPCIAddress
@@ -287,55 +320,17 @@ func specDeviceProblem(w want, pci string, names []string, l link, found bool, d
 // agent must know later (PCI address, original driver, name) is recorded
 // first.
 func (r *reconciler) configureDPDK(ctx context.Context, w want, l link, found bool, rec *deviceRecord, next *nodeState) (outcome, bool) {
-	pci := w.PCIAddress
-	if pci == "" && rec != nil {
-		pci = rec.PCIAddress
+	pci, stop := r.dpdkPCIAddress(w, l, found, rec)
+	if stop != nil {
+		return *stop, false
 	}
-	if found && l.DefaultRoute {
-		return failed(w, "interface %s (MAC %s) carries a default route, so it looks like the node's primary interface; the agent does not bind it to a DPDK driver", l.Name, l.MAC), false
+	dev, stop := r.dpdkDevice(w, pci, l, found, rec)
+	if stop != nil {
+		return *stop, false
 	}
-	if pci == "" {
-		if !found {
-			return pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC), false
-		}
-		var err error
-		if pci, err = r.sys.PCIAddressOf(l.Name); err != nil {
-			return failed(w, "finding the PCI device of %s for DPDK: %v", l.Name, err), false
-		}
-	}
-	dev, err := r.sys.device(pci)
-	if err != nil {
-		return failed(w, "%v", err), false
-	}
-	if !dev.Exists {
-		return pending(w, "waiting for PCI device %s to appear on the node", pci), false
-	}
-	if w.PCIAddress != "" {
-		names, err := r.sys.InterfacesOf(pci)
-		if err != nil {
-			return failed(w, "%v", err), false
-		}
-		ours := rec != nil && rec.PCIAddress == pci && rec.BoundDriver != ""
-		if msg := specDeviceProblem(w, pci, names, l, found, dev, ours); msg != "" {
-			return failed(w, "%s", msg), false
-		}
-	}
-	if rec == nil {
-		rec = &deviceRecord{NodeENI: w.NodeENI, MAC: w.MAC}
-		next.Devices[w.ENIID] = rec
-	}
-	if rec.PCIAddress != "" && rec.PCIAddress != pci && rec.BoundDriver != "" {
-		// dpdkPCIAddress changed: the device bound before goes back first.
-		err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
-		r.metrics.op("dpdk-restore", err)
-		if err != nil {
-			return failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err), false
-		}
-		rec.BoundDriver, rec.OriginalDriver = "", ""
-	}
-	rec.PCIAddress = pci
-	if found {
-		rec.Name = l.Name
+	rec, stop = r.recordDPDKDevice(w, pci, l, found, rec, next)
+	if stop != nil {
+		return *stop, false
 	}
 	if dev.Driver == w.Driver && rec.BoundDriver == w.Driver && dev.Override == w.Driver {
 		return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
@@ -347,13 +342,82 @@ func (r *reconciler) configureDPDK(ctx context.Context, w want, l link, found bo
 	if err := r.persist(next); err != nil {
 		return failed(w, "%v", err), false
 	}
-	_, err = r.sys.Bind(pci, w.Driver)
+	_, err := r.sys.Bind(pci, w.Driver)
 	r.metrics.op("dpdk-bind", err)
 	if err != nil {
 		return failed(w, "binding PCI device %s to %s: %v", pci, w.Driver, err), true
 	}
 	log.FromContext(ctx).Info("interface bound to a DPDK driver", "eni", w.ENIID, "nodeENI", w.NodeENI, "pci", pci, "driver", w.Driver, "was", rec.OriginalDriver)
 	return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, true
+}
+
+// dpdkPCIAddress is the PCI device to bind: the spec's, else the one
+// recorded, else the interface's. The node's primary interface (it
+// carries a default route) is never bound.
+func (r *reconciler) dpdkPCIAddress(w want, l link, found bool, rec *deviceRecord) (string, *outcome) {
+	pci := w.PCIAddress
+	if pci == "" && rec != nil {
+		pci = rec.PCIAddress
+	}
+	if found && l.DefaultRoute {
+		return "", stopWith(failed(w, "interface %s (MAC %s) carries a default route, so it looks like the node's primary interface; the agent does not bind it to a DPDK driver", l.Name, l.MAC))
+	}
+	if pci != "" {
+		return pci, nil
+	}
+	if !found {
+		return "", stopWith(pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC))
+	}
+	pci, err := r.sys.PCIAddressOf(l.Name)
+	if err != nil {
+		return "", stopWith(failed(w, "finding the PCI device of %s for DPDK: %v", l.Name, err))
+	}
+	return pci, nil
+}
+
+// dpdkDevice looks the PCI device up; it must exist and, when the spec
+// names it, be the ENI's own (specDeviceProblem).
+func (r *reconciler) dpdkDevice(w want, pci string, l link, found bool, rec *deviceRecord) (pciDevice, *outcome) {
+	dev, err := r.sys.device(pci)
+	if err != nil {
+		return dev, stopWith(failed(w, "%v", err))
+	}
+	if !dev.Exists {
+		return dev, stopWith(pending(w, "waiting for PCI device %s to appear on the node", pci))
+	}
+	if w.PCIAddress != "" {
+		names, err := r.sys.InterfacesOf(pci)
+		if err != nil {
+			return dev, stopWith(failed(w, "%v", err))
+		}
+		ours := rec != nil && rec.PCIAddress == pci && rec.BoundDriver != ""
+		if msg := specDeviceProblem(w, pci, names, l, found, dev, ours); msg != "" {
+			return dev, stopWith(failed(w, "%s", msg))
+		}
+	}
+	return dev, nil
+}
+
+// recordDPDKDevice records pci as the ENI's device (creating the record
+// when there is none, which it returns); a different device bound before
+// goes back to its driver first.
+func (r *reconciler) recordDPDKDevice(w want, pci string, l link, found bool, rec *deviceRecord, next *nodeState) (*deviceRecord, *outcome) {
+	if rec == nil {
+		rec = &deviceRecord{NodeENI: w.NodeENI, MAC: w.MAC}
+		next.Devices[w.ENIID] = rec
+	}
+	if rec.PCIAddress != "" && rec.PCIAddress != pci && rec.BoundDriver != "" {
+		// dpdkPCIAddress changed: the device bound before goes back first.
+		if err := r.restoreDriver(rec); err != nil {
+			return rec, stopWith(failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err))
+		}
+		rec.BoundDriver, rec.OriginalDriver = "", ""
+	}
+	rec.PCIAddress = pci
+	if found {
+		rec.Name = l.Name
+	}
+	return rec, nil
 }
 
 // release undoes what the agent did to interfaces that are no longer
@@ -367,7 +431,7 @@ func (r *reconciler) release(ctx context.Context, wanted map[string]bool, links 
 			ids = append(ids, id)
 		}
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	logger := log.FromContext(ctx)
 	for _, id := range ids {
 		rec := next.Devices[id]
@@ -425,8 +489,68 @@ func (r *reconciler) entry(o outcome, links []link) v1alpha1.InterfaceStatus {
 // SR-IOV device plugin's config and tells the plugin when it changed.
 // Problems are reported on the interfaces concerned.
 func (r *reconciler) publish(ctx context.Context, wants []want, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
+	resources, users := publishable(wants, entries)
+	logger := log.FromContext(ctx)
+	existing, err := os.ReadFile(r.sriovPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		logger.Error(err, "reading the SR-IOV device plugin config", "path", r.sriovPath)
+		users.failAll(entries, fmt.Sprintf("reading the SR-IOV device plugin config %s: %v", r.sriovPath, err))
+		return
+	}
+	m, err := mergeSRIOV(existing, next.SRIOVOwned, resources)
+	if err != nil {
+		logger.Error(err, "merging into the SR-IOV device plugin config", "path", r.sriovPath)
+		users.failAll(entries, fmt.Sprintf("SR-IOV device plugin config %s: %v", r.sriovPath, err))
+		return
+	}
+	for name, msg := range m.Conflicts {
+		users.fail(entries, name, msg)
+	}
+	if m.Changed {
+		if err := r.writeSRIOV(ctx, m, next); err != nil {
+			users.failAll(entries, err.Error())
+			return
+		}
+	}
+	next.SRIOVOwned = m.Owned
+	if err := r.reloadSRIOV(ctx); err != nil {
+		users.failAll(entries, err.Error())
+	}
+	for _, w := range wants {
+		e := entries[w.ENIID]
+		if w.Resource != "" && e.DPDKBound && e.State == v1alpha1.InterfaceConfigured {
+			e.DPDKResourceName = w.Resource
+			entries[w.ENIID] = e
+		}
+	}
+}
+
+// resourceUsers maps an SR-IOV resource to the ENIs whose devices it
+// publishes.
+type resourceUsers map[string][]string
+
+// fail reports msg on the interfaces of resource.
+func (u resourceUsers) fail(entries map[string]v1alpha1.InterfaceStatus, resource, msg string) {
+	for _, id := range u[resource] {
+		e := entries[id]
+		e.State, e.Message = v1alpha1.InterfaceFailed, msg
+		entries[id] = e
+	}
+}
+
+// failAll reports msg on the interfaces of every resource.
+func (u resourceUsers) failAll(entries map[string]v1alpha1.InterfaceStatus, msg string) {
+	for name := range u {
+		u.fail(entries, name, msg)
+	}
+}
+
+// publishable gathers the resources NodeENIs name from their configured,
+// bound interfaces (sorted by name, addresses and drivers sorted), and
+// which ENIs each one publishes.
+func publishable(wants []want, entries map[string]v1alpha1.InterfaceStatus) ([]sriovResource, resourceUsers) {
 	byName := map[string]*sriovResource{}
-	users := map[string][]string{} // resource -> ENIs
+	users := resourceUsers{}
 	for _, w := range wants {
 		e := entries[w.ENIID]
 		if w.Resource == "" || !e.DPDKBound || e.State != v1alpha1.InterfaceConfigured {
@@ -443,83 +567,54 @@ func (r *reconciler) publish(ctx context.Context, wants []want, entries map[stri
 	}
 	var resources []sriovResource
 	for _, res := range byName {
-		sort.Strings(res.PCIAddresses)
-		sort.Strings(res.Drivers)
+		slices.Sort(res.PCIAddresses)
+		slices.Sort(res.Drivers)
 		resources = append(resources, *res)
 	}
-	sort.Slice(resources, func(i, j int) bool { return resources[i].Name < resources[j].Name })
+	slices.SortFunc(resources, func(a, b sriovResource) int { return cmp.Compare(a.Name, b.Name) })
+	return resources, users
+}
 
-	fail := func(resource, msg string) {
-		for _, id := range users[resource] {
-			e := entries[id]
-			e.State, e.Message = v1alpha1.InterfaceFailed, msg
-			entries[id] = e
-		}
-	}
-	failAll := func(msg string) {
-		for name := range byName {
-			fail(name, msg)
-		}
-	}
+// writeSRIOV writes the merged device plugin config. The resources are
+// recorded as owned before the write: a crash in between leaves an entry
+// the agent knows to remove, never one it forgot it wrote.
+func (r *reconciler) writeSRIOV(ctx context.Context, m sriovMerge, next *nodeState) error {
 	logger := log.FromContext(ctx)
-	existing, err := os.ReadFile(r.sriovPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		logger.Error(err, "reading the SR-IOV device plugin config", "path", r.sriovPath)
-		failAll(fmt.Sprintf("reading the SR-IOV device plugin config %s: %v", r.sriovPath, err))
-		return
+	next.SRIOVOwned = unionSorted(next.SRIOVOwned, m.Owned)
+	if err := r.persist(next); err != nil {
+		return err
 	}
-	m, err := mergeSRIOV(existing, next.SRIOVOwned, resources)
+	err := writeAtomic(r.sriovPath, m.Config, 0o644)
+	r.metrics.op("sriov-write", err)
 	if err != nil {
-		logger.Error(err, "merging into the SR-IOV device plugin config", "path", r.sriovPath)
-		failAll(fmt.Sprintf("SR-IOV device plugin config %s: %v", r.sriovPath, err))
-		return
+		logger.Error(err, "writing the SR-IOV device plugin config", "path", r.sriovPath)
+		return fmt.Errorf("writing the SR-IOV device plugin config %s: %w", r.sriovPath, err)
 	}
-	for name, msg := range m.Conflicts {
-		fail(name, msg)
+	logger.Info("SR-IOV device plugin config written", "path", r.sriovPath, "resources", m.Owned)
+	r.reloadPending = true
+	return nil
+}
+
+// reloadSRIOV tells the device plugin its config changed, when a write
+// has not been told yet (a failed reload is retried on the next pass).
+func (r *reconciler) reloadSRIOV(ctx context.Context) error {
+	if !r.reloadPending {
+		return nil
 	}
-	if m.Changed {
-		// Owned before written: a crash in between leaves an entry the
-		// agent knows to remove, never one it forgot it wrote.
-		next.SRIOVOwned = unionSorted(next.SRIOVOwned, m.Owned)
-		if err := r.persist(next); err != nil {
-			failAll(err.Error())
-			return
-		}
-		err := writeAtomic(r.sriovPath, m.Config, 0o644)
-		r.metrics.op("sriov-write", err)
-		if err != nil {
-			logger.Error(err, "writing the SR-IOV device plugin config", "path", r.sriovPath)
-			failAll(fmt.Sprintf("writing the SR-IOV device plugin config %s: %v", r.sriovPath, err))
-			return
-		}
-		logger.Info("SR-IOV device plugin config written", "path", r.sriovPath, "resources", m.Owned)
-		r.reloadPending = true
+	cfg, _ := os.ReadFile(r.sriovPath)
+	err := r.reload.Do(cfg)
+	r.metrics.op("sriov-reload", err)
+	r.reloadPending = err != nil
+	if err != nil {
+		log.FromContext(ctx).Error(err, "telling the SR-IOV device plugin its config changed; will retry", "how", r.reload.String())
+		return fmt.Errorf("the SR-IOV device plugin config is written, but telling the plugin failed (%s): %w", r.reload.String(), err)
 	}
-	next.SRIOVOwned = m.Owned
-	if r.reloadPending {
-		cfg, _ := os.ReadFile(r.sriovPath)
-		err := r.reload.Do(cfg)
-		r.metrics.op("sriov-reload", err)
-		r.reloadPending = err != nil
-		if err != nil {
-			logger.Error(err, "telling the SR-IOV device plugin its config changed; will retry", "how", r.reload.String())
-			failAll(fmt.Sprintf("the SR-IOV device plugin config is written, but telling the plugin failed (%s): %v", r.reload.String(), err))
-		}
-	}
-	for _, w := range wants {
-		e := entries[w.ENIID]
-		if w.Resource != "" && e.DPDKBound && e.State == v1alpha1.InterfaceConfigured {
-			e.DPDKResourceName = w.Resource
-			entries[w.ENIID] = e
-		}
-	}
+	return nil
 }
 
 func appendUnique(s []string, v string) []string {
-	for _, x := range s {
-		if x == v {
-			return s
-		}
+	if slices.Contains(s, v) {
+		return s
 	}
 	return append(s, v)
 }
@@ -529,7 +624,7 @@ func unionSorted(a, b []string) []string {
 	for _, v := range b {
 		out = appendUnique(out, v)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -1,9 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,14 +67,8 @@ func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
 			out = append(out, w)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].NodeENI != out[j].NodeENI {
-			return out[i].NodeENI < out[j].NodeENI
-		}
-		if out[i].DeviceIndex != out[j].DeviceIndex {
-			return out[i].DeviceIndex < out[j].DeviceIndex
-		}
-		return out[i].ENIID < out[j].ENIID
+	slices.SortFunc(out, func(a, b want) int {
+		return cmp.Or(cmp.Compare(a.NodeENI, b.NodeENI), cmp.Compare(a.DeviceIndex, b.DeviceIndex), cmp.Compare(a.ENIID, b.ENIID))
 	})
 	return out
 }

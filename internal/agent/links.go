@@ -2,7 +2,7 @@ package agent
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -56,7 +56,7 @@ func findLink(links []link, mac string) (l link, found bool, err error) {
 	for i, c := range cands {
 		names[i] = c.Name
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return link{}, false, fmt.Errorf("several interfaces carry MAC address %s (%s); touching none", mac, strings.Join(names, ", "))
 }
 

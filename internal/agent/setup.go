@@ -278,7 +278,7 @@ func (w *linkWatch) Start(ctx context.Context) error {
 					if !ok {
 						break read
 					}
-					if u.Link != nil && w.interesting(normalizeMAC(u.Link.Attrs().HardwareAddr.String())) {
+					if u.Link != nil && w.interesting(normalizeMAC(u.Attrs().HardwareAddr.String())) {
 						w.trigger()
 					}
 				}

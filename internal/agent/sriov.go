@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,82 +86,121 @@ type sriovMerge struct {
 // already defines is reported as a conflict instead. An entry exactly as
 // the agent would write it is adopted (the node's state was lost).
 func mergeSRIOV(existing []byte, owned []string, want []sriovResource) (sriovMerge, error) {
-	top := map[string]json.RawMessage{}
+	top, list, err := parseSRIOVConfig(existing)
+	if err != nil {
+		return sriovMerge{}, err
+	}
+	m := newSRIOVMerger(owned, want)
+	for i, raw := range list {
+		if err := m.existing(i, raw); err != nil {
+			return sriovMerge{}, err
+		}
+	}
+	m.addMissing()
+	return m.finish(top)
+}
+
+// parseSRIOVConfig reads the plugin's config.json as a JSON object and
+// its resourceList.
+func parseSRIOVConfig(existing []byte) (top map[string]json.RawMessage, list []json.RawMessage, err error) {
+	top = map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(existing)) > 0 {
 		if err := json.Unmarshal(existing, &top); err != nil {
-			return sriovMerge{}, fmt.Errorf("the device plugin config is not a JSON object, leaving it alone: %w", err)
+			return nil, nil, fmt.Errorf("the device plugin config is not a JSON object, leaving it alone: %w", err)
 		}
 	}
-	var list []json.RawMessage
 	if raw, ok := top["resourceList"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		if err := json.Unmarshal(raw, &list); err != nil {
-			return sriovMerge{}, fmt.Errorf("resourceList of the device plugin config is not a list, leaving it alone: %w", err)
+			return nil, nil, fmt.Errorf("resourceList of the device plugin config is not a list, leaving it alone: %w", err)
 		}
 	}
-	mine := map[string]bool{}
-	for _, o := range owned {
-		mine[o] = true
-	}
-	wanted := map[string]sriovEntry{}
-	for _, r := range want {
-		wanted[r.Name] = entryOf(r)
-	}
+	return top, list, nil
+}
 
-	res := sriovMerge{Conflicts: map[string]string{}}
-	placed := map[string]bool{}
-	var out []json.RawMessage
-	for i, raw := range list {
-		key, name, err := entryKey(raw)
-		if err != nil {
-			return sriovMerge{}, fmt.Errorf("resourceList[%d] of the device plugin config: %w", i, err)
+// sriovMerger is one merge of mergeSRIOV in progress.
+type sriovMerger struct {
+	mine   map[string]bool       // resources whose entries are the agent's
+	wanted map[string]sriovEntry // resource -> the entry the agent wants
+	placed map[string]bool       // resources whose entry is in out
+	out    []json.RawMessage     // the new resourceList
+	res    sriovMerge
+}
+
+func newSRIOVMerger(owned []string, want []sriovResource) *sriovMerger {
+	m := &sriovMerger{mine: map[string]bool{}, wanted: map[string]sriovEntry{}, placed: map[string]bool{},
+		res: sriovMerge{Conflicts: map[string]string{}}}
+	for _, o := range owned {
+		m.mine[o] = true
+	}
+	for _, r := range want {
+		m.wanted[r.Name] = entryOf(r)
+	}
+	return m
+}
+
+// existing takes resourceList[i] of the existing config: an entry of the
+// agent's is rewritten as wanted or dropped when no longer wanted;
+// someone else's is kept as it is.
+func (m *sriovMerger) existing(i int, raw json.RawMessage) error {
+	key, name, err := entryKey(raw)
+	if err != nil {
+		return fmt.Errorf("resourceList[%d] of the device plugin config: %w", i, err)
+	}
+	if m.mine[key] {
+		e, ok := m.wanted[key]
+		if !ok || m.placed[key] {
+			m.res.Changed = true // released: the NodeENI or its interface is gone
+			return nil
 		}
-		if mine[key] {
-			e, ok := wanted[key]
-			if !ok || placed[key] {
-				res.Changed = true // released: the NodeENI or its interface is gone
-				continue
-			}
-			b, _ := json.Marshal(e)
-			if !jsonEqual(raw, b) {
-				res.Changed = true
-			}
-			out = append(out, b)
-			placed[key] = true
+		b, _ := json.Marshal(e)
+		if !jsonEqual(raw, b) {
+			m.res.Changed = true
+		}
+		m.out = append(m.out, b)
+		m.placed[key] = true
+		return nil
+	}
+	// Someone else's entry. One that publishes a resource the agent
+	// wants blocks it, unless it is exactly the agent's own.
+	for full, e := range m.wanted {
+		if m.placed[full] || (key != full && (key != name || name != bareName(full))) {
 			continue
 		}
-		// Someone else's entry. One that publishes a resource the agent
-		// wants blocks it, unless it is exactly the agent's own.
-		for full, e := range wanted {
-			if placed[full] || (key != full && (key != name || name != bareName(full))) {
-				continue
-			}
-			b, _ := json.Marshal(e)
-			if jsonEqual(raw, b) {
-				placed[full] = true
-				mine[full] = true
-			} else {
-				res.Conflicts[full] = fmt.Sprintf("resource %s is already defined in the device plugin config by someone else (resourceList[%d]); the agent does not overwrite it", full, i)
-			}
+		b, _ := json.Marshal(e)
+		if jsonEqual(raw, b) {
+			m.placed[full] = true
+			m.mine[full] = true
+		} else {
+			m.res.Conflicts[full] = fmt.Sprintf("resource %s is already defined in the device plugin config by someone else (resourceList[%d]); the agent does not overwrite it", full, i)
 		}
-		out = append(out, raw)
 	}
+	m.out = append(m.out, raw)
+	return nil
+}
+
+// addMissing appends, sorted, the wanted entries not in the config yet
+// and not blocked by someone else's.
+func (m *sriovMerger) addMissing() {
 	var add []string
-	for full := range wanted {
-		if !placed[full] && res.Conflicts[full] == "" {
+	for full := range m.wanted {
+		if !m.placed[full] && m.res.Conflicts[full] == "" {
 			add = append(add, full)
 		}
 	}
-	sort.Strings(add)
+	slices.Sort(add)
 	for _, full := range add {
-		b, _ := json.Marshal(wanted[full])
-		out = append(out, b)
-		placed[full] = true
-		res.Changed = true
+		b, _ := json.Marshal(m.wanted[full])
+		m.out = append(m.out, b)
+		m.placed[full] = true
+		m.res.Changed = true
 	}
-	for full := range placed {
-		res.Owned = append(res.Owned, full)
-	}
-	sort.Strings(res.Owned)
+}
+
+// finish puts the new resourceList into top and encodes the config.
+func (m *sriovMerger) finish(top map[string]json.RawMessage) (sriovMerge, error) {
+	res := m.res
+	res.Owned = slices.Sorted(maps.Keys(m.placed))
+	out := m.out
 	if out == nil {
 		out = []json.RawMessage{}
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"sort"
+	"slices"
 )
 
 // nodeState is what the agent must remember across restarts and cannot
@@ -83,7 +83,7 @@ func (s *nodeState) normalized() *nodeState {
 			delete(c.Devices, k)
 		}
 	}
-	sort.Strings(c.SRIOVOwned)
+	slices.Sort(c.SRIOVOwned)
 	if len(c.SRIOVOwned) == 0 {
 		c.SRIOVOwned = nil
 	}

@@ -1,8 +1,9 @@
 package agent
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,7 +37,7 @@ func interfacesOf(ne *v1alpha1.NodeENI, node string) []v1alpha1.InterfaceStatus 
 }
 
 func sortInterfaces(s []v1alpha1.InterfaceStatus) {
-	sort.Slice(s, func(i, j int) bool { return s[i].ENIID < s[j].ENIID })
+	slices.SortFunc(s, func(a, b v1alpha1.InterfaceStatus) int { return cmp.Compare(a.ENIID, b.ENIID) })
 }
 
 // sameInterfaces compares two sets of entries, order and lastUpdated

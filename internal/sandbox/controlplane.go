@@ -66,7 +66,7 @@ func startControlPlane(assets, crdDir string) (*controlPlane, error) {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked, see above
-		defer os.RemoveAll(links)
+		defer func() { _ = os.RemoveAll(links) }()
 		cfg, err := env.Start()
 		if err != nil {
 			_ = env.Stop()

@@ -82,7 +82,7 @@ func (o *Options) defaults() {
 // returns, on every path: the control plane's processes included.
 func Run(ctx context.Context, o Options) (err error) {
 	o.defaults()
-	say := func(format string, a ...any) { fmt.Fprintf(o.Progress, "» "+format+"\n", a...) }
+	say := o.say
 
 	say("control plane binaries (kube-apiserver, etcd, kubectl): built from the Go module proxy on first use, then cached")
 	assets, err := cachedbin.ControlPlane(ctx, o.Root, o.Progress)
@@ -109,40 +109,19 @@ func Run(ctx context.Context, o Options) (err error) {
 	// Administrator credentials: removed at exit even when Dir is kept
 	// (--dir), and by the next sandbox should this one be killed.
 	kubeconfig := filepath.Join(o.Dir, "kubeconfig")
-	defer os.Remove(kubeconfig)
+	defer func() { _ = os.Remove(kubeconfig) }()
 	if err := os.WriteFile(kubeconfig, cp.kubeconfig, 0o600); err != nil {
 		return err
 	}
 
-	say("starting the EC2 emulator with %s", rel(o.Root, o.WorldFile))
-	emu := emulator.New(emulator.Options{Region: region})
-	loaded, err := loadWorld(emu, o.WorldFile)
+	emu, err := startEmulator(o)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.EmulatorListen)
+	defer emu.stop(say)
+	reader, err := emu.client(ctx)
 	if err != nil {
-		return fmt.Errorf("EC2 emulator: %w (another sandbox or emulator running? choose a free address with --emulator-listen, port 0 picks one)", err)
-	}
-	endpoint := "http://" + ln.Addr().String()
-	srv := &http.Server{Handler: emu, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		say("stopping the EC2 emulator")
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	// The operator finds the emulator the way it finds AWS: the standard
-	// environment of every AWS SDK. Nothing in it knows it is emulated.
-	for k, v := range awsEnv(endpoint) {
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
-	}
-	reader, err := ec2.New(ctx, ec2.Config{VPCID: loaded.VPCs[0], QPS: 100, Burst: 100})
-	if err != nil {
-		return fmt.Errorf("EC2 client for the report: %w", err)
+		return err
 	}
 
 	k8s, err := newClient(restCfg)
@@ -154,85 +133,176 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	say("creating Node objects for the emulator's instances, labelled %v to match NodeENI %s", ne.Spec.NodeSelector, ne.Name)
-	nodes, err := createNodes(ctx, k8s, reader, loaded, ne.Spec.NodeSelector)
+	nodes, err := createNodes(ctx, k8s, reader, emu.loaded, ne.Spec.NodeSelector)
 	if err != nil {
 		return err
 	}
 
-	probe, metricsAddr := freeAddr(), freeAddr()
-	if probe == "" || metricsAddr == "" {
-		return errors.New("no free local port for the operator's endpoints")
-	}
-	oc, changes, err := operatorConfig(loaded.VPCs[0], metricsAddr, probe, o.Version)
+	op, err := startOperator(ctx, o, restCfg, emu.loaded.VPCs[0])
 	if err != nil {
 		return err
 	}
-	say("operator flags: eni-operator's defaults, except:")
-	for _, c := range changes {
-		say("  %s", c)
-	}
-	say("starting the operator (pod tagger, NodeENI controller, ENI collector)")
-	opCtx, stopOperator := context.WithCancel(context.WithoutCancel(ctx))
-	mgr, err := operator.NewManager(opCtx, restCfg, oc)
-	if err != nil {
-		stopOperator()
-		return fmt.Errorf("operator: %w", err)
-	}
-	opDone := make(chan error, 1)
-	go func() { opDone <- mgr.Start(opCtx) }()
-	defer func() {
-		say("stopping the operator")
-		stopOperator()
-		select {
-		case opErr := <-opDone:
-			if opErr != nil && err == nil {
-				err = fmt.Errorf("operator: %w", opErr)
-			}
-		case <-time.After(time.Minute):
-			if err == nil {
-				err = errors.New("the operator did not stop within a minute")
-			}
-		}
-	}()
+	defer op.stop(say, &err)
 	say("node agent: not started — it configures host interfaces (netlink, sysfs) and needs root and the nodes' real NICs; the sandbox has neither")
 
 	say("applying the demo: namespace %s, %d pods with tag annotations, NodeENI %s from %s", demoNamespace, len(demoPods()), ne.Name, rel(o.Root, o.NodeENIFile))
 	if err := applyDemo(ctx, k8s, reader, nodes, ne); err != nil {
 		return err
 	}
-	if err := waitConverged(ctx, k8s, o.Timeout, say); err != nil {
+	if interrupted, err := converge(ctx, o, k8s, reader, op); interrupted || err != nil {
+		return err
+	}
+	if o.Once {
+		return nil
+	}
+	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: emu.endpoint,
+		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: restCfg.Host, flags: op.changes})
+	return op.wait(ctx, o)
+}
+
+// say writes one progress line.
+func (o *Options) say(format string, a ...any) { fmt.Fprintf(o.Progress, "» "+format+"\n", a...) }
+
+// converge waits for the demo to converge and prints what the operator
+// did (also when it did not converge in time, then with the error).
+// interrupted: ctx ended while it waited, and the run ends without error.
+func converge(ctx context.Context, o Options, k8s client.Client, reader *ec2.Client, op *operatorRun) (interrupted bool, err error) {
+	if err := waitConverged(ctx, k8s, o.Timeout, o.say); err != nil {
 		if ctx.Err() != nil {
-			say("interrupted: shutting down")
-			return nil
+			o.say("interrupted: shutting down")
+			return true, nil
 		}
 		select {
-		case opErr := <-opDone:
-			return fmt.Errorf("the operator stopped: %v", opErr)
+		case opErr := <-op.done:
+			return false, fmt.Errorf("the operator stopped: %v", opErr)
 		default:
 		}
 		if r, rerr := collect(ctx, k8s, reader); rerr == nil {
 			r.print(o.Out)
 		}
-		return err
+		return false, err
 	}
 	r, err := collect(ctx, k8s, reader)
 	if err != nil {
-		return err
+		return false, err
 	}
 	r.print(o.Out)
-	if o.Once {
-		return nil
+	return false, nil
+}
+
+// emulatorRun is the EC2 emulator serving the demo world.
+type emulatorRun struct {
+	loaded   emulator.LoadResult
+	endpoint string
+	srv      *http.Server
+}
+
+// startEmulator loads the world into a new emulator and serves it on
+// o.EmulatorListen.
+func startEmulator(o Options) (*emulatorRun, error) {
+	o.say("starting the EC2 emulator with %s", rel(o.Root, o.WorldFile))
+	emu := emulator.New(emulator.Options{Region: region})
+	loaded, err := loadWorld(emu, o.WorldFile)
+	if err != nil {
+		return nil, err
 	}
-	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: endpoint,
-		metrics: metricsAddr, probe: probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: restCfg.Host, flags: changes})
+	ln, err := net.Listen("tcp", o.EmulatorListen)
+	if err != nil {
+		return nil, fmt.Errorf("EC2 emulator: %w (another sandbox or emulator running? choose a free address with --emulator-listen, port 0 picks one)", err)
+	}
+	srv := &http.Server{Handler: emu, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return &emulatorRun{loaded: loaded, endpoint: "http://" + ln.Addr().String(), srv: srv}, nil
+}
+
+func (e *emulatorRun) stop(say func(string, ...any)) {
+	say("stopping the EC2 emulator")
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = e.srv.Shutdown(shutdown)
+}
+
+// client points the process's AWS environment at the emulator and
+// returns the EC2 client the report reads with. The operator finds the
+// emulator the way it finds AWS: the standard environment of every AWS
+// SDK. Nothing in it knows it is emulated.
+func (e *emulatorRun) client(ctx context.Context) (*ec2.Client, error) {
+	for k, v := range awsEnv(e.endpoint) {
+		if err := os.Setenv(k, v); err != nil {
+			return nil, err
+		}
+	}
+	reader, err := ec2.New(ctx, ec2.Config{VPCID: e.loaded.VPCs[0], QPS: 100, Burst: 100})
+	if err != nil {
+		return nil, fmt.Errorf("EC2 client for the report: %w", err)
+	}
+	return reader, nil
+}
+
+// operatorRun is the operator's manager running in this process.
+type operatorRun struct {
+	probe, metricsAddr string
+	changes            []flagChange
+	done               chan error
+	cancel             context.CancelFunc
+}
+
+// startOperator starts the operator with eni-operator's defaults and the
+// flags the sandbox sets (reported). It runs until stopped, not until
+// ctx ends, so the deferred stop can report how it ended.
+func startOperator(ctx context.Context, o Options, restCfg *rest.Config, vpc string) (*operatorRun, error) {
+	probe, metricsAddr := freeAddr(), freeAddr()
+	if probe == "" || metricsAddr == "" {
+		return nil, errors.New("no free local port for the operator's endpoints")
+	}
+	oc, changes, err := operatorConfig(vpc, metricsAddr, probe, o.Version)
+	if err != nil {
+		return nil, err
+	}
+	o.say("operator flags: eni-operator's defaults, except:")
+	for _, c := range changes {
+		o.say("  %s", c)
+	}
+	o.say("starting the operator (pod tagger, NodeENI controller, ENI collector)")
+	opCtx, stopOperator := context.WithCancel(context.WithoutCancel(ctx))
+	mgr, err := operator.NewManager(opCtx, restCfg, oc)
+	if err != nil {
+		stopOperator()
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	op := &operatorRun{probe: probe, metricsAddr: metricsAddr, changes: changes, done: make(chan error, 1), cancel: stopOperator}
+	go func() { op.done <- mgr.Start(opCtx) }()
+	return op, nil
+}
+
+// stop stops the operator and waits (a minute at most) for it to end; its
+// error becomes *err unless *err is set already.
+func (op *operatorRun) stop(say func(string, ...any), err *error) {
+	say("stopping the operator")
+	op.cancel()
+	select {
+	case opErr := <-op.done:
+		if opErr != nil && *err == nil {
+			*err = fmt.Errorf("operator: %w", opErr)
+		}
+	case <-time.After(time.Minute):
+		if *err == nil {
+			*err = errors.New("the operator did not stop within a minute")
+		}
+	}
+}
+
+// wait keeps the sandbox running until ctx ends (nil) or the operator
+// stops on its own (an error).
+func (op *operatorRun) wait(ctx context.Context, o Options) error {
 	fmt.Fprintln(o.Out, "Running. Press Ctrl-C to stop everything.")
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(o.Progress)
-		say("interrupted: shutting down")
+		o.say("interrupted: shutting down")
 		return nil
-	case opErr := <-opDone:
-		opDone <- opErr // for the deferred stop
+	case opErr := <-op.done:
+		op.done <- opErr // for the deferred stop
 		return fmt.Errorf("the operator stopped: %v", opErr)
 	}
 }
@@ -304,7 +374,7 @@ func freeAddr() string {
 	if err != nil {
 		return ""
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().String()
 }
 

@@ -84,7 +84,7 @@ func TestNewStateDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Remove()
+	defer func() { _ = s.Remove() }()
 	if !strings.HasPrefix(filepath.Base(s.Dir), stateDirPrefix) {
 		t.Errorf("state directory %s", s.Dir)
 	}
@@ -106,7 +106,7 @@ func TestEPIPEWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	if brokenOutput(w) {
 		t.Errorf("a pipe with a reader reported broken")
 	}

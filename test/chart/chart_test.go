@@ -143,7 +143,7 @@ func apply(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 	}
 	for _, o := range objs {
-		if err := k8s.Patch(ctx, o.DeepCopy(), client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test")); err != nil {
+		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test")); err != nil {
 			t.Errorf("server-side dry run of %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}

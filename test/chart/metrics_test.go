@@ -63,7 +63,7 @@ func TestSecureMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 	cfg.MetricsAddr, cfg.ProbeAddr, cfg.ClusterName, cfg.EnableTagger = addr, "0", "", false
 	cfg.EC2.VPCID = "vpc-0123456789abcdef0"
 	mgr, err := operator.NewManager(ctx, asServiceAccount(namespace, "mtr-eni-operator"), cfg)
@@ -72,7 +72,7 @@ func TestSecureMetrics(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); <-done }() //nolint:errcheck // waits for the manager to stop; how it stopped is not what this test checks
 
 	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed, as the ServiceMonitor
 	get := func(scheme, bearer string) (int, string, error) {
@@ -84,7 +84,7 @@ func TestSecureMetrics(t *testing.T) {
 		if err != nil {
 			return 0, "", err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), nil
 	}

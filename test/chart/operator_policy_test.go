@@ -174,10 +174,10 @@ func checkOperatorPolicy(t *testing.T, ns, saName, prefix string) {
 		name       string
 		containers int
 	}{{"web", 1}, {"big", 100}} {
-		pod := testPod(t, admin, appNS, p.name, p.containers)
+		testPod(t, admin, appNS, p.name, p.containers)
 		// recordOnPod: the last-applied annotations and the finalizer, one
 		// merge patch.
-		pod = getPod(p.name)
+		pod := getPod(p.name)
 		orig := pod.DeepCopy()
 		pod.Annotations[tagger.LastAppliedTagsAnnotation] = `{"team":"a"}`
 		pod.Annotations[tagger.LastAppliedHashAnnotation] = "0123456789abcdef"

@@ -72,7 +72,7 @@ func install(t *testing.T, objs []*unstructured.Unstructured, kinds ...string) {
 				t.Fatal(err)
 			}
 		}
-		if err := k8s.Patch(ctx, o.DeepCopy(), client.Apply, client.ForceOwnership, client.FieldOwner("chart-test")); err != nil {
+		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.ForceOwnership, client.FieldOwner("chart-test")); err != nil {
 			t.Fatalf("applying %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}

@@ -198,7 +198,7 @@ type file struct {
 func extract(t *testing.T, img v1.Image) map[string]file {
 	t.Helper()
 	rc := mutate.Extract(img)
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	tr := tar.NewReader(rc)
 	files := map[string]file{}
 	for {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -170,11 +169,7 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 		missing := missingSeries(used, op, ag)
 		return len(missing) == 0, strings.Join(missing, "\n")
 	})
-	names := make([]string, 0, len(used))
-	for m := range used {
-		names = append(names, m)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(used))
 	t.Logf("%d metrics queried, all exposed: %s", len(names), strings.Join(names, ", "))
 }
 
@@ -192,7 +187,7 @@ func missingSeries(used map[string][]string, op, ag map[string]bool) []string {
 			missing = append(missing, fmt.Sprintf("%s (not in the %s's /metrics; queried by %s)", m, from, strings.Join(slices.Compact(where), ", ")))
 		}
 	}
-	sort.Strings(missing)
+	slices.Sort(missing)
 	return missing
 }
 
@@ -204,7 +199,7 @@ func scrape(addr string) map[string]bool {
 	if err != nil {
 		return nil
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
@@ -230,7 +225,7 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -291,7 +286,7 @@ func startAgent(t *testing.T, bin string) string {
 		if err != nil {
 			return false, err.Error()
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
 	return metricsAddr
