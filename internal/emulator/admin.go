@@ -157,7 +157,7 @@ func (c *AdminClient) do(ctx context.Context, method, path string, in, out any) 
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end below; nothing to report
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err

@@ -60,7 +60,7 @@ func TestAdminConfigureClearsSets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", action, err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
 	step := func(what string, c Config, want configSets) {
@@ -78,7 +78,7 @@ func TestAdminConfigureClearsSets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: HTTP %d", what, resp.StatusCode)
 		}

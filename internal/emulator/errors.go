@@ -121,7 +121,7 @@ func checkID(prefix, id string) *apiError {
 		return apiErr(code, "Invalid id: \"%s\"", id)
 	}
 	for _, c := range hex {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return apiErr(code, "Invalid id: \"%s\"", id)
 		}
 	}

@@ -135,7 +135,7 @@ func TestDistrustLogReportsChangesOnce(t *testing.T) {
 	}
 	for i, s := range steps {
 		got := d.update("scope", s.now)
-		if g := fmt.Sprint(got); g != s.want && !(g == "[]" && s.want == "[]") {
+		if g := fmt.Sprint(got); g != s.want && (g != "[]" || s.want != "[]") {
 			t.Fatalf("step %d: changed %v, want %s", i, got, s.want)
 		}
 	}

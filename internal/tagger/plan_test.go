@@ -172,7 +172,7 @@ func TestPlanNeverTouchesReservedKeys(t *testing.T) {
 			}
 		}
 		for k := range p.Delete {
-			if reserved(k) && !(k == HashTag && in.ENITags[HashTag] == in.AppliedHash && in.AppliedHash != "") {
+			if reserved(k) && (k != HashTag || in.ENITags[HashTag] != in.AppliedHash || in.AppliedHash == "") {
 				t.Errorf("PlanTags(%v) deletes reserved %q: %v", in, k, p.Delete)
 			}
 		}

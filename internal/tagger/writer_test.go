@@ -100,7 +100,7 @@ func TestWriterRequeuesOnlyWhenNeeded(t *testing.T) {
 	eventually(t, "the pod free", func() bool {
 		wt.mu.Lock()
 		defer wt.mu.Unlock()
-		return len(wt.writer.jobs) == 0
+		return len(wt.jobs) == 0
 	})
 	if got := wt.requeues(); len(got) != 0 {
 		t.Fatalf("a recorded write asked for reconciles: %v", got)

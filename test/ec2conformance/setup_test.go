@@ -122,7 +122,7 @@ func (b bufferedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 		return b.next.RoundTrip(r)
 	}
 	data, err := io.ReadAll(r.Body)
-	r.Body.Close()
+	_ = r.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("reading the request body: %w", err)
 	}
