@@ -29,6 +29,15 @@ type want struct {
 	PCIAddress  string // from the spec; "" means: found through the interface
 }
 
+// kernelSRIOV tells a want that publishes its interface, left with its
+// kernel driver, as an SR-IOV device plugin resource: DPDK off, a
+// resource and the device's PCI address named (the original ENI
+// Manager's case 2; without the address it published nothing, and
+// neither does the agent).
+func (w want) kernelSRIOV() bool {
+	return !w.DPDK && w.Resource != "" && w.PCIAddress != ""
+}
+
 // desired lists what this node should have, from every NodeENI: one want
 // per ENI attached to the node, sorted by NodeENI and device index.
 // Attachments still being created have nothing on the host yet;
@@ -57,12 +66,15 @@ func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
 				MTU: ne.Spec.MTU, Name: stableName(ne.Spec.InterfaceName, a.DeviceIndex, base),
 				DPDK: ne.Spec.EnableDPDK, Resource: ne.Spec.DPDKResourceName,
 			}
+			// The address matters to DPDK (the device to bind) and to SR-IOV
+			// without DPDK (the kernel device to publish, as the original's
+			// case 2 asks for it).
+			w.PCIAddress = strings.ToLower(ne.Spec.DPDKPCIAddress)
 			if w.DPDK {
 				w.Driver = ne.Spec.DPDKDriver
 				if w.Driver == "" {
 					w.Driver = defaultDriver
 				}
-				w.PCIAddress = strings.ToLower(ne.Spec.DPDKPCIAddress)
 			}
 			out = append(out, w)
 		}
