@@ -21,9 +21,9 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // The EC2 endpoint stops and starts again on the same address, under a
@@ -33,14 +33,14 @@ import (
 // error; when the endpoint is back all of it recovers by itself.
 func TestEC2UnreachableAndBack(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	srv := ec2test.ServeRestartable(t, h.emu)
+	srv := testenv.ServeRestartable(t, h.emu)
 	h.addNode("n0", h.instance(0), "us-east-1a", nil)
 	var (
 		mu    sync.Mutex
 		lines []string
 	)
 	reg := prometheus.NewRegistry()
-	ec2c := ec2test.Client(srv.URL, ec2.Config{VPCID: h.vpc, QPS: 2000, Burst: 2000, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
+	ec2c := testenv.EC2Client(srv.URL, ec2.Config{VPCID: h.vpc, QPS: 2000, Burst: 2000, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
 		BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond, Registerer: reg,
 		UnreadyAfter: time.Second, ErrorLogInterval: time.Hour,
 		Logger: funcr.New(func(_, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})})

@@ -25,7 +25,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -67,7 +66,7 @@ type harness struct {
 
 func newHarness(t *testing.T, extra emulator.World) *harness {
 	t.Helper()
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
+	emu, url := testenv.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
 	base, err := emu.Load(emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -114,7 +113,7 @@ func (h *harness) options() tagger.Options {
 }
 
 func (h *harness) ec2Client(reg prometheus.Registerer) *ec2.Client {
-	return ec2test.Client(h.url, ec2.Config{VPCID: h.vpc, Registerer: reg})
+	return testenv.EC2Client(h.url, ec2.Config{VPCID: h.vpc, Registerer: reg})
 }
 
 func (h *harness) startManager(o tagger.Options) {

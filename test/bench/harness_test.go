@@ -36,7 +36,6 @@ import (
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
@@ -69,7 +68,7 @@ type bed struct {
 }
 
 func newBed(t *testing.T, w emulator.World) *bed {
-	emu, url := ec2test.Serve(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3})
+	emu, url := testenv.Serve(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3})
 	base, err := emu.Load(emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -255,7 +254,7 @@ func (b *bed) removePods() {
 // ec2 is a client of the bed's own (not the operator's), without retries,
 // so each of its reads is one call.
 func (b *bed) ec2() *ec2.Client {
-	return ec2test.Client(b.url, ec2.Config{VPCID: b.vpc, MaxAttempts: 1, QPS: 1000, Burst: 1000})
+	return testenv.EC2Client(b.url, ec2.Config{VPCID: b.vpc, MaxAttempts: 1, QPS: 1000, Burst: 1000})
 }
 
 // calls returns the emulator's calls per action and their total.

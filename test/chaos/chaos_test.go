@@ -32,7 +32,6 @@ import (
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
@@ -64,7 +63,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7})
+	emu, url := testenv.Serve(t, emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7})
 	spec := emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -214,7 +213,7 @@ func (w *world) start(cfg *rest.Config) *operator {
 		w.t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	ec2c := ec2test.Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
+	ec2c := testenv.EC2Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
 	to := tagger.DefaultOptions()
 	to.Namespace, to.PodRateLimitQPS, to.InventoryInterval = opsNS, 0, 2*time.Second
 	to.CacheBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
@@ -302,7 +301,7 @@ func (w *world) check() []string {
 // eniState reads every ENI through DescribeNetworkInterfaces with a
 // client of its own (retrying whatever the faults throw at it).
 func (w *world) eniState() map[string]ec2.ENI {
-	c := ec2test.Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
+	c := testenv.EC2Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
 	enis, err := c.ListENIs(context.Background())
 	if err != nil {
 		w.t.Fatal(err)

@@ -22,11 +22,11 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
-	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // What the operator's admission policy is installed with: its
@@ -516,7 +516,7 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 		t.Fatal("the admission policy never refused the operator changing a pod's label")
 	}
 
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
+	emu, url := testenv.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
 	world, err := emu.Load(emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -532,7 +532,7 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	vpc, instance, podENI := world.VPCs[0], world.Instances[0].ID, world.NetworkInterfaces[0]
-	reader := ec2test.Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
+	reader := testenv.EC2Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
 
 	if err := admin.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
 		Labels: map[string]string{"role": "opr-multus", corev1.LabelTopologyZone: "us-east-1a"}},
@@ -553,10 +553,10 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 	}
 	t.Cleanup(func() { forceDelete(admin, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: ne.Name}}) })
 
-	oc := operatortest.Config(cluster, vpc, namespace)
+	oc := operatorenv.Config(cluster, vpc, namespace)
 	oc.Tagger.PodFinalizer = true
 	oc.Registerer = prometheus.NewRegistry()
-	operatortest.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), url, oc)
+	operatorenv.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), url, oc)
 
 	eventuallyOK := func(what string, ok func() (bool, string)) {
 		t.Helper()

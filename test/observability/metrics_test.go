@@ -25,11 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/operator"
-	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // synthetic are the series Prometheus makes itself for every target.
@@ -71,7 +71,7 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	agentBin := buildAgent(t)
 
 	ctx := context.Background()
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
+	emu, url := testenv.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
 	world, err := emu.Load(emulator.World{
 		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
 		Subnets: []emulator.SubnetSpec{
@@ -137,12 +137,12 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS, its metrics served by controller-runtime from
 	// the global registry as in production (Config.Registerer nil).
-	oc := operatortest.Config(cluster, vpc, opsNS)
+	oc := operatorenv.Config(cluster, vpc, opsNS)
 	opMetrics := freeAddr(t)
 	oc.MetricsAddr = opMetrics
 	oc.MetricsSecure = false
 	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
-	operatortest.Start(t, env.Config, url, oc)
+	operatorenv.Start(t, env.Config, url, oc)
 
 	// The NodeENI's ENI is attached and the agent has reported it (Pending:
 	// no host interface has its MAC); then the NodeENI goes, and its ENI

@@ -23,13 +23,12 @@ import (
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/operator"
-	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 var env *testenv.Env
@@ -68,7 +67,7 @@ const (
 // attached meanwhile, so the controller was really at work.
 func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	ctx := context.Background()
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
+	emu, url := testenv.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
 	admin := emulator.NewAdminClient(url)
 	branchTags := map[string]string{"Name": "pod-branch", "vpcresources.k8s.aws/vlan-id": "7"}
 	podENITags := map[string]string{"Name": "pod-eni"}
@@ -91,7 +90,7 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	}
 	vpc, instance := world.VPCs[0], world.Instances[0].ID
 	branch, podENI := world.NetworkInterfaces[0], world.NetworkInterfaces[1]
-	reader := ec2test.Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
+	reader := testenv.EC2Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
 	podENIBefore, err := reader.GetENI(ctx, podENI.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -169,10 +168,10 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS.
-	oc := operatortest.Config(cluster, vpc, opsNS)
+	oc := operatorenv.Config(cluster, vpc, opsNS)
 	reg := prometheus.NewRegistry()
 	oc.Registerer = reg
-	operatortest.Start(t, env.Config, url, oc)
+	operatorenv.Start(t, env.Config, url, oc)
 
 	// The pods are refused, naming the reserved prefix.
 	for name := range pods {
