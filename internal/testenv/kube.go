@@ -154,3 +154,16 @@ func ReportInterfaces(ctx context.Context, c client.Client, node, name string, e
 	}}
 	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(AgentFieldManager(node)), client.ForceOwnership)
 }
+
+// CreateNodeENI creates a NodeENI named name that puts an ENI of the
+// named subnets, in security group "multus" of the default world, at
+// device index 1 on the nodes labelled role=role.
+func CreateNodeENI(t testing.TB, c client.Client, name, role string, subnets ...string) *v1alpha1.NodeENI {
+	t.Helper()
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"role": role}, SubnetNames: subnets, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
+	if err := c.Create(context.Background(), ne); err != nil {
+		t.Fatal(err)
+	}
+	return ne
+}

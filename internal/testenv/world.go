@@ -94,3 +94,8 @@ func WithENIs(enis ...emulator.NetworkInterfaceSpec) WorldOption {
 func BranchENIs(n int, tags map[string]string) emulator.NetworkInterfaceSpec {
 	return emulator.NetworkInterfaceSpec{Subnet: "pods", InterfaceType: "branch", Count: n, Tags: tags}
 }
+
+// WithInstances adds instances.
+func WithInstances(instances ...emulator.InstanceSpec) WorldOption {
+	return func(w *emulator.World) { w.Instances = append(w.Instances, instances...) }
+}

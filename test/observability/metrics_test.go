@@ -19,14 +19,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
@@ -71,64 +69,25 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	agentBin := buildAgent(t)
 
 	ctx := context.Background()
-	emu, url := testenv.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
-	world, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-		Instances:         []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
-		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods-a", InterfaceType: "branch"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
+		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithNodes(1, "m5.xlarge"), testenv.WithENIs(testenv.BranchENIs(1, nil))))
 	// Some throttling, retried by the client: the throttle series.
-	if err := emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{
+	if err := e.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{
 		"DescribeNetworkInterfaces": {ErrorRate: 0.3, ErrorCode: "RequestLimitExceeded"},
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	vpc, instance, podIP := world.VPCs[0], world.Instances[0].ID, world.NetworkInterfaces[0].PrivateIP
+	vpc, instance, podIP := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0].PrivateIP
 
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{appsNS, opsNS} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-		Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: "us-east-1a"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
-		t.Fatal(err)
-	}
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "multus"}, Spec: v1alpha1.NodeENISpec{
-		NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
-	if err := k8s.Create(ctx, ne); err != nil {
-		t.Fatal(err)
-	}
+	k8s := testenv.Client(t, env.Config)
+	testenv.CreateNamespaces(t, k8s, appsNS, opsNS)
+	testenv.CreateNode(t, k8s, node, instance, "us-east-1a", map[string]string{"role": "multus"})
+	ne := testenv.CreateNodeENI(t, k8s, "multus", "multus", "multus-a")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: appsNS,
 		Annotations: map[string]string{tagger.DefaultAnnotationKey: "team=network,cost-center=42"}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	if err := k8s.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	unset := pod.DeepCopy()
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}}}
-	if err := k8s.Status().Patch(ctx, pod, client.StrategicMergeFrom(unset)); err != nil {
-		t.Fatal(err)
+	if !testenv.CreatePod(t, k8s, pod, testenv.Running(podIP)) {
+		t.FailNow()
 	}
 
 	// The node agent of node-0, as the DaemonSet runs it.
@@ -142,7 +101,7 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	oc.MetricsAddr = opMetrics
 	oc.MetricsSecure = false
 	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
-	operatorenv.Start(t, env.Config, url, oc)
+	operatorenv.Start(t, env.Config, e.URL, oc)
 
 	// The NodeENI's ENI is attached and the agent has reported it (Pending:
 	// no host interface has its MAC); then the NodeENI goes, and its ENI
@@ -299,15 +258,6 @@ func startAgent(t *testing.T, bin string) string {
 
 func eventually(t *testing.T, timeout time.Duration, what string, ok func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		good, detail := ok()
-		if good {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s:\n%s", what, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Every 200 ms: each look scrapes both processes.
+	testenv.EventuallyEvery(t, what, timeout, 200*time.Millisecond, ok)
 }
