@@ -27,14 +27,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -54,10 +51,9 @@ func TestMain(m *testing.M) {
 // namespaces, a client, and the operator process.
 type bed struct {
 	t      *testing.T
+	env    *testenv.EC2
 	emu    *emulator.Emulator
-	url    string
-	vpc    string
-	loaded emulator.LoadResult
+	loaded emulator.LoadResult // of the figure's world
 	k8s    client.Client
 	kcfg   string
 	ns     string // the figure's pods
@@ -68,33 +64,13 @@ type bed struct {
 }
 
 func newBed(t *testing.T, w emulator.World) *bed {
-	emu, url := testenv.Serve(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3})
-	base, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "nodes-b", VPC: "main", CIDR: "10.0.16.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-b", VPC: "main", CIDR: "10.0.48.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "storage-a", VPC: "main", CIDR: "10.0.64.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "storage-b", VPC: "main", CIDR: "10.0.80.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "pods", VPC: "main", CIDR: "10.0.128.0/17", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups: []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bed{t: t, emu: emu, url: url, vpc: base.VPCs[0]}
-	if b.loaded, err = emu.Load(w); err != nil {
-		t.Fatal(err)
-	}
-	scheme := kruntime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
+	e := testenv.NewEC2(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3},
+		testenv.DefaultWorld())
+	b := &bed{t: t, env: e, emu: e.Emulator, loaded: e.Load(t, w)}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 2000, 4000
-	if b.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	cfg.QPS, cfg.Burst = 2000, 4000 // 32 pods created at a time, each created and patched
+	var err error
+	if b.k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme(t)}); err != nil {
 		t.Fatal(err)
 	}
 	// Each figure has namespaces of its own, and its pods go with it:
@@ -102,14 +78,10 @@ func newBed(t *testing.T, w emulator.World) *bed {
 	// tagged again by the next figure's operator.
 	short := strings.ToLower(strings.TrimPrefix(t.Name(), "TestFigure"))
 	b.ns, b.opsNS = "bench-"+short, "eni-"+short
-	for _, ns := range []string{b.ns, b.opsNS} {
-		if err := b.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.CreateNamespaces(t, b.k8s, b.ns, b.opsNS)
 	t.Cleanup(b.removePods)
 	b.kcfg = writeKubeconfig(t, env.Config)
-	emu.ResetCounts()
+	b.emu.ResetCounts()
 	return b
 }
 
@@ -158,15 +130,16 @@ func freePort(t *testing.T) string {
 func (b *bed) startOperator(extra ...string) {
 	b.t.Helper()
 	b.mAddr = freePort(b.t)
-	args := append([]string{"--vpc-id=" + b.vpc, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
+	args := append([]string{"--vpc-id=" + b.env.VPC, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
 		// The harness scrapes plain HTTP on loopback; production serves
 		// /metrics over HTTPS to authorised readers only.
 		"--metrics-secure=false",
 		"--health-probe-bind-address=" + freePort(b.t), "--zap-log-level=error"}, extra...)
 	cmd := exec.Command(operatorBinary(b.t), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS,
-		"AWS_ENDPOINT_URL_EC2="+b.url, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
-		"AWS_EC2_METADATA_DISABLED=true")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS)
+	for k, v := range testenv.AWSEnv(b.env.URL) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	logf, err := os.Create(filepath.Join(b.t.TempDir(), "operator.log"))
 	if err != nil {
 		b.t.Fatal(err)
@@ -225,14 +198,8 @@ func sum(m map[string]float64, name string) float64 {
 
 func (b *bed) waitFor(what string, timeout time.Duration, ok func() bool) time.Duration {
 	b.t.Helper()
-	start := time.Now()
-	for !ok() {
-		if time.Since(start) > timeout {
-			b.t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return time.Since(start)
+	// Every 200 ms: a look lists thousands of pods, or scrapes the operator.
+	return testenv.EventuallyEvery(b.t, what, timeout, 200*time.Millisecond, func() (bool, string) { return ok(), "-" })
 }
 
 // removePods deletes the figure's pods and waits until none is left: one
@@ -254,18 +221,11 @@ func (b *bed) removePods() {
 // ec2 is a client of the bed's own (not the operator's), without retries,
 // so each of its reads is one call.
 func (b *bed) ec2() *ec2.Client {
-	return testenv.EC2Client(b.url, ec2.Config{VPCID: b.vpc, MaxAttempts: 1, QPS: 1000, Burst: 1000})
+	return b.env.Client(ec2.Config{MaxAttempts: 1, QPS: 1000, Burst: 1000})
 }
 
 // calls returns the emulator's calls per action and their total.
-func (b *bed) calls() (map[string]int, int) {
-	out, total := map[string]int{}, 0
-	for a, c := range b.emu.Counts() {
-		out[a] = c.Calls
-		total += c.Calls
-	}
-	return out, total
-}
+func (b *bed) calls() (map[string]int, int) { return b.env.Calls(), b.env.TotalCalls() }
 
 // callShapes counts the recorded calls of one action by the names of
 // their parameters and filters (values aside): who made them shows in the
@@ -316,17 +276,7 @@ func (b *bed) createPod(name string, ann map[string]string, ip string) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.ns, Annotations: ann},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
 			Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 200)}}}}}}
-	if err := b.k8s.Create(context.Background(), p); err != nil {
-		b.t.Error(err)
-		return
-	}
-	// A patch, not an update: the operator may have written the pod
-	// since it was created (a condition, a finalizer).
-	unset := p.DeepCopy()
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
-	if err := b.k8s.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
-		b.t.Error(err)
-	}
+	testenv.CreatePod(b.t, b.k8s, p, testenv.Running(ip))
 }
 
 // synced counts the pods whose tagged condition is True.
