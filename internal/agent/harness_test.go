@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -23,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
@@ -34,11 +32,6 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	// TEST_LOG=1 shows the agent's logs.
-	if os.Getenv("TEST_LOG") != "" {
-		log.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		log.SetLogger(logr.Discard())
-	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "\n"+strings.Repeat("!", 78)+
 			"\n!!! internal/agent: NOT RUNNING AS ROOT: the node agent's network-namespace tests are SKIPPED.\n"+

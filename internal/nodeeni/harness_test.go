@@ -3,13 +3,11 @@ package nodeeni_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -28,15 +25,8 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	// TEST_LOG=1 shows the operator's logs.
-	if os.Getenv("TEST_LOG") != "" {
-		log.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		log.SetLogger(logr.Discard())
-	}
-	testenv.Main(m, &env)
-}
+// TEST_LOG=1 shows the operator's logs.
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // Intervals of the tests: short, so a whole scenario takes seconds.
 const (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
@@ -29,12 +27,8 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	if os.Getenv("TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	}
-	testenv.Main(m, &env)
-}
+// TEST_LOG=1 shows the operator's logs.
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 var nsSeq atomic.Int64
 

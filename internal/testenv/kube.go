@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -138,20 +139,18 @@ func AgentFieldManager(node string) string { return "eni-agent/" + node }
 // status subresource as AgentFieldManager(node), forcing ownership, so
 // entries left out are removed and other nodes' entries stay.
 func ReportInterfaces(ctx context.Context, c client.Client, node, name string, entries []v1alpha1.InterfaceStatus) error {
-	items := make([]any, 0, len(entries))
-	for i := range entries {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&entries[i])
-		if err != nil {
-			return err
-		}
-		items = append(items, m)
+	if entries == nil {
+		entries = []v1alpha1.InterfaceStatus{} // none: an empty list, which removes the node's entries
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(),
-		"kind":       "NodeENI",
-		"metadata":   map[string]any{"name": name},
-		"status":     map[string]any{"interfaces": items},
-	}}
+	raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NodeENI",
+		"metadata": map[string]any{"name": name}, "status": map[string]any{"interfaces": entries}})
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return err
+	}
 	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(AgentFieldManager(node)), client.ForceOwnership)
 }
 
