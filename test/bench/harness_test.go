@@ -7,19 +7,15 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,8 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -80,22 +74,9 @@ func newBed(t *testing.T, w emulator.World) *bed {
 	b.ns, b.opsNS = "bench-"+short, "eni-"+short
 	testenv.CreateNamespaces(t, b.k8s, b.ns, b.opsNS)
 	t.Cleanup(b.removePods)
-	b.kcfg = writeKubeconfig(t, env.Config)
+	b.kcfg = testenv.WriteKubeconfig(t, env.Config)
 	b.emu.ResetCounts()
 	return b
-}
-
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
-	kc.CurrentContext = "bench"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // operatorBinary builds cmd/eni-operator once per run.
@@ -103,38 +84,21 @@ func operatorBinary(t *testing.T) string {
 	if p := os.Getenv("ENI_OPERATOR_BIN"); p != "" {
 		return p
 	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(os.TempDir(), "eni-operator-bench")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/eni-operator")
-	cmd.Dir, cmd.Stderr = root, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.BuildCommand(t, "./cmd/eni-operator", out)
 	return out
-}
-
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // startOperator runs the operator binary at its defaults (plus the
 // settings any deployment has: VPC, cluster name, where AWS is).
 func (b *bed) startOperator(extra ...string) {
 	b.t.Helper()
-	b.mAddr = freePort(b.t)
+	b.mAddr = testenv.FreeAddr(b.t)
 	args := append([]string{"--vpc-id=" + b.env.VPC, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
 		// The harness scrapes plain HTTP on loopback; production serves
 		// /metrics over HTTPS to authorised readers only.
 		"--metrics-secure=false",
-		"--health-probe-bind-address=" + freePort(b.t), "--zap-log-level=error"}, extra...)
+		"--health-probe-bind-address=" + testenv.FreeAddr(b.t), "--zap-log-level=error"}, extra...)
 	cmd := exec.Command(operatorBinary(b.t), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS)
 	for k, v := range testenv.AWSEnv(b.env.URL) {
@@ -164,25 +128,7 @@ func (b *bed) stopOperator() {
 
 // scrape reads the operator's /metrics into name{labels} -> value.
 func (b *bed) scrape() (map[string]float64, error) {
-	resp, err := http.Get("http://" + b.mAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, sc.Err()
+	return testenv.Scrape("http://" + b.mAddr + "/metrics")
 }
 
 // sum adds the series of a metric family.

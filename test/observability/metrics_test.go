@@ -1,12 +1,9 @@
 package observability
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,8 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -97,7 +92,7 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	// the way it finds AWS, its metrics served by controller-runtime from
 	// the global registry as in production (Config.Registerer nil).
 	oc := operatorenv.Config(cluster, vpc, opsNS)
-	opMetrics := freeAddr(t)
+	opMetrics := testenv.FreeAddr(t)
 	oc.MetricsAddr = opMetrics
 	oc.MetricsSecure = false
 	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
@@ -159,38 +154,15 @@ func missingSeries(used map[string][]string, op, ag map[string]bool) []string {
 // histogram's name_bucket, name_sum and name_count), or nil when it does
 // not answer.
 func scrape(addr string) map[string]bool {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	series, err := testenv.Scrape("http://" + addr + "/metrics")
 	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
 	out := map[string]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.IndexAny(line, "{ "); i > 0 {
-			out[line[:i]] = true
-		}
+	for s := range series {
+		out[strings.SplitN(s, "{", 2)[0]] = true
 	}
 	return out
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // buildAgent builds cmd/eni-agent into a temporary directory.
@@ -200,11 +172,7 @@ func buildAgent(t *testing.T) string {
 		t.Skip("SKIPPED: not root; the node agent opens netlink in the host's namespace")
 	}
 	bin := filepath.Join(t.TempDir(), "eni-agent")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/eni-agent")
-	cmd.Dir = root(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/eni-agent: %v\n%s", err, out)
-	}
+	testenv.BuildCommand(t, "./cmd/eni-agent", bin)
 	return bin
 }
 
@@ -214,16 +182,8 @@ func buildAgent(t *testing.T) string {
 func startAgent(t *testing.T, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["env"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["env"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["env"] = &clientcmdapi.Context{Cluster: "env", AuthInfo: "env"}
-	kc.CurrentContext = "env"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	kubeconfig := testenv.WriteKubeconfig(t, env.Config)
+	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr, "--retry-max=1s")
