@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -182,12 +183,7 @@ func (h *harness) ready(name string, nodes int) *v1alpha1.NodeENI {
 }
 
 func condition(ne *v1alpha1.NodeENI, t string) *metav1.Condition {
-	for i := range ne.Status.Conditions {
-		if ne.Status.Conditions[i].Type == t {
-			return &ne.Status.Conditions[i]
-		}
-	}
-	return nil
+	return meta.FindStatusCondition(ne.Status.Conditions, t)
 }
 
 // calls returns the emulator's call count of an action.

@@ -216,14 +216,7 @@ func (h *harness) total() int { return h.ec2.TotalCalls() }
 // eniTags reads an ENI's tags back through DescribeNetworkInterfaces
 // with an independent client (a call the emulator counts: read the
 // counters first).
-func (h *harness) eniTags(id string) map[string]string {
-	h.t.Helper()
-	e, err := h.ec2Client(nil).GetENI(context.Background(), id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return e.Tags
-}
+func (h *harness) eniTags(id string) map[string]string { return h.ec2.ENI(h.t, id).Tags }
 
 // metric sums every series of a metric in the manager's registry.
 func (h *harness) metric(name string) float64 { return testenv.MetricValue(h.t, h.reg, name, nil) }
