@@ -2,30 +2,21 @@ package tagger_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // pods creates n annotated pods in parallel, pod i on branch ENI i, with
 // one of groups tag sets (as the replicas of a few deployments would).
 func (h *harness) pods(n, groups int) {
 	h.t.Helper()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			h.pod(fmt.Sprintf("p-%04d", i), h.loaded.NetworkInterfaces[i].PrivateIP,
-				map[string]string{tagger.DefaultAnnotationKey: fmt.Sprintf("App=app-%d,Team=team-%d", i%groups, i%groups)})
-		}()
-	}
-	wg.Wait()
+	testenv.InParallel(n, 16, func(i int) {
+		h.pod(fmt.Sprintf("p-%04d", i), h.loaded.NetworkInterfaces[i].PrivateIP,
+			map[string]string{tagger.DefaultAnnotationKey: fmt.Sprintf("App=app-%d,Team=team-%d", i%groups, i%groups)})
+	})
 }
 
 func (h *harness) waitSynced(n int) {

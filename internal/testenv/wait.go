@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,4 +30,22 @@ func EventuallyEvery(t testing.TB, what string, timeout, interval time.Duration,
 		}
 		time.Sleep(interval)
 	}
+}
+
+// InParallel calls f(0) … f(n-1), at most workers at a time (as many
+// clients as a real cluster's would write at once), and returns when all
+// have returned.
+func InParallel(n, workers int, f func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, workers)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }

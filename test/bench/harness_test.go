@@ -17,7 +17,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -202,19 +201,10 @@ func (b *bed) callShapes(action string) map[string]int {
 // (nil for none) and ip(i) its IP. It returns when each pod got its IP.
 func (b *bed) createPods(prefix string, n int, ann func(int) map[string]string, ip func(int) string) []time.Time {
 	ipAt := make([]time.Time, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			b.createPod(fmt.Sprintf("%s-%05d", prefix, i), ann(i), ip(i))
-			ipAt[i] = time.Now()
-		}()
-	}
-	wg.Wait()
+	testenv.InParallel(n, 32, func(i int) {
+		b.createPod(fmt.Sprintf("%s-%05d", prefix, i), ann(i), ip(i))
+		ipAt[i] = time.Now()
+	})
 	return ipAt
 }
 

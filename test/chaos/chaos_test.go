@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,21 +87,12 @@ func (w *world) misbehave(on bool) {
 }
 
 func (w *world) createPods() {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range pods {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: ns,
-				Annotations: map[string]string{tagger.DefaultAnnotationKey: desiredAnnotation(i)}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}}}
-			testenv.CreatePod(w.t, w.k8s, p, testenv.Running(w.podENIs[i].PrivateIP))
-		}()
-	}
-	wg.Wait()
+	testenv.InParallel(pods, 16, func(i int) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: ns,
+			Annotations: map[string]string{tagger.DefaultAnnotationKey: desiredAnnotation(i)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}}}
+		testenv.CreatePod(w.t, w.k8s, p, testenv.Running(w.podENIs[i].PrivateIP))
+	})
 }
 
 func desiredAnnotation(i int) string { return fmt.Sprintf("App=app-%d,Team=team-%d", i%groups, i%3) }
