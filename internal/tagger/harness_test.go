@@ -221,21 +221,10 @@ func (h *harness) eniTags(id string) map[string]string { return h.ec2.ENI(h.t, i
 // metric sums every series of a metric in the manager's registry.
 func (h *harness) metric(name string) float64 { return testenv.MetricValue(h.t, h.reg, name, nil) }
 
-// labelled returns the value of the series of a metric whose (first)
-// label has value.
-func (h *harness) labelled(name, value string) float64 {
-	mfs, _ := h.reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == value {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
+// labelled returns the value of the series of a metric whose label has
+// value.
+func (h *harness) labelled(name, label, value string) float64 {
+	return testenv.MetricValue(h.t, h.reg, name, map[string]string{label: value})
 }
 
 func (h *harness) reconciles() float64 { return h.metric("eni_operator_tagger_reconciles_total") }

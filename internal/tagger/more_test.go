@@ -202,9 +202,9 @@ func TestPodRateLimitRequeues(t *testing.T) {
 		t.Fatal("second change lost")
 	}
 	waited := time.Since(changed)
-	if h.labelled("eni_operator_tagger_reconciles_total", "requeue") < 1 || waited < 2*time.Second {
+	if h.labelled("eni_operator_tagger_reconciles_total", "result", "requeue") < 1 || waited < 2*time.Second {
 		t.Fatalf("second change applied after %v with %v requeues; want it held back by the per-pod limit", waited,
-			h.labelled("eni_operator_tagger_reconciles_total", "requeue"))
+			h.labelled("eni_operator_tagger_reconciles_total", "result", "requeue"))
 	}
 }
 
@@ -217,10 +217,10 @@ func TestMissingPermissionIsReportedWithoutCrashing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.startManager(h.options())
-	if got := h.labelled("eni_operator_tagger_permission_missing", "ec2:CreateTags"); got != 1 {
+	if got := h.labelled("eni_operator_tagger_permission_missing", "action", "ec2:CreateTags"); got != 1 {
 		t.Fatalf("permission_missing{ec2:CreateTags} = %v", got)
 	}
-	if got := h.labelled("eni_operator_tagger_permission_missing", "ec2:DescribeNetworkInterfaces"); got != 0 {
+	if got := h.labelled("eni_operator_tagger_permission_missing", "action", "ec2:DescribeNetworkInterfaces"); got != 0 {
 		t.Fatalf("permission_missing{ec2:DescribeNetworkInterfaces} = %v", got)
 	}
 	eni := h.loaded.NetworkInterfaces[0]

@@ -84,7 +84,7 @@ func TestRestartWith1000PodsInSyncCostsNothingPerPod(t *testing.T) {
 	// check's one DryRun call per action.
 	calls := map[string]int{}
 	for _, op := range []string{"DescribeNetworkInterfaces", "CreateTags", "DeleteTags"} {
-		calls[op] = int(h.labelled("eni_operator_ec2_api_calls_total", op)) - 1
+		calls[op] = int(h.labelled("eni_operator_ec2_api_calls_total", "operation", op)) - 1
 	}
 	t.Logf("restart with %d pods in sync: EC2 calls %v (the DescribeNetworkInterfaces are the inventory's pages)", n, calls)
 	if calls["DescribeNetworkInterfaces"] < 1 || calls["DescribeNetworkInterfaces"] > 2 || calls["CreateTags"] != 0 || calls["DeleteTags"] != 0 {

@@ -23,9 +23,9 @@ func TestPodsWhoseIPNoENIHoldsCostFewCalls(t *testing.T) {
 	// The startup permission check's DryRun call and the first inventory
 	// refresh's 2 pages.
 	h.eventually("the first inventory refresh", func() bool {
-		return h.labelled("eni_operator_ec2_api_calls_total", "DescribeNetworkInterfaces") >= 3
+		return h.labelled("eni_operator_ec2_api_calls_total", "operation", "DescribeNetworkInterfaces") >= 3
 	}, func() string {
-		return fmt.Sprint(h.labelled("eni_operator_ec2_api_calls_total", "DescribeNetworkInterfaces"))
+		return fmt.Sprint(h.labelled("eni_operator_ec2_api_calls_total", "operation", "DescribeNetworkInterfaces"))
 	})
 	h.emu.ResetCounts()
 

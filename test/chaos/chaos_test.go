@@ -223,18 +223,13 @@ func (w *world) eniState() map[string]ec2.ENI {
 
 func (w *world) converge(timeout time.Duration) {
 	w.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var problems []string
-	for time.Now().Before(deadline) {
-		if problems = w.check(); len(problems) == 0 {
-			return
+	testenv.EventuallyEvery(w.t, "convergence", timeout, time.Second, func() (bool, string) {
+		problems := w.check()
+		if len(problems) > 10 {
+			problems = append(problems[:10], fmt.Sprintf("... and %d more", len(problems)-10))
 		}
-		time.Sleep(time.Second)
-	}
-	if len(problems) > 10 {
-		problems = append(problems[:10], fmt.Sprintf("... and %d more", len(problems)-10))
-	}
-	w.t.Fatalf("not converged after %v:\n%s", timeout, strings.Join(problems, "\n"))
+		return len(problems) == 0, "\n" + strings.Join(problems, "\n")
+	})
 }
 
 // TestChaos: faults, ten kills at random points and an API server outage
@@ -295,21 +290,14 @@ func TestChaos(t *testing.T) {
 			t.Fatalf("pod p-%03d still exists after deletion (%v)", i, err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testenv.EventuallyEvery(t, "the deleted pods' tags removed", 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
 		all, left := w.eniState(), 0
 		for i := range 50 {
 			if _, ok := all[w.podENIs[i].ID].Tags["App"]; ok {
 				left++
 			}
 		}
-		if left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deleted pods' tags left behind", left)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return left == 0, fmt.Sprintf("%d deleted pods' tags left behind", left)
+	})
 	_ = op.Stop()
 }
