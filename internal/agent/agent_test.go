@@ -167,7 +167,7 @@ func TestRemovalReAddAndRestart(t *testing.T) {
 	w.eventually("renamed again", configured(9001))
 
 	// Restart: changes made while the agent is down are picked up.
-	a.Stop()
+	_ = a.Stop()
 	w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.MTU = 8000 })
 	time.Sleep(300 * time.Millisecond)
 	if l, _ := w.linkByMAC(w.mac(0)); l.MTU != 9001 {

@@ -101,8 +101,8 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	// The agents' entries are the agents' alone: no other field manager
 	// ever took part of status.interfaces.
 	for _, mf := range got.ManagedFields {
-		if !strings.HasPrefix(mf.Manager, "eni-agent/") && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:interfaces"`) {
-			t.Errorf("field manager %q (%s) owns part of status.interfaces: %s", mf.Manager, mf.Operation, mf.FieldsV1.Raw)
+		if !strings.HasPrefix(mf.Manager, "eni-agent/") && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:interfaces"`) {
+			t.Errorf("field manager %q (%s) owns part of status.interfaces: %s", mf.Manager, mf.Operation, mf.FieldsV1.GetRawString())
 		}
 	}
 	if len(got.Status.Interfaces) != 2 {

@@ -60,7 +60,7 @@ func crashScenario(t *testing.T, action string, afterApply bool) {
 		n := h.calls(action)
 		return n >= 2*nodes*2, fmt.Sprintf("%d calls", n) // every ENI, retried at least once
 	})
-	first.Stop() // the process dies: nothing after this point of its work happens
+	_ = first.Stop() // the process dies: nothing after this point of its work happens
 	if err := h.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 			n := h.calls("CreateNetworkInterface") + h.calls("AttachNetworkInterface")
 			return n >= after || len(h.enis()) == 2*nodes, fmt.Sprintf("%d", n)
 		})
-		m.Stop()
+		_ = m.Stop()
 		t.Logf("round %d: killed after %d create/attach calls; %d ENIs exist", round, after, len(h.enis()))
 		h.Emulator.ResetCounts()
 	}

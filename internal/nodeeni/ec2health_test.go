@@ -105,7 +105,7 @@ func startWithReadyz(h *harness, o nodeeni.Options, endpoint string, c ec2.Confi
 		if err != nil {
 			return 0, err.Error()
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}

@@ -98,7 +98,7 @@ func (e *EC2) Terminate(t testing.TB, instance string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("TerminateInstances: HTTP %d", resp.StatusCode)
 	}
