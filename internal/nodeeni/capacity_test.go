@@ -105,7 +105,7 @@ func TestCapacityIsDegradedNotChurn(t *testing.T) {
 // what to do and tried again once per resync, not in a loop.
 func TestRefusedStepIsNotALoop(t *testing.T) {
 	h := newHarness(t, threeNodes())
-	if err := h.emu.Configure(emulator.Config{Denied: []string{"ModifyNetworkInterfaceAttribute"}}); err != nil {
+	if err := h.Emulator.Configure(emulator.Config{Denied: []string{"ModifyNetworkInterfaceAttribute"}}); err != nil {
 		t.Fatal(err)
 	}
 	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "deny"})

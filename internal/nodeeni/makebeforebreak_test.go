@@ -30,7 +30,7 @@ func TestUnsatisfiableSpecChangeKeepsTheENI(t *testing.T) {
 	if len(before) != 1 || before[0].Attachment == nil || before[0].Attachment.DeviceIndex != 2 {
 		t.Fatalf("ENIs before the change: %+v", before)
 	}
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 
 	h.update("keep", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 3 })
 	h.eventually("node reported Degraded DeviceIndexBeyondLimit", waitFor, func() (bool, string) {
@@ -89,7 +89,7 @@ func TestSpecChangeAttachesBeforeDetaching(t *testing.T) {
 		old[e.ID] = e.Attachment.ID
 		oldInstance[e.Attachment.ID] = e.Attachment.InstanceID
 	}
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 
 	h.update("move", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 1 })
 	h.eventually("ENIs replaced at index 1, old ones deleted", waitFor, func() (bool, string) {
@@ -110,7 +110,7 @@ func TestSpecChangeAttachesBeforeDetaching(t *testing.T) {
 	// precedes the old one's detach.
 	attachAt := map[string]int{} // instance -> position of the first successful attach
 	detachAt := map[string]int{} // instance -> position of the first detach
-	for i, c := range h.emu.Calls() {
+	for i, c := range h.Emulator.Calls() {
 		switch c.Action {
 		case "AttachNetworkInterface":
 			if inst := c.Params["InstanceId"][0]; c.Code == "" {

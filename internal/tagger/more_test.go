@@ -202,9 +202,9 @@ func TestPodRateLimitRequeues(t *testing.T) {
 		t.Fatal("second change lost")
 	}
 	waited := time.Since(changed)
-	if h.labelled("eni_operator_tagger_reconciles_total", "requeue") < 1 || waited < 2*time.Second {
+	if h.labelled("eni_operator_tagger_reconciles_total", "result", "requeue") < 1 || waited < 2*time.Second {
 		t.Fatalf("second change applied after %v with %v requeues; want it held back by the per-pod limit", waited,
-			h.labelled("eni_operator_tagger_reconciles_total", "requeue"))
+			h.labelled("eni_operator_tagger_reconciles_total", "result", "requeue"))
 	}
 }
 

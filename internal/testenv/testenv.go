@@ -14,8 +14,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
@@ -31,7 +34,10 @@ type Env struct {
 // tests, runs them, stops the control plane and exits. The control plane
 // is stopped on SIGINT/SIGTERM too, so an interrupted run leaves no
 // apiserver or etcd behind.
+//
+// Controllers started by the tests log to Logger.
 func Main(m *testing.M, env **Env) {
+	ctrllog.SetLogger(Logger())
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
@@ -53,6 +59,15 @@ func Main(m *testing.M, env **Env) {
 		}
 	}
 	os.Exit(code)
+}
+
+// Logger is the tests' log: quiet, or controller-runtime's development
+// log when TEST_LOG is set.
+func Logger() logr.Logger {
+	if os.Getenv("TEST_LOG") != "" {
+		return zap.New(zap.UseDevMode(true))
+	}
+	return logr.Discard()
 }
 
 // Start starts etcd and kube-apiserver with the CRDs of config/crd/bases

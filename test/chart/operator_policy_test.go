@@ -22,11 +22,11 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
-	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // What the operator's admission policy is installed with: its
@@ -516,29 +516,14 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 		t.Fatal("the admission policy never refused the operator changing a pod's label")
 	}
 
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
-	world, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-		Instances:         []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
-		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods-a", Tags: map[string]string{"Name": "pod-eni"}, Instance: node, DeviceIndex: 2}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vpc, instance, podENI := world.VPCs[0], world.Instances[0].ID, world.NetworkInterfaces[0]
-	reader := ec2test.Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
+		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithENIs(emulator.NetworkInterfaceSpec{
+			Subnet: "pods", Tags: map[string]string{"Name": "pod-eni"}, Instance: node, DeviceIndex: 2}),
+		testenv.WithInstances(emulator.InstanceSpec{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"})))
+	vpc, instance, podENI := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0]
+	reader := e.Client(ec2.Config{QPS: 1000, Burst: 1000})
 
-	if err := admin.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-		Labels: map[string]string{"role": "opr-multus", corev1.LabelTopologyZone: "us-east-1a"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateNode(t, admin, node, instance, "us-east-1a", map[string]string{"role": "opr-multus"})
 	t.Cleanup(func() { _ = admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
 	pod := testPod(t, admin, appNS, "web", 1)
 	old := pod.DeepCopy()
@@ -546,17 +531,13 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 	if err := admin.Status().Patch(ctx, pod, client.MergeFrom(old)); err != nil {
 		t.Fatal(err)
 	}
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "opr-multus"}, Spec: v1alpha1.NodeENISpec{
-		NodeSelector: map[string]string{"role": "opr-multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
-	if err := admin.Create(ctx, ne); err != nil {
-		t.Fatal(err)
-	}
+	ne := testenv.CreateNodeENI(t, admin, "opr-multus", "opr-multus", "multus-a")
 	t.Cleanup(func() { forceDelete(admin, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: ne.Name}}) })
 
-	oc := operatortest.Config(cluster, vpc, namespace)
+	oc := operatorenv.Config(cluster, vpc, namespace)
 	oc.Tagger.PodFinalizer = true
 	oc.Registerer = prometheus.NewRegistry()
-	operatortest.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), url, oc)
+	operatorenv.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), e.URL, oc)
 
 	eventuallyOK := func(what string, ok func() (bool, string)) {
 		t.Helper()

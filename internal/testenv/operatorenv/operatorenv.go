@@ -1,8 +1,9 @@
-// Package operatortest runs the whole operator in a test — pod tagger,
+// Package operatorenv runs the whole operator in a test — pod tagger,
 // NodeENI controller and collector, built by operator.NewManager exactly
 // as the binary builds it — against an EC2 endpoint, for the tests that
-// check behaviour end to end.
-package operatortest
+// check behaviour end to end. It is apart from internal/testenv because
+// the operator's own packages' tests use that kit.
+package operatorenv
 
 import (
 	"context"
@@ -11,8 +12,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/operator"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // Config is the operator's default configuration for cluster, VPC and the
@@ -38,7 +39,7 @@ func Config(cluster, vpc, namespace string) operator.Config {
 // and runs it until the test ends; stopping with an error fails the test.
 func Start(t testing.TB, restCfg *rest.Config, endpoint string, c operator.Config) {
 	t.Helper()
-	ec2test.SetEnv(t, endpoint)
+	testenv.SetAWSEnv(t, endpoint)
 	ctx, stop := context.WithCancel(context.Background())
 	mgr, err := operator.NewManager(ctx, restCfg, c)
 	if err != nil {
