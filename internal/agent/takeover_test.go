@@ -259,7 +259,7 @@ func TestTakeoverOfConfiguredInterfaceWritesNothing(t *testing.T) {
 			return e.State == v1alpha1.InterfaceConfigured && e.InterfaceName == "multus" && e.MTU == 9001 && e.Up, fmt.Sprintf("%+v", e)
 		})
 		time.Sleep(500 * time.Millisecond) // passes after the first one write nothing either
-		a.stop()
+		_ = a.Stop()
 		if ws := nl.log(); len(ws) != 0 {
 			t.Fatalf("%s: %d netlink writes, want 0: %v", run, len(ws), ws)
 		}
@@ -304,7 +304,7 @@ func TestTakeoverOfBoundDPDKDeviceWritesNothing(t *testing.T) {
 			e.DPDKResourceName == "intel.com/sriov_dpdk", fmt.Sprintf("%+v", e)
 	})
 	time.Sleep(500 * time.Millisecond)
-	a.stop()
+	_ = a.Stop()
 	if ws := k.log(); len(ws) != 0 {
 		t.Fatalf("%d sysfs writes, want 0: %+v", len(ws), ws)
 	}
