@@ -446,6 +446,10 @@ func (r *reconciler) dpdkPCIAddress(w want, l link, found bool, rec *deviceRecor
 	if pci != "" {
 		return pci, nil
 	}
+	if !found && w.ReportedPCI != "" && r.boundAlready(w, w.ReportedPCI) {
+		// The state file was lost after this agent bound the device.
+		return w.ReportedPCI, nil
+	}
 	if !found {
 		return "", stopWith(pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC))
 	}
@@ -454,6 +458,20 @@ func (r *reconciler) dpdkPCIAddress(w want, l link, found bool, rec *deviceRecor
 		return "", stopWith(failed(w, "finding the PCI device of %s for DPDK: %v", l.Name, err))
 	}
 	return pci, nil
+}
+
+// boundAlready tells whether the device at pci, the one this agent
+// reported bound for the ENI, still is as it left it: bound to the DPDK
+// driver with no network interface. Only then is the report trusted:
+// taking such a device over writes nothing, and any other device is left
+// to the spec's dpdkPCIAddress and its checks.
+func (r *reconciler) boundAlready(w want, pci string) bool {
+	dev, err := r.sys.device(pci)
+	if err != nil || !dev.Exists || dev.Driver != w.Driver {
+		return false
+	}
+	names, err := r.sys.InterfacesOf(pci)
+	return err == nil && len(names) == 0
 }
 
 // dpdkDevice looks the PCI device up; it must exist and, when the spec

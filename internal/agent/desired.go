@@ -27,6 +27,10 @@ type want struct {
 	Driver      string // DPDK driver, when DPDK
 	Resource    string // SR-IOV device plugin resource (prefix/name), optional
 	PCIAddress  string // from the spec; "" means: found through the interface
+	// ReportedPCI is the device this node's agent last reported bound for
+	// the ENI (its status.interfaces entry): how a bound device, whose
+	// interface is gone, is found again when the state file was lost.
+	ReportedPCI string
 }
 
 // kernelSRIOV tells a want that publishes its interface, left with its
@@ -57,6 +61,12 @@ func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
 		if base < 1 {
 			base = 1
 		}
+		reported := map[string]string{}
+		for _, e := range interfacesOf(ne, node) {
+			if e.DPDKBound && pciAddressPattern.MatchString(e.DPDKPCIAddress) {
+				reported[e.ENIID] = e.DPDKPCIAddress
+			}
+		}
 		for _, a := range ne.Status.Attachments {
 			if a.NodeID != node || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" {
 				continue
@@ -75,6 +85,7 @@ func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
 				if w.Driver == "" {
 					w.Driver = defaultDriver
 				}
+				w.ReportedPCI = reported[a.ENIID]
 			}
 			out = append(out, w)
 		}

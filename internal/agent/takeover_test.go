@@ -377,3 +377,89 @@ func TestSRIOVWithoutDPDKPublishesTheKernelDevice(t *testing.T) {
 		return ok, fmt.Sprintf("entry %+v; config %v", e, rl)
 	})
 }
+
+// An agent restarted with its state file lost finds the device it bound
+// (no dpdkPCIAddress in the spec, the interface gone with the bind)
+// through its own status entry, checks that sysfs still shows it bound
+// with no interface, and takes it over with zero sysfs writes.
+func TestDPDKStateFileLostFoundThroughOwnReport(t *testing.T) {
+	w := newWorld(t, "n", 1)
+	k := newFakeKernel(t, "ena", "vfio-pci")
+	k.addDevice(testPCI, "ena", "ens6")
+	w.addLink("ens6", w.mac(0), 1500)
+	kh, err := netlink.NewHandleAt(w.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kh.Close)
+	k.onUnbind = func(_, drv string) {
+		if l, err := kh.LinkByName("ens6"); err == nil && drv == "ena" {
+			_ = kh.LinkDel(l)
+			k.removeInterface("ens6")
+		}
+	}
+	o := w.options()
+	o.SysfsRoot, o.sysfsWrite = k.root, k.write
+	name := w.name("lost")
+	eni := w.enis[0].ID
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) { s.EnableDPDK = true }, w.attachment(0, v1alpha1.AttachmentAttached))
+	a := w.start(o, nil)
+	bound := func() (bool, string) {
+		e := w.entries(name)[eni]
+		return e.State == v1alpha1.InterfaceConfigured && e.DPDKBound && e.DPDKPCIAddress == testPCI && k.driverOf(testPCI) == "vfio-pci",
+			fmt.Sprintf("entry %+v, driver %q", e, k.driverOf(testPCI))
+	}
+	w.eventually("bound", bound)
+	_ = a.Stop()
+	if err := os.Remove(o.StateFile); err != nil {
+		t.Fatal(err)
+	}
+	writes := len(k.log())
+	nl := &countingNetlink{netlinkOps: w.nl}
+	o.netlink = nl
+	a = w.start(o, nil)
+	w.eventually("taken over again, recorded", func() (bool, string) {
+		b, _ := os.ReadFile(o.StateFile)
+		return strings.Contains(string(b), `"boundDriver": "vfio-pci"`) && strings.Contains(string(b), testPCI), string(b)
+	})
+	time.Sleep(500 * time.Millisecond)
+	_ = a.Stop()
+	if ws := k.log()[writes:]; len(ws) != 0 {
+		t.Fatalf("%d sysfs writes after the state file was lost, want 0: %+v", len(ws), ws)
+	}
+	if ws := nl.log(); len(ws) != 0 {
+		t.Fatalf("%d netlink writes, want 0: %v", len(ws), ws)
+	}
+	if ok, seen := bound(); !ok {
+		t.Fatalf("after the takeover: %s", seen)
+	}
+}
+
+// removeInterface removes a network interface's class/net entry, as the
+// kernel does when its driver lets the device go.
+func (k *fakeKernel) removeInterface(ifname string) {
+	if err := os.RemoveAll(filepath.Join(k.root, "class/net", ifname)); err != nil {
+		k.t.Error(err)
+	}
+}
+
+// The device this node's agent reported bound is remembered in the want;
+// other nodes' reports, unbound entries and malformed addresses are not.
+func TestDesiredReportedPCI(t *testing.T) {
+	ne := nodeENI("d", v1alpha1.NodeENISpec{EnableDPDK: true},
+		att("n1", "eni-1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached),
+		att("n1", "eni-2", "02:00:00:00:00:02", 2, v1alpha1.AttachmentAttached),
+		att("n1", "eni-3", "02:00:00:00:00:03", 3, v1alpha1.AttachmentAttached))
+	ne.Status.Interfaces = []v1alpha1.InterfaceStatus{
+		{NodeID: "n1", ENIID: "eni-1", DPDKBound: true, DPDKPCIAddress: "0000:00:06.0"},
+		{NodeID: "n2", ENIID: "eni-2", DPDKBound: true, DPDKPCIAddress: "0000:00:07.0"},
+		{NodeID: "n1", ENIID: "eni-3", DPDKBound: true, DPDKPCIAddress: "../../x"},
+	}
+	got := map[string]string{}
+	for _, w := range desired("n1", []v1alpha1.NodeENI{ne}, "") {
+		got[w.ENIID] = w.ReportedPCI
+	}
+	if want := map[string]string{"eni-1": "0000:00:06.0", "eni-2": "", "eni-3": ""}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reported %v, want %v", got, want)
+	}
+}
