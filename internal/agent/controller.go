@@ -218,7 +218,8 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 	if rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
 		rec.OriginalName, rec.Name = "", ""
 	}
-	if w.kernelSRIOV() {
+	if w.kernelSRIOV() && r.sriovPath != "" {
+		// Without --sriov-config nothing is published, so nothing to check.
 		dev, stop := r.kernelDevice(w, l)
 		if stop != nil {
 			return *stop, did
