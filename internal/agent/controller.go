@@ -578,7 +578,6 @@ func (r *reconciler) entry(o outcome, links []link) v1alpha1.InterfaceStatus {
 	if found {
 		e.InterfaceName, e.MTU, e.Up = l.Name, int32(l.MTU), l.Up
 	}
-
 	if o.state == v1alpha1.InterfaceConfigured && !found {
 		// Gone between the change and the look: hot-unplugged.
 		e.State, e.Message = v1alpha1.InterfacePending, fmt.Sprintf("waiting for an interface with MAC address %s to appear on the node", o.w.MAC)
