@@ -111,6 +111,7 @@ func notOnlyTunnels(v string) bool { return !onlyTunnels(v) }
 type legacyOutcome struct {
 	Notes    []string // honoured settings, one line each
 	Warnings []string // ignored settings, one line each
+	FromEnv  []string // flags set from the ENI Manager's variables, as "ENV as --flag"
 }
 
 // applyLegacyEnv reads the ENI Manager's environment variables after the
@@ -134,8 +135,9 @@ func applyLegacyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) (legac
 			if err := fs.Set(s.Flag, v); err != nil {
 				return out, fmt.Errorf("invalid %s=%s (the ENI Manager's setting, read as --%s): %w", s.Env, v, s.Flag, err)
 			}
-			if s.Env != "NODE_NAME" {
+			if s.Env != "NODE_NAME" { // the flag's documented default: no news
 				out.Notes = append(out.Notes, fmt.Sprintf("%s=%s (the ENI Manager's setting) read as --%s", s.Env, v, s.Flag))
+				out.FromEnv = append(out.FromEnv, s.Env+" as --"+s.Flag)
 			}
 		case s.refuses != nil && s.refuses(v):
 			return out, fmt.Errorf("%s=%s is the ENI Manager's setting and eni-agent cannot honour it; the replacement is %s: unset %s", s.Env, v, s.Replacement, s.Env)

@@ -176,7 +176,8 @@ func TestLegacyEnvRefusals(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := runMain([]string{"--node-name=n1"}, &stdout, &stderr)
 			msg := stderr.String()
-			if code != 2 || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, value) {
+			if code != 2 || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, value) ||
+				(env != "IGNORE_INTERFACES" && !strings.Contains(msg, "from the environment: "+env+" as --")) {
 				t.Fatalf("exit %d, stderr %q", code, msg)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -115,6 +116,10 @@ func parse(args []string, out io.Writer) (*config, error) {
 	p.Check(c.kubeBurst >= 1, "kube-api-burst", c.kubeBurst, "an integer >= 1")
 	p.CheckKubeconfig(c.kubeconfig)
 	if err := p.Err(); err != nil {
+		if len(c.legacy.FromEnv) > 0 {
+			// The user may not have typed the flag the problem names.
+			return nil, fmt.Errorf("%w (from the environment: %s)", err, strings.Join(c.legacy.FromEnv, ", "))
+		}
 		return nil, err
 	}
 	return c, nil
