@@ -267,7 +267,7 @@ func stopWith(o outcome) *outcome { return &o }
 
 // restoreDriver gives rec's PCI device back to its original driver.
 func (r *reconciler) restoreDriver(rec *deviceRecord) error {
-	err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+	err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver, rec.BoundDriver)
 	r.metrics.op("dpdk-restore", err)
 	return err
 }
@@ -536,7 +536,7 @@ func (r *reconciler) release(ctx context.Context, wanted map[string]bool, links 
 	for _, id := range ids {
 		rec := next.Devices[id]
 		if rec.BoundDriver != "" {
-			err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+			err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver, rec.BoundDriver)
 			r.metrics.op("dpdk-restore", err)
 			if err != nil {
 				logger.Error(err, "giving a released ENI's device back to its driver; will retry", "eni", id, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)

@@ -278,6 +278,7 @@ func TestTakeoverOfBoundDPDKDeviceWritesNothing(t *testing.T) {
 	w := newWorld(t, "n", 1)
 	k := newFakeKernel(t, "ena", "vfio-pci")
 	k.addDevice(testPCI, "vfio-pci", "") // bound: no interface, so no link either
+	k.defaults[testPCI] = "ena" // what the kernel picks once the device is let go
 	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
 	legacy := `{"resourceList":[{"resourcePrefix":"intel.com","resourceName":"sriov_dpdk","selectors":[{"drivers":["vfio-pci"],"pciAddresses":["` + testPCI + `"]}]}]}`
 	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
@@ -324,6 +325,17 @@ func TestTakeoverOfBoundDPDKDeviceWritesNothing(t *testing.T) {
 	if got := k.driverOf(testPCI); got != "vfio-pci" {
 		t.Fatalf("driver now %q", got)
 	}
+
+	// Taken over for good: the NodeENI deleted, the device goes to the
+	// kernel's default driver (the original is not known) and the adopted
+	// entry leaves the config.
+	w.deleteNodeENI(name)
+	w.start(o, nil)
+	w.eventually("released", func() (bool, string) {
+		b, _ := os.ReadFile(cfgPath)
+		rl := resourceList(t, b)
+		return k.driverOf(testPCI) == "ena" && len(rl) == 0, fmt.Sprintf("driver %q, config %v", k.driverOf(testPCI), rl)
+	})
 }
 
 // The ENI Manager's case-2 sample (SR-IOV with enableDPDK false) applied
