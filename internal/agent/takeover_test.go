@@ -278,7 +278,7 @@ func TestTakeoverOfBoundDPDKDeviceWritesNothing(t *testing.T) {
 	w := newWorld(t, "n", 1)
 	k := newFakeKernel(t, "ena", "vfio-pci")
 	k.addDevice(testPCI, "vfio-pci", "") // bound: no interface, so no link either
-	k.defaults[testPCI] = "ena" // what the kernel picks once the device is let go
+	k.defaults[testPCI] = "ena"          // what the kernel picks once the device is let go
 	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
 	legacy := `{"resourceList":[{"resourcePrefix":"intel.com","resourceName":"sriov_dpdk","selectors":[{"drivers":["vfio-pci"],"pciAddresses":["` + testPCI + `"]}]}]}`
 	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
