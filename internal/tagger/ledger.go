@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,10 @@ type Record struct {
 	ENI  string            `json:"eni"`
 	Tags map[string]string `json:"tags,omitempty"`
 	Hash string            `json:"hash,omitempty"`
+}
+
+func (r Record) equal(o Record) bool {
+	return r.Pod == o.Pod && r.UID == o.UID && r.ENI == o.ENI && r.Hash == o.Hash && maps.Equal(r.Tags, o.Tags)
 }
 
 // LedgerOptions configure a Ledger.
@@ -195,6 +200,9 @@ func (l *Ledger) Get(pod string) (Record, bool) {
 func (l *Ledger) Put(r Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if old, ok := l.byPod[r.Pod]; ok && l.byUID[old].equal(r) {
+		return // nothing changed: a restart in sync writes no ConfigMap
+	}
 	if old, ok := l.byPod[r.Pod]; ok {
 		l.removeLocked(old)
 		l.markLocked(old)
