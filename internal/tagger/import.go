@@ -297,12 +297,14 @@ func (r *Reconciler) importEntry(ctx context.Context, c importCandidate) (Record
 	return rec, why, nil
 }
 
-// livePods returns the UIDs of every pod of the cluster (whatever
-// --watch-namespace says: the original may have watched more).
+// livePods returns the UIDs of the pods of --watch-namespace (all
+// namespaces when it is empty). A switch keeps the original's flags, so
+// its cache holds pods of that namespace only; and with it set, the
+// operator may list pods there only (RBAC).
 func (r *Reconciler) livePods(ctx context.Context) (map[string]bool, error) {
 	var pods metav1.PartialObjectMetadataList
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.apiReader.List(ctx, &pods); err != nil {
+	if err := r.apiReader.List(ctx, &pods, client.InNamespace(r.opts.WatchNamespace)); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	live := make(map[string]bool, len(pods.Items))
