@@ -49,9 +49,10 @@ func union(ms ...map[string]string) map[string]string {
 	return out
 }
 
-// importWorld has four branch ENIs, tagged as k8s-eni-tagger left them:
+// importWorld has five branch ENIs, tagged as k8s-eni-tagger left them:
 // 0 for a pod deleted during the switch, 1 for a pod still running, 2 a
-// NodeENI interface and 3 an ENI whose tags someone changed since.
+// NodeENI interface, 3 an ENI whose tags someone changed since and 4 for
+// a pod deleted after the operator started.
 func importWorld() (emulator.World, map[string]string, map[string]string) {
 	base := map[string]string{"Name": "branch", "vpc.amazonaws.com/eni-owner": "cni"}
 	pod := map[string]string{"Team": "Dev", "shop:Cost": "42"}
@@ -63,6 +64,7 @@ func importWorld() (emulator.World, map[string]string, map[string]string) {
 		spec(union(base, pod, map[string]string{tagger.HashTag: taggerHash(pod)})),
 		spec(union(base, pod, map[string]string{tagger.HashTag: taggerHash(pod), "eni-operator.io/cluster": "prod"})),
 		spec(union(base, pod, map[string]string{"Team": "Ops", tagger.HashTag: taggerHash(pod)})),
+		spec(union(base, pod, map[string]string{tagger.HashTag: taggerHash(pod)})),
 	}}
 	return w, base, pod
 }
@@ -85,11 +87,15 @@ func testOriginalCacheImport(t *testing.T, inventory bool) {
 	enis := h.loaded.NetworkInterfaces
 	ctx := context.Background()
 	running := h.pod("running", enis[1].PrivateIP, nil)
+	lastApplied, _ := json.Marshal(podTags)
+	leaving := h.pod("leaving", enis[4].PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "Team=Dev,shop:Cost=42",
+		tagger.LastAppliedTagsAnnotation: string(lastApplied), tagger.LastAppliedHashAnnotation: taggerHash(podTags)})
 	data := map[string]string{
 		enis[0].PrivateIP: cacheValue(enis[0].ID, base, string(uuid.NewUUID())),
 		enis[1].PrivateIP: cacheValue(enis[1].ID, base, string(running.UID)),
 		enis[2].PrivateIP: cacheValue(enis[2].ID, base, string(uuid.NewUUID())),
 		enis[3].PrivateIP: cacheValue(enis[3].ID, base, string(uuid.NewUUID())),
+		enis[4].PrivateIP: cacheValue(enis[4].ID, base, string(leaving.UID)),
 		"10.0.9.9":        `{"ID":"eni-0123456789abcdef0"}`, // the pre-UID format
 		"10.0.9.10":       "not json",
 		"10.0.9.11":       cacheValue("eni-0123456789abcdef0", nil, "../../etc"),
@@ -109,13 +115,23 @@ func testOriginalCacheImport(t *testing.T, inventory bool) {
 	h.eventually("the deleted pod's tags removed", func() bool { return maps.Equal(h.eniTags(enis[0].ID), base) },
 		func() string { return fmt.Sprint(h.eniTags(enis[0].ID)) })
 	shard := h.waitImportMark()
-	for i := 1; i < 4; i++ {
+	for i := 1; i < 5; i++ {
 		if got := h.eniTags(enis[i].ID); maps.Equal(got, base) || got["Team"] == "" {
 			t.Errorf("ENI %d: tags %v were changed", i, got)
 		}
 	}
-	h.eventually("imported records forgotten", func() bool { return h.rec.Ledger().Len() == 0 },
-		func() string { return fmt.Sprint(h.rec.Ledger().All()) })
+	// The pod still running at the switch is adopted from its
+	// annotations, without a write, and cleaned up when it goes.
+	leavingKey := h.ns + "/leaving"
+	h.eventually("the running pod adopted, imported records forgotten", func() bool {
+		all := h.rec.Ledger().All()
+		return len(all) == 1 && all[0].Pod == leavingKey
+	}, func() string { return fmt.Sprint(h.rec.Ledger().All()) })
+	if err := h.k8s.Delete(ctx, leaving); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the tags of the pod deleted after the start removed", func() bool { return maps.Equal(h.eniTags(enis[4].ID), base) },
+		func() string { return fmt.Sprint(h.eniTags(enis[4].ID)) })
 
 	// A restart does not import again: the same tags written back stay.
 	h.stopManager()
