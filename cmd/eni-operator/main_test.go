@@ -50,7 +50,7 @@ func TestOriginalFlagsParse(t *testing.T) {
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {
-	for _, args := range [][]string{{"--subnet-ids=vpc-1"}, {"--annotation-key="}, {"--tag-namespace=aws"}, {"--nope"}, {"extra"}} {
+	for _, args := range [][]string{{"--subnet-ids=vpc-1"}, {"--annotation-key="}, {"--nope"}, {"extra"}} {
 		if _, err := parse(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
 		}

@@ -65,6 +65,9 @@ type Ledger struct {
 	o      LedgerOptions
 	loaded chan struct{}
 	kick   chan struct{}
+	// flushing serialises Flush: two writes of one shard built at
+	// different times could otherwise land in the wrong order.
+	flushing sync.Mutex
 
 	mu      sync.Mutex
 	byUID   map[string]Record
@@ -289,6 +292,8 @@ func (l *Ledger) Len() int {
 // Flush writes every changed shard with server-side apply. A shard is
 // written whole from memory, so records deleted since are gone from it.
 func (l *Ledger) Flush(ctx context.Context) error {
+	l.flushing.Lock()
+	defer l.flushing.Unlock()
 	l.mu.Lock()
 	if len(l.dirty) == 0 || l.o.MemoryOnly {
 		l.mu.Unlock()
