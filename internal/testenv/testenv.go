@@ -78,11 +78,9 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if assets, err = ControlPlaneBinaries(context.Background(), root); err != nil {
-			return nil, err
-		}
+	assets, err := ControlPlaneAssets(root)
+	if err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

@@ -3,9 +3,6 @@ package chart
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
 	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // renderRelease runs helm template for release rel in namespace with
@@ -40,21 +37,7 @@ func (c chart) renderRelease(t *testing.T, rel string, set ...string) []*unstruc
 // kustomize builds one directory of config/ with kubectl's kustomize.
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	root, err := cachedbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if assets, err = cachedbin.ControlPlane(context.Background(), root, os.Stderr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "config", dir)).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize config/%s: %v", dir, err)
-	}
-	return decode(t, string(out))
+	return decode(t, string(testenv.Kustomize(t, dir)))
 }
 
 // install applies objects of the given kinds for real (server-side
