@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -245,16 +246,8 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p/100))]
 }
 
-// Figure is one figure of the report.
-type Figure struct {
-	Name       string             `json:"name"`
-	Parameters map[string]any     `json:"parameters"`
-	Results    map[string]any     `json:"results"`
-	EC2Calls   map[string]int     `json:"ec2Calls"`
-	Notes      []string           `json:"notes,omitempty"`
-	Machine    map[string]any     `json:"machine"`
-	Extra      map[string]float64 `json:"extra,omitempty"`
-}
+// Figure is one figure of the report, in bench-report's format.
+type Figure = figure.Figure
 
 func (b *bed) write(f Figure) {
 	f.Machine = map[string]any{"cores": runtime.NumCPU(), "goos": runtime.GOOS, "goarch": runtime.GOARCH,
