@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -46,6 +47,7 @@ const (
 // some DescribeNetworkInterfaces calls. eni_operator_* and controller
 // series must come from the operator, eni_agent_* from the agent.
 func TestEveryMetricUsedIsExposed(t *testing.T) {
+	env := testenv.StartForTest(t)
 	used := map[string][]string{} // metric -> where
 	for _, r := range alertRules(t) {
 		for _, m := range metricNames(r.Expr) {
@@ -85,7 +87,7 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	}
 
 	// The node agent of node-0, as the DaemonSet runs it.
-	agentMetrics := startAgent(t, agentBin)
+	agentMetrics := startAgent(t, env.Config, agentBin)
 
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS, its metrics served by controller-runtime from
@@ -174,10 +176,10 @@ func buildAgent(t *testing.T) string {
 // startAgent runs the agent binary for node-0 against the test's API
 // server until the test ends, and returns its metrics address once it is
 // ready.
-func startAgent(t *testing.T, bin string) string {
+func startAgent(t *testing.T, cfg *rest.Config, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	kubeconfig := testenv.WriteKubeconfig(t, env.Config)
+	kubeconfig := testenv.WriteKubeconfig(t, cfg)
 	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),

@@ -29,10 +29,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
 const (
 	cluster = "prod"
 	appsNS  = "security-apps"
@@ -64,6 +60,7 @@ const (
 // DeleteTags naming any of them. The NodeENI's own ENI is created and
 // attached meanwhile, so the controller was really at work.
 func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
+	env := testenv.StartForTest(t)
 	ctx := context.Background()
 	branchTags := map[string]string{"Name": "pod-branch", "vpcresources.k8s.aws/vlan-id": "7"}
 	podENITags := map[string]string{"Name": "pod-eni"}
