@@ -15,8 +15,7 @@ import (
 // tag:Name, vpc-id and their own fields, the way the operator finds
 // subnets and groups by name.
 func TestDescribeNetworkResources(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 
 	subnets := func(t *testing.T, in *ec2.DescribeSubnetsInput) []string {
 		out, err := w.ec2.DescribeSubnets(t.Context(), in)
@@ -127,8 +126,7 @@ func TestDescribeNetworkResources(t *testing.T) {
 // Two VPCs may use the same CIDR: their address spaces are separate, so
 // the same private IP can be held once in each.
 func TestOverlappingVPCsHaveSeparateAddresses(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	vpc, err := w.ec2.CreateVpc(t.Context(), &ec2.CreateVpcInput{CidrBlock: aws.String(w.a.cidr.String()),
 		TagSpecifications: tagSpec(types.ResourceTypeVpc, "Name", w.name+"-twin")})
 	noErr(t, err, "CreateVpc with the CIDR of another VPC's subnet")
@@ -397,8 +395,7 @@ func TestDescribeNetworkInterfacesFilterLimit(t *testing.T) {
 // NetworkInterfaceIds ("You cannot specify this parameter and the network
 // interface IDs parameter in the same request").
 func TestDescribeNetworkInterfacesMaxResults(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	describe := func(max int32, ids ...string) error {
 		_, err := w.ec2.DescribeNetworkInterfaces(t.Context(), &ec2.DescribeNetworkInterfacesInput{
@@ -416,8 +413,7 @@ func TestDescribeNetworkInterfacesMaxResults(t *testing.T) {
 
 // NextToken walks every item exactly once, filtered or not.
 func TestDescribeNetworkInterfacesPagination(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	want := map[string]bool{}
 	for i := range 12 {
 		subnet := w.a.id
@@ -501,8 +497,7 @@ func TestDescribeNetworkInterfacesPagination(t *testing.T) {
 // Describing an ENI by an ID that does not exist is an error, not an
 // empty answer.
 func TestDescribeNetworkInterfacesUnknownID(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	_, err := w.ec2.DescribeNetworkInterfaces(t.Context(), &ec2.DescribeNetworkInterfacesInput{
 		NetworkInterfaceIds: []string{aws.ToString(n.NetworkInterfaceId), "eni-0123456789abcdef0"}})

@@ -17,8 +17,7 @@ import (
 // parameters returns the first ENI instead of making a second one; the
 // same token with other parameters is refused.
 func TestCreateNetworkInterfaceClientToken(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	token := w.name
 	in := func(desc string) *ec2.CreateNetworkInterfaceInput {
 		return &ec2.CreateNetworkInterfaceInput{SubnetId: aws.String(w.a.id), Groups: []string{w.sg}, Description: aws.String(desc),
@@ -49,8 +48,7 @@ func TestCreateNetworkInterfaceClientToken(t *testing.T) {
 // The fields of a new ENI: tags from TagSpecifications, groups, subnet,
 // zone, description, status, a MAC, a primary IP inside the subnet.
 func TestCreateNetworkInterfaceFields(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{SubnetId: aws.String(w.b.id), Groups: []string{w.sg, w.sg2},
 		Description: aws.String("made by " + w.name), TagSpecifications: tagSpec(types.ResourceTypeNetworkInterface, "Name", w.name, "Owner", "conformance")})
 	got := w.eni(aws.ToString(n.NetworkInterfaceId))
@@ -90,8 +88,7 @@ func TestCreateNetworkInterfaceFields(t *testing.T) {
 // An address held by another ENI cannot be requested again, as primary
 // or as secondary; a free one can.
 func TestCreateNetworkInterfaceExplicitAddresses(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	first := w.createENI(&ec2.CreateNetworkInterfaceInput{SecondaryPrivateIpAddressCount: aws.Int32(1)})
 	primary, secondary := ipsOf(first)
 
@@ -119,8 +116,7 @@ func TestCreateNetworkInterfaceExplicitAddresses(t *testing.T) {
 // delegated /28 prefixes; prefix addresses are not private IP addresses of
 // the ENI for the addresses.private-ip-address filter.
 func TestCreateNetworkInterfaceSecondaryIPsAndPrefixes(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{SecondaryPrivateIpAddressCount: aws.Int32(3)})
 	primary, secondary := ipsOf(n)
 	if primary != aws.ToString(n.PrivateIpAddress) {
@@ -194,8 +190,7 @@ func TestCreateNetworkInterfaceSecondaryIPsAndPrefixes(t *testing.T) {
 // groups of another VPC, tags for another resource type, and requests a
 // subnet has no room for; a refused create leaves nothing behind.
 func TestCreateNetworkInterfaceInvalidParameters(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	otherVPC := newWorld(t, suite, worldSpec{})
 	tiny := w.a.cidr.Addr().As4()
 	tiny[2] += 2
@@ -246,8 +241,7 @@ func TestCreateNetworkInterfaceInvalidParameters(t *testing.T) {
 // Secondary IPs come and go with Assign/UnassignPrivateIpAddresses and are
 // found through addresses.private-ip-address meanwhile.
 func TestAssignUnassignPrivateIPAddresses(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	id := aws.ToString(n.NetworkInterfaceId)
 	other := w.createENI(&ec2.CreateNetworkInterfaceInput{})
@@ -313,8 +307,7 @@ func TestAssignUnassignPrivateIPAddresses(t *testing.T) {
 // AllowReassignment moves an address held by another ENI; without it the
 // address is refused as in use.
 func TestAssignPrivateIPAddressesAllowReassignment(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	from := w.createENI(&ec2.CreateNetworkInterfaceInput{SecondaryPrivateIpAddressCount: aws.Int32(1)})
 	to := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	_, moving := ipsOf(from)
@@ -360,8 +353,7 @@ func TestAssignPrivateIPAddressesAllowReassignment(t *testing.T) {
 // An attached ENI takes at most the instance type's IPv4 addresses per
 // interface (t3.micro: 2, the primary included).
 func TestAssignPrivateIPAddressesLimit(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 1, instanceType: smallType})
+	w := parallelWorld(t, worldSpec{instances: 1, instanceType: smallType})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	id := aws.ToString(n.NetworkInterfaceId)
 	w.attach(id, w.instances[0], 1)
@@ -378,8 +370,7 @@ func TestAssignPrivateIPAddressesLimit(t *testing.T) {
 // ModifyNetworkInterfaceAttribute changes one attribute per call:
 // description, security groups, or the attachment's DeleteOnTermination.
 func TestModifyNetworkInterfaceAttribute(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 1})
+	w := parallelWorld(t, worldSpec{instances: 1})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{Description: aws.String("before")})
 	id := aws.ToString(n.NetworkInterfaceId)
 	modify := func(in *ec2.ModifyNetworkInterfaceAttributeInput) error {
@@ -433,8 +424,7 @@ func TestModifyNetworkInterfaceAttribute(t *testing.T) {
 // Attach is immediate; detach goes through "detaching" (the ENI stays
 // in-use and cannot be deleted or attached again) before it is available.
 func TestAttachDetachLifecycle(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 1})
+	w := parallelWorld(t, worldSpec{instances: 1})
 	inst := w.instances[0]
 	id := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{}).NetworkInterfaceId)
 
@@ -494,8 +484,7 @@ func TestAttachDetachLifecycle(t *testing.T) {
 // What AttachNetworkInterface, DetachNetworkInterface and
 // DeleteNetworkInterface refuse, with EC2's codes.
 func TestAttachDetachDeleteErrors(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 2, instanceType: smallType})
+	w := parallelWorld(t, worldSpec{instances: 2, instanceType: smallType})
 	small, other := w.instances[0], w.instances[1]
 	free := make([]string, 5) // one available ENI in zone a per attach case
 	for i := range free {
@@ -562,8 +551,7 @@ func TestAttachDetachDeleteErrors(t *testing.T) {
 // is deleted on termination and carries the network-interface tags of
 // TagSpecifications; DescribeInstances and DescribeNetworkInterfaces agree.
 func TestRunInstancesPrimaryENI(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	out, err := w.ec2.RunInstances(t.Context(), &ec2.RunInstancesInput{
 		ImageId: aws.String(imageID()), InstanceType: types.InstanceType(largeType), MinCount: aws.Int32(2), MaxCount: aws.Int32(2),
 		SubnetId: aws.String(w.a.id), SecurityGroupIds: []string{w.sg2},
@@ -644,8 +632,7 @@ func TestRunInstancesPrimaryENI(t *testing.T) {
 // RunInstances with a ClientToken is idempotent; the same token with
 // other parameters is IdempotentParameterMismatch.
 func TestRunInstancesClientToken(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	run := func(typ string) (string, error) {
 		out, err := w.ec2.RunInstances(t.Context(), &ec2.RunInstancesInput{ImageId: aws.String(imageID()), InstanceType: types.InstanceType(typ),
 			MinCount: aws.Int32(1), MaxCount: aws.Int32(1), SubnetId: aws.String(w.a.id), ClientToken: aws.String(w.name)})
@@ -680,8 +667,7 @@ func TestRunInstancesClientToken(t *testing.T) {
 
 // DescribeInstances filters.
 func TestDescribeInstancesFilters(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 2})
+	w := parallelWorld(t, worldSpec{instances: 2})
 	inB := aws.ToString(w.runInstance(smallType, w.b.id).InstanceId)
 	all := sorted(append([]string{inB}, w.instances...)...)
 	cases := []struct {
@@ -752,8 +738,7 @@ func TestDescribeInstanceTypes(t *testing.T) {
 // primary, and any other so marked) and detaches the others, which stay
 // available.
 func TestTerminateInstances(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 1})
+	w := parallelWorld(t, worldSpec{instances: 1})
 	inst := w.instances[0]
 	primary := w.primaryENI(inst)
 	keep := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{Description: aws.String("keep")}).NetworkInterfaceId)
