@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -52,8 +51,7 @@ type bed struct {
 	kcfg   string
 	ns     string // the figure's pods
 	opsNS  string // the operator's namespace (its ledger)
-	op     *exec.Cmd
-	opOut  *os.File
+	op     *testenv.Process
 	mAddr  string
 }
 
@@ -99,31 +97,12 @@ func (b *bed) startOperator(extra ...string) {
 		// /metrics over HTTPS to authorised readers only.
 		"--metrics-secure=false",
 		"--health-probe-bind-address=" + testenv.FreeAddr(b.t), "--zap-log-level=error"}, extra...)
-	cmd := exec.Command(operatorBinary(b.t), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS)
+	env := []string{"KUBECONFIG=" + b.kcfg, "POD_NAMESPACE=" + b.opsNS}
 	for k, v := range testenv.AWSEnv(b.env.URL) {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		env = append(env, k+"="+v)
 	}
-	logf, err := os.Create(filepath.Join(b.t.TempDir(), "operator.log"))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		b.t.Fatal(err)
-	}
-	b.op, b.opOut = cmd, logf
-	b.t.Cleanup(b.stopOperator)
+	b.op = testenv.StartProcess(b.t, "operator", operatorBinary(b.t), env, args...)
 	b.waitFor("operator metrics endpoint", 2*time.Minute, func() bool { _, err := b.scrape(); return err == nil })
-}
-
-func (b *bed) stopOperator() {
-	if b.op == nil {
-		return
-	}
-	_ = b.op.Process.Kill()
-	_ = b.op.Wait()
-	b.op = nil
 }
 
 // scrape reads the operator's /metrics into name{labels} -> value.

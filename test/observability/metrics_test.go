@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -181,27 +180,9 @@ func startAgent(t *testing.T, cfg *rest.Config, bin string) string {
 	dir := t.TempDir()
 	kubeconfig := testenv.WriteKubeconfig(t, cfg)
 	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),
+	testenv.StartProcess(t, "agent", bin, []string{"KUBECONFIG=" + kubeconfig},
+		"--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr, "--retry-max=1s")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	logs, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		_ = logs.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logs.Name())
-			t.Logf("agent log:\n%.4000s", b)
-		}
-	})
 	eventually(t, 30*time.Second, "the agent's readiness", func() (bool, string) {
 		resp, err := http.Get("http://" + probeAddr + "/readyz")
 		if err != nil {
