@@ -12,27 +12,16 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // synthetic are the series Prometheus makes itself for every target.
 var synthetic = []string{"up"}
-
-const (
-	cluster = "obs"
-	appsNS  = "obs-apps"
-	opsNS   = "obs-ops"
-	node    = "node-0"
-)
 
 // Every metric the dashboard and the alerting rules query is exposed by
 // the binaries: the operator, built by operator.NewManager as the binary
@@ -46,7 +35,6 @@ const (
 // some DescribeNetworkInterfaces calls. eni_operator_* and controller
 // series must come from the operator, eni_agent_* from the agent.
 func TestEveryMetricUsedIsExposed(t *testing.T) {
-	env := testenv.StartForTest(t)
 	used := map[string][]string{} // metric -> where
 	for _, r := range alertRules(t) {
 		for _, m := range metricNames(r.Expr) {
@@ -74,29 +62,22 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	}
 	vpc, instance, podIP := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0].PrivateIP
 
-	k8s := testenv.Client(t, env.Config)
-	testenv.CreateNamespaces(t, k8s, appsNS, opsNS)
-	testenv.CreateNode(t, k8s, node, instance, "us-east-1a", map[string]string{"role": "multus"})
-	ne := testenv.CreateNodeENI(t, k8s, "multus", "multus", "multus-a")
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: appsNS,
-		Annotations: map[string]string{tagger.DefaultAnnotationKey: "team=network,cost-center=42"}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	if !testenv.CreatePod(t, k8s, pod, testenv.Running(podIP)) {
-		t.FailNow()
-	}
+	cl := operatorenv.NewOneNode(t, "obs", instance)
+	k8s, ne := cl.K8s, cl.NodeENI
+	cl.Pod(t, "app", podIP, "team=network,cost-center=42")
 
 	// The node agent of node-0, as the DaemonSet runs it.
-	agentMetrics := startAgent(t, env.Config, agentBin)
+	agentMetrics := startAgent(t, cl, agentBin)
 
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS, its metrics served by controller-runtime from
 	// the global registry as in production (Config.Registerer nil).
-	oc := operatorenv.Config(cluster, vpc, opsNS)
+	oc := cl.Config(vpc)
 	opMetrics := testenv.FreeAddr(t)
 	oc.MetricsAddr = opMetrics
 	oc.MetricsSecure = false
-	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
-	operatorenv.Start(t, env.Config, e.URL, oc)
+	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, cl.OpsNS
+	cl.Start(t, e.URL, oc)
 
 	// The NodeENI's ENI is attached and the agent has reported it (Pending:
 	// no host interface has its MAC); then the NodeENI goes, and its ENI
@@ -172,16 +153,16 @@ func buildAgent(t *testing.T) string {
 	return bin
 }
 
-// startAgent runs the agent binary for node-0 against the test's API
+// startAgent runs the agent binary for the node of cl against its API
 // server until the test ends, and returns its metrics address once it is
 // ready.
-func startAgent(t *testing.T, cfg *rest.Config, bin string) string {
+func startAgent(t *testing.T, cl *operatorenv.OneNode, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	kubeconfig := testenv.WriteKubeconfig(t, cfg)
+	kubeconfig := testenv.WriteKubeconfig(t, cl.Env.Config)
 	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	testenv.StartProcess(t, "agent", bin, []string{"KUBECONFIG=" + kubeconfig},
-		"--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),
+		"--node-name="+cl.Node, "--state-file="+filepath.Join(dir, "state.json"),
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr, "--retry-max=1s")
 	eventually(t, 30*time.Second, "the agent's readiness", func() (bool, string) {
 		resp, err := http.Get("http://" + probeAddr + "/readyz")
