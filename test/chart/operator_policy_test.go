@@ -508,10 +508,9 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 		appNS   = "opr-apps"
 	)
 	c := newChart(t)
-	install(t, c.renderRelease(t, rel, "operator.flags.pod-finalizer=true"), operatorPolicyKinds...)
+	op := c.installOperator(t, operatorPolicyKinds, rel, "operator.flags.pod-finalizer=true")
 	ctx := context.Background()
 	admin := adminClient(t)
-	op := serviceAccount(t, namespace, rel+"-eni-operator", nil)
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
