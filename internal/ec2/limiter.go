@@ -2,7 +2,6 @@ package ec2
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,7 @@ type adaptiveLimiter struct {
 	bucket *rate.Limiter
 
 	mu         sync.Mutex
-	configured float64   // the ceiling, --aws-rate-limit-qps
+	configured float64   // the family's refill rate, AWS's scaled by --aws-rate-limit-share
 	effective  float64   // the current rate
 	floor      float64   // never slower than this
 	lastCut    time.Time // decreases are at most once per cutInterval
@@ -55,12 +54,15 @@ func (l *adaptiveLimiter) wait(ctx context.Context) (time.Duration, error) {
 // delay is how long until a token is likely free (0: one is free now).
 // Batchers use it to keep a batch open, and growing, while the limiter
 // would make its call wait anyway.
-func (l *adaptiveLimiter) delay() time.Duration {
-	tokens := l.bucket.Tokens()
+func (l *adaptiveLimiter) delay() time.Duration { return tokenDelay(l.bucket) }
+
+// tokenDelay is how long until b likely has a token (0: it has one now).
+func tokenDelay(b *rate.Limiter) time.Duration {
+	tokens := b.Tokens()
 	if tokens >= 1 {
 		return 0
 	}
-	lim := float64(l.bucket.Limit())
+	lim := float64(b.Limit())
 	if lim <= 0 {
 		return 0
 	}
@@ -95,35 +97,4 @@ func (l *adaptiveLimiter) rate() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.effective
-}
-
-// Limit is a token bucket: QPS refill per second, Burst tokens.
-type Limit struct {
-	QPS   float64
-	Burst int
-}
-
-// Category groups EC2 actions the way AWS's throttling does.
-type Category string
-
-// The action categories of AWS's request throttling.
-const (
-	CategoryDescribe    Category = "describe"   // non-mutating
-	CategoryTags        Category = "tags"       // CreateTags, DeleteTags
-	CategoryENIMutate   Category = "eni-mutate" // Create/DeleteNetworkInterface, Modify..., Assign/Unassign...
-	CategoryOtherMutate Category = "other-mutate"
-)
-
-func categoryOf(operation string) Category {
-	switch operation {
-	case "CreateTags", "DeleteTags":
-		return CategoryTags
-	case "CreateNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute",
-		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses":
-		return CategoryENIMutate
-	}
-	if strings.HasPrefix(operation, "Describe") {
-		return CategoryDescribe
-	}
-	return CategoryOtherMutate
 }

@@ -78,7 +78,7 @@ func tagMap(tags []types.Tag) map[string]string {
 // retried in halves until the others are written.
 func newTagWriteBatcher(c *Client, kind string, w batchWindow,
 	write func(ctx context.Context, tags tagSet, ids []string) error) *batcher[tagSet, string, struct{}] {
-	b := newBatcher(c, kind, w, maxTagResources, func(ctx context.Context, tags tagSet, ids []string) (map[string]struct{}, error) {
+	b := newBatcher(c, kind, FamilyTags, w, maxTagResources, func(ctx context.Context, tags tagSet, ids []string) (map[string]struct{}, error) {
 		err := write(ctx, tags, ids)
 		out := make(map[string]struct{}, len(ids))
 		for _, id := range ids {
