@@ -22,6 +22,10 @@ type Config struct {
 	// recovers while calls succeed. Below 1 leaves room for the other
 	// tools that share the account's buckets.
 	Share float64
+	// Buckets replace AWS's bucket of a family (before Share): for an
+	// account whose limits AWS raised, or an endpoint that enforces none
+	// (tests against the emulator with its throttling off).
+	Buckets map[Family]Bucket
 	// QPS and Burst are an optional overall ceiling over every family
 	// (--aws-rate-limit-qps, --aws-rate-limit-burst), as
 	// k8s-eni-tagger's single limiter was. QPS 0, the default, sets none;

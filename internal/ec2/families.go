@@ -121,7 +121,11 @@ type limits struct {
 func newLimits(cfg Config) limits {
 	l := limits{family: make(map[Family]*adaptiveLimiter, len(Families()))}
 	for _, f := range Families() {
-		b := AWSBucket(f).scaled(cfg.Share)
+		b, ok := cfg.Buckets[f]
+		if !ok {
+			b = AWSBucket(f)
+		}
+		b = b.scaled(cfg.Share)
 		l.family[f] = newAdaptiveLimiter(b.Refill, b.Burst)
 	}
 	if cfg.QPS > 0 {

@@ -79,6 +79,14 @@ func TestFamiliesShareAWSBuckets(t *testing.T) {
 	if d := w.client(t, Config{QPS: 3, Burst: 4}).limits.ceiling; d == nil || d.Limit() != 3 || d.Burst() != 4 {
 		t.Errorf("ceiling %+v, want 3/s with a burst of 4", d)
 	}
+	// A family whose limit AWS raised: its bucket, still shared.
+	raised := w.client(t, Config{Share: 0.5, Buckets: map[Family]Bucket{FamilyTags: {Burst: 1000, Refill: 50}}}).limits
+	if l := raised.family[FamilyTags]; l.bucket.Burst() != 500 || l.rate() != 25 {
+		t.Errorf("raised tags bucket: burst %d, rate %v; want 500 and 25", l.bucket.Burst(), l.rate())
+	}
+	if l := raised.family[FamilyDescribe]; l.rate() != AWSBucket(FamilyDescribe).Refill/2 {
+		t.Errorf("describe rate %v changed with the tags bucket", l.rate())
+	}
 }
 
 // drain takes every token of a family's bucket and nearly stops its

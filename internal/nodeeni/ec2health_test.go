@@ -40,7 +40,7 @@ func TestEC2UnreachableAndBack(t *testing.T) {
 		lines []string
 	)
 	reg := prometheus.NewRegistry()
-	ec2c := ec2test.Client(srv.URL, ec2.Config{VPCID: h.vpc, QPS: 2000, Burst: 2000, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
+	ec2c := ec2test.Client(srv.URL, ec2.Config{VPCID: h.vpc, Buckets: ec2test.Unlimited(), MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
 		BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond, Registerer: reg,
 		UnreadyAfter: time.Second, ErrorLogInterval: time.Hour,
 		Logger: funcr.New(func(_, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})})

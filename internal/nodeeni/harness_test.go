@@ -32,6 +32,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -132,7 +133,7 @@ func (h *harness) ec2Client() *ec2.Client {
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(h.url),
-	}, ec2.Config{VPCID: h.vpc, QPS: 2000, Burst: 2000, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
+	}, ec2.Config{VPCID: h.vpc, Buckets: ec2test.Unlimited(), MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
 		BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond})
 }
 

@@ -37,6 +37,17 @@ func Client(endpoint string, cfg ec2.Config) *ec2.Client {
 	}, cfg)
 }
 
+// Unlimited is Config.Buckets for a test whose client must not wait for
+// tokens: every family gets a bucket far beyond AWS's. The emulator
+// enforces AWS's buckets only when its throttling is on.
+func Unlimited() map[ec2.Family]ec2.Bucket {
+	out := map[ec2.Family]ec2.Bucket{}
+	for _, f := range ec2.Families() {
+		out[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
+	}
+	return out
+}
+
 // Server serves a handler (an emulator) on a fixed loopback address that
 // can be stopped and started again, as an EC2 endpoint that goes away
 // and comes back: while stopped, connections are refused.
