@@ -8,7 +8,7 @@ import (
 
 // The CreateTags batch: ENIs that get the same tag set share one call.
 func newCreateTagsBatcher(c *Client, w batchWindow) *batcher[tagSet, string, struct{}] {
-	return newTagWriteBatcher(c, "create-tags", w, c.execCreateTags)
+	return newTagWriteBatcher(c, "create-tags", "CreateTags", w, c.execCreateTags)
 }
 
 func (c *Client) execCreateTags(ctx context.Context, tags tagSet, ids []string) error {

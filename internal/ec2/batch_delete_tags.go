@@ -9,7 +9,7 @@ import (
 // The DeleteTags batch: ENIs that lose the same tag set (keys and the
 // values they must still hold) share one call.
 func newDeleteTagsBatcher(c *Client, w batchWindow) *batcher[tagSet, string, struct{}] {
-	return newTagWriteBatcher(c, "delete-tags", w, c.execDeleteTags)
+	return newTagWriteBatcher(c, "delete-tags", "DeleteTags", w, c.execDeleteTags)
 }
 
 func (c *Client) execDeleteTags(ctx context.Context, tags tagSet, ids []string) error {

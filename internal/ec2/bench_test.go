@@ -66,8 +66,9 @@ func BenchmarkInventoryRefresh10k(b *testing.B) {
 // over the concurrent calls, and the calls AWS throttled. With one
 // 10 calls/s limiter over every call (k8s-eni-tagger's; Config{QPS: 10,
 // Burst: 20}) a rollout took 10 s and its calls waited ~320 s in all;
-// with the family buckets none wait, as the 80 ENI mutations and 40
-// attaches fit their bursts (100 and 50).
+// with AWS-shaped buckets none wait, as 40 calls of each action fit
+// their buckets' bursts (100 for CreateNetworkInterface and
+// ModifyNetworkInterfaceAttribute each, 50 for AttachNetworkInterface).
 func BenchmarkRollout40(b *testing.B) {
 	const n = 40
 	instances := make([]emulator.InstanceSpec, n)

@@ -101,16 +101,18 @@ type batchWindow struct{ idle, maxWait time.Duration }
 const batchTimeout = 2 * time.Minute
 
 // newBatcher returns a batcher with what every batch of the client shares:
-// a due batch stays open while the rate limiter of its call's family
-// would hold the call anyway (so under a rate limit batches grow instead
-// of queueing; another family's backlog does not hold it), and the size
-// of each call goes to eni_operator_ec2_batch_size under kind.
-func newBatcher[K, I comparable, O any](c *Client, kind string, family Family, w batchWindow, maxItems int,
+// a due batch stays open while the rate limiter would hold its call, an
+// action of its family, anyway (so under a rate limit batches grow
+// instead of queueing; other actions' backlogs do not hold it), and the
+// size of each call goes to eni_operator_ec2_batch_size under kind.
+// Batched calls are filtered, so a describe's family is FamilyDescribe.
+func newBatcher[K, I comparable, O any](c *Client, kind, action string, w batchWindow, maxItems int,
 	run func(context.Context, K, []I) (map[I]O, error)) *batcher[K, I, O] {
 	size := c.metrics.batchSize.WithLabelValues(kind)
+	family := familyOf(action, nil)
 	return &batcher[K, I, O]{
 		idle: w.idle, maxWait: w.maxWait, maxItems: maxItems, timeout: batchTimeout,
-		run: run, gate: func() time.Duration { return c.limits.delay(family) },
+		run: run, gate: func() time.Duration { return c.limits.delay(family, action) },
 		observe: func(n int) { size.Observe(float64(n)) },
 	}
 }

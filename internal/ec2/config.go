@@ -17,10 +17,10 @@ type Config struct {
 	VPCID string
 	// Share is the part of the account's EC2 request buckets this client
 	// may use (--aws-rate-limit-share; (0, 1], default 1). Each action
-	// family (Family) gets its own limiter with AWS's burst and refill
-	// rate times Share; it backs off on throttling of that family and
-	// recovers while calls succeed. Below 1 leaves room for the other
-	// tools that share the account's buckets.
+	// gets a bucket with the burst and refill rate AWS gives its family
+	// (Family) times Share; a family backs off on throttling of any of
+	// its actions and recovers while calls succeed. Below 1 leaves room
+	// for the other tools that share the account's buckets.
 	Share float64
 	// Buckets replace AWS's bucket of a family (before Share): for an
 	// account whose limits AWS raised, or an endpoint that enforces none

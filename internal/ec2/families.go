@@ -9,11 +9,13 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Family is a group of EC2 actions that share one of AWS's request
-// token buckets ("Request throttling for the Amazon EC2 API"). AWS
-// throttles each action family on its own, so the client keeps one
-// adaptive limiter per family: a burst of tag writes never waits for
-// describes, and throttling of one family slows only that family.
+// Family is a group of EC2 actions whose token buckets AWS sizes alike
+// ("Request throttling for the Amazon EC2 API"). AWS evaluates each
+// action on its own, in a bucket of its family's burst and refill rate,
+// so the client keeps one adaptive limiter per family with a bucket per
+// action: a burst of tag writes never waits for describes (nor a
+// ModifyNetworkInterfaceAttribute for the CreateNetworkInterface calls
+// before it), and throttling in one family slows only that family.
 type Family string
 
 // The families of AWS's request throttling that the operator's calls fall
@@ -48,8 +50,8 @@ type Bucket struct {
 	Refill float64
 }
 
-// AWSBucket is AWS's documented bucket of a family for one account and
-// region (the same numbers the emulator enforces).
+// AWSBucket is AWS's documented bucket of each action of a family, for
+// one account and region (the same numbers the emulator enforces).
 func AWSBucket(f Family) Bucket {
 	switch f {
 	case FamilyDescribe:
@@ -110,9 +112,11 @@ func unfiltered(input any) bool {
 }
 
 // limits are the client's rate limiters: one adaptive limiter per family
-// and, when --aws-rate-limit-qps is set, an overall ceiling over them all
+// (each with a bucket per action, as AWS has them) and, when
+// --aws-rate-limit-qps is set, an overall ceiling over them all
 // (k8s-eni-tagger's single limiter). The ceiling does not adapt: AWS
-// throttles a family, not the account, so only that family backs off.
+// throttles an action, not the account, so only that action's family
+// backs off.
 type limits struct {
 	family  map[Family]*adaptiveLimiter
 	ceiling *rate.Limiter // nil: none
@@ -134,10 +138,10 @@ func newLimits(cfg Config) limits {
 	return l
 }
 
-// wait takes a token of the family and one of the ceiling, and returns
-// how long that took.
-func (l limits) wait(ctx context.Context, f Family) (time.Duration, error) {
-	waited, err := l.family[f].wait(ctx)
+// wait takes a token of the action's bucket in its family and one of the
+// ceiling, and returns how long that took.
+func (l limits) wait(ctx context.Context, f Family, action string) (time.Duration, error) {
+	waited, err := l.family[f].wait(ctx, action)
 	if err != nil || l.ceiling == nil {
 		return waited, err
 	}
@@ -146,10 +150,10 @@ func (l limits) wait(ctx context.Context, f Family) (time.Duration, error) {
 	return waited + time.Since(start), err
 }
 
-// delay is how long a call of the family would wait for a token (the
-// family's or the ceiling's, whichever is later); 0: it would not.
-func (l limits) delay(f Family) time.Duration {
-	d := l.family[f].delay()
+// delay is how long a call of the action would wait for a token (its
+// bucket's or the ceiling's, whichever is later); 0: it would not.
+func (l limits) delay(f Family, action string) time.Duration {
+	d := l.family[f].delay(action)
 	if l.ceiling != nil {
 		d = max(d, tokenDelay(l.ceiling))
 	}

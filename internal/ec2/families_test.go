@@ -57,17 +57,17 @@ func TestFamilyOf(t *testing.T) {
 	}
 }
 
-// Every family gets AWS's bucket times --aws-rate-limit-share, and its
-// rate is exported under its family label; a ceiling exists only with
-// --aws-rate-limit-qps.
+// Every family gets AWS's bucket times --aws-rate-limit-share for each
+// of its actions, and its rate is exported under its family label; a
+// ceiling exists only with --aws-rate-limit-qps.
 func TestFamiliesShareAWSBuckets(t *testing.T) {
 	w := newWorld(t, emulator.World{})
 	reg := prometheus.NewRegistry()
 	c := w.client(t, Config{Share: 0.5, Registerer: reg})
 	for _, f := range Families() {
 		aws, l := AWSBucket(f), c.limits.family[f]
-		if l.bucket.Burst() != aws.Burst/2 || l.rate() != aws.Refill/2 {
-			t.Errorf("%s: burst %d, rate %v; want half of AWS's %+v", f, l.bucket.Burst(), l.rate(), aws)
+		if b := l.bucket("Action"); b.Burst() != aws.Burst/2 || float64(b.Limit()) != aws.Refill/2 || l.rate() != aws.Refill/2 {
+			t.Errorf("%s: burst %d, rate %v; want half of AWS's %+v", f, b.Burst(), l.rate(), aws)
 		}
 	}
 	if c.limits.ceiling != nil {
@@ -81,61 +81,74 @@ func TestFamiliesShareAWSBuckets(t *testing.T) {
 	}
 	// A family whose limit AWS raised: its bucket, still shared.
 	raised := w.client(t, Config{Share: 0.5, Buckets: map[Family]Bucket{FamilyTags: {Burst: 1000, Refill: 50}}}).limits
-	if l := raised.family[FamilyTags]; l.bucket.Burst() != 500 || l.rate() != 25 {
-		t.Errorf("raised tags bucket: burst %d, rate %v; want 500 and 25", l.bucket.Burst(), l.rate())
+	if l := raised.family[FamilyTags]; l.burst != 500 || l.rate() != 25 {
+		t.Errorf("raised tags bucket: burst %d, rate %v; want 500 and 25", l.burst, l.rate())
 	}
 	if l := raised.family[FamilyDescribe]; l.rate() != AWSBucket(FamilyDescribe).Refill/2 {
 		t.Errorf("describe rate %v changed with the tags bucket", l.rate())
 	}
 }
 
-// drain takes every token of a family's bucket and nearly stops its
-// refill, so any call that consulted it would wait for ~1000 s.
-func drain(l *adaptiveLimiter) {
-	l.bucket.SetLimit(rate.Limit(0.001))
-	l.bucket.ReserveN(time.Now(), l.bucket.Burst())
+// drain takes every token of the actions' buckets and nearly stops their
+// refill, so any call that consulted one would wait for ~1000 s.
+func drain(l *adaptiveLimiter, actions ...string) {
+	for _, a := range actions {
+		b := l.bucket(a)
+		b.SetLimit(rate.Limit(0.001))
+		b.ReserveN(time.Now(), l.burst)
+	}
 }
 
-// A family with an empty bucket holds only its own calls: with the
-// describes drained a CreateTags neither waits nor keeps its batch open,
-// and the other way round. rate.Limiter.Wait fails at once when its
-// wait would pass the deadline, so a call that consulted the drained
-// bucket would fail, not just be slow.
-func TestFamiliesDoNotWaitForEachOther(t *testing.T) {
+// An empty bucket holds only its own action's calls, as AWS's do: with
+// the describes drained a CreateTags neither waits nor keeps its batch
+// open, and the other way round; with CreateNetworkInterface's drained a
+// ModifyNetworkInterfaceAttribute, of the same family, goes at once.
+// rate.Limiter.Wait fails at once when its wait would pass the deadline,
+// so a call that consulted a drained bucket would fail, not just be slow.
+func TestBucketsDoNotWaitForEachOther(t *testing.T) {
+	eni := func(w *world) string { return w.loaded.NetworkInterfaces[0].ID }
 	for _, tc := range []struct {
-		drained, used Family
-		call          func(context.Context, *Client, *world) error
-		batch         func(*Client) func() time.Duration
-		operation     string
+		drained        Family
+		drainedActions []string
+		used           Family
+		operation      string
+		call           func(context.Context, *Client, *world) error
+		batch          func(*Client) func() time.Duration // nil: not batched
 	}{
-		{FamilyDescribe, FamilyTags, func(ctx context.Context, c *Client, w *world) error {
-			return c.CreateTags(ctx, w.loaded.NetworkInterfaces[0].ID, map[string]string{"k": "v"})
-		}, func(c *Client) func() time.Duration { return c.createTagsBatch.gate }, "CreateTags"},
-		{FamilyTags, FamilyDescribe, func(ctx context.Context, c *Client, w *world) error {
-			_, err := c.LookupByIP(ctx, w.loaded.NetworkInterfaces[0].PrivateIP)
-			return err
-		}, func(c *Client) func() time.Duration { return c.enisByIP.gate }, "DescribeNetworkInterfaces"},
+		{FamilyDescribe, []string{"DescribeNetworkInterfaces", "DescribeInstances", "DescribeSubnets"}, FamilyTags, "CreateTags",
+			func(ctx context.Context, c *Client, w *world) error {
+				return c.CreateTags(ctx, eni(w), map[string]string{"k": "v"})
+			}, func(c *Client) func() time.Duration { return c.createTagsBatch.gate }},
+		{FamilyTags, []string{"CreateTags", "DeleteTags"}, FamilyDescribe, "DescribeNetworkInterfaces",
+			func(ctx context.Context, c *Client, w *world) error {
+				_, err := c.LookupByIP(ctx, w.loaded.NetworkInterfaces[0].PrivateIP)
+				return err
+			}, func(c *Client) func() time.Duration { return c.enisByIP.gate }},
+		{FamilyENIMutation, []string{"CreateNetworkInterface"}, FamilyENIMutation, "ModifyNetworkInterfaceAttribute",
+			func(ctx context.Context, c *Client, w *world) error { return c.SetDescription(ctx, eni(w), "d") }, nil},
 	} {
 		w := newWorld(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a", Count: 1}}})
 		reg := prometheus.NewRegistry()
 		c := w.client(t, Config{TagBatchIdle: time.Millisecond, TagBatchMaxWait: 10 * time.Millisecond, Registerer: reg})
-		drain(c.limits.family[tc.drained])
-		if c.limits.delay(tc.drained) <= 0 {
+		drain(c.limits.family[tc.drained], tc.drainedActions...)
+		if c.limits.delay(tc.drained, tc.drainedActions[0]) <= 0 {
 			t.Fatalf("%s: drained, yet no delay", tc.drained)
 		}
-		if d := tc.batch(c)(); d != 0 {
-			t.Errorf("the %s batcher would hold its batch %v for the drained %s bucket", tc.used, d, tc.drained)
+		if tc.batch != nil {
+			if d := tc.batch(c)(); d != 0 {
+				t.Errorf("the %s batcher would hold its batch %v for the drained %s buckets", tc.operation, d, tc.drained)
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := tc.call(ctx, c, w); err != nil {
-			t.Errorf("%s call with the %s bucket drained: %v", tc.used, tc.drained, err)
+			t.Errorf("%s with %v drained: %v", tc.operation, tc.drainedActions, err)
 		}
 		cancel()
 		if n := tokenWaits(t, reg, tc.operation, tc.used); n != 1 {
 			t.Errorf("%s: %d token waits recorded under family %s, want 1", tc.operation, n, tc.used)
 		}
-		if tokens := c.limits.family[tc.used].bucket.Tokens(); tokens < float64(AWSBucket(tc.used).Burst)-1.5 {
-			t.Errorf("%s bucket has %v tokens, want all but the one call's", tc.used, tokens)
+		if tokens := c.limits.family[tc.used].bucket(tc.operation).Tokens(); tokens < float64(AWSBucket(tc.used).Burst)-1.5 {
+			t.Errorf("%s bucket has %v tokens, want all but the one call's", tc.operation, tokens)
 		}
 	}
 }
@@ -165,8 +178,8 @@ func tokenWaits(t *testing.T, reg *prometheus.Registry, operation string, family
 	return 0
 }
 
-// Throttling of one family cuts that family's rate only: AWS's other
-// buckets are untouched, so their calls keep their pace.
+// Throttling in one family cuts that family's rate only: AWS's other
+// families' buckets are untouched, so their calls keep their pace.
 func TestThrottlingCutsOnlyItsFamily(t *testing.T) {
 	w := newWorld(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a", Count: 2}}})
 	on := true
@@ -197,6 +210,11 @@ func TestThrottlingCutsOnlyItsFamily(t *testing.T) {
 		if got := c.limits.family[f].rate(); got != want {
 			t.Errorf("%s rate %v, want %v", f, got, want)
 		}
+	}
+	// The family backs off as one: DeleteTags's bucket, made afterwards,
+	// refills at the cut rate too.
+	if got, want := float64(c.limits.family[FamilyTags].bucket("DeleteTags").Limit()), AWSBucket(FamilyTags).Refill*cutFactor; got != want {
+		t.Errorf("DeleteTags refills at %v, want the tags family's %v", got, want)
 	}
 }
 

@@ -25,7 +25,7 @@ func DefaultConfig() Config {
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	d := DefaultConfig()
 	fs.StringVar(&c.VPCID, "vpc-id", "", "VPC that scopes every ENI lookup (vpc- and 8 or 17 hex digits); discovered from instance metadata when empty")
-	fs.Float64Var(&c.Share, "aws-rate-limit-share", d.Share, "share of the account's EC2 request buckets this operator may use, in (0, 1]: each action family (describes, unfiltered describes, tag writes, ENI mutations, other mutations) gets AWS's burst and refill rate times this, and backs off on its own throttling; lower it when other tools use the same account and region")
+	fs.Float64Var(&c.Share, "aws-rate-limit-share", d.Share, "share of the account's EC2 request buckets this operator may use, in (0, 1]: each action gets the burst and refill rate AWS gives its family (describes, unfiltered describes, tag writes, ENI mutations, other mutations) times this, and each family backs off on its own throttling; lower it when other tools use the same account and region")
 	fs.Float64Var(&c.QPS, "aws-rate-limit-qps", d.QPS, "optional overall ceiling of EC2 requests per second over every action family (>= 0; 0: none, each family is bound by its own bucket only)")
 	fs.IntVar(&c.Burst, "aws-rate-limit-burst", d.Burst, "burst of the overall ceiling (>= 1); only with --aws-rate-limit-qps")
 	fs.IntVar(&c.MaxAttempts, "aws-max-attempts", d.MaxAttempts, "attempts of one EC2 operation (>= 1); only throttling, 5xx and network errors are retried")

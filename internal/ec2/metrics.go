@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer, lim limits, health *Health) *metrics 
 	var rates []prometheus.Collector // one gauge per family, the family a constant label
 	for _, f := range Families() {
 		rates = append(rates, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eni_operator_ec2_rate_limit_qps", Help: "Current client-side EC2 request rate of a throttling family (AWS's refill rate times --aws-rate-limit-share; drops on throttling of that family, recovers on success).",
+			Name: "eni_operator_ec2_rate_limit_qps", Help: "Current client-side refill rate of each EC2 action's bucket in a throttling family (AWS's times --aws-rate-limit-share; drops on throttling in that family, recovers on success).",
 			ConstLabels: prometheus.Labels{"family": string(f)},
 		}, lim.family[f].rate))
 	}

@@ -55,7 +55,7 @@ func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.Final
 	if !ok { // not through measureOperation: decide from the name alone
 		family = familyOf(name, nil)
 	}
-	waited, err := c.limits.wait(ctx, family)
+	waited, err := c.limits.wait(ctx, family, name)
 	if err != nil {
 		return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("waiting for the EC2 rate limiter: %w", err)
 	}
