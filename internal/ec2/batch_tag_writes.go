@@ -11,13 +11,13 @@ import (
 
 // The CreateTags batch: ENIs that get the same tag set share one call.
 func newCreateTagsBatcher(c *Client, w batchWindow) *batcher[tagSet, string, struct{}] {
-	return newTagWriteBatcher(c, "create-tags", w, c.execCreateTags)
+	return newTagWriteBatcher(c, "create-tags", "CreateTags", w, c.execCreateTags)
 }
 
 // The DeleteTags batch: ENIs that lose the same tag set (keys and the
 // values they must still hold) share one call.
 func newDeleteTagsBatcher(c *Client, w batchWindow) *batcher[tagSet, string, struct{}] {
-	return newTagWriteBatcher(c, "delete-tags", w, c.execDeleteTags)
+	return newTagWriteBatcher(c, "delete-tags", "DeleteTags", w, c.execDeleteTags)
 }
 
 func (c *Client) execCreateTags(ctx context.Context, tags tagSet, ids []string) error {
