@@ -125,6 +125,17 @@ func Serve(t testing.TB, o emulator.Options) (*emulator.Emulator, string) {
 	return emu, srv.URL
 }
 
+// UnlimitedBuckets is ec2.Config.Buckets for a test whose client must not
+// wait for tokens: every family gets a bucket far beyond AWS's. The
+// emulator enforces AWS's buckets only when its throttling is on.
+func UnlimitedBuckets() map[ec2.Family]ec2.Bucket {
+	out := map[ec2.Family]ec2.Bucket{}
+	for _, f := range ec2.Families() {
+		out[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
+	}
+	return out
+}
+
 // EC2Client returns an EC2 client for endpoint with static test
 // credentials, configured by cfg.
 func EC2Client(endpoint string, cfg ec2.Config) *ec2.Client {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -59,6 +60,53 @@ func BuildCommand(t testing.TB, pkg, out string) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
+}
+
+// Process is one of the project's binaries run by a test.
+type Process struct {
+	cmd *exec.Cmd
+	log *os.File
+}
+
+// StartProcess runs bin with args, env added to the test's own
+// environment, until Stop or the test's end. Its output goes to name.log
+// in the test's temporary directory and is shown (the first 4,000
+// bytes) when the test fails: a process's log is the only account of
+// what it did.
+func StartProcess(t testing.TB, name, bin string, env []string, args ...string) *Process {
+	t.Helper()
+	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		t.Fatal(err)
+	}
+	p := &Process{cmd: cmd, log: log}
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("%s log:\n%.4000s", name, b)
+		}
+	})
+	return p
+}
+
+// Stop kills the process, as a node losing it would (nothing is
+// flushed), and waits for it to go; stopping again does nothing.
+func (p *Process) Stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	_ = p.log.Close()
+	p.cmd = nil
 }
 
 // Scrape reads the Prometheus text exposition at url into series

@@ -2,7 +2,8 @@
 // kube-apiserver, through controller-runtime's envtest) for integration
 // tests, with the project's CRDs installed.
 //
-// One control plane per test package: call Main from TestMain.
+// One control plane per test package: call Main from TestMain; where a
+// single test needs one, StartForTest from that test.
 package testenv
 
 import (
@@ -44,13 +45,7 @@ func Main(m *testing.M, env **Env) {
 		os.Exit(1)
 	}
 	*env = e
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		_ = e.Stop()
-		os.Exit(1)
-	}()
+	stopOnSignal(e)
 	code := m.Run()
 	if err := e.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: stopping the control plane:", err)
@@ -59,6 +54,51 @@ func Main(m *testing.M, env **Env) {
 		}
 	}
 	os.Exit(code)
+}
+
+// StartForTest starts a control plane for t alone and stops it when t
+// ends, or on SIGINT/SIGTERM. It is for a package where a single test
+// needs one: that package needs no TestMain and no package variable, and
+// its other tests neither start nor wait for etcd and kube-apiserver.
+// Where several tests need one, Main shares one between them.
+func StartForTest(t testing.TB) *Env {
+	t.Helper()
+	ctrllog.SetLogger(Logger())
+	e, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unwatch := stopOnSignal(e)
+	// Cleanups run last registered first: whatever the test starts
+	// against the control plane afterwards is stopped before it.
+	t.Cleanup(func() {
+		unwatch()
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	return e
+}
+
+// stopOnSignal stops e and exits on SIGINT/SIGTERM, so an interrupted
+// run leaves no apiserver or etcd behind, until the returned func is
+// called.
+func stopOnSignal(e *Env) (unwatch func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			_ = e.Stop()
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // Logger is the tests' log: quiet, or controller-runtime's development
@@ -78,11 +118,9 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if assets, err = ControlPlaneBinaries(context.Background(), root); err != nil {
-			return nil, err
-		}
+	assets, err := ControlPlaneAssets(root)
+	if err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -51,8 +51,7 @@ type bed struct {
 	kcfg   string
 	ns     string // the figure's pods
 	opsNS  string // the operator's namespace (its ledger)
-	op     *exec.Cmd
-	opOut  *os.File
+	op     *testenv.Process
 	mAddr  string
 }
 
@@ -98,31 +97,12 @@ func (b *bed) startOperator(extra ...string) {
 		// /metrics over HTTPS to authorised readers only.
 		"--metrics-secure=false",
 		"--health-probe-bind-address=" + testenv.FreeAddr(b.t), "--zap-log-level=error"}, extra...)
-	cmd := exec.Command(operatorBinary(b.t), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS)
+	env := []string{"KUBECONFIG=" + b.kcfg, "POD_NAMESPACE=" + b.opsNS}
 	for k, v := range testenv.AWSEnv(b.env.URL) {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		env = append(env, k+"="+v)
 	}
-	logf, err := os.Create(filepath.Join(b.t.TempDir(), "operator.log"))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		b.t.Fatal(err)
-	}
-	b.op, b.opOut = cmd, logf
-	b.t.Cleanup(b.stopOperator)
+	b.op = testenv.StartProcess(b.t, "operator", operatorBinary(b.t), env, args...)
 	b.waitFor("operator metrics endpoint", 2*time.Minute, func() bool { _, err := b.scrape(); return err == nil })
-}
-
-func (b *bed) stopOperator() {
-	if b.op == nil {
-		return
-	}
-	_ = b.op.Process.Kill()
-	_ = b.op.Wait()
-	b.op = nil
 }
 
 // scrape reads the operator's /metrics into name{labels} -> value.
@@ -245,16 +225,8 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p/100))]
 }
 
-// Figure is one figure of the report.
-type Figure struct {
-	Name       string             `json:"name"`
-	Parameters map[string]any     `json:"parameters"`
-	Results    map[string]any     `json:"results"`
-	EC2Calls   map[string]int     `json:"ec2Calls"`
-	Notes      []string           `json:"notes,omitempty"`
-	Machine    map[string]any     `json:"machine"`
-	Extra      map[string]float64 `json:"extra,omitempty"`
-}
+// Figure is one figure of the report, in bench-report's format.
+type Figure = figure.Figure
 
 func (b *bed) write(f Figure) {
 	f.Machine = map[string]any{"cores": runtime.NumCPU(), "goos": runtime.GOOS, "goarch": runtime.GOARCH,

@@ -33,10 +33,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
 const (
 	pods    = 200
 	nodes   = 20
@@ -53,10 +49,10 @@ type world struct {
 	podENIs []emulator.LoadedENI
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, cfg *rest.Config) *world {
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7}, testenv.DefaultWorld(
 		testenv.WithNodes(nodes, "m5.xlarge"), testenv.WithENIs(testenv.BranchENIs(pods, map[string]string{"Name": "branch"}))))
-	w := &world{t: t, ec2: e, k8s: testenv.Client(t, env.Config), podENIs: e.World.NetworkInterfaces}
+	w := &world{t: t, ec2: e, k8s: testenv.Client(t, cfg), podENIs: e.World.NetworkInterfaces}
 	testenv.CreateNamespaces(t, w.k8s, ns, opsNS)
 	for i, inst := range e.World.Instances {
 		testenv.CreateNode(t, w.k8s, testenv.NodeName(i), inst.ID, testenv.Zone(i), map[string]string{"role": "multus"})
@@ -239,7 +235,8 @@ func (w *world) converge(timeout time.Duration) {
 // TestChaos: faults, ten kills at random points and an API server outage
 // while 200 pods and 20 nodes x 2 NodeENIs converge; then pod deletions.
 func TestChaos(t *testing.T) {
-	w := newWorld(t)
+	env := testenv.StartForTest(t)
+	w := newWorld(t, env.Config)
 	w.misbehave(true)
 	outage, throughProxy, err := testenv.NewOutage(env.Config)
 	if err != nil {

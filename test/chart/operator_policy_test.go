@@ -75,6 +75,28 @@ func refusedByPolicy(t *testing.T, what string, err error) {
 	t.Logf("%s: refused: %v", what, err)
 }
 
+// waitPolicyRefusesLabelChange creates a probe pod in ns and waits until
+// op's change of its labels is refused by the admission policy: the
+// policy reaches the admission plugin through an informer, RBAC through
+// another, so a fresh install refuses nothing for a moment.
+func waitPolicyRefusesLabelChange(t *testing.T, admin, op client.Client, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	probe := testPod(t, admin, ns, "probe", 1)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return false, err
+		}
+		old := p.DeepCopy()
+		p.Labels["probe"] = time.Now().Format("150405.000000")
+		err := op.Patch(ctx, p, client.MergeFrom(old))
+		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
+	}); err != nil {
+		t.Fatalf("the admission policy never refused the operator changing a pod's label: %v", err)
+	}
+}
+
 const otherFinalizer = "example.com/keep"
 
 // testPod is a pod as a user and the kubelet leave it: a container, a
@@ -157,16 +179,7 @@ func checkOperatorPolicy(t *testing.T, ns, saName, prefix string) {
 
 	// The policy reaches the admission plugin through an informer, RBAC
 	// through another: wait until a label change is refused by the policy.
-	probe := testPod(t, admin, appNS, "probe", 1)
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		p := getPod(probe.Name)
-		old := p.DeepCopy()
-		p.Labels["probe"] = time.Now().Format("150405.000000")
-		err := op.Patch(ctx, p, client.MergeFrom(old))
-		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
-	}); err != nil {
-		t.Fatal("the admission policy never refused the operator changing a pod's label")
-	}
+	waitPolicyRefusesLabelChange(t, admin, op, appNS)
 
 	// The tagger's writes, as internal/tagger makes them, on a plain pod
 	// and on one with 100 big containers (the policy compares whole specs).
@@ -495,26 +508,13 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 		appNS   = "opr-apps"
 	)
 	c := newChart(t)
-	install(t, c.renderRelease(t, rel, "operator.flags.pod-finalizer=true"), operatorPolicyKinds...)
+	op := c.installOperator(t, operatorPolicyKinds, rel, "operator.flags.pod-finalizer=true")
 	ctx := context.Background()
 	admin := adminClient(t)
-	op := serviceAccount(t, namespace, rel+"-eni-operator", nil)
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	probe := testPod(t, admin, appNS, "probe", 1)
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		p := &corev1.Pod{}
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
-			return false, err
-		}
-		old := p.DeepCopy()
-		p.Labels["probe"] = time.Now().Format("150405.000000")
-		err := op.Patch(ctx, p, client.MergeFrom(old))
-		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
-	}); err != nil {
-		t.Fatal("the admission policy never refused the operator changing a pod's label")
-	}
+	waitPolicyRefusesLabelChange(t, admin, op, appNS)
 
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
 		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithENIs(emulator.NetworkInterfaceSpec{

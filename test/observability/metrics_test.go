@@ -6,33 +6,22 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // synthetic are the series Prometheus makes itself for every target.
 var synthetic = []string{"up"}
-
-const (
-	cluster = "obs"
-	appsNS  = "obs-apps"
-	opsNS   = "obs-ops"
-	node    = "node-0"
-)
 
 // Every metric the dashboard and the alerting rules query is exposed by
 // the binaries: the operator, built by operator.NewManager as the binary
@@ -73,29 +62,22 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	}
 	vpc, instance, podIP := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0].PrivateIP
 
-	k8s := testenv.Client(t, env.Config)
-	testenv.CreateNamespaces(t, k8s, appsNS, opsNS)
-	testenv.CreateNode(t, k8s, node, instance, "us-east-1a", map[string]string{"role": "multus"})
-	ne := testenv.CreateNodeENI(t, k8s, "multus", "multus", "multus-a")
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: appsNS,
-		Annotations: map[string]string{tagger.DefaultAnnotationKey: "team=network,cost-center=42"}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	if !testenv.CreatePod(t, k8s, pod, testenv.Running(podIP)) {
-		t.FailNow()
-	}
+	cl := operatorenv.NewOneNode(t, "obs", instance)
+	k8s, ne := cl.K8s, cl.NodeENI
+	cl.Pod(t, "app", podIP, "team=network,cost-center=42")
 
 	// The node agent of node-0, as the DaemonSet runs it.
-	agentMetrics := startAgent(t, agentBin)
+	agentMetrics := startAgent(t, cl, agentBin)
 
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS, its metrics served by controller-runtime from
 	// the global registry as in production (Config.Registerer nil).
-	oc := operatorenv.Config(cluster, vpc, opsNS)
+	oc := cl.Config(vpc)
 	opMetrics := testenv.FreeAddr(t)
 	oc.MetricsAddr = opMetrics
 	oc.MetricsSecure = false
-	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
-	operatorenv.Start(t, env.Config, e.URL, oc)
+	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, cl.OpsNS
+	cl.Start(t, e.URL, oc)
 
 	// The NodeENI's ENI is attached and the agent has reported it (Pending:
 	// no host interface has its MAC); then the NodeENI goes, and its ENI
@@ -171,35 +153,17 @@ func buildAgent(t *testing.T) string {
 	return bin
 }
 
-// startAgent runs the agent binary for node-0 against the test's API
+// startAgent runs the agent binary for the node of cl against its API
 // server until the test ends, and returns its metrics address once it is
 // ready.
-func startAgent(t *testing.T, bin string) string {
+func startAgent(t *testing.T, cl *operatorenv.OneNode, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	kubeconfig := testenv.WriteKubeconfig(t, env.Config)
+	kubeconfig := testenv.WriteKubeconfig(t, cl.Env.Config)
 	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),
+	testenv.StartProcess(t, "agent", bin, []string{"KUBECONFIG=" + kubeconfig},
+		"--node-name="+cl.Node, "--state-file="+filepath.Join(dir, "state.json"),
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr, "--retry-max=1s")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	logs, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		_ = logs.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logs.Name())
-			t.Logf("agent log:\n%.4000s", b)
-		}
-	})
 	eventually(t, 30*time.Second, "the agent's readiness", func() (bool, string) {
 		resp, err := http.Get("http://" + probeAddr + "/readyz")
 		if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -27,17 +26,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
-)
-
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
-const (
-	cluster = "prod"
-	appsNS  = "security-apps"
-	opsNS   = "security-ops"
-	node    = "node-0"
 )
 
 // TestPodCannotMakeTheOperatorDetachOrDeleteItsENI replays the attack of
@@ -69,7 +57,7 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	podENITags := map[string]string{"Name": "pod-eni"}
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
 		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithNodes(1, "m5.xlarge"), testenv.WithENIs(
-			testenv.BranchENIs(1, branchTags), emulator.NetworkInterfaceSpec{Subnet: "pods", Tags: podENITags, Instance: node, DeviceIndex: 2})))
+			testenv.BranchENIs(1, branchTags), emulator.NetworkInterfaceSpec{Subnet: "pods", Tags: podENITags, Instance: testenv.NodeName(0), DeviceIndex: 2})))
 	admin := emulator.NewAdminClient(e.URL)
 	vpc, instance := e.VPC, e.World.Instances[0].ID
 	branch, podENI := e.World.NetworkInterfaces[0], e.World.NetworkInterfaces[1]
@@ -79,10 +67,8 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 		t.Fatalf("the pod's ENI is not attached to %s: %+v", instance, podENIBefore.Attachment)
 	}
 
-	k8s := testenv.Client(t, env.Config)
-	testenv.CreateNamespaces(t, k8s, appsNS, opsNS)
-	testenv.CreateNode(t, k8s, node, instance, "us-east-1a", map[string]string{"role": "multus"})
-	ne := testenv.CreateNodeENI(t, k8s, "multus", "multus", "multus-a")
+	cl := operatorenv.NewOneNode(t, "prod", instance)
+	k8s, ne, cluster, node := cl.K8s, cl.NodeENI, cl.Cluster, cl.Node
 
 	// The attacker's own ENIs, tagged straight in EC2 before the operator
 	// starts: one a perfect copy of what the controller makes for this
@@ -112,26 +98,21 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	pods := map[string]string{"attacker": attack, "attacker-full": fullAttack}
 	ips := map[string]string{"attacker": branch.PrivateIP, "attacker-full": podENI.PrivateIP}
 	for name, annotation := range pods {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: appsNS,
-			Annotations: map[string]string{tagger.DefaultAnnotationKey: annotation}},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-		if !testenv.CreatePod(t, k8s, pod, testenv.Running(ips[name])) {
-			t.FailNow()
-		}
+		cl.Pod(t, name, ips[name], annotation)
 	}
 
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS.
-	oc := operatorenv.Config(cluster, vpc, opsNS)
+	oc := cl.Config(vpc)
 	reg := prometheus.NewRegistry()
 	oc.Registerer = reg
-	operatorenv.Start(t, env.Config, e.URL, oc)
+	cl.Start(t, e.URL, oc)
 
 	// The pods are refused, naming the reserved prefix.
 	for name := range pods {
 		eventually(t, "pod "+name+"'s InvalidTags condition", func() (bool, string) {
 			var p corev1.Pod
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: appsNS, Name: name}, &p); err != nil {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: cl.AppsNS, Name: name}, &p); err != nil {
 				return false, err.Error()
 			}
 			for _, c := range p.Status.Conditions {

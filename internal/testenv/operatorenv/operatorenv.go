@@ -10,9 +10,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/operator"
+	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
@@ -54,4 +59,55 @@ func Start(t testing.TB, restCfg *rest.Config, endpoint string, c operator.Confi
 			t.Errorf("operator: %v", err)
 		}
 	})
+}
+
+// OneNode is the Kubernetes side of an end-to-end test of the whole
+// operator on one node, as the security and observability tests set it
+// up: a control plane of the test's own, the namespaces of the workload
+// (<cluster>-apps) and of the operator (<cluster>-ops), the node
+// testenv.NodeName(0), labelled role=multus, and the NodeENI multus that
+// selects it (security group multus, subnet multus-a).
+type OneNode struct {
+	Env     *testenv.Env
+	K8s     client.Client
+	Cluster string // the operator's cluster name
+	AppsNS  string // the workload's pods
+	OpsNS   string // the operator's own namespace (ledger, leases)
+	Node    string
+	NodeENI *v1alpha1.NodeENI
+}
+
+// NewOneNode starts the control plane and creates the namespaces, the
+// node on instance and the NodeENI.
+func NewOneNode(t testing.TB, cluster, instance string) *OneNode {
+	t.Helper()
+	env := testenv.StartForTest(t)
+	o := &OneNode{Env: env, K8s: testenv.Client(t, env.Config), Cluster: cluster,
+		AppsNS: cluster + "-apps", OpsNS: cluster + "-ops", Node: testenv.NodeName(0)}
+	testenv.CreateNamespaces(t, o.K8s, o.AppsNS, o.OpsNS)
+	testenv.CreateNode(t, o.K8s, o.Node, instance, "us-east-1a", map[string]string{"role": "multus"})
+	o.NodeENI = testenv.CreateNodeENI(t, o.K8s, "multus", "multus", "multus-a")
+	return o
+}
+
+// Pod creates a running pod of the workload on the node, at ip, whose
+// tagger annotation asks for tags; a pod that cannot be created fails the
+// test.
+func (o *OneNode) Pod(t testing.TB, name, ip, tags string) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.AppsNS,
+		Annotations: map[string]string{tagger.DefaultAnnotationKey: tags}},
+		Spec: corev1.PodSpec{NodeName: o.Node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	if !testenv.CreatePod(t, o.K8s, pod, testenv.Running(ip)) {
+		t.FailNow()
+	}
+}
+
+// Config is Config for this cluster, in vpc.
+func (o *OneNode) Config(vpc string) operator.Config { return Config(o.Cluster, vpc, o.OpsNS) }
+
+// Start is Start on this cluster's control plane.
+func (o *OneNode) Start(t testing.TB, endpoint string, c operator.Config) {
+	t.Helper()
+	Start(t, o.Env.Config, endpoint, c)
 }
