@@ -483,3 +483,77 @@ var migrationExpectations = map[string][]want{
 		{kind: "Service", name: opName + "-metrics", path: "spec.type", value: "ClusterIP"},
 	},
 }
+
+// The README's tables of the originals' chart values are written from the
+// data: ENI_UPDATE_README=1 rewrites them, otherwise a difference fails.
+func TestMigrationTablesInREADME(t *testing.T) {
+	c := newChart(t)
+	path := filepath.Join(c.root, "README.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, original := range originals {
+		begin := "<!-- BEGIN chart values of " + original + ": generated from test/chart/testdata/migration/" + original + ".yaml -->\n"
+		end := "<!-- END chart values of " + original + " -->"
+		i, j := strings.Index(readme, begin), strings.Index(readme, end)
+		if i < 0 || j < i {
+			t.Errorf("README.md lacks the lines\n%s...\n%s", begin, end)
+			continue
+		}
+		table := valuesTable(loadMigration(t, c, original))
+		if got := readme[i+len(begin) : j]; got != table {
+			if os.Getenv("ENI_UPDATE_README") == "" {
+				t.Errorf("README.md's table of %s's chart values differs from the data; rerun with ENI_UPDATE_README=1. Want:\n%s", original, table)
+				continue
+			}
+			readme = readme[:i+len(begin)] + table + readme[j:]
+		}
+	}
+	if readme != string(b) {
+		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("README.md rewritten")
+	}
+}
+
+func valuesTable(m migration) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "| %s value | eni-operator value | note |\n|---|---|---|\n", m.Original)
+	for _, e := range m.Values {
+		from := "`" + e.From + "`"
+		if e.NotInValues {
+			from += " (documented, not in its values.yaml)"
+		}
+		if e.Reason != "" {
+			fmt.Fprintf(&s, "| %s | not needed | %s |\n", from, e.Reason)
+			continue
+		}
+		var to []string
+		for _, p := range e.To {
+			to = append(to, "`"+p+"`")
+		}
+		fmt.Fprintf(&s, "| %s | %s%s | %s |\n", from, strings.Join(to, ", "), asText(e.As), e.Note)
+	}
+	for _, k := range sortedKeys(m.Implied) {
+		fmt.Fprintf(&s, "| — | `%s: %v` | always, replacing this chart |\n", k, m.Implied[k])
+	}
+	for _, r := range m.Required {
+		fmt.Fprintf(&s, "| — | `%s` (required) | %s |\n", r.Path, r.Note)
+	}
+	return s.String()
+}
+
+func asText(as string) string {
+	kind, arg, _ := strings.Cut(as, " ")
+	return map[string]string{
+		"":         "",
+		"port":     " (its port number)",
+		"env":      " (entry `" + arg + "`)",
+		"envList":  " (one entry each)",
+		"logLevel": " (`debug` when true, else `info`)",
+		"replace":  " (replacing the default)",
+	}[kind]
+}
