@@ -533,23 +533,26 @@ func valuesTable(m migration) string {
 			from += " (documented, not in its values.yaml)"
 		}
 		if e.Reason != "" {
-			fmt.Fprintf(&s, "| %s | not needed | %s |\n", from, e.Reason)
+			fmt.Fprintf(&s, "| %s | not needed | %s |\n", from, cell(e.Reason))
 			continue
 		}
 		var to []string
 		for _, p := range e.To {
 			to = append(to, "`"+p+"`")
 		}
-		fmt.Fprintf(&s, "| %s | %s%s | %s |\n", from, strings.Join(to, ", "), asText(e.As), e.Note)
+		fmt.Fprintf(&s, "| %s | %s%s | %s |\n", from, strings.Join(to, ", "), asText(e.As), cell(e.Note))
 	}
 	for _, k := range sortedKeys(m.Implied) {
 		fmt.Fprintf(&s, "| — | `%s: %v` | always, replacing this chart |\n", k, m.Implied[k])
 	}
 	for _, r := range m.Required {
-		fmt.Fprintf(&s, "| — | `%s` (required) | %s |\n", r.Path, r.Note)
+		fmt.Fprintf(&s, "| — | `%s` (required) | %s |\n", r.Path, cell(r.Note))
 	}
 	return s.String()
 }
+
+// cell escapes the | that would end a table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func asText(as string) string {
 	kind, arg, _ := strings.Cut(as, " ")
