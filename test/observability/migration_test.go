@@ -30,6 +30,10 @@ type originalMetrics struct {
 		See    string   `json:"see"`
 		Note   string   `json:"note"`
 	} `json:"metrics"`
+	Dashboard []struct {
+		Panel string   `json:"panel"`
+		Ours  []string `json:"ours"`
+	} `json:"dashboard"`
 }
 
 func metricsMigration(t *testing.T) []originalMetrics {
@@ -102,6 +106,13 @@ func TestMetricsMigrationTablesInREADME(t *testing.T) {
 
 func metricsTable(o originalMetrics) string {
 	var s strings.Builder
+	if len(o.Dashboard) > 0 {
+		fmt.Fprintf(&s, "| %s dashboard panel | eni-operator dashboard panels |\n|---|---|\n", o.Original)
+		for _, p := range o.Dashboard {
+			fmt.Fprintf(&s, "| %s | %s |\n", p.Panel, strings.Join(p.Ours, "; "))
+		}
+		s.WriteString("\n")
+	}
 	fmt.Fprintf(&s, "| %s metric (%s) | type, labels | eni-operator | note |\n|---|---|---|---|\n", o.Original, o.Source)
 	for _, m := range o.Metrics {
 		kind := m.Type
@@ -118,4 +129,25 @@ func metricsTable(o originalMetrics) string {
 		fmt.Fprintf(&s, "| `%s` | %s | %s | %s |\n", m.Old, kind, strings.ReplaceAll(to, "|", `\|`), strings.ReplaceAll(note, "|", `\|`))
 	}
 	return s.String()
+}
+
+// Every panel of the original's dashboard is shown by panels of this one
+// that exist.
+func TestOriginalDashboardPanelsCovered(t *testing.T) {
+	titles := map[string]bool{}
+	for _, q := range dashboardQueries(t) {
+		titles[q.Panel] = true
+	}
+	for _, o := range metricsMigration(t) {
+		for _, p := range o.Dashboard {
+			if len(p.Ours) == 0 {
+				t.Errorf("%s panel %q: no panel of ours", o.Original, p.Panel)
+			}
+			for _, title := range p.Ours {
+				if !titles[title] {
+					t.Errorf("%s panel %q: %s has no panel %q", o.Original, p.Panel, dashboardFile, title)
+				}
+			}
+		}
+	}
 }
