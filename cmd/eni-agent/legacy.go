@@ -55,7 +55,10 @@ func enimgrIgnored() []string {
 
 // legacySettings is every environment variable the ENI Manager (v1.3.x,
 // cmd/eni-manager and pkg/config) read, with the ones its chart set in
-// the ENI Manager's DaemonSet although no code of it read them.
+// the ENI Manager's DaemonSet although no code of it read them. Chart is
+// the chart value behind the variable; eniManager.eniPattern and
+// eniManager.ignoreInterfaces set the flags --eni-pattern and
+// --ignore-interfaces, not these variables.
 func legacySettings() []legacySetting {
 	is := func(vals ...string) func(string) bool {
 		return func(v string) bool { return slices.Contains(vals, strings.TrimSpace(v)) }
@@ -75,9 +78,9 @@ func legacySettings() []legacySetting {
 			Replacement: "each NodeENI's spec.mtu (the ENI Manager applied only spec.mtu too); interfaces keep their MTU otherwise"},
 		{Env: "INTERFACE_MTUS", Action: legacyIgnored,
 			Replacement: "each NodeENI's spec.mtu (the ENI Manager applied only spec.mtu too)"},
-		{Env: "ENI_PATTERN", Chart: "eniManager.eniPattern", Action: legacyIgnored, agrees: is(enimgrENIPattern, enimgrChartENIPattern),
+		{Env: "ENI_PATTERN", Action: legacyIgnored, agrees: is(enimgrENIPattern, enimgrChartENIPattern),
 			Replacement: "nothing: the agent finds each ENI's interface by the MAC address in the NodeENI's status, never by name"},
-		{Env: "IGNORE_INTERFACES", Chart: "eniManager.ignoreInterfaces", Action: legacyRefused, agrees: onlyTunnels, refuses: notOnlyTunnels,
+		{Env: "IGNORE_INTERFACES", Action: legacyRefused, agrees: onlyTunnels, refuses: notOnlyTunnels,
 			Replacement: "keeping the ENI's NodeENI off the node (spec.nodeSelector): the agent touches exactly the interfaces of the NodeENI ENIs attached to its node (found by MAC) and no other"},
 		{Env: "INTERFACE_UP_TIMEOUT", Action: legacyIgnored,
 			Replacement: "nothing: link events wake the agent when an interface appears, and --retry-max bounds its retries"},
@@ -87,7 +90,8 @@ func legacySettings() []legacySetting {
 			Replacement: "nothing: eni-agent is its own binary and image entry point"},
 		{Env: "LOG_LEVEL", Chart: "logLevel", Action: legacyIgnored, Replacement: "--zap-log-level (chart value agent.logging.level)"},
 		{Env: "METRICS_PORT", Chart: "metrics.port", Action: legacyIgnored, Replacement: "--metrics-bind-address (chart value agent.metricsPort)"},
-		{Env: "AWS_REGION", Chart: "awsRegion", Action: legacyIgnored, Replacement: noAWS},
+		// Also injected by IRSA and EKS Pod Identity for every pod: no warning.
+		{Env: "AWS_REGION", Chart: "awsRegion", Action: legacyIgnored, Replacement: noAWS, agrees: func(string) bool { return true }},
 		{Env: "IMDS_AUTO_CONFIGURE_HOP_LIMIT", Chart: "imds.autoConfigureHopLimit", Action: legacyIgnored, Replacement: noAWS},
 		{Env: "IMDS_HOP_LIMIT", Chart: "imds.hopLimit", Action: legacyIgnored, Replacement: noAWS},
 		{Env: "IMDS_AGGRESSIVE_CONFIGURATION", Chart: "imds.aggressiveConfiguration", Action: legacyIgnored, Replacement: noAWS},

@@ -22,8 +22,8 @@ var enimgrEnv = map[string]string{
 	"DPDK_RESOURCE_NAMES":           "eniManager.dpdk.resourceNames",
 	"DEFAULT_MTU":                   "eniManager.defaultMTU",
 	"INTERFACE_MTUS":                "",
-	"ENI_PATTERN":                   "eniManager.eniPattern",
-	"IGNORE_INTERFACES":             "eniManager.ignoreInterfaces",
+	"ENI_PATTERN":                   "", // eniManager.eniPattern sets the flag --eni-pattern
+	"IGNORE_INTERFACES":             "", // eniManager.ignoreInterfaces sets --ignore-interfaces
 	"INTERFACE_UP_TIMEOUT":          "",
 	"INTERFACE_MAPPING_STORE_PATH":  "",
 	"COMPONENT":                     "",
@@ -104,7 +104,7 @@ func TestLegacyEnvMapping(t *testing.T) {
 		{"COMPONENT", "eni-manager", nil, want{action: ""}},
 		{"LOG_LEVEL", "debug", nil, want{legacyIgnored, "", "--zap-log-level"}},
 		{"METRICS_PORT", "8080", nil, want{legacyIgnored, "", "--metrics-bind-address"}},
-		{"AWS_REGION", "us-east-1", nil, want{legacyIgnored, "", "no AWS credentials"}},
+		{"AWS_REGION", "us-east-1", nil, want{action: ""}}, // injected by IRSA and Pod Identity too
 		{"IMDS_AUTO_CONFIGURE_HOP_LIMIT", "true", nil, want{legacyIgnored, "", "no AWS"}},
 		{"IMDS_HOP_LIMIT", "2", nil, want{legacyIgnored, "", "no AWS"}},
 		{"IMDS_AGGRESSIVE_CONFIGURATION", "true", nil, want{legacyIgnored, "", "no AWS"}},
