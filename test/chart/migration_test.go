@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -493,35 +494,15 @@ var migrationExpectations = map[string][]want{
 // data: ENI_UPDATE_README=1 rewrites them, otherwise a difference fails.
 func TestMigrationTablesInREADME(t *testing.T) {
 	c := newChart(t)
-	path := filepath.Join(c.root, "README.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	var sections []testenv.GeneratedSection
 	for _, original := range originals {
-		begin := "<!-- BEGIN chart values of " + original + ": generated from test/chart/testdata/migration/" + original + ".yaml -->\n"
-		end := "<!-- END chart values of " + original + " -->"
-		i, j := strings.Index(readme, begin), strings.Index(readme, end)
-		if i < 0 || j < i {
-			t.Errorf("README.md lacks the lines\n%s...\n%s", begin, end)
-			continue
-		}
-		table := valuesTable(loadMigration(t, c, original))
-		if got := readme[i+len(begin) : j]; got != table {
-			if os.Getenv("ENI_UPDATE_README") == "" {
-				t.Errorf("README.md's table of %s's chart values differs from the data; rerun with ENI_UPDATE_README=1. Want:\n%s", original, table)
-				continue
-			}
-			readme = readme[:i+len(begin)] + table + readme[j:]
-		}
+		sections = append(sections, testenv.GeneratedSection{
+			Begin:   "<!-- BEGIN chart values of " + original + ": generated from test/chart/testdata/migration/" + original + ".yaml -->",
+			End:     "<!-- END chart values of " + original + " -->",
+			Content: valuesTable(loadMigration(t, c, original)),
+		})
 	}
-	if readme != string(b) {
-		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Log("README.md rewritten")
-	}
+	testenv.CheckREADME(t, sections)
 }
 
 func valuesTable(m migration) string {

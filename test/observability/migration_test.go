@@ -2,11 +2,10 @@ package observability
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/testenv"
 	"sigs.k8s.io/yaml"
 )
 
@@ -75,33 +74,15 @@ func migrationQueries(t *testing.T) []panelQuery {
 // The README's tables of the originals' metrics are written from the data:
 // ENI_UPDATE_README=1 rewrites them, otherwise a difference fails.
 func TestMetricsMigrationTablesInREADME(t *testing.T) {
-	path := filepath.Join(root(t), "README.md")
-	b := read(t, "README.md")
-	readme := string(b)
+	var sections []testenv.GeneratedSection
 	for _, o := range metricsMigration(t) {
-		begin := "<!-- BEGIN metrics of " + o.Original + ": generated from " + metricsMigrationFile + " -->\n"
-		end := "<!-- END metrics of " + o.Original + " -->"
-		i, j := strings.Index(readme, begin), strings.Index(readme, end)
-		if i < 0 || j < i {
-			t.Errorf("README.md lacks the lines\n%s...\n%s", begin, end)
-			continue
-		}
-		table := metricsTable(o)
-		if readme[i+len(begin):j] == table {
-			continue
-		}
-		if os.Getenv("ENI_UPDATE_README") == "" {
-			t.Errorf("README.md's table of %s's metrics differs from the data; rerun with ENI_UPDATE_README=1. Want:\n%s", o.Original, table)
-			continue
-		}
-		readme = readme[:i+len(begin)] + table + readme[j:]
+		sections = append(sections, testenv.GeneratedSection{
+			Begin:   "<!-- BEGIN metrics of " + o.Original + ": generated from " + metricsMigrationFile + " -->",
+			End:     "<!-- END metrics of " + o.Original + " -->",
+			Content: metricsTable(o),
+		})
 	}
-	if readme != string(b) {
-		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Log("README.md rewritten")
-	}
+	testenv.CheckREADME(t, sections)
 }
 
 func metricsTable(o originalMetrics) string {
