@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -54,18 +52,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	var c config
 	clitest.EveryFlagHasBadValues(t, flags(&c), badValues, none)
-	for name, values := range badValues {
-		for _, v := range values {
-			var stdout, stderr bytes.Buffer
-			code := runMain([]string{"--node-name=n1", "--" + name + "=" + v}, &stdout, &stderr)
-			msg := stderr.String()
-			if code != 2 || stdout.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "eni-agent: ") {
-				t.Errorf("--%s=%s: exit %d, stdout %q, stderr %q; want 2 and one line", name, v, code, stdout.String(), msg)
-				continue
-			}
-			clitest.NamesFlagAndValue(t, name, v, msg)
-		}
-	}
+	clitest.RunMainRefuses(t, "eni-agent", badValues, []string{"--node-name=n1"}, runMain)
 }
 
 // A bare port becomes :port, 0 keeps an endpoint off.
@@ -97,34 +84,7 @@ func TestVersion(t *testing.T) {
 // in one line how to give it one and exits 1: no stack trace, no
 // KUBERNETES_MASTER.
 func TestNoKubeconfig(t *testing.T) {
-	home := t.TempDir()
-	for _, extra := range []string{"", "KUBECONFIG=" + home + "/missing"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = []string{"HOME=" + home, childEnv + "=1", childEnv + "_ARGS=--node-name=n1"}
-		if extra != "" {
-			cmd.Env = append(cmd.Env, extra)
-		}
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := -1
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		msg := stderr.String()
-		if code != 1 || strings.Count(msg, "\n") != 1 || stdout.Len() != 0 {
-			t.Errorf("%q: exit %d (%v), stdout %q, stderr %q; want 1 and one line", extra, code, err, stdout.String(), msg)
-			continue
-		}
-		for _, want := range []string{"--kubeconfig", "KUBECONFIG", "ServiceAccount"} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("%q: %q does not mention %s", extra, msg, want)
-			}
-		}
-		if strings.Contains(msg, "KUBERNETES_MASTER") || strings.Contains(msg, "goroutine") || strings.Contains(msg, ".go:") {
-			t.Errorf("%q: %q", extra, msg)
-		}
-	}
+	agentCommand.NoKubeconfig(t, "--node-name=n1", "KUBECONFIG=$HOME/missing")
 }
 
 // --probe is the exec probe of the DaemonSet (health listens on the

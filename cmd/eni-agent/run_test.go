@@ -11,22 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 	"github.com/eni-operator/eni-operator/internal/kubeconfig"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 var env *testenv.Env
 
-// childEnv makes the test binary act as eni-agent, so a test runs the
-// real command (its stderr, its exit status) without a separate build.
-const childEnv = "ENI_AGENT_TEST_CHILD"
+// agentCommand makes the test binary act as eni-agent, so a test runs
+// the real command (its stderr, its exit status) without a separate
+// build.
+var agentCommand = clitest.Command{Name: "eni-agent", Env: "ENI_AGENT_TEST_CHILD"}
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		os.Args = append([]string{"eni-agent"}, strings.Fields(os.Getenv(childEnv+"_ARGS"))...)
-		main()
-		os.Exit(0)
-	}
+	agentCommand.RunIfChild(main, nil)
 	testenv.Main(m, &env)
 }
 

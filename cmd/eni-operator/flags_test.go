@@ -106,19 +106,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	var c config
 	clitest.EveryFlagHasBadValues(t, flags(&c), badValues, none)
-	for name, values := range badValues {
-		for _, v := range values {
-			var stdout, stderr bytes.Buffer
-			code := runMain([]string{"--" + name + "=" + v}, &stdout, &stderr)
-			msg := stderr.String()
-			if code != 2 || stdout.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "eni-operator: ") {
-				t.Errorf("--%s=%s: exit %d, stdout %q, stderr %q; want 2 and one line", name, v, code, stdout.String(), msg)
-				continue
-			}
-			shown, _, _ := strings.Cut(v, ",")
-			clitest.NamesFlagAndValue(t, name, shown, msg)
-		}
-	}
+	clitest.RunMainRefuses(t, "eni-operator", badValues, nil, runMain)
 }
 
 // Good values pass, and a bare port (k8s-eni-tagger accepted
@@ -166,29 +154,6 @@ func TestSeveralBadFlagsOneLine(t *testing.T) {
 // in one line how to give it one and exits 1: no stack trace, no
 // KUBERNETES_MASTER.
 func TestNoKubeconfig(t *testing.T) {
-	home := t.TempDir()
-	for _, tc := range []struct{ env, args string }{
-		{"", ""},
-		{"KUBECONFIG=" + home + "/missing", ""},
-		{"", "--remove-pod-finalizers"},
-	} {
-		env := []string{"HOME=" + home}
-		if tc.env != "" {
-			env = append(env, tc.env)
-		}
-		r := operatorCommand.Run(t, tc.args, env)
-		msg := r.Stderr
-		if r.Code != 1 || strings.Count(msg, "\n") != 1 || r.Stdout != "" {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and one line", tc, r.Code, r.Stdout, msg)
-			continue
-		}
-		for _, want := range []string{"--kubeconfig", "KUBECONFIG", "ServiceAccount"} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("%v: %q does not mention %s", tc, msg, want)
-			}
-		}
-		if strings.Contains(msg, "KUBERNETES_MASTER") || strings.Contains(msg, "goroutine") || strings.Contains(msg, ".go:") {
-			t.Errorf("%v: %q", tc, msg)
-		}
-	}
+	operatorCommand.NoKubeconfig(t, "", "KUBECONFIG=$HOME/missing")
+	operatorCommand.NoKubeconfig(t, "--remove-pod-finalizers")
 }

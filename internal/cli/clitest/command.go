@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,15 +24,22 @@ type Command struct {
 // the arguments Run gave; before, when set, runs first), else run the
 // tests.
 func (c Command) Main(m *testing.M, main func(), before func()) {
-	if os.Getenv(c.Env) == "1" {
-		if before != nil {
-			before()
-		}
-		os.Args = append([]string{c.Name}, strings.Fields(os.Getenv(c.Env+"_ARGS"))...)
-		main()
-		os.Exit(0)
-	}
+	c.RunIfChild(main, before)
 	os.Exit(m.Run())
+}
+
+// RunIfChild runs as the command, and exits, when started by Run; for a
+// TestMain that does more than run the tests.
+func (c Command) RunIfChild(main func(), before func()) {
+	if os.Getenv(c.Env) != "1" {
+		return
+	}
+	if before != nil {
+		before()
+	}
+	os.Args = append([]string{c.Name}, strings.Fields(os.Getenv(c.Env+"_ARGS"))...)
+	main()
+	os.Exit(0)
 }
 
 // Cmd is the command started with args (space-separated) and, when env is
@@ -84,6 +92,55 @@ func RefusesInOneLine(t *testing.T, bad map[string][]string, parse func(args []s
 			}
 			shown, _, _ := strings.Cut(v, ",")
 			NamesFlagAndValue(t, name, shown, err.Error())
+		}
+	}
+}
+
+// RunMainRefuses checks each bad value of each flag with the command's
+// runMain (given fixed, the arguments every run needs): exit status 2,
+// nothing on stdout, one line on stderr starting with the command's name
+// and naming the flag and the value (its text before the first comma).
+func RunMainRefuses(t *testing.T, name string, bad map[string][]string, fixed []string, runMain func(args []string, stdout, stderr io.Writer) int) {
+	t.Helper()
+	for flagName, values := range bad {
+		for _, v := range values {
+			var stdout, stderr bytes.Buffer
+			code := runMain(append(slices.Clone(fixed), "--"+flagName+"="+v), &stdout, &stderr)
+			msg := stderr.String()
+			if code != 2 || stdout.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, name+": ") {
+				t.Errorf("--%s=%s: exit %d, stdout %q, stderr %q; want 2 and one line", flagName, v, code, stdout.String(), msg)
+				continue
+			}
+			shown, _, _ := strings.Cut(v, ",")
+			NamesFlagAndValue(t, flagName, shown, msg)
+		}
+	}
+}
+
+// NoKubeconfig runs the command where it finds no kubeconfig (HOME empty,
+// plus each of extras in turn) and checks it stops with exit 1 and one
+// line that says where it looked, without a Go stack or client-go's
+// internals.
+func (c Command) NoKubeconfig(t *testing.T, args string, extras ...string) {
+	t.Helper()
+	home := t.TempDir()
+	for _, extra := range append([]string{""}, extras...) {
+		env := []string{"HOME=" + home}
+		if extra != "" {
+			env = append(env, strings.ReplaceAll(extra, "$HOME", home))
+		}
+		r := c.Run(t, args, env)
+		if r.Code != 1 || strings.Count(r.Stderr, "\n") != 1 || r.Stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and one line", extra, r.Code, r.Stdout, r.Stderr)
+			continue
+		}
+		for _, want := range []string{"--kubeconfig", "KUBECONFIG", "ServiceAccount"} {
+			if !strings.Contains(r.Stderr, want) {
+				t.Errorf("%q: %q does not mention %s", extra, r.Stderr, want)
+			}
+		}
+		if strings.Contains(r.Stderr, "KUBERNETES_MASTER") || strings.Contains(r.Stderr, "goroutine") || strings.Contains(r.Stderr, ".go:") {
+			t.Errorf("%q: %q", extra, r.Stderr)
 		}
 	}
 }
