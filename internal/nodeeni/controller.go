@@ -42,8 +42,12 @@ type reconciler struct {
 	metrics  *metrics
 	recorder recorder.EventRecorder
 	tokens   *tokens
-	// distrusted reports each untrusted ENI of a NodeENI once per reason.
+	// distrusted reports each untrusted ENI of a NodeENI once per reason
+	// (and each ENI of aws-multi-eni-controller not adopted).
 	distrusted *distrustLog
+	// originals lists aws-multi-eni-controller's ENIs while any may be
+	// left to adopt (originals.go).
+	originals originals
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -55,6 +59,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	deleting := !ne.DeletionTimestamp.IsZero()
 	in, nodeBlocks, err := r.planInput(ctx, ne, deleting)
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.adopt(ctx, ne, &in); err != nil {
 		return reconcile.Result{}, err
 	}
 	c := classify(in)
@@ -132,7 +139,10 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 	// Status describes the state after the actions: plan again from the
 	// EC2 state, which now holds their results (no EC2 call).
 	in.ENIs = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
+	adopting := in.Adopt
+	in.Adopt = nil // adopted ENIs are now among the NodeENI's own
 	o.after = makePlan(*in)
+	o.after.Attachments = append(o.after.Attachments, pendingRecords(ne, adopting, in.ENIs)...)
 	return o
 }
 
