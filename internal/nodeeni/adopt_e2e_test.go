@@ -332,3 +332,51 @@ func equalAttachments(a, b []v1alpha1.ENIAttachment) bool {
 		return x.ENIID == y.ENIID && x.AttachmentID == y.AttachmentID && x.LastUpdated.Equal(&y.LastUpdated) && x.Status == y.Status
 	})
 }
+
+// Without the IAM statement of the migration, EC2 refuses the adoption's
+// CreateTags: the node is reported (Degraded, EC2Error), nothing is
+// created, attached or removed in its place, and the status keeps the
+// original's entry (the evidence for the next try). Once allowed, the
+// next pass adopts the ENI.
+func TestAdoptionRefused(t *testing.T) {
+	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
+	sel := map[string]string{"ng": "refused"}
+	h.addNode("n0", h.instance(0), "us-east-1a", sel)
+	spec := h.spec(sel)
+	spec.SubnetIDs = []string{h.subnets["multus-a"]}
+	spec.SecurityGroupIDs = []string{h.groups["multus"]}
+	ids := h.seedOriginal("refused", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	if err := h.emu.Configure(emulator.Config{Denied: []string{"CreateTags"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.emu.ResetCounts()
+	h.start(h.options())
+	h.eventually("refusal reported", waitFor, func() (bool, string) {
+		ne := h.get("refused")
+		c := condition(ne, v1alpha1.ConditionDegraded)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonEC2Error &&
+			strings.Contains(c.Message, "UnauthorizedOperation"), fmt.Sprintf("%+v", ne.Status)
+	})
+	time.Sleep(4 * resync)
+	ne := h.get("refused")
+	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] || ne.Status.Attachments[0].NodeID != "n0" {
+		t.Errorf("status %+v, want the original's entry kept", ne.Status.Attachments)
+	}
+	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
+		if n := h.calls(a); n != 0 {
+			t.Errorf("%d %s calls while the adoption is refused", n, a)
+		}
+	}
+	if err := h.emu.Configure(emulator.Config{Denied: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	ne = h.ready("refused", 1)
+	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] || ne.Status.Attachments[0].MACAddress == "" {
+		t.Errorf("status %+v", ne.Status.Attachments)
+	}
+	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
+		if n := h.calls(a); n != 0 {
+			t.Errorf("%d %s calls", n, a)
+		}
+	}
+}
