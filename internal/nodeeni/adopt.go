@@ -180,11 +180,11 @@ func adoption(e ec2.ENI, cluster, nodeENI, uid string, base int, created time.Ti
 	return action{Kind: actAdopt, Node: w.Node, ENI: e.ID, Index: a.DeviceIndex, Tags: tags}, ownedFrom(after)
 }
 
-// needsOriginals reports whether a NodeENI may still have ENIs of the
-// original to adopt: this operator never wrote its status (it was the
-// original's, or the NodeENI is new), or its status names an ENI that is
-// not one of this operator's. Otherwise the original's ENIs are not looked
-// for, so the steady state costs no EC2 call.
+// needsOriginals reports whether a NodeENI that already had the shared
+// finalizer may still have ENIs of the original to adopt: this operator
+// never wrote its status (it was the original's), or its status names an
+// ENI that is not one of this operator's. Otherwise the original's ENIs
+// are not looked for, so the steady state costs no EC2 call.
 func needsOriginals(st v1alpha1.NodeENIStatus, ours []owned) bool {
 	if st.ObservedGeneration == 0 {
 		return true

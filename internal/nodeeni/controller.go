@@ -52,7 +52,7 @@ type reconciler struct {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ne, res, err := r.admit(ctx, req)
+	ne, fresh, res, err := r.admit(ctx, req)
 	if ne == nil || err != nil {
 		return res, err
 	}
@@ -61,7 +61,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.adopt(ctx, ne, &in); err != nil {
+	if err := r.adopt(ctx, ne, fresh, &in); err != nil {
 		return reconcile.Result{}, err
 	}
 	c := classify(in)
@@ -82,38 +82,42 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // admit reads the NodeENI and decides whether it can be planned now. It
-// returns nil when it cannot, with the result to return.
-func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha1.NodeENI, reconcile.Result, error) {
+// returns nil when it cannot, with the result to return. fresh says the
+// finalizer was added just now: the NodeENI was never
+// aws-multi-eni-controller's, which adds the same finalizer before
+// anything else.
+func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha1.NodeENI, bool, reconcile.Result, error) {
 	ne := &v1alpha1.NodeENI{}
 	if err := r.client.Get(ctx, req.NamespacedName, ne); err != nil {
 		if apierrors.IsNotFound(err) {
 			for _, state := range []string{"attached", "pending", "failed"} {
 				r.metrics.perNodeENI.DeleteLabelValues(req.Name, state)
 			}
-			return nil, reconcile.Result{}, nil
+			return nil, false, reconcile.Result{}, nil
 		}
-		return nil, reconcile.Result{}, err
+		return nil, false, reconcile.Result{}, err
 	}
 	deleting := !ne.DeletionTimestamp.IsZero()
 	if deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
-		return nil, reconcile.Result{}, nil
+		return nil, false, reconcile.Result{}, nil
 	}
 	if down, err := r.ec2Unreachable(ctx, ne); down || err != nil {
-		return nil, reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
+		return nil, false, reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
 	}
 	if !r.ec2.Synced(InventoryScope) {
 		// The first inventory refresh is under way; planning without it
 		// would create ENIs that already exist.
-		return nil, reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
+		return nil, false, reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
 	}
-	if !deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
+	fresh := !deleting && !controllerutil.ContainsFinalizer(ne, Finalizer)
+	if fresh {
 		old := ne.DeepCopy()
 		controllerutil.AddFinalizer(ne, Finalizer)
 		if err := r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
-			return nil, reconcile.Result{}, err
+			return nil, false, reconcile.Result{}, err
 		}
 	}
-	return ne, reconcile.Result{}, nil
+	return ne, fresh, reconcile.Result{}, nil
 }
 
 // acted is what carrying a plan out left: the plan of the state after it

@@ -53,9 +53,10 @@ func (o *originals) list(ctx context.Context, c EC2, maxAge time.Duration) ([]st
 // adopt finds the NodeENI's ENIs of aws-multi-eni-controller and puts
 // those that pass the adoption check (notAdoptable) into the plan input:
 // each as the ENI it will be once adopted, plus its adopt action. The
-// others are reported (event and log, once per reason) and left alone.
-func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput) error {
-	if !needsOriginals(ne.Status, in.ENIs) {
+// others are reported (event and log, once per reason) and left alone. A
+// NodeENI that just got its finalizer (fresh) has none of the original's.
+func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool, in *planInput) error {
+	if fresh || !needsOriginals(ne.Status, in.ENIs) {
 		return nil
 	}
 	ids, err := r.originals.list(ctx, r.ec2, r.opts.ResyncInterval)
