@@ -183,8 +183,11 @@ func adoption(e ec2.ENI, cluster, nodeENI, uid string, base int, created time.Ti
 // needsOriginals reports whether a NodeENI that already had the shared
 // finalizer may still have ENIs of the original to adopt: this operator
 // never wrote its status (it was the original's), or its status names an
-// ENI that is not one of this operator's. Otherwise the original's ENIs
-// are not looked for, so the steady state costs no EC2 call.
+// ENI that is not one of this operator's (the original's entry of an
+// adoption EC2 refused, an ENI shown as to be adopted in dry-run, or one
+// that went away since, which costs one listing before the status drops
+// it). Otherwise the original's ENIs are not listed, so the steady state
+// costs no EC2 call.
 func needsOriginals(st v1alpha1.NodeENIStatus, ours []owned) bool {
 	if st.ObservedGeneration == 0 {
 		return true

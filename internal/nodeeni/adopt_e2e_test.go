@@ -154,13 +154,13 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{
 		{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}, {Name: "i1", Type: "m5.xlarge", Subnet: "nodes-a"},
 		{Name: "stranger", Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	sel := map[string]string{"ng": "legacy"}
+	sel := map[string]string{"ng": "adopt-legacy"}
 	h.addNode("n0", h.instance(0), "us-east-1a", sel)
 	h.addNode("n1", h.instance(1), "us-east-1a", sel)
 	spec := h.spec(sel)
 	spec.SubnetIDs = []string{h.subnets["multus-a"]}
 	spec.SecurityGroupIDs = []string{h.groups["multus"]}
-	ids := h.seedOriginal("legacy", spec, []original{
+	ids := h.seedOriginal("adopt-legacy", spec, []original{
 		{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}, // 0: wanted, adopted
 		{subnet: "multus-a", node: "n1", instance: h.instance(1), index: 1, record: true}, // 1: wanted, adopted
 		// 2: its subnet left the spec: adopted, then detached and deleted.
@@ -177,13 +177,20 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	adopted, removed, foreign := ids[:2], ids[2], ids[3:]
 	h.emu.ResetCounts()
 
-	m := h.start(h.options())
-	ne := h.ready("legacy", 2)
+	// The original's ENIs are listed at most once per resync interval
+	// while a NodeENI, as read, still needs them; the tests' 300 ms is
+	// shorter than the informer's lag on a loaded machine can be, which
+	// would show its stale copy of the status to a second pass. At the
+	// default minute, that lag never matters.
+	o := h.options()
+	o.ResyncInterval = 3 * time.Second
+	m := h.start(o)
+	ne := h.ready("adopt-legacy", 2)
 	h.eventually("the unwanted original ENI deleted", waitFor, func() (bool, string) {
 		return h.calls("DeleteNetworkInterface") == 1, fmt.Sprintf("touched %v", h.touched())
 	})
 	h.eventually("ENIs not adopted reported", waitFor, func() (bool, string) {
-		notes := strings.Join(h.events("legacy")["NotAdopted"], "\n")
+		notes := strings.Join(h.events("adopt-legacy")["NotAdopted"], "\n")
 		ok := true
 		for _, id := range foreign {
 			ok = ok && strings.Contains(notes, id)
@@ -239,7 +246,7 @@ func TestAdoptOriginalENIs(t *testing.T) {
 			t.Errorf("%s not tagged as the operator's", id)
 		case e.Attachment == nil || e.Attachment.InstanceID != h.instance(i) || e.Attachment.DeviceIndex != 1 || !e.Attachment.DeleteOnTermination:
 			t.Errorf("%s attachment %+v", id, e.Attachment)
-		case e.Tags[nodeeni.TagNodeENIUID] != string(ne.UID) || e.Tags[nodeeni.TagDeviceIndex] != "1" || e.Tags[nodeeni.OriginalTagNodeENI] != "legacy":
+		case e.Tags[nodeeni.TagNodeENIUID] != string(ne.UID) || e.Tags[nodeeni.TagDeviceIndex] != "1" || e.Tags[nodeeni.OriginalTagNodeENI] != "adopt-legacy":
 			t.Errorf("%s tags %v", id, e.Tags)
 		}
 	}
@@ -256,7 +263,7 @@ func TestAdoptOriginalENIs(t *testing.T) {
 			t.Errorf("status entry %+v", a)
 		}
 	}
-	if notes := h.events("legacy")["Adopted"]; len(notes) == 0 {
+	if notes := h.events("adopt-legacy")["Adopted"]; len(notes) == 0 {
 		t.Error("no Adopted event")
 	}
 
@@ -264,9 +271,9 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	// no write to EC2 or to the status.
 	m.stop()
 	h.emu.ResetCounts()
-	h.start(h.options())
+	h.start(o)
 	time.Sleep(6 * resync)
-	after := h.ready("legacy", 2)
+	after := h.ready("adopt-legacy", 2)
 	total, by := h.totalCalls()
 	for a := range by {
 		if a != "DescribeNetworkInterfaces" && a != "DescribeSubnets" && a != "DescribeSecurityGroups" {
@@ -286,23 +293,25 @@ func TestAdoptOriginalENIs(t *testing.T) {
 // operator finds them its own and only rewrites the status.
 func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	sel := map[string]string{"ng": "crash"}
+	sel := map[string]string{"ng": "adopt-crash"}
 	h.addNode("n0", h.instance(0), "us-east-1a", sel)
 	spec := h.spec(sel)
 	spec.SubnetIDs = []string{h.subnets["multus-a"]}
 	spec.SecurityGroupIDs = []string{h.groups["multus"]}
-	ids := h.seedOriginal("crash", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
-	uid := string(h.get("crash").UID)
+	ids := h.seedOriginal("adopt-crash", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	uid := string(h.get("adopt-crash").UID)
 	// What the adoption's one CreateTags wrote before the crash.
 	if err := h.ec2Client().CreateTags(context.Background(), ids[0], map[string]string{nodeeni.TagCluster: h.cluster,
-		nodeeni.TagNodeENI: "crash", nodeeni.TagNodeENIUID: uid, nodeeni.TagNode: "n0", nodeeni.TagInstance: h.instance(0),
+		nodeeni.TagNodeENI: "adopt-crash", nodeeni.TagNodeENIUID: uid, nodeeni.TagNode: "n0", nodeeni.TagInstance: h.instance(0),
 		nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1", nodeeni.TagCreatedAt: time.Now().UTC().Format(time.RFC3339),
 		nodeeni.TagNoManage: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	h.emu.ResetCounts()
-	h.start(h.options())
-	ne := h.ready("crash", 1)
+	o := h.options()
+	o.ResyncInterval = 3 * time.Second // see TestAdoptOriginalENIs
+	h.start(o)
+	ne := h.ready("adopt-crash", 1)
 	time.Sleep(4 * resync)
 	_, by := h.totalCalls()
 	for a := range by {
@@ -340,25 +349,25 @@ func equalAttachments(a, b []v1alpha1.ENIAttachment) bool {
 // next pass adopts the ENI.
 func TestAdoptionRefused(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	sel := map[string]string{"ng": "refused"}
+	sel := map[string]string{"ng": "adopt-refused"}
 	h.addNode("n0", h.instance(0), "us-east-1a", sel)
 	spec := h.spec(sel)
 	spec.SubnetIDs = []string{h.subnets["multus-a"]}
 	spec.SecurityGroupIDs = []string{h.groups["multus"]}
-	ids := h.seedOriginal("refused", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	ids := h.seedOriginal("adopt-refused", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
 	if err := h.emu.Configure(emulator.Config{Denied: []string{"CreateTags"}}); err != nil {
 		t.Fatal(err)
 	}
 	h.emu.ResetCounts()
 	h.start(h.options())
 	h.eventually("refusal reported", waitFor, func() (bool, string) {
-		ne := h.get("refused")
+		ne := h.get("adopt-refused")
 		c := condition(ne, v1alpha1.ConditionDegraded)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonEC2Error &&
 			strings.Contains(c.Message, "UnauthorizedOperation"), fmt.Sprintf("%+v", ne.Status)
 	})
 	time.Sleep(4 * resync)
-	ne := h.get("refused")
+	ne := h.get("adopt-refused")
 	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] || ne.Status.Attachments[0].NodeID != "n0" {
 		t.Errorf("status %+v, want the original's entry kept", ne.Status.Attachments)
 	}
@@ -370,9 +379,57 @@ func TestAdoptionRefused(t *testing.T) {
 	if err := h.emu.Configure(emulator.Config{Denied: []string{}}); err != nil {
 		t.Fatal(err)
 	}
-	ne = h.ready("refused", 1)
+	ne = h.ready("adopt-refused", 1)
 	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] || ne.Status.Attachments[0].MACAddress == "" {
 		t.Errorf("status %+v", ne.Status.Attachments)
+	}
+	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
+		if n := h.calls(a); n != 0 {
+			t.Errorf("%d %s calls", n, a)
+		}
+	}
+}
+
+// In dry-run the operator says it would adopt the original's ENIs, pass
+// after pass (never that it would create their replacements), and
+// changes nothing; without dry-run it then adopts them.
+func TestAdoptDryRun(t *testing.T) {
+	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
+	sel := map[string]string{"ng": "adopt-dry"}
+	h.addNode("n0", h.instance(0), "us-east-1a", sel)
+	spec := h.spec(sel)
+	spec.SubnetIDs = []string{h.subnets["multus-a"]}
+	spec.SecurityGroupIDs = []string{h.groups["multus"]}
+	ids := h.seedOriginal("adopt-dry", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	h.emu.ResetCounts()
+	o := h.options()
+	o.DryRun = true
+	m := h.start(o)
+	h.eventually("dry-run summary", waitFor, func() (bool, string) {
+		c := condition(h.get("adopt-dry"), v1alpha1.ConditionProgressing)
+		return c != nil && c.Reason == nodeeni.ReasonDryRun && strings.Contains(c.Message, "would adopt 1 ENI") &&
+			strings.Contains(c.Message, ids[0]), fmt.Sprintf("%+v", c)
+	})
+	time.Sleep(6 * resync)
+	c := condition(h.get("adopt-dry"), v1alpha1.ConditionProgressing)
+	if c == nil || c.Reason != nodeeni.ReasonDryRun || !strings.Contains(c.Message, "would adopt 1 ENI") || strings.Contains(c.Message, "create") {
+		t.Errorf("Progressing after several passes: %+v", c)
+	}
+	_, by := h.totalCalls()
+	for a := range by {
+		if !strings.HasPrefix(a, "Describe") {
+			t.Errorf("dry run: %d %s calls", by[a], a)
+		}
+	}
+	m.stop()
+	h.emu.ResetCounts()
+	h.start(h.options())
+	ne := h.ready("adopt-dry", 1)
+	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] {
+		t.Errorf("status %+v", ne.Status.Attachments)
+	}
+	if n := h.calls("CreateTags"); n != 1 {
+		t.Errorf("%d CreateTags, want 1", n)
 	}
 	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
 		if n := h.calls(a); n != 0 {

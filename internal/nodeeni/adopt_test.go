@@ -180,11 +180,11 @@ func TestNeedsOriginals(t *testing.T) {
 		st   v1alpha1.NodeENIStatus
 		want bool
 	}{
-		{"the original's status", v1alpha1.NodeENIStatus{Attachments: entries("eni-1", "eni-9")}, true},
-		{"never written (new, or the original's without entries)", v1alpha1.NodeENIStatus{}, true},
+		{"the original's status", v1alpha1.NodeENIStatus{Attachments: entries("orig-1", "orig-9")}, true},
+		{"the original's, without entries", v1alpha1.NodeENIStatus{}, true},
 		{"steady state: every entry ours", v1alpha1.NodeENIStatus{ObservedGeneration: 3, Attachments: entries("eni-1", "eni-2")}, false},
 		{"steady state: no entries", v1alpha1.NodeENIStatus{ObservedGeneration: 1}, false},
-		{"an entry kept while its adoption is pending", v1alpha1.NodeENIStatus{ObservedGeneration: 1, Attachments: entries("eni-1", "eni-9")}, true},
+		{"an entry kept while its adoption is refused, or shown in dry-run", v1alpha1.NodeENIStatus{ObservedGeneration: 1, Attachments: entries("eni-1", "orig-9")}, true},
 	} {
 		if got := needsOriginals(tc.st, ours); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
