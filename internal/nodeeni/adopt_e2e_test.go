@@ -25,6 +25,7 @@ type original struct {
 	record                 bool   // in the NodeENI's status
 	recordInstance         string // the instance the status entry names ("" = instance)
 	recordNode             string // the node the status entry names ("" = node)
+	description            string // "" = the original's default
 }
 
 // originalTags are the tags aws-multi-eni-controller gives an ENI.
@@ -51,6 +52,9 @@ func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []or
 		}
 		s := emulator.NetworkInterfaceSpec{Subnet: o.subnet, Tags: originalTags(name, o.node, subnetID),
 			Description: "ENI created by nodeeni-controller for node " + o.node}
+		if o.description != "" {
+			s.Description = o.description
+		}
 		if group != "" {
 			s.SecurityGroups = []string{group}
 		}
@@ -147,7 +151,9 @@ func (h *harness) originalListings() int {
 // stay), the status is rewritten in this CRD's shape and the NodeENI is
 // Ready; an ENI of the original the spec no longer wants is removed as
 // usual; ENIs that only claim to be the original's — attached to an
-// instance that is not their node's, in another VPC, detached — are not
+// instance that is not their node's, in another VPC, detached, tagged
+// like the original's on the node but with someone else's description
+// and no status entry — are not
 // adopted, are reported, and are never touched. A restart afterwards does
 // nothing more.
 func TestAdoptOriginalENIs(t *testing.T) {
@@ -173,6 +179,9 @@ func TestAdoptOriginalENIs(t *testing.T) {
 		{subnet: "elsewhere", node: "n0", record: true},
 		// 5: tags only, detached: not adopted.
 		{subnet: "multus-a", node: "n0"},
+		// 6: someone's ENI on node n0 with the original's tags copied onto
+		// it, not in status: its description gives it away.
+		{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 3, description: "db failover"},
 	})
 	adopted, removed, foreign := ids[:2], ids[2], ids[3:]
 	h.emu.ResetCounts()
@@ -196,7 +205,7 @@ func TestAdoptOriginalENIs(t *testing.T) {
 			ok = ok && strings.Contains(notes, id)
 		}
 		return ok && strings.Contains(notes, nodeeni.NotAdoptedAttachedElsewhere) && strings.Contains(notes, nodeeni.NotAdoptedNotFound) &&
-			strings.Contains(notes, nodeeni.NotAdoptedNotAttached), notes
+			strings.Contains(notes, nodeeni.NotAdoptedNotAttached) && strings.Contains(notes, nodeeni.NotAdoptedNoSecondEvidence), notes
 	})
 	time.Sleep(4 * resync)
 
