@@ -153,9 +153,8 @@ func (h *harness) originalListings() int {
 // usual; ENIs that only claim to be the original's — attached to an
 // instance that is not their node's, in another VPC, detached, tagged
 // like the original's on the node but with someone else's description
-// and no status entry — are not
-// adopted, are reported, and are never touched. A restart afterwards does
-// nothing more.
+// and no status entry — are not adopted, are reported, and are never
+// touched. A restart afterwards does nothing more.
 func TestAdoptOriginalENIs(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{
 		{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}, {Name: "i1", Type: "m5.xlarge", Subnet: "nodes-a"},
