@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/eni-operator/eni-operator/internal/kubeconfig"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -34,16 +30,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 // The command as the DaemonSet runs it: it connects, becomes ready once
 // its cache is filled, and serves its metrics. Its node has no NodeENI, so
 // it changes nothing on this host.
@@ -52,17 +38,8 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 		t.Skip("SKIPPED: not root; the agent opens netlink in the host's namespace")
 	}
 	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["env"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["env"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["env"] = &clientcmdapi.Context{Cluster: "env", AuthInfo: "env"}
-	kc.CurrentContext = "env"
-	path := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", path)
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	t.Setenv("KUBECONFIG", testenv.WriteKubeconfig(t, env.Config))
+	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	c, err := parse([]string{"--node-name=smoke-" + fmt.Sprint(time.Now().UnixNano()), "--state-file=" + filepath.Join(dir, "state.json"),
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr}, io.Discard)
 	if err != nil {

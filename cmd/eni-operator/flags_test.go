@@ -43,7 +43,8 @@ var badValues = map[string][]string{
 	"kube-api-burst":                    {"0", "-5", "1.5"},
 	"enable-tagger":                     {"maybe"},
 	"vpc-id":                            {"banana", "vpc-1", "vpc-0123456789ABCDEF0", "subnet-01234567", "vpc-0123456789"},
-	"aws-rate-limit-qps":                {"-1", "0", "NaN"},
+	"aws-rate-limit-share":              {"0", "-0.5", "1.5", "NaN", "+Inf", "half"},
+	"aws-rate-limit-qps":                {"-1", "NaN", "+Inf"},
 	"aws-rate-limit-burst":              {"0", "-1"},
 	"aws-max-attempts":                  {"0", "-3"},
 	"aws-max-backoff":                   {"0", "-1s"},
@@ -66,7 +67,6 @@ var badValues = map[string][]string{
 	"pod-rate-limit-qps":                {"-0.1", "NaN"},
 	"pod-rate-limit-burst":              {"0", "-1"},
 	"pod-finalizer":                     {"maybe"},
-	"tag-namespace":                     {"aws", "a:b", strings.Repeat("n", 101)},
 	"tag-allow":                         {strings.Repeat("k", 129)},
 	"tag-deny":                          {strings.Repeat("k", 129)},
 	"eni-inventory-interval":            {"-5m"},
@@ -88,10 +88,17 @@ var badValues = map[string][]string{
 	"zap-log-level":                     {"loud", "0", "-1"},
 	"zap-stacktrace-level":              {"debug"},
 	"zap-time-encoding":                 {"sundial"},
+	"rate-limiter-cleanup-interval":     {"-1m", "soon"},
+	"aws-health-max-successes":          {"-1", "many"},
+	"enable-leader-election":            {"maybe"},
+	"dev-mode":                          {"maybe"},
 }
 
 // none lists the flags that take any value, and why.
-var none = map[string]string{}
+var none = map[string]string{
+	"tag-namespace": "k8s-eni-tagger took any value: only 'enable' namespaces keys, any other turns namespacing off (with a warning at start)",
+	"metrics-addr":  "aws-multi-eni-controller's name of --metrics-bind-address: what it refuses is reported under that name (TestLegacySettings)",
+}
 
 // Every flag's bad values are refused before anything starts: exit status
 // 2 and one line on stderr naming the flag, the value and what is

@@ -46,6 +46,10 @@ type config struct {
 	printVersion     bool
 	kubeconfig       string
 	zap              zap.Options
+	// legacy holds the originals' settings that have another name or no
+	// effect here; warnings is what the command logs at start about them.
+	legacy   cli.Legacy
+	warnings []string
 }
 
 // flags binds every flag of the command to c.
@@ -56,6 +60,7 @@ func flags(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
 	cli.BindKubeconfig(fs, &c.kubeconfig)
 	cli.BindLogFlags(fs, &c.zap)
+	bindLegacy(fs, &c.legacy)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-operator [flags]\n\nManages AWS ENIs for Kubernetes: tags pods' ENIs from the %s annotation and\ncreates, attaches and removes the ENIs NodeENI resources ask for. AWS is found the\nstandard way (IRSA, Pod Identity, instance profile, AWS_* environment, AWS_ENDPOINT_URL_EC2).\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n", tagger.DefaultAnnotationKey)
 		fs.PrintDefaults()
@@ -66,7 +71,11 @@ func flags(c *config) *flag.FlagSet {
 func parse(args []string, out io.Writer) (*config, error) {
 	c := &config{op: operator.DefaultConfig()}
 	c.op.Version = version
-	if err := cli.Parse(flags(c), args, out); err != nil {
+	fs := flags(c)
+	if err := cli.Parse(fs, args, out); err != nil {
+		return nil, err
+	}
+	if err := applyLegacyEnv(fs, &c.legacy, os.LookupEnv); err != nil {
 		return nil, err
 	}
 	if c.printVersion {
@@ -78,6 +87,7 @@ func parse(args []string, out io.Writer) (*config, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
+	c.warnings = append(c.legacy.Warnings(), c.op.Tagger.Warnings()...)
 	return c, nil
 }
 
@@ -105,6 +115,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap)))
+	for _, w := range c.warnings {
+		ctrl.Log.WithName("compat").Info(w)
+	}
 	if err := run(ctrl.SetupSignalHandler(), restCfg, c); err != nil {
 		ctrl.Log.Error(err, "eni-operator stopped")
 		return 1

@@ -43,14 +43,16 @@ func TestOriginalFlagsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.op.EC2.QPS != 10 || d.op.EC2.Burst != 20 || d.op.Tagger.AnnotationKey != "eni-tagger.io/tags" ||
+	// k8s-eni-tagger's --aws-rate-limit-qps (10) is no longer a default:
+	// without it there is no ceiling over AWS's per-family buckets.
+	if d.op.EC2.QPS != 0 || d.op.EC2.Burst != 20 || d.op.EC2.Share != 1 || d.op.Tagger.AnnotationKey != "eni-tagger.io/tags" ||
 		d.op.Tagger.CacheBatchInterval != 2*time.Second || d.op.Tagger.CacheBatchSize != 20 || d.op.MetricsAddr != ":8090" {
 		t.Fatalf("defaults %+v", d)
 	}
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {
-	for _, args := range [][]string{{"--subnet-ids=vpc-1"}, {"--annotation-key="}, {"--tag-namespace=aws"}, {"--nope"}, {"extra"}} {
+	for _, args := range [][]string{{"--subnet-ids=vpc-1"}, {"--annotation-key="}, {"--nope"}, {"extra"}} {
 		if _, err := parse(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
 		}

@@ -10,16 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-)
 
-type figure struct {
-	Name       string         `json:"name"`
-	Parameters map[string]any `json:"parameters"`
-	Results    map[string]any `json:"results"`
-	EC2Calls   map[string]int `json:"ec2Calls"`
-	Notes      []string       `json:"notes,omitempty"`
-	Machine    map[string]any `json:"machine"`
-}
+	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
+)
 
 func main() {
 	dir := "bench/results"
@@ -41,13 +34,13 @@ func run(dir string) error {
 		return fmt.Errorf("no figures in %s: run `make bench` first", dir)
 	}
 	slices.Sort(paths)
-	var figs []figure
+	var figs []figure.Figure
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		var f figure
+		var f figure.Figure
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}

@@ -75,7 +75,7 @@ func TestConfiguresInterfacesByMAC(t *testing.T) {
 	if p, _ := w.linkByName("peer6"); p.Up || p.MTU != 1500 || p.Name == "" {
 		t.Errorf("the veth peer (another MAC) was touched: %+v", p)
 	}
-	if g := a.gauge(t, v1alpha1.InterfaceConfigured); g != 2 {
+	if g := interfacesGauge(t, a, v1alpha1.InterfaceConfigured); g != 2 {
 		t.Errorf("eni_agent_interfaces{state=Configured} = %v", g)
 	}
 	// The entries are owned by the node's field manager (server-side
@@ -167,7 +167,7 @@ func TestRemovalReAddAndRestart(t *testing.T) {
 	w.eventually("renamed again", configured(9001))
 
 	// Restart: changes made while the agent is down are picked up.
-	a.stop()
+	_ = a.Stop()
 	w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.MTU = 8000 })
 	time.Sleep(300 * time.Millisecond)
 	if l, _ := w.linkByMAC(w.mac(0)); l.MTU != 9001 {

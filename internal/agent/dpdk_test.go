@@ -97,7 +97,7 @@ func TestDPDKAndSRIOVOnANode(t *testing.T) {
 	}
 
 	// A restarted agent finds everything in place and writes nothing.
-	a.stop()
+	_ = a.Stop()
 	writes := len(k.log())
 	a = w.start(o, nil)
 	time.Sleep(time.Second)
@@ -128,7 +128,7 @@ func TestDPDKAndSRIOVOnANode(t *testing.T) {
 	// next agent gives the device back from what its state file says.
 	w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.EnableDPDK = true })
 	w.eventually("bound again", bound)
-	a.stop()
+	_ = a.Stop()
 	w.deleteNodeENI(name)
 	w.start(o, nil)
 	w.eventually("given back to ena after the NodeENI went", func() (bool, string) {

@@ -12,23 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
@@ -39,11 +32,6 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	// TEST_LOG=1 shows the agent's logs.
-	if os.Getenv("TEST_LOG") != "" {
-		log.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		log.SetLogger(logr.Discard())
-	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "\n"+strings.Repeat("!", 78)+
 			"\n!!! internal/agent: NOT RUNNING AS ROOT: the node agent's network-namespace tests are SKIPPED.\n"+
@@ -60,14 +48,6 @@ func requireRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: not root. This test creates a network namespace and links in it; `make test` runs it as root.")
 	}
-}
-
-func testScheme(t testing.TB) *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // newNetNS creates a network namespace for the test. The namespace is
@@ -112,7 +92,7 @@ type world struct {
 }
 
 // newWorld makes a node called <test>-<suffix> with n ENIs attached to
-// its instance (device indexes 1..n).
+// its instance (device indexes 1..n) in subnet multus-a.
 func newWorld(t *testing.T, suffix string, n int) *world {
 	t.Helper()
 	requireRoot(t)
@@ -121,33 +101,12 @@ func newWorld(t *testing.T, suffix string, n int) *world {
 	for _, c := range suffix {
 		seed = seed*31 + int64(c)
 	}
-	emu := emulator.New(emulator.Options{Seed: seed})
-	base, err := emu.Load(emulator.World{
-		VPCs:           []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets:        []emulator.SubnetSpec{{Name: "multus", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"}},
-		SecurityGroups: []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	subnet := base.Subnets[0]
-	wd := emulator.World{Instances: []emulator.InstanceSpec{{Name: "node", Type: "m5.4xlarge", Subnet: subnet}}}
-	res, err := emu.Load(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wd = emulator.World{}
+	spec := testenv.DefaultWorld(testenv.OnlySubnets("multus-a"))
+	spec.Instances = []emulator.InstanceSpec{{Name: "node", Type: "m5.4xlarge", Subnet: "multus-a"}}
 	for i := 1; i <= n; i++ {
-		wd.NetworkInterfaces = append(wd.NetworkInterfaces, emulator.NetworkInterfaceSpec{Subnet: subnet, Instance: res.Instances[0].ID, DeviceIndex: i})
+		spec.NetworkInterfaces = append(spec.NetworkInterfaces, emulator.NetworkInterfaceSpec{Subnet: "multus-a", Instance: "node", DeviceIndex: i})
 	}
-	enis, err := emu.Load(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k8s, err := client.New(env.Config, client.Options{Scheme: testScheme(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := testenv.NewEC2(t, emulator.Options{Seed: seed}, spec)
 	ns := newNetNS(t)
 	nl, err := netlink.NewHandleAt(ns)
 	if err != nil {
@@ -155,9 +114,8 @@ func newWorld(t *testing.T, suffix string, n int) *world {
 	}
 	t.Cleanup(nl.Close)
 	prefix := strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
-	w := &world{t: t, k8s: k8s, node: prefix + "-" + suffix, prefix: prefix, ns: ns, nl: nl, enis: enis.NetworkInterfaces,
-		inst: res.Instances[0].ID, subnet: subnet, sg: base.SecurityGroups[0], dir: t.TempDir()}
-	return w
+	return &world{t: t, k8s: testenv.Client(t, env.Config), node: prefix + "-" + suffix, prefix: prefix, ns: ns, nl: nl,
+		enis: e.World.NetworkInterfaces, inst: e.World.Instances[0].ID, subnet: e.Subnets["multus-a"], sg: e.Groups["multus"], dir: t.TempDir()}
 }
 
 func (w *world) mac(i int) string { return w.enis[i].MAC }
@@ -199,25 +157,14 @@ func (w *world) setAttachments(name string, atts ...v1alpha1.ENIAttachment) {
 }
 
 func (w *world) updateSpec(name string, f func(*v1alpha1.NodeENISpec)) {
-	w.t.Helper()
-	for i := 0; ; i++ {
-		ne := w.get(name)
-		f(&ne.Spec)
-		err := w.k8s.Update(context.Background(), ne)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) || i > 10 {
-			w.t.Fatal(err)
-		}
-	}
+	testenv.UpdateNodeENISpec(w.t, w.k8s, name, f)
 }
 
 func (w *world) get(name string) *v1alpha1.NodeENI {
 	w.t.Helper()
-	ne := &v1alpha1.NodeENI{}
-	if err := w.k8s.Get(context.Background(), client.ObjectKey{Name: name}, ne); err != nil {
-		w.t.Fatal(err)
+	ne := testenv.GetNodeENI(w.t, w.k8s, name)
+	if ne == nil {
+		w.t.Fatalf("NodeENI %s not found", name)
 	}
 	return ne
 }
@@ -311,37 +258,9 @@ func (w *world) linkByName(name string) (link, bool) {
 	return link{}, false
 }
 
-// eventually polls cond until it holds or the time is up; cond says what
-// it saw, for the failure message.
 func (w *world) eventually(what string, cond func() (bool, string)) {
 	w.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	var last string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, last = cond(); ok {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	w.t.Fatalf("%s: not within %s; last seen: %s", what, waitFor, last)
-}
-
-// agentRun is a running agent: the real controller-runtime manager with
-// the agent's controller and link watcher.
-type agentRun struct {
-	cancel context.CancelFunc
-	done   chan error
-	reg    *prometheus.Registry
-}
-
-func (a *agentRun) stop() {
-	if a.cancel == nil {
-		return
-	}
-	a.cancel()
-	a.cancel = nil
-	<-a.done
+	testenv.Eventually(w.t, what, waitFor, cond)
 }
 
 // options are the agent's options for this world; the state file lives
@@ -352,53 +271,24 @@ func (w *world) options() Options {
 
 // start runs an agent for this world's node in its namespace, connected
 // with cfg (nil: as administrator).
-func (w *world) start(o Options, cfg *rest.Config) *agentRun {
+func (w *world) start(o Options, cfg *rest.Config) *testenv.Manager {
 	w.t.Helper()
 	if cfg == nil {
 		cfg = env.Config
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     testScheme(w.t),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:     log.Log.WithName(w.node),
+	return testenv.StartManager(w.t, cfg, ctrl.Options{
+		Logger: log.Log.WithName(w.node),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.NodeENI{}: {Transform: cache.TransformStripManagedFields()},
 		}},
+	}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
+		o.NodeName, o.Netlink, o.NetNS, o.Registerer = w.node, w.nl, &w.ns, reg
+		return Setup(mgr, o)
 	})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	o.NodeName, o.Netlink, o.NetNS, o.Registerer = w.node, w.nl, &w.ns, reg
-	if err := Setup(mgr, o); err != nil {
-		w.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &agentRun{cancel: cancel, done: make(chan error, 1), reg: reg}
-	go func() { a.done <- mgr.Start(ctx) }()
-	w.t.Cleanup(a.stop)
-	return a
 }
 
-// gauge reads eni_agent_interfaces{state}.
-func (a *agentRun) gauge(t *testing.T, state string) float64 {
+// interfacesGauge reads eni_agent_interfaces{state} of a running agent.
+func interfacesGauge(t *testing.T, a *testenv.Manager, state string) float64 {
 	t.Helper()
-	mfs, err := a.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "eni_agent_interfaces" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "state" && l.GetValue() == state {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return -1
+	return testenv.MetricValue(t, a.Registry, "eni_agent_interfaces", map[string]string{"state": state})
 }

@@ -42,7 +42,7 @@ func TestAgentRoleIsEnough(t *testing.T) {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "eni-system"}}}
-	s := testScheme(t)
+	s := testenv.Scheme(t)
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // Agents of many nodes write into one NodeENI at the same moment, while
@@ -21,7 +22,7 @@ func TestConcurrentNodeWritesNeverConflict(t *testing.T) {
 	ctx := context.Background()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 1000 // the writes race; the client's rate limit must not serialize them
-	k8s, err := client.New(cfg, client.Options{Scheme: testScheme(t)})
+	k8s, err := client.New(cfg, client.Options{Scheme: testenv.Scheme(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func newDescribeENIsByIPBatcher(c *Client, w batchWindow) *batcher[ipFamily, str
 	if c.vpcID != "" {
 		maxItems = maxLookupBatch
 	}
-	b := newBatcher(c, "lookup-ip", w, maxItems, c.execDescribeENIsByIP)
+	b := newBatcher(c, "lookup-ip", "DescribeNetworkInterfaces", w, maxItems, c.execDescribeENIsByIP)
 	b.missing = func(ip string) error {
 		return &notFoundError{code: "InvalidAddress.NotFound", id: "no network interface holds " + ip}
 	}

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
 
 // Exactly one package of the operator knows the EC2 SDK (docs/architecture.md); the
 // emulator and its conformance suite are the declared exceptions.
 func TestOnlyThisPackageImportsTheEC2SDK(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := cachedbin.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,7 @@ import (
 type Client struct {
 	api     *ec2.Client
 	vpcID   string
-	limiter *adaptiveLimiter
-	byCat   map[Category]*adaptiveLimiter
+	limits  limits
 	metrics *metrics
 	health  *Health
 
@@ -63,12 +62,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // NewFromAWSConfig builds a client from an already loaded AWS configuration.
 func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 	cfg = withDefaults(cfg)
-	c := &Client{vpcID: cfg.VPCID, limiter: newAdaptiveLimiter(cfg.QPS, cfg.Burst), byCat: map[Category]*adaptiveLimiter{}}
-	for cat, l := range cfg.CategoryLimits {
-		c.byCat[cat] = newAdaptiveLimiter(l.QPS, l.Burst)
-	}
+	c := &Client{vpcID: cfg.VPCID, limits: newLimits(cfg)}
 	c.health = newHealth(cfg.Logger, defaultEndpoint(awsCfg), cfg.UnreadyAfter, cfg.ErrorLogInterval)
-	c.metrics = newMetrics(cfg.Registerer, c.limiter, c.health)
+	c.metrics = newMetrics(cfg.Registerer, c.limits, c.health)
 	awsCfg.HTTPClient = withBufferedBodies(awsCfg.HTTPClient)
 	c.api = ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
 		// The only retry layer: the SDK's standard retryer with our
@@ -105,15 +101,18 @@ type batchWindow struct{ idle, maxWait time.Duration }
 const batchTimeout = 2 * time.Minute
 
 // newBatcher returns a batcher with what every batch of the client shares:
-// a due batch stays open while the rate limiter would hold its call anyway
-// (so under a rate limit batches grow instead of queueing), and the size
-// of each call goes to eni_operator_ec2_batch_size under kind.
-func newBatcher[K, I comparable, O any](c *Client, kind string, w batchWindow, maxItems int,
+// a due batch stays open while the rate limiter would hold its call, an
+// action of its family, anyway (so under a rate limit batches grow
+// instead of queueing; other actions' backlogs do not hold it), and the
+// size of each call goes to eni_operator_ec2_batch_size under kind.
+// Batched calls are filtered, so a describe's family is FamilyDescribe.
+func newBatcher[K, I comparable, O any](c *Client, kind, action string, w batchWindow, maxItems int,
 	run func(context.Context, K, []I) (map[I]O, error)) *batcher[K, I, O] {
 	size := c.metrics.batchSize.WithLabelValues(kind)
+	family := familyOf(action, nil)
 	return &batcher[K, I, O]{
 		idle: w.idle, maxWait: w.maxWait, maxItems: maxItems, timeout: batchTimeout,
-		run: run, gate: c.limiter.delay,
+		run: run, gate: func() time.Duration { return c.limits.delay(family, action) },
 		observe: func(n int) { size.Observe(float64(n)) },
 	}
 }

@@ -317,15 +317,16 @@ func TestThrottlingIsAbsorbed(t *testing.T) {
 	if counts.Calls-counts.Throttled != 40 {
 		t.Fatalf("%d successful calls, want 40", counts.Calls-counts.Throttled)
 	}
-	if got := testutil.ToFloat64(c.metrics.throttles.WithLabelValues("DescribeNetworkInterfaces")); int(got) != counts.Throttled {
+	if got := testutil.ToFloat64(c.metrics.throttles.WithLabelValues("DescribeNetworkInterfaces", string(FamilyDescribe))); int(got) != counts.Throttled {
 		t.Fatalf("throttle metric %v, emulator saw %d", got, counts.Throttled)
 	}
-	if r := c.limiter.rate(); r >= 100 {
-		t.Fatalf("rate %v after throttling, want below the configured 100", r)
+	if r, aws := c.limits.family[FamilyDescribe].rate(), AWSBucket(FamilyDescribe).Refill; r >= aws {
+		t.Fatalf("describe rate %v after throttling, want below AWS's %v", r, aws)
 	}
 }
 
-// The client never sends more than QPS*1s + Burst requests in any 1 s window.
+// With --aws-rate-limit-qps set, the client never sends more than
+// QPS*1s + Burst requests in any 1 s window, whatever the families allow.
 func TestRateLimitBound(t *testing.T) {
 	w := newWorld(t, emulator.World{})
 	const qps, burst, total = 20, 10, 70

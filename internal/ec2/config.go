@@ -15,14 +15,23 @@ type Config struct {
 	// VPCID scopes every lookup to the cluster's VPC. When empty, New asks
 	// the instance metadata service; off EC2 it must be set.
 	VPCID string
-	// QPS and Burst bound the request rate of this client
-	// (--aws-rate-limit-qps, --aws-rate-limit-burst; defaults 10 and 20).
-	// They are a ceiling: on throttling the rate drops and then recovers.
+	// Share is the part of the account's EC2 request buckets this client
+	// may use (--aws-rate-limit-share; (0, 1], default 1). Each action
+	// gets a bucket with the burst and refill rate AWS gives its family
+	// (Family) times Share; a family backs off on throttling of any of
+	// its actions and recovers while calls succeed. Below 1 leaves room
+	// for the other tools that share the account's buckets.
+	Share float64
+	// Buckets replace AWS's bucket of a family (before Share): for an
+	// account whose limits AWS raised, or an endpoint that enforces none
+	// (tests against the emulator with its throttling off).
+	Buckets map[Family]Bucket
+	// QPS and Burst are an optional overall ceiling over every family
+	// (--aws-rate-limit-qps, --aws-rate-limit-burst), as
+	// k8s-eni-tagger's single limiter was. QPS 0, the default, sets none;
+	// Burst (default 20) applies only with QPS.
 	QPS   float64
 	Burst int
-	// CategoryLimits optionally adds a bucket per action category on top
-	// of the global one, mirroring AWS's own per-action buckets.
-	CategoryLimits map[Category]Limit
 	// MaxAttempts bounds the attempts of one operation (default 10).
 	// Throttling, 5xx and network errors are retried with exponential
 	// backoff and full jitter; other errors are returned at once.
@@ -58,7 +67,7 @@ type Config struct {
 // defaults), for callers that build a Config in Go.
 func withDefaults(cfg Config) Config {
 	d := DefaultConfig()
-	orDefault(&cfg.QPS, d.QPS)
+	orDefault(&cfg.Share, d.Share)
 	orDefault(&cfg.Burst, d.Burst)
 	orDefault(&cfg.MaxAttempts, d.MaxAttempts)
 	orDefault(&cfg.MaxBackoff, d.MaxBackoff)

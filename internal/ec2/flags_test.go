@@ -2,9 +2,12 @@ package ec2
 
 import (
 	"flag"
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 )
 
 func TestFlags(t *testing.T) {
@@ -14,25 +17,40 @@ func TestFlags(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{QPS: 10, Burst: 20, MaxAttempts: 10, MaxBackoff: 20 * time.Second, BatchIdle: 20 * time.Millisecond, BatchMaxWait: 200 * time.Millisecond}
-	if c.QPS != want.QPS || c.Burst != want.Burst || c.MaxAttempts != want.MaxAttempts || c.MaxBackoff != want.MaxBackoff ||
+	// No overall ceiling by default (k8s-eni-tagger's was 10/s): each
+	// family has AWS's whole bucket. Its burst default stays 20.
+	want := Config{Share: 1, QPS: 0, Burst: 20, MaxAttempts: 10, MaxBackoff: 20 * time.Second, BatchIdle: 20 * time.Millisecond, BatchMaxWait: 200 * time.Millisecond}
+	if c.Share != want.Share || c.QPS != want.QPS || c.Burst != want.Burst || c.MaxAttempts != want.MaxAttempts || c.MaxBackoff != want.MaxBackoff ||
 		c.BatchIdle != want.BatchIdle || c.BatchMaxWait != want.BatchMaxWait || c.VPCID != "" {
-		t.Fatalf("defaults %+v, want %+v (k8s-eni-tagger's --aws-rate-limit-qps 10 and --aws-rate-limit-burst 20)", c, want)
+		t.Fatalf("defaults %+v, want %+v", c, want)
 	}
-	if err := fs.Parse([]string{"--aws-rate-limit-qps=4.5", "--aws-rate-limit-burst=7", "--vpc-id=vpc-1"}); err != nil {
+	if err := fs.Parse([]string{"--aws-rate-limit-qps=4.5", "--aws-rate-limit-burst=7", "--aws-rate-limit-share=0.25", "--vpc-id=vpc-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if c.QPS != 4.5 || c.Burst != 7 || c.VPCID != "vpc-1" {
+	if c.QPS != 4.5 || c.Burst != 7 || c.Share != 0.25 || c.VPCID != "vpc-1" {
 		t.Fatalf("parsed %+v", c)
 	}
 }
 
 // The values the flags set are checked before anything starts: a bad VPC
-// ID, a rate, burst, attempt count or delay of zero or less is refused
-// with the flag's name, instead of New replacing it silently.
+// ID, a share outside (0, 1], a negative ceiling, a burst, attempt count
+// or delay of zero or less is refused with the flag's name and value,
+// instead of New replacing it silently.
 func TestValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
+	}
+	for _, ok := range []func(*Config){
+		func(c *Config) { c.Share = 1 },
+		func(c *Config) { c.Share = 0.01 },
+		func(c *Config) { c.QPS = 0 }, // no ceiling
+		func(c *Config) { c.QPS, c.Burst = 10, 20 },
+	} {
+		c := DefaultConfig()
+		ok(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v refused: %v", c, err)
+		}
 	}
 	good := DefaultConfig()
 	good.VPCID = "vpc-0123456789abcdef0"
@@ -50,8 +68,13 @@ func TestValidate(t *testing.T) {
 		{"--vpc-id=banana", func(c *Config) { c.VPCID = "banana" }},
 		{"--vpc-id=vpc-1", func(c *Config) { c.VPCID = "vpc-1" }},
 		{"--vpc-id=vpc-0123456789ABCDEF0", func(c *Config) { c.VPCID = "vpc-0123456789ABCDEF0" }},
+		{"--aws-rate-limit-share=0", func(c *Config) { c.Share = 0 }},
+		{"--aws-rate-limit-share=-0.5", func(c *Config) { c.Share = -0.5 }},
+		{"--aws-rate-limit-share=1.5", func(c *Config) { c.Share = 1.5 }},
+		{"--aws-rate-limit-share=NaN", func(c *Config) { c.Share = math.NaN() }},
+		{"--aws-rate-limit-share=+Inf", func(c *Config) { c.Share = math.Inf(1) }},
 		{"--aws-rate-limit-qps=-1", func(c *Config) { c.QPS = -1 }},
-		{"--aws-rate-limit-qps=0", func(c *Config) { c.QPS = 0 }},
+		{"--aws-rate-limit-qps=NaN", func(c *Config) { c.QPS = math.NaN() }},
 		{"--aws-rate-limit-burst=0", func(c *Config) { c.Burst = 0 }},
 		{"--aws-max-attempts=0", func(c *Config) { c.MaxAttempts = 0 }},
 		{"--aws-max-backoff=-1s", func(c *Config) { c.MaxBackoff = -time.Second }},
@@ -65,6 +88,9 @@ func TestValidate(t *testing.T) {
 		err := c.Validate()
 		if err == nil || !strings.Contains(err.Error(), "invalid "+tc.flag+": ") {
 			t.Errorf("%s: %v", tc.flag, err)
+			continue
 		}
+		name, value, _ := strings.Cut(strings.TrimPrefix(tc.flag, "--"), "=")
+		clitest.NamesFlagAndValue(t, name, value, err.Error())
 	}
 }

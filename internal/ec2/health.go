@@ -328,7 +328,7 @@ func failureKind(ctx context.Context, operation string, err error) string {
 		switch {
 		case IsThrottled(err):
 			return KindThrottled
-		case isAuthCode(code), code == "UnauthorizedOperation" && categoryOf(operation) == CategoryDescribe:
+		case isAuthCode(code), code == "UnauthorizedOperation" && isDescribe(operation):
 			return KindAuth
 		case isServerCode(code):
 			return KindServer

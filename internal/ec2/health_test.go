@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // logLines captures a logger's lines.
@@ -69,10 +69,10 @@ func TestHealthEndpointStoppedAndRestarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := ec2test.ServeRestartable(t, emu)
+	srv := testenv.ServeRestartable(t, emu)
 	var logs logLines
 	reg := prometheus.NewRegistry()
-	c := ec2test.Client(srv.URL, ec2.Config{VPCID: res.VPCs[0], Registerer: reg, Logger: logs.logger(),
+	c := testenv.EC2Client(srv.URL, ec2.Config{VPCID: res.VPCs[0], Registerer: reg, Logger: logs.logger(),
 		MaxAttempts: 4, MaxBackoff: 5 * time.Millisecond, UnreadyAfter: 300 * time.Millisecond, ErrorLogInterval: time.Hour})
 	h := c.Health()
 	downs := make(chan bool, 10)
@@ -145,14 +145,14 @@ func TestHealthEndpointStoppedAndRestarted(t *testing.T) {
 // UnauthorizedOperation only on reads; throttling and errors about the
 // request are EC2 answering.
 func TestHealthAuthErrors(t *testing.T) {
-	emu, url := ec2test.Serve(t, emulator.Options{})
+	emu, url := testenv.Serve(t, emulator.Options{})
 	res, err := emu.Load(emulator.World{VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logs logLines
 	reg := prometheus.NewRegistry()
-	c := ec2test.Client(url, ec2.Config{VPCID: res.VPCs[0], Registerer: reg, Logger: logs.logger(),
+	c := testenv.EC2Client(url, ec2.Config{VPCID: res.VPCs[0], Registerer: reg, Logger: logs.logger(),
 		MaxAttempts: 3, MaxBackoff: 5 * time.Millisecond, UnreadyAfter: time.Hour, ErrorLogInterval: time.Hour})
 	ctx := context.Background()
 	fault := func(action, code string) {

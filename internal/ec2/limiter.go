@@ -2,25 +2,29 @@ package ec2
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// adaptiveLimiter is a token bucket whose rate drops when AWS throttles us
-// and recovers while calls succeed (AIMD). AWS's buckets are shared with
-// every other client of the account, so a fixed client-side rate is not
-// enough: when someone else drains the bucket, we must slow down too.
+// adaptiveLimiter is the client side of one of AWS's throttling
+// families. AWS gives each action its own token bucket, sized by its
+// family, so the limiter keeps one bucket per action (made at its first
+// call), each with the family's burst. Their common refill rate drops
+// when AWS throttles any action of the family and recovers while calls
+// succeed (AIMD): AWS's buckets are shared with every other client of the
+// account, so a fixed client-side rate is not enough; when someone else
+// drains a bucket, we must slow down too.
 type adaptiveLimiter struct {
-	bucket *rate.Limiter
+	burst int
 
 	mu         sync.Mutex
-	configured float64   // the ceiling, --aws-rate-limit-qps
-	effective  float64   // the current rate
-	floor      float64   // never slower than this
-	lastCut    time.Time // decreases are at most once per cutInterval
+	buckets    map[string]*rate.Limiter // by action
+	configured float64                  // the family's refill rate, AWS's scaled by --aws-rate-limit-share
+	effective  float64                  // the current rate
+	floor      float64                  // never slower than this
+	lastCut    time.Time                // decreases are at most once per cutInterval
 }
 
 const (
@@ -34,33 +38,48 @@ const (
 )
 
 func newAdaptiveLimiter(qps float64, burst int) *adaptiveLimiter {
-	if burst < 1 {
-		burst = 1
-	}
 	return &adaptiveLimiter{
-		bucket:     rate.NewLimiter(rate.Limit(qps), burst),
+		burst:      max(1, burst),
+		buckets:    map[string]*rate.Limiter{},
 		configured: qps,
 		effective:  qps,
 		floor:      qps / 16,
 	}
 }
 
-// wait blocks until a token is available and returns how long it waited.
-func (l *adaptiveLimiter) wait(ctx context.Context) (time.Duration, error) {
+// bucket returns the action's bucket, full when new.
+func (l *adaptiveLimiter) bucket(action string) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[action]
+	if !ok {
+		b = rate.NewLimiter(rate.Limit(l.effective), l.burst)
+		l.buckets[action] = b
+	}
+	return b
+}
+
+// wait blocks until the action's bucket has a token and returns how long
+// it waited.
+func (l *adaptiveLimiter) wait(ctx context.Context, action string) (time.Duration, error) {
+	b := l.bucket(action)
 	start := time.Now()
-	err := l.bucket.Wait(ctx)
+	err := b.Wait(ctx)
 	return time.Since(start), err
 }
 
-// delay is how long until a token is likely free (0: one is free now).
-// Batchers use it to keep a batch open, and growing, while the limiter
-// would make its call wait anyway.
-func (l *adaptiveLimiter) delay() time.Duration {
-	tokens := l.bucket.Tokens()
+// delay is how long until the action's bucket likely has a token (0: it
+// has one now). Batchers use it to keep a batch open, and growing, while
+// the limiter would make its call wait anyway.
+func (l *adaptiveLimiter) delay(action string) time.Duration { return tokenDelay(l.bucket(action)) }
+
+// tokenDelay is how long until b likely has a token (0: it has one now).
+func tokenDelay(b *rate.Limiter) time.Duration {
+	tokens := b.Tokens()
 	if tokens >= 1 {
 		return 0
 	}
-	lim := float64(l.bucket.Limit())
+	lim := float64(b.Limit())
 	if lim <= 0 {
 		return 0
 	}
@@ -76,7 +95,7 @@ func (l *adaptiveLimiter) throttled(now time.Time) {
 	}
 	l.lastCut = now
 	l.effective = max(l.floor, l.effective*cutFactor)
-	l.bucket.SetLimitAt(now, rate.Limit(l.effective))
+	l.setRate(now)
 }
 
 // succeeded records a call AWS did not throttle.
@@ -87,7 +106,15 @@ func (l *adaptiveLimiter) succeeded(now time.Time) {
 		return
 	}
 	l.effective = min(l.configured, l.effective+l.configured/recoverSteps)
-	l.bucket.SetLimitAt(now, rate.Limit(l.effective))
+	l.setRate(now)
+}
+
+// setRate gives every bucket of the family the effective rate; l.mu must
+// be held.
+func (l *adaptiveLimiter) setRate(now time.Time) {
+	for _, b := range l.buckets {
+		b.SetLimitAt(now, rate.Limit(l.effective))
+	}
 }
 
 // rate returns the current effective rate in calls per second.
@@ -95,35 +122,4 @@ func (l *adaptiveLimiter) rate() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.effective
-}
-
-// Limit is a token bucket: QPS refill per second, Burst tokens.
-type Limit struct {
-	QPS   float64
-	Burst int
-}
-
-// Category groups EC2 actions the way AWS's throttling does.
-type Category string
-
-// The action categories of AWS's request throttling.
-const (
-	CategoryDescribe    Category = "describe"   // non-mutating
-	CategoryTags        Category = "tags"       // CreateTags, DeleteTags
-	CategoryENIMutate   Category = "eni-mutate" // Create/DeleteNetworkInterface, Modify..., Assign/Unassign...
-	CategoryOtherMutate Category = "other-mutate"
-)
-
-func categoryOf(operation string) Category {
-	switch operation {
-	case "CreateTags", "DeleteTags":
-		return CategoryTags
-	case "CreateNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute",
-		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses":
-		return CategoryENIMutate
-	}
-	if strings.HasPrefix(operation, "Describe") {
-		return CategoryDescribe
-	}
-	return CategoryOtherMutate
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // instrument adds rate limiting and metrics to every operation: per
-// operation (duration, final errors) around the retry loop, and per
-// attempt (token wait, calls, throttles, health) inside it, so that every
-// retry waits for a token and counts.
+// operation (its family, duration, final errors) around the retry loop,
+// and per attempt (token wait, calls, throttles, health) inside it, so
+// that every retry waits for a token and counts.
 func (c *Client) instrument(stack *middleware.Stack) error {
 	op := middleware.InitializeMiddlewareFunc("eni-operator/operation", c.measureOperation)
 	attempt := middleware.FinalizeMiddlewareFunc("eni-operator/attempt", c.limitAndObserveAttempt)
@@ -23,10 +23,16 @@ func (c *Client) instrument(stack *middleware.Stack) error {
 	return stack.Finalize.Insert(attempt, "Retry", middleware.After)
 }
 
-// measureOperation records one operation's duration and, when it failed
-// after its retries, its error code.
+// familyKey carries an operation's Family from the initialize step, the
+// last that sees the operation's input (a describe's family depends on
+// its filters and pagination), to every attempt.
+type familyKey struct{}
+
+// measureOperation decides the operation's family, and records its
+// duration and, when it failed after its retries, its error code.
 func (c *Client) measureOperation(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 	name := awsmiddleware.GetOperationName(ctx)
+	ctx = middleware.WithStackValue(ctx, familyKey{}, familyOf(name, in.Parameters))
 	start := time.Now()
 	out, md, err := next.HandleInitialize(ctx, in)
 	c.metrics.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
@@ -40,23 +46,23 @@ func (c *Client) measureOperation(ctx context.Context, in middleware.InitializeI
 	return out, md, err
 }
 
-// limitAndObserveAttempt waits for the rate limiters, sends one attempt
-// and tells the limiters, the metrics and EC2's health how it went.
+// limitAndObserveAttempt waits for the rate limiters of the operation's
+// family, sends one attempt and tells the family's limiter, the metrics
+// and EC2's health how it went.
 func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 	name := awsmiddleware.GetOperationName(ctx)
-	limiters := c.limitersFor(name)
-	var waited time.Duration
-	for _, l := range limiters {
-		d, err := l.wait(ctx)
-		waited += d
-		if err != nil {
-			return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("waiting for the EC2 rate limiter: %w", err)
-		}
+	family, ok := middleware.GetStackValue(ctx, familyKey{}).(Family)
+	if !ok { // not through measureOperation: decide from the name alone
+		family = familyOf(name, nil)
 	}
-	c.metrics.limiterWait.WithLabelValues(name).Observe(waited.Seconds())
+	waited, err := c.limits.wait(ctx, family, name)
+	if err != nil {
+		return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("waiting for the EC2 rate limiter: %w", err)
+	}
+	c.metrics.limiterWait.WithLabelValues(name, string(family)).Observe(waited.Seconds())
 	c.metrics.calls.WithLabelValues(name).Inc()
 	out, md, err := next.HandleFinalize(ctx, in)
-	c.adapt(limiters, name, err)
+	c.adapt(family, name, err)
 	// Every attempt tells EC2's health, so an outage shows within the
 	// first failed attempt rather than after the retries.
 	kind := failureKind(ctx, name, err)
@@ -67,30 +73,17 @@ func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.Final
 	return out, md, err
 }
 
-// limitersFor returns the global limiter and the operation's category
-// limiter, when one is configured.
-func (c *Client) limitersFor(operation string) []*adaptiveLimiter {
-	limiters := []*adaptiveLimiter{c.limiter}
-	if l, ok := c.byCat[categoryOf(operation)]; ok {
-		limiters = append(limiters, l)
-	}
-	return limiters
-}
-
-// adapt slows the limiters down on throttling and lets them recover on
-// success; other errors say nothing of the rate.
-func (c *Client) adapt(limiters []*adaptiveLimiter, operation string, err error) {
-	now := time.Now()
-	throttled := IsThrottled(err)
-	for _, l := range limiters {
-		if throttled {
-			l.throttled(now)
-		} else if err == nil {
-			l.succeeded(now)
-		}
-	}
-	if throttled {
-		c.metrics.throttles.WithLabelValues(operation).Inc()
+// adapt slows the family's limiter down on throttling and lets it
+// recover on success; other errors say nothing of the rate, and other
+// families' buckets are AWS's own, untouched by this one's throttling.
+func (c *Client) adapt(family Family, operation string, err error) {
+	l := c.limits.family[family]
+	switch {
+	case IsThrottled(err):
+		l.throttled(time.Now())
+		c.metrics.throttles.WithLabelValues(operation, string(family)).Inc()
+	case err == nil:
+		l.succeeded(time.Now())
 	}
 }
 

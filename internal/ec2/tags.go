@@ -76,9 +76,9 @@ func tagMap(tags []types.Tag) map[string]string {
 // up to 1,000 ENIs. The call has one outcome for all of them; one ENI
 // that no longer exists fails the whole call, so a failed batch is
 // retried in halves until the others are written.
-func newTagWriteBatcher(c *Client, kind string, w batchWindow,
+func newTagWriteBatcher(c *Client, kind, action string, w batchWindow,
 	write func(ctx context.Context, tags tagSet, ids []string) error) *batcher[tagSet, string, struct{}] {
-	b := newBatcher(c, kind, w, maxTagResources, func(ctx context.Context, tags tagSet, ids []string) (map[string]struct{}, error) {
+	b := newBatcher(c, kind, action, w, maxTagResources, func(ctx context.Context, tags tagSet, ids []string) (map[string]struct{}, error) {
 		err := write(ctx, tags, ids)
 		out := make(map[string]struct{}, len(ids))
 		for _, id := range ids {

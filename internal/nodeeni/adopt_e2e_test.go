@@ -45,8 +45,8 @@ func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []or
 	h.t.Helper()
 	var specs []emulator.NetworkInterfaceSpec
 	for _, o := range enis {
-		subnetID := h.subnets[o.subnet]
-		group := h.groups["multus"]
+		subnetID := h.Subnets[o.subnet]
+		group := h.Groups["multus"]
 		if o.subnet == "elsewhere" {
 			group = ""
 		}
@@ -63,7 +63,7 @@ func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []or
 		}
 		specs = append(specs, s)
 	}
-	res, err := h.emu.Load(emulator.World{NetworkInterfaces: specs})
+	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: specs})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []or
 			node = o.recordNode
 		}
 		records = append(records, map[string]any{"nodeID": node, "instanceID": inst, "eniID": ids[i], "attachmentID": attachmentID,
-			"subnetID": h.subnets[o.subnet], "subnetCIDR": "10.0.32.0/20", "mtu": 9001, "deviceIndex": o.index, "status": "attached",
+			"subnetID": h.Subnets[o.subnet], "subnetCIDR": "10.0.32.0/20", "mtu": 9001, "deviceIndex": o.index, "status": "attached",
 			"lastUpdated": time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339), "dpdkBound": false})
 	}
 	u := &unstructured.Unstructured{}
@@ -114,7 +114,7 @@ func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []or
 // (by its NetworkInterfaceId or ResourceId parameters), by action.
 func (h *harness) touched() map[string][]string {
 	out := map[string][]string{}
-	for _, c := range h.emu.Calls() {
+	for _, c := range h.Emulator.Calls() {
 		if strings.HasPrefix(c.Action, "Describe") {
 			continue
 		}
@@ -131,7 +131,7 @@ func (h *harness) touched() map[string][]string {
 // for aws-multi-eni-controller's ENIs (filtered by its managed-by tag).
 func (h *harness) originalListings() int {
 	n := 0
-	for _, c := range h.emu.Calls() {
+	for _, c := range h.Emulator.Calls() {
 		if c.Action != "DescribeNetworkInterfaces" {
 			continue
 		}
@@ -163,8 +163,8 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	h.addNode("n0", h.instance(0), "us-east-1a", sel)
 	h.addNode("n1", h.instance(1), "us-east-1a", sel)
 	spec := h.spec(sel)
-	spec.SubnetIDs = []string{h.subnets["multus-a"]}
-	spec.SecurityGroupIDs = []string{h.groups["multus"]}
+	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
+	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
 	ids := h.seedOriginal("adopt-legacy", spec, []original{
 		{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}, // 0: wanted, adopted
 		{subnet: "multus-a", node: "n1", instance: h.instance(1), index: 1, record: true}, // 1: wanted, adopted
@@ -183,7 +183,7 @@ func TestAdoptOriginalENIs(t *testing.T) {
 		{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 3, description: "db failover"},
 	})
 	adopted, removed, foreign := ids[:2], ids[2], ids[3:]
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 
 	// The original's ENIs are listed at most once per resync interval
 	// while a NodeENI, as read, still needs them; the tests' 300 ms is
@@ -277,8 +277,8 @@ func TestAdoptOriginalENIs(t *testing.T) {
 
 	// A restart finds nothing to do: no listing of the original's ENIs,
 	// no write to EC2 or to the status.
-	m.stop()
-	h.emu.ResetCounts()
+	_ = m.Stop()
+	h.Emulator.ResetCounts()
 	h.start(o)
 	time.Sleep(6 * resync)
 	after := h.ready("adopt-legacy", 2)
@@ -304,8 +304,8 @@ func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 	sel := map[string]string{"ng": "adopt-crash"}
 	h.addNode("n0", h.instance(0), "us-east-1a", sel)
 	spec := h.spec(sel)
-	spec.SubnetIDs = []string{h.subnets["multus-a"]}
-	spec.SecurityGroupIDs = []string{h.groups["multus"]}
+	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
+	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
 	ids := h.seedOriginal("adopt-crash", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
 	uid := string(h.get("adopt-crash").UID)
 	// What the adoption's one CreateTags wrote before the crash.
@@ -315,7 +315,7 @@ func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 		nodeeni.TagNoManage: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 	o := h.options()
 	o.ResyncInterval = 3 * time.Second // see TestAdoptOriginalENIs
 	h.start(o)
@@ -360,13 +360,13 @@ func TestAdoptionRefused(t *testing.T) {
 	sel := map[string]string{"ng": "adopt-refused"}
 	h.addNode("n0", h.instance(0), "us-east-1a", sel)
 	spec := h.spec(sel)
-	spec.SubnetIDs = []string{h.subnets["multus-a"]}
-	spec.SecurityGroupIDs = []string{h.groups["multus"]}
+	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
+	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
 	ids := h.seedOriginal("adopt-refused", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
-	if err := h.emu.Configure(emulator.Config{Denied: []string{"CreateTags"}}); err != nil {
+	if err := h.Emulator.Configure(emulator.Config{Denied: []string{"CreateTags"}}); err != nil {
 		t.Fatal(err)
 	}
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 	h.start(h.options())
 	h.eventually("refusal reported", waitFor, func() (bool, string) {
 		ne := h.get("adopt-refused")
@@ -384,7 +384,7 @@ func TestAdoptionRefused(t *testing.T) {
 			t.Errorf("%d %s calls while the adoption is refused", n, a)
 		}
 	}
-	if err := h.emu.Configure(emulator.Config{Denied: []string{}}); err != nil {
+	if err := h.Emulator.Configure(emulator.Config{Denied: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	ne = h.ready("adopt-refused", 1)
@@ -406,10 +406,10 @@ func TestAdoptDryRun(t *testing.T) {
 	sel := map[string]string{"ng": "adopt-dry"}
 	h.addNode("n0", h.instance(0), "us-east-1a", sel)
 	spec := h.spec(sel)
-	spec.SubnetIDs = []string{h.subnets["multus-a"]}
-	spec.SecurityGroupIDs = []string{h.groups["multus"]}
+	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
+	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
 	ids := h.seedOriginal("adopt-dry", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 	o := h.options()
 	o.DryRun = true
 	m := h.start(o)
@@ -429,8 +429,8 @@ func TestAdoptDryRun(t *testing.T) {
 			t.Errorf("dry run: %d %s calls", by[a], a)
 		}
 	}
-	m.stop()
-	h.emu.ResetCounts()
+	_ = m.Stop()
+	h.Emulator.ResetCounts()
 	h.start(h.options())
 	ne := h.ready("adopt-dry", 1)
 	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] {

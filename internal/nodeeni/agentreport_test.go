@@ -14,8 +14,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/agent"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // The node agents' reports in status.interfaces become the
@@ -101,8 +101,8 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	// The agents' entries are the agents' alone: no other field manager
 	// ever took part of status.interfaces.
 	for _, mf := range got.ManagedFields {
-		if !strings.HasPrefix(mf.Manager, "eni-agent/") && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:interfaces"`) {
-			t.Errorf("field manager %q (%s) owns part of status.interfaces: %s", mf.Manager, mf.Operation, mf.FieldsV1.Raw)
+		if !strings.HasPrefix(mf.Manager, "eni-agent/") && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:interfaces"`) {
+			t.Errorf("field manager %q (%s) owns part of status.interfaces: %s", mf.Manager, mf.Operation, mf.FieldsV1.GetRawString())
 		}
 	}
 	if len(got.Status.Interfaces) != 2 {
@@ -110,11 +110,11 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	}
 }
 
-// report applies entries as node's agent does, with the agent's own code:
+// report applies entries as node's agent does by the API's contract:
 // server-side apply of the node's part of status.interfaces.
 func (h *harness) report(node, name string, entries ...v1alpha1.InterfaceStatus) {
 	h.t.Helper()
-	if err := agent.ApplyInterfaces(context.Background(), h.k8s, node, name, entries); err != nil {
+	if err := testenv.ReportInterfaces(context.Background(), h.k8s, node, name, entries); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -154,24 +154,7 @@ func reportedMTU(ne *v1alpha1.NodeENI, node string) int32 {
 // every test; the tests of this package run one at a time.
 func reconciles(t *testing.T) float64 {
 	t.Helper()
-	mfs, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "nodeeni" {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return testenv.MetricValue(t, ctrlmetrics.Registry, "controller_runtime_reconcile_total", map[string]string{"controller": "nodeeni"})
 }
 
 // writeLog records every version of one NodeENI the API server sends to a
@@ -183,7 +166,7 @@ type writeLog struct {
 
 func (h *harness) watchWrites(name string) *writeLog {
 	h.t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme(h.t)})
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: testenv.Scheme(h.t)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

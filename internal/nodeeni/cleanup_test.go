@@ -13,6 +13,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 func enisOf(list []ec2.ENI, node string) []ec2.ENI {
@@ -104,7 +105,7 @@ func TestCleanup(t *testing.T) {
 
 	h.update("cl", func(s *v1alpha1.NodeENISpec) { s.SubnetNames = []string{"multus-a"} })
 	h.waitENIs(1)
-	if e := h.enis()[0]; e.SubnetID != h.subnets["multus-a"] {
+	if e := h.enis()[0]; e.SubnetID != h.Subnets["multus-a"] {
 		t.Fatalf("kept ENI in %s, want multus-a", e.SubnetID)
 	}
 	if ne := h.ready("cl", 1); len(ne.Status.Attachments) != 1 {
@@ -120,7 +121,7 @@ func TestCleanup(t *testing.T) {
 	}
 	for reason, n := range map[string]float64{nodeeni.CleanupNodeUnmatched: 2, nodeeni.CleanupNodeDeleted: 2,
 		nodeeni.CleanupSubnetRemoved: 1, nodeeni.CleanupNodeENIDeleted: 1} {
-		if got := metricValue(t, m.reg, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": reason, "outcome": "deleted"}); got != n {
+		if got := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": reason, "outcome": "deleted"}); got != n {
 			t.Errorf("cleanups{reason=%s} = %v, want %v", reason, got, n)
 		}
 	}

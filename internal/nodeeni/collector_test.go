@@ -6,6 +6,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // Item 6: operator-owned, available ENIs that no NodeENI wants are deleted
@@ -23,7 +24,7 @@ func TestCollector(t *testing.T) {
 		}
 		return tags
 	}
-	res, err := h.emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", Tags: ours(map[string]string{nodeeni.TagCreatedAt: old})}, // 0: old orphan
 		{Subnet: "multus-a", Tags: ours(nil)},                                          // 1: orphan of unknown age: grace from first sighting
 		{Subnet: "multus-a"},                                                           // 2: not ours: no tags
@@ -76,7 +77,7 @@ func TestCollector(t *testing.T) {
 	if d := h.calls("DeleteNetworkInterface"); d != 2 {
 		t.Errorf("%d deletes, want 2", d)
 	}
-	if n := metricValue(t, m.reg, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": nodeeni.CleanupOrphan, "outcome": "deleted"}); n != 2 {
+	if n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": nodeeni.CleanupOrphan, "outcome": "deleted"}); n != 2 {
 		t.Errorf("orphan cleanups %v, want 2", n)
 	}
 }

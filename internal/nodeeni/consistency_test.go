@@ -20,7 +20,7 @@ func TestNewENIsNotYetVisibleAreAttachedNotDuplicated(t *testing.T) {
 		h.addNode("n"+string(rune('0'+i)), h.instance(i), zone, map[string]string{"ng": "multi-eni"})
 	}
 	const delay = 1500 * time.Millisecond
-	if err := h.emu.Configure(emulator.Config{VisibilityDelay: &emulator.Duration{Duration: delay}}); err != nil {
+	if err := h.Emulator.Configure(emulator.Config{VisibilityDelay: &emulator.Duration{Duration: delay}}); err != nil {
 		t.Fatal(err)
 	}
 	h.start(h.options())
@@ -30,7 +30,7 @@ func TestNewENIsNotYetVisibleAreAttachedNotDuplicated(t *testing.T) {
 	h.createNodeENI("late", spec)
 	ne := h.ready("late", 3)
 
-	attach := h.emu.Counts()["AttachNetworkInterface"]
+	attach := h.Emulator.Counts()["AttachNetworkInterface"]
 	if attach.Errors["InvalidNetworkInterfaceID.NotFound"] == 0 {
 		t.Fatalf("no attach was answered NotFound, so the test did not exercise eventual consistency: %+v", attach)
 	}

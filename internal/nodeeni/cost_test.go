@@ -32,7 +32,7 @@ func TestSteadyStateCost(t *testing.T) {
 	total, by := h.totalCalls()
 	t.Logf("100 ENIs created and attached in %v: %d EC2 calls, %.2f per ENI (%v)", time.Since(start), total, float64(total)/100, by)
 
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 	const intervals = 10
 	time.Sleep(intervals * resync)
 	total, by = h.totalCalls()

@@ -47,7 +47,7 @@ func crashScenario(t *testing.T, action string, afterApply bool) {
 		names = append(names, name)
 		h.addNode(name, h.instance(i), "us-east-1a", map[string]string{"ng": "crash"})
 	}
-	if err := h.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{
+	if err := h.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{
 		action: {ErrorRate: 1, ErrorCode: "InternalError", AfterApply: afterApply}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,16 +60,16 @@ func crashScenario(t *testing.T, action string, afterApply bool) {
 		n := h.calls(action)
 		return n >= 2*nodes*2, fmt.Sprintf("%d calls", n) // every ENI, retried at least once
 	})
-	first.stop() // the process dies: nothing after this point of its work happens
-	if err := h.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{}}); err != nil {
+	_ = first.Stop() // the process dies: nothing after this point of its work happens
+	if err := h.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{}}); err != nil {
 		t.Fatal(err)
 	}
 	before := len(h.enis())
 	t.Logf("%s failing (afterApply=%v): %d ENIs existed when the manager died", action, afterApply, before)
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 	h.start(h.options())
 	h.ready("crash", nodes)
-	h.exactlyOnePerKey(names, []string{h.subnets["multus-a"], h.subnets["storage-a"]})
+	h.exactlyOnePerKey(names, []string{h.Subnets["multus-a"], h.Subnets["storage-a"]})
 	if d := h.calls("DeleteNetworkInterface"); d != 0 {
 		t.Errorf("%d deletes after the restart: a duplicate was made", d)
 	}
@@ -110,7 +110,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 		h.addNode(name, h.instance(i), "us-east-1a", map[string]string{"ng": "kill"})
 	}
 	// Slow EC2 a little so the kills land inside the work.
-	if err := h.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{
+	if err := h.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{
 		"*": {Latency: emulator.Duration{Duration: 5 * time.Millisecond}, Jitter: emulator.Duration{Duration: 10 * time.Millisecond}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +124,11 @@ func TestCrashAtRandomPoints(t *testing.T) {
 			n := h.calls("CreateNetworkInterface") + h.calls("AttachNetworkInterface")
 			return n >= after || len(h.enis()) == 2*nodes, fmt.Sprintf("%d", n)
 		})
-		m.stop()
+		_ = m.Stop()
 		t.Logf("round %d: killed after %d create/attach calls; %d ENIs exist", round, after, len(h.enis()))
-		h.emu.ResetCounts()
+		h.Emulator.ResetCounts()
 	}
 	h.start(h.options())
 	h.ready("kill", nodes)
-	h.exactlyOnePerKey(names, []string{h.subnets["multus-a"], h.subnets["storage-a"]})
+	h.exactlyOnePerKey(names, []string{h.Subnets["multus-a"], h.Subnets["storage-a"]})
 }

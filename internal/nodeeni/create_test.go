@@ -14,6 +14,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 func threeNodes() emulator.World {
@@ -59,9 +60,9 @@ func TestCreateAndAttach(t *testing.T) {
 	// Layout: zone a nodes get multus-a at 2 and storage-a at 3; the zone
 	// b node gets multus-b at 2.
 	wantLayout := map[string]map[string]int{
-		"n0": {h.subnets["multus-a"]: 2, h.subnets["storage-a"]: 3},
-		"n1": {h.subnets["multus-a"]: 2, h.subnets["storage-a"]: 3},
-		"n2": {h.subnets["multus-b"]: 2},
+		"n0": {h.Subnets["multus-a"]: 2, h.Subnets["storage-a"]: 3},
+		"n1": {h.Subnets["multus-a"]: 2, h.Subnets["storage-a"]: 3},
+		"n2": {h.Subnets["multus-b"]: 2},
 	}
 	instances := map[string]string{"n0": h.instance(0), "n1": h.instance(1), "n2": h.instance(2)}
 	enis := h.enis()
@@ -83,7 +84,7 @@ func TestCreateAndAttach(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339, e.Tags[nodeeni.TagCreatedAt]); err != nil {
 			t.Errorf("ENI %s created-at tag %q: %v", e.ID, e.Tags[nodeeni.TagCreatedAt], err)
 		}
-		if !slices.Equal(e.SecurityGroups, []string{h.groups["multus"]}) || e.Description != "Multus" {
+		if !slices.Equal(e.SecurityGroups, []string{h.Groups["multus"]}) || e.Description != "Multus" {
 			t.Errorf("ENI %s groups %v description %q", e.ID, e.SecurityGroups, e.Description)
 		}
 		a := e.Attachment
@@ -96,7 +97,7 @@ func TestCreateAndAttach(t *testing.T) {
 	}
 	byID := map[string]string{}
 	for _, s := range []string{"multus-a", "storage-a", "multus-b"} {
-		byID[h.subnets[s]] = s
+		byID[h.Subnets[s]] = s
 	}
 	cidrs := map[string]string{"multus-a": "10.0.32.0/20", "storage-a": "10.0.64.0/20", "multus-b": "10.0.48.0/20"}
 	for _, a := range got.Status.Attachments {
@@ -112,14 +113,14 @@ func TestCreateAndAttach(t *testing.T) {
 
 	// deleteOnTermination: false is honoured.
 	keep := h.spec(map[string]string{"role": "storage"})
-	keep.SubnetID = h.subnets["storage-a"] // zone a only: the zone b node is reported
-	keep.SubnetIDs = []string{h.subnets["multus-b"]}
-	keep.SecurityGroupIDs = []string{h.groups["storage"]}
+	keep.SubnetID = h.Subnets["storage-a"] // zone a only: the zone b node is reported
+	keep.SubnetIDs = []string{h.Subnets["multus-b"]}
+	keep.SecurityGroupIDs = []string{h.Groups["storage"]}
 	keep.DeviceIndex = 1
 	keep.DeleteOnTermination = ptr.To(false)
 	h.createNodeENI("keep", keep)
 	k := h.ready("keep", 1)
-	if a := k.Status.Attachments; len(a) != 1 || a[0].DeleteOnTermination || a[0].DeviceIndex != 1 || a[0].SubnetID != h.subnets["multus-b"] {
+	if a := k.Status.Attachments; len(a) != 1 || a[0].DeleteOnTermination || a[0].DeviceIndex != 1 || a[0].SubnetID != h.Subnets["multus-b"] {
 		t.Fatalf("keep attachments %+v", a)
 	}
 	for _, e := range h.enis() {
@@ -145,10 +146,10 @@ func TestCreateAndAttach(t *testing.T) {
 
 	// Metrics.
 	h.eventually("metrics", waitFor, func() (bool, string) {
-		managed := metricValue(t, m.reg, "eni_operator_nodeeni_enis_managed", nil)
-		attached := metricValue(t, m.reg, "eni_operator_nodeeni_enis_attached", nil)
-		perNE := metricValue(t, m.reg, "eni_operator_nodeeni_enis", map[string]string{"nodeeni": "multi", "state": "attached"})
-		creates := metricValue(t, m.reg, "eni_operator_nodeeni_operations_total", map[string]string{"operation": "create", "result": "success"})
+		managed := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_enis_managed", nil)
+		attached := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_enis_attached", nil)
+		perNE := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_enis", map[string]string{"nodeeni": "multi", "state": "attached"})
+		creates := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_operations_total", map[string]string{"operation": "create", "result": "success"})
 		return managed == 6 && attached == 6 && perNE == 5 && creates == 6, fmt.Sprintf("managed %v attached %v multi %v creates %v", managed, attached, perNE, creates)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // mutations are the EC2 actions that change something.
@@ -79,10 +80,10 @@ func TestDryRunChangesNothing(t *testing.T) {
 			nodeeni.TagNode: node, nodeeni.TagInstance: instance, nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
 			nodeeni.TagCreatedAt: old, nodeeni.TagNoManage: "true"}
 	}
-	_, err := h.emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
-		{Subnet: "multus-a", SecurityGroups: []string{h.groups["multus"]}, Instance: "i0", DeviceIndex: 1, DeleteOnTermination: true,
+	_, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: "i0", DeviceIndex: 1, DeleteOnTermination: true,
 			Tags: tags("n0", h.instance(0), uid, "dry")},
-		{Subnet: "multus-a", SecurityGroups: []string{h.groups["multus"]}, Instance: "i1", DeviceIndex: 1, DeleteOnTermination: true,
+		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: "i1", DeviceIndex: 1, DeleteOnTermination: true,
 			Tags: tags("n1", h.instance(1), uid, "dry")},
 		{Subnet: "multus-a", Tags: tags("n9", h.instance(0), "6f0c1d2e-dead-4bee-8000-000000000000", "gone")},
 	}})
@@ -91,7 +92,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 	h.ready("dry", 2) // the seeded ENIs are adopted: nothing to do
 	h.eventually("collector would delete the leaked ENI", waitFor, func() (bool, string) {
-		n := metricValue(t, m.reg, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": nodeeni.CleanupOrphan, "outcome": "dry-run"})
+		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": nodeeni.CleanupOrphan, "outcome": "dry-run"})
 		return n == 1, fmt.Sprint(n)
 	})
 
@@ -118,7 +119,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if got := len(h.enis()); got != 3 {
 		t.Errorf("%d ENIs left, want the 3 seeded", got)
 	}
-	if n := metricValue(t, m.reg, "eni_operator_nodeeni_cleanups_total", map[string]string{"outcome": "deleted"}); n != 0 {
+	if n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"outcome": "deleted"}); n != 0 {
 		t.Errorf("cleanups counted as deleted in dry-run: %v", n)
 	}
 }

@@ -1,7 +1,6 @@
 package nodeeni_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -11,19 +10,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
-	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // The EC2 endpoint stops and starts again on the same address, under a
@@ -33,18 +27,17 @@ import (
 // error; when the endpoint is back all of it recovers by itself.
 func TestEC2UnreachableAndBack(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	srv := ec2test.ServeRestartable(t, h.emu)
+	srv := testenv.ServeRestartable(t, h.Emulator)
 	h.addNode("n0", h.instance(0), "us-east-1a", nil)
 	var (
 		mu    sync.Mutex
 		lines []string
 	)
-	reg := prometheus.NewRegistry()
-	ec2c := ec2test.Client(srv.URL, ec2.Config{VPCID: h.vpc, QPS: 2000, Burst: 2000, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
-		BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond, Registerer: reg,
-		UnreadyAfter: time.Second, ErrorLogInterval: time.Hour,
-		Logger: funcr.New(func(_, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})})
-	readyz := startWithReadyz(h, h.options(), ec2c)
+	ec2cfg := ec2Config()
+	ec2cfg.UnreadyAfter, ec2cfg.ErrorLogInterval = time.Second, time.Hour
+	ec2cfg.Logger = funcr.New(func(_, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})
+	m, readyz := startWithReadyz(h, h.options(), srv.URL, ec2cfg)
+	reg := m.Registry
 
 	spec := h.spec(nil)
 	spec.SubnetNames = []string{"multus-a"}
@@ -52,7 +45,7 @@ func TestEC2UnreachableAndBack(t *testing.T) {
 	h.createNodeENI("outage", spec)
 	h.ready("outage", 1)
 	h.eventually("/readyz 200", waitFor, func() (bool, string) { c, b := readyz(); return c == http.StatusOK, b })
-	if up := metricValue(t, reg, "eni_operator_ec2_up", nil); up != 1 {
+	if up := testenv.MetricValue(t, reg, "eni_operator_ec2_up", nil); up != 1 {
 		t.Fatalf("eni_operator_ec2_up = %v with EC2 answering", up)
 	}
 
@@ -65,10 +58,10 @@ func TestEC2UnreachableAndBack(t *testing.T) {
 	if !strings.Contains(c.Message, "request send failed") || !strings.Contains(c.Message, strings.TrimPrefix(srv.URL, "http://")) {
 		t.Errorf("the condition does not name the last error and its endpoint: %s", c.Message)
 	}
-	if up := metricValue(t, reg, "eni_operator_ec2_up", nil); up != 0 {
+	if up := testenv.MetricValue(t, reg, "eni_operator_ec2_up", nil); up != 0 {
 		t.Errorf("eni_operator_ec2_up = %v with EC2 down", up)
 	}
-	if n := metricValue(t, reg, "eni_operator_ec2_attempt_errors_total", map[string]string{"kind": "unreachable"}); n < 2 {
+	if n := testenv.MetricValue(t, reg, "eni_operator_ec2_attempt_errors_total", map[string]string{"kind": "unreachable"}); n < 2 {
 		t.Errorf("unreachable attempts counted: %v", n)
 	}
 	if code, body := readyz(); code != http.StatusInternalServerError || !strings.Contains(body, "ec2") {
@@ -89,15 +82,15 @@ func TestEC2UnreachableAndBack(t *testing.T) {
 	srv.Start(t)
 	h.ready("outage", 1)
 	h.eventually("/readyz 200 again", waitFor, func() (bool, string) { c, b := readyz(); return c == http.StatusOK, b })
-	if up := metricValue(t, reg, "eni_operator_ec2_up", nil); up != 1 {
+	if up := testenv.MetricValue(t, reg, "eni_operator_ec2_up", nil); up != 1 {
 		t.Errorf("eni_operator_ec2_up = %v after EC2 is back", up)
 	}
 }
 
 // startWithReadyz runs the NodeENI controller like harness.start, with
-// the given EC2 client and its health as the manager's readiness check
-// (as the operator registers it), and returns a probe of /readyz.
-func startWithReadyz(h *harness, o nodeeni.Options, ec2c *ec2.Client) func() (int, string) {
+// an EC2 client of c against endpoint and the manager's health probe
+// served, and returns a probe of /readyz.
+func startWithReadyz(h *harness, o nodeeni.Options, endpoint string, c ec2.Config) (*testenv.Manager, func() (int, string)) {
 	h.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,38 +98,14 @@ func startWithReadyz(h *harness, o nodeeni.Options, ec2c *ec2.Client) func() (in
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	o.Registerer = prometheus.NewRegistry()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 scheme(h.t),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: addr,
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:                 log.Log.WithName(h.label),
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := mgr.AddReadyzCheck("ec2", ec2c.Health().Check); err != nil {
-		h.t.Fatal(err)
-	}
-	state := ec2.NewState(ec2c)
-	if err := mgr.Add(state); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := nodeeni.Setup(mgr, state, o); err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &manager{cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- mgr.Start(ctx) }()
-	h.t.Cleanup(m.stop)
+	m := h.startWith(o, endpoint, c, ctrl.Options{HealthProbeBindAddress: addr})
 	hc := &http.Client{Timeout: 2 * time.Second}
-	return func() (int, string) {
+	return m, func() (int, string) {
 		resp, err := hc.Get("http://" + addr + "/readyz?verbose=1")
 		if err != nil {
 			return 0, err.Error()
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}

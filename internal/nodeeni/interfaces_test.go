@@ -136,13 +136,7 @@ func TestInterfacesCondition(t *testing.T) {
 }
 
 func TestInterfacesConditionListsAtMostTenNodes(t *testing.T) {
-	var as []v1alpha1.ENIAttachment
-	var rs []v1alpha1.InterfaceStatus
-	for i := range 15 {
-		node, id := fmt.Sprintf("n%02d", i), fmt.Sprintf("eni-%02d", i)
-		as = append(as, v1alpha1.ENIAttachment{NodeID: node, ENIID: id, Status: v1alpha1.AttachmentAttached})
-		rs = append(rs, v1alpha1.InterfaceStatus{NodeID: node, ENIID: id, State: v1alpha1.InterfaceFailed, Message: "boom"})
-	}
+	as, rs := failedENIs(15, "boom")
 	// The plan's order is not the message's: reversed input, same text.
 	rev := make([]v1alpha1.ENIAttachment, len(as))
 	for i := range as {
@@ -204,17 +198,24 @@ func TestInterfacesChangedPredicate(t *testing.T) {
 // Each line quotes an agent's message, up to 1 KiB: ten of them must not
 // make a 10 KiB condition.
 func TestInterfacesConditionIsBounded(t *testing.T) {
-	var as []v1alpha1.ENIAttachment
-	var rs []v1alpha1.InterfaceStatus
-	for i := range 12 {
-		node, id := fmt.Sprintf("n%02d", i), fmt.Sprintf("eni-%02d", i)
-		as = append(as, v1alpha1.ENIAttachment{NodeID: node, ENIID: id, Status: v1alpha1.AttachmentAttached})
-		rs = append(rs, v1alpha1.InterfaceStatus{NodeID: node, ENIID: id, State: v1alpha1.InterfaceFailed, Message: strings.Repeat("x", 1024)})
-	}
+	as, rs := failedENIs(12, strings.Repeat("x", 1024))
 	as = append(as, v1alpha1.ENIAttachment{NodeID: "n99", ENIID: "eni-99", Status: v1alpha1.AttachmentAttached})
 	c, _ := interfacesCondition(as, rs, 1, time.Now(), time.Minute)
 	if len(c.Message) > 1024 || !strings.Contains(c.Message, "12 of 13 attached ENIs failed: node n00") ||
 		!strings.Contains(c.Message, "and 11 more") || !strings.HasSuffix(c.Message, "1 more not configured yet") {
 		t.Fatalf("message of %d bytes: %q", len(c.Message), c.Message)
 	}
+}
+
+// failedENIs is n attached ENIs (eni-00 on node n00, ...) and their
+// agents' reports, each failed with message.
+func failedENIs(n int, message string) ([]v1alpha1.ENIAttachment, []v1alpha1.InterfaceStatus) {
+	var as []v1alpha1.ENIAttachment
+	var rs []v1alpha1.InterfaceStatus
+	for i := range n {
+		node, id := fmt.Sprintf("n%02d", i), fmt.Sprintf("eni-%02d", i)
+		as = append(as, v1alpha1.ENIAttachment{NodeID: node, ENIID: id, Status: v1alpha1.AttachmentAttached})
+		rs = append(rs, v1alpha1.InterfaceStatus{NodeID: node, ENIID: id, State: v1alpha1.InterfaceFailed, Message: message})
+	}
+	return as, rs
 }

@@ -276,16 +276,7 @@ func TestMakePlan(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := baseInput()
-			c.edit(&in)
-			checkInstancesToPlace(t, in)
-			p := makePlan(in)
-			if got := describePlan(p); got != c.want {
-				t.Fatalf("plan\n  %s\nwant\n  %s", got, c.want)
-			}
-			if p.ReadyNodes != c.ready {
-				t.Fatalf("ready nodes %d, want %d", p.ReadyNodes, c.ready)
-			}
+			checkPlan(t, c.edit, c.want, c.ready)
 		})
 	}
 }
@@ -401,16 +392,7 @@ func TestMakePlanMakeBeforeBreak(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := baseInput()
-			c.edit(&in)
-			checkInstancesToPlace(t, in)
-			p := makePlan(in)
-			if got := describePlan(p); got != c.want {
-				t.Fatalf("plan\n  %s\nwant\n  %s", got, c.want)
-			}
-			if p.ReadyNodes != c.ready {
-				t.Fatalf("ready nodes %d, want %d", p.ReadyNodes, c.ready)
-			}
+			p := checkPlan(t, c.edit, c.want, c.ready)
 			if c.kept == "" {
 				return
 			}
@@ -425,6 +407,24 @@ func TestMakePlanMakeBeforeBreak(t *testing.T) {
 			t.Fatalf("kept ENI %s missing from status %+v", c.kept, p.Attachments)
 		})
 	}
+}
+
+// checkPlan makes the plan of baseInput changed by edit and checks it
+// reads want with ready nodes ready (and that describing instances first
+// costs no extra calls); the plan is returned for further checks.
+func checkPlan(t *testing.T, edit func(*planInput), want string, ready int) plan {
+	t.Helper()
+	in := baseInput()
+	edit(&in)
+	checkInstancesToPlace(t, in)
+	p := makePlan(in)
+	if got := describePlan(p); got != want {
+		t.Fatalf("plan\n  %s\nwant\n  %s", got, want)
+	}
+	if p.ReadyNodes != ready {
+		t.Fatalf("ready nodes %d, want %d", p.ReadyNodes, ready)
+	}
+	return p
 }
 
 // checkInstancesToPlace: the instances the controller describes before

@@ -65,7 +65,7 @@ func (h *harness) tableRow(name string) map[string]any {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		h.t.Fatalf("HTTP %d: %s", resp.StatusCode, body)

@@ -43,7 +43,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	as, err := client.New(cfg, client.Options{Scheme: scheme(t)})
+	as, err := client.New(cfg, client.Options{Scheme: testenv.Scheme(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

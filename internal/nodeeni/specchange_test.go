@@ -38,7 +38,7 @@ func TestSpecChanges(t *testing.T) {
 
 	h.update("sc", func(s *v1alpha1.NodeENISpec) {
 		s.SecurityGroupNames = nil
-		s.SecurityGroupIDs = []string{h.groups["storage"], h.groups["multus"]}
+		s.SecurityGroupIDs = []string{h.Groups["storage"], h.Groups["multus"]}
 		s.Description = "v2"
 		s.Tags = map[string]string{"Env": "prod"}
 	})
@@ -46,7 +46,7 @@ func TestSpecChanges(t *testing.T) {
 		for _, e := range h.enis() {
 			groups := append([]string(nil), e.SecurityGroups...)
 			sort.Strings(groups)
-			want := []string{h.groups["storage"], h.groups["multus"]}
+			want := []string{h.Groups["storage"], h.Groups["multus"]}
 			sort.Strings(want)
 			if !slices.Equal(groups, want) || e.Description != "v2" || e.Tags["Env"] != "prod" {
 				return false, fmt.Sprintf("%s: groups %v description %q tags %v", e.ID, e.SecurityGroups, e.Description, e.Tags)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // events returns the notes of a NodeENI's events by reason.
@@ -75,7 +76,7 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 		return out
 	}
 	hash := map[string]string{"eni-tagger.io/hash": "3f2a"}
-	res, err := h.emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		// The live NodeENI's, as the controller would see them:
 		{Subnet: "multus-a", InterfaceType: "branch", Tags: tags(nil)},                                                   // 0: branch, available
 		{Subnet: "multus-a", Instance: "i0", DeviceIndex: 2, Tags: tags(hash)},                                           // 1: a pod's ENI (tagger hash), attached
@@ -94,13 +95,13 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 	for _, e := range res.NetworkInterfaces {
 		seeded[e.ID] = true
 	}
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 
 	h.eventually("untrusted ENIs reported", waitFor, func() (bool, string) {
 		byReason := map[string]float64{}
 		for _, r := range []string{nodeeni.UntrustedInterfaceType, nodeeni.UntrustedTaggerTag, nodeeni.UntrustedNodeENIName,
 			nodeeni.UntrustedAttachedElsewhere, nodeeni.UntrustedDeviceIndexTag, nodeeni.UntrustedMissingTag} {
-			byReason[r] = metricValue(t, m.reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": r})
+			byReason[r] = testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": r})
 		}
 		ok := byReason[nodeeni.UntrustedInterfaceType] == 2 && byReason[nodeeni.UntrustedTaggerTag] == 2 &&
 			byReason[nodeeni.UntrustedNodeENIName] == 1 &&
@@ -147,13 +148,13 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 			t.Errorf("event note of %d bytes", len(note))
 		}
 	}
-	if n := metricValue(t, m.reg, "eni_operator_nodeeni_cleanups_total", nil); n != 0 {
+	if n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", nil); n != 0 {
 		t.Errorf("cleanups counted: %v", n)
 	}
 
 	// Deleting the NodeENI removes its own ENI and releases it; the
 	// untrusted ENIs carrying its UID neither block the finalizer nor go.
-	h.emu.ResetCounts()
+	h.Emulator.ResetCounts()
 	h.deleteNodeENI("trust")
 	time.Sleep(4 * resync)
 	left = map[string]bool{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,17 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -33,12 +27,8 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	if os.Getenv("TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	}
-	testenv.Main(m, &env)
-}
+// TEST_LOG=1 shows the operator's logs.
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 var nsSeq atomic.Int64
 
@@ -47,56 +37,33 @@ var nsSeq atomic.Int64
 type harness struct {
 	t      *testing.T
 	emu    *emulator.Emulator
-	url    string
-	vpc    string
+	ec2    *testenv.EC2
 	subnet string
-	loaded emulator.LoadResult
+	loaded emulator.LoadResult // of the test's extra world
 	k8s    client.Client
 	ns     string
 	opsNS  string
-	scheme *runtime.Scheme
 
 	// logger, when set, is the manager's logger (tests that read the log).
 	logger *logr.Logger
 
-	stop chan struct{}
-	done chan struct{}
-	rec  *tagger.Reconciler
-	reg  *prometheus.Registry
+	mgr *testenv.Manager
+	rec *tagger.Reconciler
+	reg *prometheus.Registry
 }
 
+// newHarness loads VPC "main" with subnet "a" (dual-stack, us-east-1a)
+// and "b" (us-east-1b), then extra.
 func newHarness(t *testing.T, extra emulator.World) *harness {
 	t.Helper()
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
-	base, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "a", VPC: "main", CIDR: "10.0.0.0/18", AvailabilityZone: "us-east-1a", IPv6CIDR: "2600:1f18::/64"},
-			{Name: "b", VPC: "main", CIDR: "10.0.64.0/18", AvailabilityZone: "us-east-1b"},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, emu: emu, url: url, vpc: base.VPCs[0], subnet: base.Subnets[0]}
-	if h.loaded, err = emu.Load(extra); err != nil {
-		t.Fatal(err)
-	}
-	h.scheme = runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(h.scheme)
-	direct := rest.CopyConfig(env.Config)
-	direct.QPS, direct.Burst = 1000, 2000
-	if h.k8s, err = client.New(direct, client.Options{Scheme: h.scheme}); err != nil {
-		t.Fatal(err)
-	}
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(testenv.WithSubnets(
+		emulator.SubnetSpec{Name: "a", VPC: "main", CIDR: "10.0.0.0/18", AvailabilityZone: "us-east-1a", IPv6CIDR: "2600:1f18::/64"},
+		emulator.SubnetSpec{Name: "b", VPC: "main", CIDR: "10.0.64.0/18", AvailabilityZone: "us-east-1b"})))
+	h := &harness{t: t, emu: e.Emulator, ec2: e, subnet: e.Subnets["a"], loaded: e.Load(t, extra), k8s: testenv.Client(t, env.Config)}
 	n := nsSeq.Add(1)
 	h.ns, h.opsNS = fmt.Sprintf("apps-%d", n), fmt.Sprintf("ops-%d", n)
-	for _, ns := range []string{h.ns, h.opsNS} {
-		if err := h.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	emu.ResetCounts()
+	testenv.CreateNamespaces(t, h.k8s, h.ns, h.opsNS)
+	e.Emulator.ResetCounts()
 	t.Cleanup(h.stopManager)
 	return h
 }
@@ -113,72 +80,57 @@ func (h *harness) options() tagger.Options {
 	return o
 }
 
+// ec2Client is an EC2 client of the emulator with its metrics in reg
+// (nil: none).
 func (h *harness) ec2Client(reg prometheus.Registerer) *ec2.Client {
-	return ec2test.Client(h.url, ec2.Config{VPCID: h.vpc, Registerer: reg})
+	return h.ec2.Client(ec2.Config{Registerer: reg})
 }
 
+// startManager (re)starts the tagger with o: the one place these tests
+// build the operator's EC2 client and manager.
 func (h *harness) startManager(o tagger.Options) {
 	h.t.Helper()
 	h.stopManager()
-	h.reg = prometheus.NewRegistry()
-	o.Registerer = h.reg
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000 // the operator's --kube-api-qps is a separate concern
 	logger := ctrl.Log.WithName(h.t.Name())
 	if h.logger != nil {
 		logger = *h.logger
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 h.scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+	// The manager's client keeps controller-runtime's default rate
+	// limit: the operator's --kube-api-qps is a separate concern.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	var started ctrl.Manager
+	h.mgr = testenv.StartManager(h.t, cfg, ctrl.Options{
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}},
 			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: tagger.TrimPod(o.AnnotationKey)}}},
 		Logger: logger,
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	state := ec2.NewState(h.ec2Client(h.reg))
-	if err := mgr.Add(state); err != nil {
-		h.t.Fatal(err)
-	}
-	if h.rec, err = tagger.Setup(mgr, state, o); err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stop, h.done = make(chan struct{}), make(chan struct{})
-	go func() { <-h.stop; cancel() }()
-	go func() {
-		defer close(h.done)
-		if err := mgr.Start(ctx); err != nil {
-			h.t.Errorf("manager: %v", err)
+	}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
+		o.Registerer = reg
+		started = mgr
+		state := ec2.NewState(h.ec2Client(reg))
+		if err := mgr.Add(state); err != nil {
+			return err
 		}
-	}()
-	// Tests count EC2 calls from a started manager.
-	<-mgr.Elected()
-	mgr.GetCache().WaitForCacheSync(ctx)
+		var err error
+		h.rec, err = tagger.Setup(mgr, state, o)
+		return err
+	})
+	h.reg = h.mgr.Registry
+	// Tests count EC2 calls from a started manager (the start-up
+	// permission check is the operator's, not the tagger's).
+	<-started.Elected()
+	started.GetCache().WaitForCacheSync(context.Background())
 	h.emu.ResetCounts()
 }
 
-// series counts the series of a metric.
-func (h *harness) series(name string) int {
-	mfs, _ := h.reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return len(mf.GetMetric())
-		}
-	}
-	return 0
-}
-
 func (h *harness) stopManager() {
-	if h.stop == nil {
+	if h.mgr == nil {
 		return
 	}
-	close(h.stop)
-	<-h.done
-	h.stop = nil
+	if err := h.mgr.Stop(); err != nil {
+		h.t.Errorf("manager: %v", err)
+	}
+	h.mgr = nil
 }
 
 // pod creates a running pod with ip and annotations.
@@ -188,18 +140,13 @@ func (h *harness) pod(name, ip string, annotations map[string]string) *corev1.Po
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Annotations: annotations, Labels: map[string]string{"app": name}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
 	}
-	if err := h.k8s.Create(context.Background(), p); err != nil {
-		h.t.Fatal(err)
-	}
+	status := corev1.PodStatus{}
 	if ip != "" {
-		// A patch, not an update: the operator may have written the pod
-		// since it was created (a condition, a finalizer).
-		unset := p.DeepCopy()
-		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-		if err := h.k8s.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
-			h.t.Fatal(err)
-		}
+		status = testenv.Running(ip)
+		status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	if !testenv.CreatePod(h.t, h.k8s, p, status) {
+		h.t.FailNow()
 	}
 	return p
 }
@@ -251,83 +198,38 @@ func (h *harness) waitCondition(name, reason, msg string) *corev1.PodCondition {
 	return last
 }
 
+// eventually waits up to 30s for ok; detail (optional) says what was
+// seen, for the failure message.
 func (h *harness) eventually(what string, ok func() bool, detail func() string) {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			d := ""
-			if detail != nil {
-				d = detail()
-			}
-			h.t.Fatalf("timed out waiting for %s; %s", what, d)
+	testenv.Eventually(h.t, what, 30*time.Second, func() (bool, string) {
+		if ok() {
+			return true, ""
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		if detail == nil {
+			return false, "-"
+		}
+		return false, detail()
+	})
 }
 
 // calls returns the emulator's call count per action.
-func (h *harness) calls() map[string]int {
-	out := map[string]int{}
-	for a, c := range h.emu.Counts() {
-		out[a] = c.Calls
-	}
-	return out
-}
+func (h *harness) calls() map[string]int { return h.ec2.Calls() }
 
-func (h *harness) total() int {
-	n := 0
-	for _, c := range h.calls() {
-		n += c
-	}
-	return n
-}
+func (h *harness) total() int { return h.ec2.TotalCalls() }
 
 // eniTags reads an ENI's tags back through DescribeNetworkInterfaces
 // with an independent client (a call the emulator counts: read the
 // counters first).
-func (h *harness) eniTags(id string) map[string]string {
-	h.t.Helper()
-	e, err := h.ec2Client(nil).GetENI(context.Background(), id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return e.Tags
-}
+func (h *harness) eniTags(id string) map[string]string { return h.ec2.ENI(h.t, id).Tags }
 
 // metric sums every series of a metric in the manager's registry.
-func (h *harness) metric(name string) float64 {
-	mfs, err := h.reg.Gather()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return n
-}
+func (h *harness) metric(name string) float64 { return testenv.MetricValue(h.t, h.reg, name, nil) }
 
-// labelled returns the value of the series of a metric whose (first)
-// label has value.
-func (h *harness) labelled(name, value string) float64 {
-	mfs, _ := h.reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == value {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
+// labelled returns the value of the series of a metric whose label has
+// value.
+func (h *harness) labelled(name, label, value string) float64 {
+	return testenv.MetricValue(h.t, h.reg, name, map[string]string{label: value})
 }
 
 func (h *harness) reconciles() float64 { return h.metric("eni_operator_tagger_reconciles_total") }

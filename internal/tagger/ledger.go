@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,10 @@ type Record struct {
 	ENI  string            `json:"eni"`
 	Tags map[string]string `json:"tags,omitempty"`
 	Hash string            `json:"hash,omitempty"`
+}
+
+func (r Record) equal(o Record) bool {
+	return r.Pod == o.Pod && r.UID == o.UID && r.ENI == o.ENI && r.Hash == o.Hash && maps.Equal(r.Tags, o.Tags)
 }
 
 // LedgerOptions configure a Ledger.
@@ -60,6 +65,9 @@ type Ledger struct {
 	o      LedgerOptions
 	loaded chan struct{}
 	kick   chan struct{}
+	// flushing serialises Flush: two writes of one shard built at
+	// different times could otherwise land in the wrong order.
+	flushing sync.Mutex
 
 	mu      sync.Mutex
 	byUID   map[string]Record
@@ -195,6 +203,9 @@ func (l *Ledger) Get(pod string) (Record, bool) {
 func (l *Ledger) Put(r Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if old, ok := l.byPod[r.Pod]; ok && l.byUID[old].equal(r) {
+		return // nothing changed: a restart in sync writes no ConfigMap
+	}
 	if old, ok := l.byPod[r.Pod]; ok {
 		l.removeLocked(old)
 		l.markLocked(old)
@@ -281,6 +292,8 @@ func (l *Ledger) Len() int {
 // Flush writes every changed shard with server-side apply. A shard is
 // written whole from memory, so records deleted since are gone from it.
 func (l *Ledger) Flush(ctx context.Context) error {
+	l.flushing.Lock()
+	defer l.flushing.Unlock()
 	l.mu.Lock()
 	if len(l.dirty) == 0 || l.o.MemoryOnly {
 		l.mu.Unlock()

@@ -102,3 +102,48 @@ func (h *harness) cmCount(prefix string) int {
 	}
 	return n
 }
+
+// A restart with everything in sync writes no ConfigMap: putting a record
+// the ledger already holds, as every reconcile after a restart does,
+// changes nothing to write.
+func TestLedgerRestartInSyncWritesNothing(t *testing.T) {
+	h := newHarness(t, emulator.World{})
+	ctx := context.Background()
+	writes := 0
+	o := tagger.LedgerOptions{Shards: 4, BatchSize: 1000, BatchInterval: time.Hour,
+		OnFlush: func(int, int, int, int) { writes++ }}
+	first := h.newLedger(o)
+	if err := first.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	records := make([]tagger.Record, 50)
+	for i := range records {
+		records[i] = tagger.Record{Pod: fmt.Sprintf("ns/p-%d", i), UID: fmt.Sprintf("uid-%d", i), ENI: "eni-1", Tags: map[string]string{"Team": "Dev"}, Hash: "h"}
+		first.Put(records[i])
+	}
+	if err := first.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	written := writes
+	restarted := h.newLedger(o)
+	if err := restarted.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		restarted.Put(r)
+	}
+	if err := restarted.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if writes != written {
+		t.Fatalf("a restart in sync wrote %d ledger ConfigMaps, want 0", writes-written)
+	}
+	records[7].Tags = map[string]string{"Team": "Ops"}
+	restarted.Put(records[7])
+	if err := restarted.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if writes != written+1 {
+		t.Fatalf("one changed record wrote %d ConfigMaps, want 1", writes-written)
+	}
+}

@@ -85,17 +85,15 @@ func (l listFlag) Set(s string) error {
 }
 
 // BindFlags registers the tagger's flags, with o's values as defaults.
-// --subnet-ids falls back to $ENI_TAGGER_SUBNET_IDS as in k8s-eni-tagger.
+// The ENI_TAGGER_* environment fallbacks of k8s-eni-tagger are applied by
+// the command (cmd/eni-operator), for every flag it had.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
-	if o.SubnetIDs == nil && os.Getenv("ENI_TAGGER_SUBNET_IDS") != "" {
-		_ = listFlag{&o.SubnetIDs}.Set(os.Getenv("ENI_TAGGER_SUBNET_IDS"))
-	}
 	fs.StringVar(&o.AnnotationKey, "annotation-key", o.AnnotationKey, "pod annotation holding the tags (JSON object or k=v,k=v)")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "only tag pods of this namespace (empty: all namespaces)")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel (>= 1); concurrent reconciles share batched EC2 calls, so keep it well above 1")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "change nothing, report what would be done: the tagger computes and reports tag changes (events, log) without writing to AWS, pod annotations or the ledger; the NodeENI controller and the ENI collector make no EC2 change and report theirs in NodeENI status, events, log and metrics")
 	fs.BoolVar(&o.AllowSharedENITagging, "allow-shared-eni-tagging", o.AllowSharedENITagging, "tag ENIs shared by several pods (secondary IPs, prefixes) with the merge of their tags; also skips the ownership check")
-	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs (subnet- and 8 or 17 hex digits) whose ENIs may be tagged (empty: all; env ENI_TAGGER_SUBNET_IDS)")
+	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs (subnet- and 8 or 17 hex digits) whose ENIs may be tagged (empty: all)")
 	fs.BoolVar(&o.EnableENICache, "enable-eni-cache", o.EnableENICache, "resolve pods' ENIs from memory (ledger, inventory) instead of an EC2 lookup per reconcile")
 	fs.BoolVar(&o.EnableCacheConfigMap, "enable-cache-configmap", o.EnableCacheConfigMap, "persist the ledger of applied tags (and pod-to-ENI cache) in ConfigMaps; needed to clean up tags of pods deleted while the operator was down")
 	fs.DurationVar(&o.CacheBatchInterval, "cache-batch-interval", o.CacheBatchInterval, "how often ledger changes are written to the ConfigMaps (> 0)")
@@ -104,7 +102,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.PodRateLimitQPS, "pod-rate-limit-qps", o.PodRateLimitQPS, "per-pod limit on AWS tag writes per second (>= 0; 0: no limit); a limited pod is requeued, never dropped")
 	fs.IntVar(&o.PodRateLimitBurst, "pod-rate-limit-burst", o.PodRateLimitBurst, "per-pod burst of AWS tag writes (>= 1)")
 	fs.BoolVar(&o.PodFinalizer, "pod-finalizer", o.PodFinalizer, "add the eni-tagger.io/finalizer to tagged pods so tags are removed before the pod object goes (see the README's uninstall section)")
-	fs.StringVar(&o.TagNamespace, "tag-namespace", o.TagNamespace, "prefix tag keys: 'enable' uses the pod's namespace (ns:Key), any other value is a fixed prefix, empty leaves keys alone")
+	fs.StringVar(&o.TagNamespace, "tag-namespace", o.TagNamespace, "'enable' prefixes every tag key with the pod's namespace (ns:Key); any other value, empty included, leaves keys alone (k8s-eni-tagger's meaning; a value other than '' and 'enable' is warned about at start)")
 	fs.Var(listFlag{&o.AllowKeys}, "tag-allow", "comma-separated key patterns pods may use ('*' wildcard; empty: any key)")
 	fs.Var(listFlag{&o.DenyKeys}, "tag-deny", "comma-separated key patterns pods may not use ('*' wildcard); wins over --tag-allow")
 	fs.DurationVar(&o.InventoryInterval, "eni-inventory-interval", o.InventoryInterval, "how often all ENIs of the VPC are re-read (a few paginated calls) to repair tag drift (>= 0; 0 turns it off)")
@@ -151,6 +149,25 @@ const maxCacheShards = 1024
 // maxTagKey is EC2's longest tag key.
 const maxTagKey = 128
 
+// policy is the tag policy the flags ask for. --tag-namespace keeps
+// k8s-eni-tagger's meaning exactly: only "enable" (case-sensitive)
+// namespaces keys, with the pod's namespace; any other value turns
+// namespacing off, so a manifest written for the original (say
+// --tag-namespace=disabled) writes the same keys here.
 func (o Options) policy() Policy {
-	return Policy{Allow: o.AllowKeys, Deny: o.DenyKeys, Namespacing: o.TagNamespace}
+	p := Policy{Allow: o.AllowKeys, Deny: o.DenyKeys}
+	if o.TagNamespace == NamespacingPodNamespace {
+		p.Namespacing = NamespacingPodNamespace
+	}
+	return p
+}
+
+// Warnings says which accepted settings do not do what they may seem to,
+// for the command to log at start.
+func (o Options) Warnings() []string {
+	if o.TagNamespace == "" || o.TagNamespace == NamespacingPodNamespace {
+		return nil
+	}
+	return []string{fmt.Sprintf("--tag-namespace=%s leaves tag keys unprefixed: only %q prefixes them (with the pod's namespace), as in k8s-eni-tagger",
+		cli.Show(o.TagNamespace), NamespacingPodNamespace)}
 }

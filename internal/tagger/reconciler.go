@@ -469,6 +469,18 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 	if !ok {
 		return nil
 	}
+	if e, known := r.ec2.ENI(rec.ENI); known {
+		if k, nodeENI := tagkeys.HasKeyWithPrefix(e.Tags, tagkeys.NodeENIPrefix); nodeENI {
+			// A record naming a NodeENI interface was not written by this
+			// tagger (it refuses them): a crafted ledger or import entry.
+			// The NodeENI controller's tags stay; the record goes.
+			log.FromContext(ctx).Info("not removing tags from a NodeENI interface named by a ledger record", "eni", rec.ENI, "tag", k)
+			if !r.opts.DryRun {
+				r.ledger.Delete(key)
+			}
+			return nil
+		}
+	}
 	remove := maps.Clone(rec.Tags)
 	maps.DeleteFunc(remove, func(k, _ string) bool { return reserved(k) }) // never ours to remove; the token is added below
 	others := false

@@ -2,30 +2,21 @@ package tagger_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // pods creates n annotated pods in parallel, pod i on branch ENI i, with
 // one of groups tag sets (as the replicas of a few deployments would).
 func (h *harness) pods(n, groups int) {
 	h.t.Helper()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			h.pod(fmt.Sprintf("p-%04d", i), h.loaded.NetworkInterfaces[i].PrivateIP,
-				map[string]string{tagger.DefaultAnnotationKey: fmt.Sprintf("App=app-%d,Team=team-%d", i%groups, i%groups)})
-		}()
-	}
-	wg.Wait()
+	testenv.InParallel(n, 16, func(i int) {
+		h.pod(fmt.Sprintf("p-%04d", i), h.loaded.NetworkInterfaces[i].PrivateIP,
+			map[string]string{tagger.DefaultAnnotationKey: fmt.Sprintf("App=app-%d,Team=team-%d", i%groups, i%groups)})
+	})
 }
 
 func (h *harness) waitSynced(n int) {
@@ -47,14 +38,23 @@ func (h *harness) waitSynced(n int) {
 	})
 }
 
+// startOverBranchENIs starts the tagger over n branch ENIs with an
+// inventory once an hour, so that the start-up inventory is the only one
+// a scale test counts; o is what it started with, for a restart.
+func startOverBranchENIs(t *testing.T, n int) (h *harness, o tagger.Options) {
+	t.Helper()
+	h = newHarness(t, branchWorld(n))
+	o = h.options()
+	o.InventoryInterval = time.Hour
+	h.startManager(o)
+	return h, o
+}
+
 // A burst of 500 annotated pods costs at most 0.1 EC2 calls per pod:
 // ENIs resolve from the inventory and equal tag sets share CreateTags.
 func TestBurstOf500PodsIsCheap(t *testing.T) {
 	const n = 500
-	h := newHarness(t, branchWorld(n))
-	o := h.options()
-	o.InventoryInterval = time.Hour
-	h.startManager(o)
+	h, _ := startOverBranchENIs(t, n)
 	start := time.Now()
 	h.pods(n, 5)
 	h.waitSynced(n)
@@ -77,10 +77,7 @@ func TestBurstOf500PodsIsCheap(t *testing.T) {
 // inventory's pages.
 func TestRestartWith1000PodsInSyncCostsNothingPerPod(t *testing.T) {
 	const n = 1000
-	h := newHarness(t, branchWorld(n))
-	o := h.options()
-	o.InventoryInterval = time.Hour
-	h.startManager(o)
+	h, o := startOverBranchENIs(t, n)
 	h.pods(n, 10)
 	h.waitSynced(n)
 	h.eventually("ledger flushed", func() bool { return h.ledgerEntries() == n }, nil)
@@ -93,7 +90,7 @@ func TestRestartWith1000PodsInSyncCostsNothingPerPod(t *testing.T) {
 	// check is the operator's, not the tagger's: none here).
 	calls := map[string]int{}
 	for _, op := range []string{"DescribeNetworkInterfaces", "CreateTags", "DeleteTags"} {
-		calls[op] = int(h.labelled("eni_operator_ec2_api_calls_total", op))
+		calls[op] = int(h.labelled("eni_operator_ec2_api_calls_total", "operation", op))
 	}
 	t.Logf("restart with %d pods in sync: EC2 calls %v (the DescribeNetworkInterfaces are the inventory's pages)", n, calls)
 	if calls["DescribeNetworkInterfaces"] < 1 || calls["DescribeNetworkInterfaces"] > 2 || calls["CreateTags"] != 0 || calls["DeleteTags"] != 0 {

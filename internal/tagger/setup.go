@@ -27,6 +27,8 @@ func RequiredIAMActions() []string {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;patch,resourceNames=eni-tagger-cache-00;eni-tagger-cache-01;eni-tagger-cache-02;eni-tagger-cache-03;eni-tagger-cache-04;eni-tagger-cache-05;eni-tagger-cache-06;eni-tagger-cache-07;eni-tagger-cache-08;eni-tagger-cache-09;eni-tagger-cache-10;eni-tagger-cache-11;eni-tagger-cache-12;eni-tagger-cache-13;eni-tagger-cache-14;eni-tagger-cache-15,namespace=eni-operator
+// k8s-eni-tagger's cache, imported once and never changed (import.go).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,resourceNames=eni-tagger-cache,namespace=eni-operator
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // maxWritesInFlight bounds the pods whose tag writes wait on AWS at once;
@@ -69,6 +71,12 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	}
 
 	if err := r.watchInventory(mgr, state, ledger); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.importOriginalCache(ctx)
+		return nil
+	})); err != nil {
 		return nil, err
 	}
 

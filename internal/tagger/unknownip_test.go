@@ -22,9 +22,9 @@ func TestPodsWhoseIPNoENIHoldsCostFewCalls(t *testing.T) {
 	h.startManager(o)
 	// The first inventory refresh's 2 pages.
 	h.eventually("the first inventory refresh", func() bool {
-		return h.labelled("eni_operator_ec2_api_calls_total", "DescribeNetworkInterfaces") >= 2
+		return h.labelled("eni_operator_ec2_api_calls_total", "operation", "DescribeNetworkInterfaces") >= 2
 	}, func() string {
-		return fmt.Sprint(h.labelled("eni_operator_ec2_api_calls_total", "DescribeNetworkInterfaces"))
+		return fmt.Sprint(h.labelled("eni_operator_ec2_api_calls_total", "operation", "DescribeNetworkInterfaces"))
 	})
 	h.emu.ResetCounts()
 

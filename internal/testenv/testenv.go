@@ -2,7 +2,8 @@
 // kube-apiserver, through controller-runtime's envtest) for integration
 // tests, with the project's CRDs installed.
 //
-// One control plane per test package: call Main from TestMain.
+// One control plane per test package: call Main from TestMain; where a
+// single test needs one, StartForTest from that test.
 package testenv
 
 import (
@@ -14,8 +15,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
@@ -31,20 +35,17 @@ type Env struct {
 // tests, runs them, stops the control plane and exits. The control plane
 // is stopped on SIGINT/SIGTERM too, so an interrupted run leaves no
 // apiserver or etcd behind.
+//
+// Controllers started by the tests log to Logger.
 func Main(m *testing.M, env **Env) {
+	ctrllog.SetLogger(Logger())
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
 		os.Exit(1)
 	}
 	*env = e
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		_ = e.Stop()
-		os.Exit(1)
-	}()
+	stopOnSignal(e)
 	code := m.Run()
 	if err := e.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: stopping the control plane:", err)
@@ -55,6 +56,60 @@ func Main(m *testing.M, env **Env) {
 	os.Exit(code)
 }
 
+// StartForTest starts a control plane for t alone and stops it when t
+// ends, or on SIGINT/SIGTERM. It is for a package where a single test
+// needs one: that package needs no TestMain and no package variable, and
+// its other tests neither start nor wait for etcd and kube-apiserver.
+// Where several tests need one, Main shares one between them.
+func StartForTest(t testing.TB) *Env {
+	t.Helper()
+	ctrllog.SetLogger(Logger())
+	e, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unwatch := stopOnSignal(e)
+	// Cleanups run last registered first: whatever the test starts
+	// against the control plane afterwards is stopped before it.
+	t.Cleanup(func() {
+		unwatch()
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	return e
+}
+
+// stopOnSignal stops e and exits on SIGINT/SIGTERM, so an interrupted
+// run leaves no apiserver or etcd behind, until the returned func is
+// called.
+func stopOnSignal(e *Env) (unwatch func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			_ = e.Stop()
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
+// Logger is the tests' log: quiet, or controller-runtime's development
+// log when TEST_LOG is set.
+func Logger() logr.Logger {
+	if os.Getenv("TEST_LOG") != "" {
+		return zap.New(zap.UseDevMode(true))
+	}
+	return logr.Discard()
+}
+
 // Start starts etcd and kube-apiserver with the CRDs of config/crd/bases
 // installed. The binaries come from KUBEBUILDER_ASSETS or, when that is
 // unset, from hack/control-plane-binaries.sh (built once, then cached).
@@ -63,11 +118,9 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if assets, err = ControlPlaneBinaries(context.Background(), root); err != nil {
-			return nil, err
-		}
+	assets, err := ControlPlaneAssets(root)
+	if err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

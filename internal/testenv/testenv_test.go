@@ -45,7 +45,7 @@ func TestOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close()
+	defer func() { _ = o.Close() }()
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -147,7 +147,7 @@ func TestFigureRestartAndMemory(t *testing.T) {
 	}
 	rss, heap := m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"]
 
-	b.stopOperator()
+	b.op.Stop()
 	b.emu.ResetCounts()
 	start := time.Now()
 	b.startOperator()

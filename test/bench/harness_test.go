@@ -7,36 +7,25 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
@@ -55,47 +44,25 @@ func TestMain(m *testing.M) {
 // namespaces, a client, and the operator process.
 type bed struct {
 	t      *testing.T
+	env    *testenv.EC2
 	emu    *emulator.Emulator
-	url    string
-	vpc    string
-	loaded emulator.LoadResult
+	loaded emulator.LoadResult // of the figure's world
 	k8s    client.Client
 	kcfg   string
 	ns     string // the figure's pods
 	opsNS  string // the operator's namespace (its ledger)
-	op     *exec.Cmd
-	opOut  *os.File
+	op     *testenv.Process
 	mAddr  string
 }
 
 func newBed(t *testing.T, w emulator.World) *bed {
-	emu, url := ec2test.Serve(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3})
-	base, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "nodes-b", VPC: "main", CIDR: "10.0.16.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-b", VPC: "main", CIDR: "10.0.48.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "storage-a", VPC: "main", CIDR: "10.0.64.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "storage-b", VPC: "main", CIDR: "10.0.80.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "pods", VPC: "main", CIDR: "10.0.128.0/17", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups: []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bed{t: t, emu: emu, url: url, vpc: base.VPCs[0]}
-	if b.loaded, err = emu.Load(w); err != nil {
-		t.Fatal(err)
-	}
-	scheme := kruntime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
+	e := testenv.NewEC2(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3},
+		testenv.DefaultWorld())
+	b := &bed{t: t, env: e, emu: e.Emulator, loaded: e.Load(t, w)}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 2000, 4000
-	if b.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	cfg.QPS, cfg.Burst = 2000, 4000 // 32 pods created at a time, each created and patched
+	var err error
+	if b.k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme(t)}); err != nil {
 		t.Fatal(err)
 	}
 	// Each figure has namespaces of its own, and its pods go with it:
@@ -103,28 +70,11 @@ func newBed(t *testing.T, w emulator.World) *bed {
 	// tagged again by the next figure's operator.
 	short := strings.ToLower(strings.TrimPrefix(t.Name(), "TestFigure"))
 	b.ns, b.opsNS = "bench-"+short, "eni-"+short
-	for _, ns := range []string{b.ns, b.opsNS} {
-		if err := b.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.CreateNamespaces(t, b.k8s, b.ns, b.opsNS)
 	t.Cleanup(b.removePods)
-	b.kcfg = writeKubeconfig(t, env.Config)
-	emu.ResetCounts()
+	b.kcfg = testenv.WriteKubeconfig(t, env.Config)
+	b.emu.ResetCounts()
 	return b
-}
-
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
-	kc.CurrentContext = "bench"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // operatorBinary builds cmd/eni-operator once per run.
@@ -132,85 +82,32 @@ func operatorBinary(t *testing.T) string {
 	if p := os.Getenv("ENI_OPERATOR_BIN"); p != "" {
 		return p
 	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(os.TempDir(), "eni-operator-bench")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/eni-operator")
-	cmd.Dir, cmd.Stderr = root, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.BuildCommand(t, "./cmd/eni-operator", out)
 	return out
-}
-
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // startOperator runs the operator binary at its defaults (plus the
 // settings any deployment has: VPC, cluster name, where AWS is).
 func (b *bed) startOperator(extra ...string) {
 	b.t.Helper()
-	b.mAddr = freePort(b.t)
-	args := append([]string{"--vpc-id=" + b.vpc, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
+	b.mAddr = testenv.FreeAddr(b.t)
+	args := append([]string{"--vpc-id=" + b.env.VPC, "--cluster-name=bench", "--metrics-bind-address=" + b.mAddr,
 		// The harness scrapes plain HTTP on loopback; production serves
 		// /metrics over HTTPS to authorised readers only.
 		"--metrics-secure=false",
-		"--health-probe-bind-address=" + freePort(b.t), "--zap-log-level=error"}, extra...)
-	cmd := exec.Command(operatorBinary(b.t), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.kcfg, "POD_NAMESPACE="+b.opsNS,
-		"AWS_ENDPOINT_URL_EC2="+b.url, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
-		"AWS_EC2_METADATA_DISABLED=true")
-	logf, err := os.Create(filepath.Join(b.t.TempDir(), "operator.log"))
-	if err != nil {
-		b.t.Fatal(err)
+		"--health-probe-bind-address=" + testenv.FreeAddr(b.t), "--zap-log-level=error"}, extra...)
+	env := []string{"KUBECONFIG=" + b.kcfg, "POD_NAMESPACE=" + b.opsNS}
+	for k, v := range testenv.AWSEnv(b.env.URL) {
+		env = append(env, k+"="+v)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		b.t.Fatal(err)
-	}
-	b.op, b.opOut = cmd, logf
-	b.t.Cleanup(b.stopOperator)
+	b.op = testenv.StartProcess(b.t, "operator", operatorBinary(b.t), env, args...)
 	b.waitFor("operator metrics endpoint", 2*time.Minute, func() bool { _, err := b.scrape(); return err == nil })
-}
-
-func (b *bed) stopOperator() {
-	if b.op == nil {
-		return
-	}
-	_ = b.op.Process.Kill()
-	_ = b.op.Wait()
-	b.op = nil
 }
 
 // scrape reads the operator's /metrics into name{labels} -> value.
 func (b *bed) scrape() (map[string]float64, error) {
-	resp, err := http.Get("http://" + b.mAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, sc.Err()
+	return testenv.Scrape("http://" + b.mAddr + "/metrics")
 }
 
 // sum adds the series of a metric family.
@@ -226,14 +123,8 @@ func sum(m map[string]float64, name string) float64 {
 
 func (b *bed) waitFor(what string, timeout time.Duration, ok func() bool) time.Duration {
 	b.t.Helper()
-	start := time.Now()
-	for !ok() {
-		if time.Since(start) > timeout {
-			b.t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return time.Since(start)
+	// Every 200 ms: a look lists thousands of pods, or scrapes the operator.
+	return testenv.EventuallyEvery(b.t, what, timeout, 200*time.Millisecond, func() (bool, string) { return ok(), "-" })
 }
 
 // removePods deletes the figure's pods and waits until none is left: one
@@ -255,18 +146,11 @@ func (b *bed) removePods() {
 // ec2 is a client of the bed's own (not the operator's), without retries,
 // so each of its reads is one call.
 func (b *bed) ec2() *ec2.Client {
-	return ec2test.Client(b.url, ec2.Config{VPCID: b.vpc, MaxAttempts: 1, QPS: 1000, Burst: 1000})
+	return b.env.Client(ec2.Config{MaxAttempts: 1, QPS: 1000, Burst: 1000})
 }
 
 // calls returns the emulator's calls per action and their total.
-func (b *bed) calls() (map[string]int, int) {
-	out, total := map[string]int{}, 0
-	for a, c := range b.emu.Counts() {
-		out[a] = c.Calls
-		total += c.Calls
-	}
-	return out, total
-}
+func (b *bed) calls() (map[string]int, int) { return b.env.Calls(), b.env.TotalCalls() }
 
 // callShapes counts the recorded calls of one action by the names of
 // their parameters and filters (values aside): who made them shows in the
@@ -297,19 +181,10 @@ func (b *bed) callShapes(action string) map[string]int {
 // (nil for none) and ip(i) its IP. It returns when each pod got its IP.
 func (b *bed) createPods(prefix string, n int, ann func(int) map[string]string, ip func(int) string) []time.Time {
 	ipAt := make([]time.Time, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			b.createPod(fmt.Sprintf("%s-%05d", prefix, i), ann(i), ip(i))
-			ipAt[i] = time.Now()
-		}()
-	}
-	wg.Wait()
+	testenv.InParallel(n, 32, func(i int) {
+		b.createPod(fmt.Sprintf("%s-%05d", prefix, i), ann(i), ip(i))
+		ipAt[i] = time.Now()
+	})
 	return ipAt
 }
 
@@ -317,17 +192,7 @@ func (b *bed) createPod(name string, ann map[string]string, ip string) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.ns, Annotations: ann},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
 			Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 200)}}}}}}
-	if err := b.k8s.Create(context.Background(), p); err != nil {
-		b.t.Error(err)
-		return
-	}
-	// A patch, not an update: the operator may have written the pod
-	// since it was created (a condition, a finalizer).
-	unset := p.DeepCopy()
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
-	if err := b.k8s.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
-		b.t.Error(err)
-	}
+	testenv.CreatePod(b.t, b.k8s, p, testenv.Running(ip))
 }
 
 // synced counts the pods whose tagged condition is True.
@@ -360,16 +225,8 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p/100))]
 }
 
-// Figure is one figure of the report.
-type Figure struct {
-	Name       string             `json:"name"`
-	Parameters map[string]any     `json:"parameters"`
-	Results    map[string]any     `json:"results"`
-	EC2Calls   map[string]int     `json:"ec2Calls"`
-	Notes      []string           `json:"notes,omitempty"`
-	Machine    map[string]any     `json:"machine"`
-	Extra      map[string]float64 `json:"extra,omitempty"`
-}
+// Figure is one figure of the report, in bench-report's format.
+type Figure = figure.Figure
 
 func (b *bed) write(f Figure) {
 	f.Machine = map[string]any{"cores": runtime.NumCPU(), "goos": runtime.GOOS, "goarch": runtime.GOARCH,

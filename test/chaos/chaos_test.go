@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,28 +19,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
-
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 const (
 	pods    = 200
@@ -54,63 +44,20 @@ const (
 
 type world struct {
 	t       *testing.T
-	emu     *emulator.Emulator
-	url     string
-	vpc     string
-	loaded  emulator.LoadResult
-	scheme  *runtime.Scheme
+	ec2     *testenv.EC2
 	k8s     client.Client
 	podENIs []emulator.LoadedENI
 }
 
-func newWorld(t *testing.T) *world {
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7})
-	spec := emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "nodes-b", VPC: "main", CIDR: "10.0.16.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-b", VPC: "main", CIDR: "10.0.48.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "storage-a", VPC: "main", CIDR: "10.0.64.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "storage-b", VPC: "main", CIDR: "10.0.80.0/20", AvailabilityZone: "us-east-1b"},
-			{Name: "pods", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods", InterfaceType: "branch", Count: pods, Tags: map[string]string{"Name": "branch"}}},
-	}
-	for i := range nodes {
-		spec.Instances = append(spec.Instances, emulator.InstanceSpec{Name: fmt.Sprintf("node-%d", i), Type: "m5.xlarge",
-			Subnet: []string{"nodes-a", "nodes-b"}[i%2]})
-	}
-	res, err := emu.Load(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &world{t: t, emu: emu, url: url, vpc: res.VPCs[0], loaded: res, podENIs: res.NetworkInterfaces}
-	w.scheme = runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(w.scheme)
-	_ = v1alpha1.AddToScheme(w.scheme)
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	if w.k8s, err = client.New(cfg, client.Options{Scheme: w.scheme}); err != nil {
-		t.Fatal(err)
+func newWorld(t *testing.T, cfg *rest.Config) *world {
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7}, testenv.DefaultWorld(
+		testenv.WithNodes(nodes, "m5.xlarge"), testenv.WithENIs(testenv.BranchENIs(pods, map[string]string{"Name": "branch"}))))
+	w := &world{t: t, ec2: e, k8s: testenv.Client(t, cfg), podENIs: e.World.NetworkInterfaces}
+	testenv.CreateNamespaces(t, w.k8s, ns, opsNS)
+	for i, inst := range e.World.Instances {
+		testenv.CreateNode(t, w.k8s, testenv.NodeName(i), inst.ID, testenv.Zone(i), map[string]string{"role": "multus"})
 	}
 	ctx := context.Background()
-	for _, n := range []string{ns, opsNS} {
-		if err := w.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, inst := range res.Instances {
-		zone := []string{"us-east-1a", "us-east-1b"}[i%2]
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i),
-			Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: zone}},
-			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", zone, inst.ID)}}
-		if err := w.k8s.Create(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for name, s := range map[string]v1alpha1.NodeENISpec{
 		"multus":  {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a", "multus-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1},
 		"storage": {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"storage-a", "storage-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 2},
@@ -130,37 +77,18 @@ func (w *world) misbehave(on bool) {
 		cfg = emulator.Config{FaultRate: ptr.To(0.05), Faults: map[string]emulator.Fault{"*": {
 			ErrorRate: 0.2, ErrorCode: "RequestLimitExceeded", Jitter: emulator.Duration{Duration: 30 * time.Millisecond}}}}
 	}
-	if err := w.emu.Configure(cfg); err != nil {
+	if err := w.ec2.Emulator.Configure(cfg); err != nil {
 		w.t.Fatal(err)
 	}
 }
 
 func (w *world) createPods() {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range pods {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: ns,
-				Annotations: map[string]string{tagger.DefaultAnnotationKey: desiredAnnotation(i)}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}}}
-			if err := w.k8s.Create(context.Background(), p); err != nil {
-				w.t.Error(err)
-				return
-			}
-			// A patch, not an update: the operator may have written the pod
-			// since it was created (a condition, a finalizer).
-			unset := p.DeepCopy()
-			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: w.podENIs[i].PrivateIP}
-			if err := w.k8s.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
-				w.t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	testenv.InParallel(pods, 16, func(i int) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: ns,
+			Annotations: map[string]string{tagger.DefaultAnnotationKey: desiredAnnotation(i)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}}}
+		testenv.CreatePod(w.t, w.k8s, p, testenv.Running(w.podENIs[i].PrivateIP))
+	})
 }
 
 func desiredAnnotation(i int) string { return fmt.Sprintf("App=app-%d,Team=team-%d", i%groups, i%3) }
@@ -193,58 +121,33 @@ func (w *world) annotate(name, value string) {
 	}
 }
 
-// operator is one run of the whole operator, killable at any time.
-type operator struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (w *world) start(cfg *rest.Config) *operator {
+// start runs the whole operator — tagger, NodeENI controller, collector
+// — through cfg; the returned manager's Stop kills it abruptly (nothing
+// is flushed beyond what controller-runtime does on the way out). The one
+// place this test builds the operator's EC2 client and manager.
+func (w *world) start(cfg *rest.Config) *testenv.Manager {
 	w.t.Helper()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 500, 1000
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     w.scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	return testenv.StartManager(w.t, cfg, ctrl.Options{
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{ns: {}}}}},
+	}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
+		ec2c := w.ec2.Client(ec2.Config{QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
+		to := tagger.DefaultOptions()
+		to.Namespace, to.PodRateLimitQPS, to.InventoryInterval = opsNS, 0, 2*time.Second
+		to.CacheBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
+		state := ec2.NewState(ec2c)
+		if err := mgr.Add(state); err != nil {
+			return err
+		}
+		if _, err := tagger.Setup(mgr, state, to); err != nil {
+			return err
+		}
+		return nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: cluster, ResyncInterval: 2 * time.Second,
+			DetachPollInterval: 100 * time.Millisecond, CollectorGracePeriod: 2 * time.Second, MinCatalogRefresh: 200 * time.Millisecond,
+			Registerer: reg})
 	})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	ec2c := ec2test.Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
-	to := tagger.DefaultOptions()
-	to.Namespace, to.PodRateLimitQPS, to.InventoryInterval = opsNS, 0, 2*time.Second
-	to.CacheBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
-	state := ec2.NewState(ec2c)
-	if err := mgr.Add(state); err != nil {
-		w.t.Fatal(err)
-	}
-	if _, err := tagger.Setup(mgr, state, to); err != nil {
-		w.t.Fatal(err)
-	}
-	if err := nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: cluster, ResyncInterval: 2 * time.Second,
-		DetachPollInterval: 100 * time.Millisecond, CollectorGracePeriod: 2 * time.Second, MinCatalogRefresh: 200 * time.Millisecond,
-		Registerer: reg}); err != nil {
-		w.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(op.done)
-		_ = mgr.Start(ctx) // a killed manager's error is expected
-	}()
-	w.t.Cleanup(op.kill)
-	return op
-}
-
-// kill stops the operator abruptly: its context is cancelled and nothing
-// is flushed beyond what controller-runtime does on the way out.
-func (o *operator) kill() {
-	o.cancel()
-	<-o.done
 }
 
 // check verifies every invariant from the emulator and the API server,
@@ -306,7 +209,7 @@ func (w *world) check() []string {
 // eniState reads every ENI through DescribeNetworkInterfaces with a
 // client of its own (retrying whatever the faults throw at it).
 func (w *world) eniState() map[string]ec2.ENI {
-	c := ec2test.Client(w.url, ec2.Config{VPCID: w.vpc, QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
+	c := w.ec2.Client(ec2.Config{QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
 	enis, err := c.ListENIs(context.Background())
 	if err != nil {
 		w.t.Fatal(err)
@@ -320,24 +223,20 @@ func (w *world) eniState() map[string]ec2.ENI {
 
 func (w *world) converge(timeout time.Duration) {
 	w.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var problems []string
-	for time.Now().Before(deadline) {
-		if problems = w.check(); len(problems) == 0 {
-			return
+	testenv.EventuallyEvery(w.t, "convergence", timeout, time.Second, func() (bool, string) {
+		problems := w.check()
+		if len(problems) > 10 {
+			problems = append(problems[:10], fmt.Sprintf("... and %d more", len(problems)-10))
 		}
-		time.Sleep(time.Second)
-	}
-	if len(problems) > 10 {
-		problems = append(problems[:10], fmt.Sprintf("... and %d more", len(problems)-10))
-	}
-	w.t.Fatalf("not converged after %v:\n%s", timeout, strings.Join(problems, "\n"))
+		return len(problems) == 0, "\n" + strings.Join(problems, "\n")
+	})
 }
 
 // TestChaos: faults, ten kills at random points and an API server outage
 // while 200 pods and 20 nodes x 2 NodeENIs converge; then pod deletions.
 func TestChaos(t *testing.T) {
-	w := newWorld(t)
+	env := testenv.StartForTest(t)
+	w := newWorld(t, env.Config)
 	w.misbehave(true)
 	outage, throughProxy, err := testenv.NewOutage(env.Config)
 	if err != nil {
@@ -352,7 +251,7 @@ func TestChaos(t *testing.T) {
 	for i := range 10 {
 		op := w.start(env.Config)
 		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
-		op.kill()
+		_ = op.Stop()
 		t.Logf("kill %d at %v", i+1, time.Since(start).Round(time.Millisecond))
 	}
 	op := w.start(throughProxy)
@@ -367,7 +266,7 @@ func TestChaos(t *testing.T) {
 	outage.Up()
 	w.converge(3 * time.Minute)
 	t.Logf("converged %v after the start, with faults on", time.Since(start).Round(time.Second))
-	counts := w.emu.Counts()
+	counts := w.ec2.Emulator.Counts()
 	var calls, throttled, failed int
 	for _, c := range counts {
 		calls += c.Calls
@@ -392,21 +291,14 @@ func TestChaos(t *testing.T) {
 			t.Fatalf("pod p-%03d still exists after deletion (%v)", i, err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testenv.EventuallyEvery(t, "the deleted pods' tags removed", 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
 		all, left := w.eniState(), 0
 		for i := range 50 {
 			if _, ok := all[w.podENIs[i].ID].Tags["App"]; ok {
 				left++
 			}
 		}
-		if left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deleted pods' tags left behind", left)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	op.kill()
+		return left == 0, fmt.Sprintf("%d deleted pods' tags left behind", left)
+	})
+	_ = op.Stop()
 }

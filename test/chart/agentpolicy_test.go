@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,17 +74,7 @@ func checkAgentPolicy(t *testing.T, ns, saName, prefix string) {
 	}
 	refused := func(what string, err error) {
 		t.Helper()
-		if err == nil {
-			t.Errorf("%s: allowed; want refused by the admission policy", what)
-			return
-		}
-		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
-			t.Errorf("%s: %v; want refused by the admission policy", what, err)
-		}
-		if !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
-			t.Errorf("%s: %v; want the admission policy's refusal", what, err)
-		}
-		t.Logf("%s: refused: %v", what, err)
+		refusedByPolicy(t, what, err)
 	}
 
 	// The policy reaches the admission plugin through an informer: wait

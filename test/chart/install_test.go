@@ -19,20 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
-
-// controlPlaneAssets is the directory of kube-apiserver, etcd and kubectl.
-func controlPlaneAssets(t *testing.T, root string) string {
-	t.Helper()
-	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
-		return assets
-	}
-	assets, err := cachedbin.ControlPlane(context.Background(), root, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return assets
-}
 
 // The plain manifests install as the README says, for real: on a fresh
 // API server (its own etcd and kube-apiserver, nothing installed, not
@@ -46,7 +34,10 @@ func TestKustomizeApplyOnFreshAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assets := controlPlaneAssets(t, root)
+	assets, err := testenv.ControlPlaneAssets(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	kubectl := filepath.Join(assets, "kubectl")
 
 	// config/default itself carries the placeholder, and only in the

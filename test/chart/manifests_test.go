@@ -1,11 +1,7 @@
 package chart
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -24,19 +20,7 @@ func TestKustomizeManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if assets, err = cachedbin.ControlPlane(context.Background(), root, os.Stderr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "config", "default"))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl kustomize config/default: %v\n%s", err, stderr.String())
-	}
-	objs := decode(t, stdout.String())
+	objs := kustomize(t, "default")
 	for _, kind := range []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Namespace", "Deployment", "Service", "PodDisruptionBudget"} {
 		find(t, objs, kind, "")
 	}
@@ -53,13 +37,7 @@ func TestKustomizeManifests(t *testing.T) {
 
 	// The node agent's manifests (config/agent) apply too, with the
 	// generated agent role.
-	stdout.Reset()
-	cmd = exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "config", "agent"))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl kustomize config/agent: %v\n%s", err, stderr.String())
-	}
-	agentObjs := decode(t, stdout.String())
+	agentObjs := kustomize(t, "agent")
 	ds := find(t, agentObjs, "DaemonSet", "")
 	// Minimal like the chart's default: labelled nodes, no tolerations,
 	// NET_ADMIN only, metrics on loopback.

@@ -22,11 +22,11 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
-	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // What the operator's admission policy is installed with: its
@@ -73,6 +73,28 @@ func refusedByPolicy(t *testing.T, what string, err error) {
 		t.Errorf("%s: %v; want the admission policy's refusal", what, err)
 	}
 	t.Logf("%s: refused: %v", what, err)
+}
+
+// waitPolicyRefusesLabelChange creates a probe pod in ns and waits until
+// op's change of its labels is refused by the admission policy: the
+// policy reaches the admission plugin through an informer, RBAC through
+// another, so a fresh install refuses nothing for a moment.
+func waitPolicyRefusesLabelChange(t *testing.T, admin, op client.Client, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	probe := testPod(t, admin, ns, "probe", 1)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return false, err
+		}
+		old := p.DeepCopy()
+		p.Labels["probe"] = time.Now().Format("150405.000000")
+		err := op.Patch(ctx, p, client.MergeFrom(old))
+		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
+	}); err != nil {
+		t.Fatalf("the admission policy never refused the operator changing a pod's label: %v", err)
+	}
 }
 
 const otherFinalizer = "example.com/keep"
@@ -157,16 +179,7 @@ func checkOperatorPolicy(t *testing.T, ns, saName, prefix string) {
 
 	// The policy reaches the admission plugin through an informer, RBAC
 	// through another: wait until a label change is refused by the policy.
-	probe := testPod(t, admin, appNS, "probe", 1)
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		p := getPod(probe.Name)
-		old := p.DeepCopy()
-		p.Labels["probe"] = time.Now().Format("150405.000000")
-		err := op.Patch(ctx, p, client.MergeFrom(old))
-		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
-	}); err != nil {
-		t.Fatal("the admission policy never refused the operator changing a pod's label")
-	}
+	waitPolicyRefusesLabelChange(t, admin, op, appNS)
 
 	// The tagger's writes, as internal/tagger makes them, on a plain pod
 	// and on one with 100 big containers (the policy compares whole specs).
@@ -495,50 +508,22 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 		appNS   = "opr-apps"
 	)
 	c := newChart(t)
-	install(t, c.renderRelease(t, rel, "operator.flags.pod-finalizer=true"), operatorPolicyKinds...)
+	op := c.installOperator(t, operatorPolicyKinds, rel, "operator.flags.pod-finalizer=true")
 	ctx := context.Background()
 	admin := adminClient(t)
-	op := serviceAccount(t, namespace, rel+"-eni-operator", nil)
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	probe := testPod(t, admin, appNS, "probe", 1)
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		p := &corev1.Pod{}
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
-			return false, err
-		}
-		old := p.DeepCopy()
-		p.Labels["probe"] = time.Now().Format("150405.000000")
-		err := op.Patch(ctx, p, client.MergeFrom(old))
-		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
-	}); err != nil {
-		t.Fatal("the admission policy never refused the operator changing a pod's label")
-	}
+	waitPolicyRefusesLabelChange(t, admin, op, appNS)
 
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
-	world, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-		Instances:         []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
-		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods-a", Tags: map[string]string{"Name": "pod-eni"}, Instance: node, DeviceIndex: 2}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vpc, instance, podENI := world.VPCs[0], world.Instances[0].ID, world.NetworkInterfaces[0]
-	reader := ec2test.Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
+		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithENIs(emulator.NetworkInterfaceSpec{
+			Subnet: "pods", Tags: map[string]string{"Name": "pod-eni"}, Instance: node, DeviceIndex: 2}),
+		testenv.WithInstances(emulator.InstanceSpec{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"})))
+	vpc, instance, podENI := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0]
+	reader := e.Client(ec2.Config{QPS: 1000, Burst: 1000})
 
-	if err := admin.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-		Labels: map[string]string{"role": "opr-multus", corev1.LabelTopologyZone: "us-east-1a"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateNode(t, admin, node, instance, "us-east-1a", map[string]string{"role": "opr-multus"})
 	t.Cleanup(func() { _ = admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
 	pod := testPod(t, admin, appNS, "web", 1)
 	old := pod.DeepCopy()
@@ -546,17 +531,13 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 	if err := admin.Status().Patch(ctx, pod, client.MergeFrom(old)); err != nil {
 		t.Fatal(err)
 	}
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "opr-multus"}, Spec: v1alpha1.NodeENISpec{
-		NodeSelector: map[string]string{"role": "opr-multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
-	if err := admin.Create(ctx, ne); err != nil {
-		t.Fatal(err)
-	}
+	ne := testenv.CreateNodeENI(t, admin, "opr-multus", "opr-multus", "multus-a")
 	t.Cleanup(func() { forceDelete(admin, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: ne.Name}}) })
 
-	oc := operatortest.Config(cluster, vpc, namespace)
+	oc := operatorenv.Config(cluster, vpc, namespace)
 	oc.Tagger.PodFinalizer = true
 	oc.Registerer = prometheus.NewRegistry()
-	operatortest.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), url, oc)
+	operatorenv.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), e.URL, oc)
 
 	eventuallyOK := func(what string, ok func() (bool, string)) {
 		t.Helper()

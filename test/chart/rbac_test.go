@@ -3,9 +3,6 @@ package chart
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
 	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // renderRelease runs helm template for release rel in namespace with
@@ -37,24 +34,19 @@ func (c chart) renderRelease(t *testing.T, rel string, set ...string) []*unstruc
 	return decode(t, c.run(t, args...))
 }
 
+// installOperator installs the objects of kinds of the chart's release
+// rel (with --set values) and returns a client acting as its operator's
+// ServiceAccount.
+func (c chart) installOperator(t *testing.T, kinds []string, rel string, set ...string) client.Client {
+	t.Helper()
+	install(t, c.renderRelease(t, rel, set...), kinds...)
+	return serviceAccount(t, namespace, rel+"-eni-operator", nil)
+}
+
 // kustomize builds one directory of config/ with kubectl's kustomize.
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	root, err := cachedbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if assets, err = cachedbin.ControlPlane(context.Background(), root, os.Stderr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "config", dir)).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize config/%s: %v", dir, err)
-	}
-	return decode(t, string(out))
+	return decode(t, string(testenv.Kustomize(t, dir)))
 }
 
 // install applies objects of the given kinds for real (server-side
@@ -218,9 +210,7 @@ func TestChartRBACLeastPrivilege(t *testing.T) {
 	const lease = operator.LeaderElectionID
 
 	t.Run("default", func(t *testing.T) {
-		objs := c.renderRelease(t, "rbd")
-		install(t, objs, rbacKinds...)
-		sa := serviceAccount(t, namespace, "rbd-eni-operator", nil)
+		sa := c.installOperator(t, rbacKinds, "rbd")
 		allowed := []access{
 			{"patch", "", "pods", "", "team-b", "p"}, {"list", "", "pods", "", "", ""}, {"watch", "", "pods", "", "", ""},
 			{"patch", "", "pods", "status", "team-b", "p"},
@@ -271,9 +261,7 @@ func TestChartRBACLeastPrivilege(t *testing.T) {
 	})
 
 	t.Run("watch-namespace", func(t *testing.T) {
-		objs := c.renderRelease(t, "rbw", "operator.flags.watch-namespace=team-a", "operator.metrics.secure=false", "operator.flags.cache-shards=4")
-		install(t, objs, rbacKinds...)
-		sa := serviceAccount(t, namespace, "rbw-eni-operator", nil)
+		sa := c.installOperator(t, rbacKinds, "rbw", "operator.flags.watch-namespace=team-a", "operator.metrics.secure=false", "operator.flags.cache-shards=4")
 		allowed := []access{
 			{"patch", "", "pods", "", "team-a", "p"}, {"list", "", "pods", "", "team-a", ""}, {"watch", "", "pods", "", "team-a", ""},
 			{"patch", "", "pods", "status", "team-a", "p"},

@@ -13,8 +13,7 @@ import (
 // A badly shaped ID is refused with the Malformed code of its kind before
 // anything is looked up.
 func TestMalformedIDs(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 1})
+	w := parallelWorld(t, worldSpec{instances: 1})
 	eni := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{}).NetworkInterfaceId)
 	ctx := t.Context()
 	cases := []struct {
@@ -93,8 +92,7 @@ func TestMalformedIDs(t *testing.T) {
 // succeeded, and changes nothing, on mutating and Describe actions alike.
 // (AssignPrivateIpAddresses and UnassignPrivateIpAddresses have no DryRun.)
 func TestDryRun(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 1})
+	w := parallelWorld(t, worldSpec{instances: 1})
 	inst := w.instances[0]
 	free := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{Description: aws.String("free"),
 		TagSpecifications: tagSpec(types.ResourceTypeNetworkInterface, "k", "v")}).NetworkInterfaceId)

@@ -16,8 +16,7 @@ import (
 // CreateTags and DeleteTags act on several resources of different types in
 // one call; DescribeTags reports each resource's type.
 func TestTagsOnMultipleResources(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{instances: 1})
+	w := parallelWorld(t, worldSpec{instances: 1})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	resources := map[string]string{ // ID -> DescribeTags resource type
 		aws.ToString(n.NetworkInterfaceId): "network-interface",
@@ -59,8 +58,7 @@ func TestTagsOnMultipleResources(t *testing.T) {
 
 // A resource that does not exist fails the whole call with its NotFound code.
 func TestCreateTagsUnknownResource(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	cases := map[string]string{
 		"eni-0123456789abcdef0":    "InvalidNetworkInterfaceID.NotFound",
@@ -104,8 +102,7 @@ func manyTags(prefix string, n int) []types.Tag {
 
 // A resource carries at most 50 tags.
 func TestTagsPerResourceLimit(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	n := w.createENI(&ec2.CreateNetworkInterfaceInput{})
 	id := aws.ToString(n.NetworkInterfaceId)
 	createTags := func(ts []types.Tag) error {
@@ -136,8 +133,7 @@ func TestTagsPerResourceLimit(t *testing.T) {
 // Keys up to 127 and values up to 256 characters (not bytes); keys starting
 // with aws: (any case) are reserved.
 func TestTagKeyAndValueRules(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	id := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{}).NetworkInterfaceId)
 	cases := []struct {
 		name, key, value string
@@ -192,8 +188,7 @@ func TestTagKeyAndValueRules(t *testing.T) {
 // (an empty value matches only an empty value); with a key alone it
 // deletes whatever the value.
 func TestDeleteTagsValueMatching(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	id := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{
 		TagSpecifications: tagSpec(types.ResourceTypeNetworkInterface, "a", "1", "b", "2", "c", "", "d", "4")}).NetworkInterfaceId)
 	del := func(key string, value *string) {
@@ -226,8 +221,7 @@ func TestDeleteTagsValueMatching(t *testing.T) {
 
 // DescribeTags pages through MaxResults/NextToken, every tag once.
 func TestDescribeTagsPagination(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	id := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{}).NetworkInterfaceId)
 	_, err := w.ec2.CreateTags(t.Context(), &ec2.CreateTagsInput{Resources: []string{id, w.a.id}, Tags: manyTags("p", 7)})
 	noErr(t, err, "CreateTags")
@@ -259,8 +253,7 @@ func TestDescribeTagsPagination(t *testing.T) {
 
 // DescribeTags filters by resource-id, resource-type, key and value.
 func TestDescribeTagsFilters(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, suite, worldSpec{})
+	w := parallelWorld(t, worldSpec{})
 	e1 := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{
 		TagSpecifications: tagSpec(types.ResourceTypeNetworkInterface, "Owner", "x", "Stage", "prod")}).NetworkInterfaceId)
 	e2 := aws.ToString(w.createENI(&ec2.CreateNetworkInterfaceInput{

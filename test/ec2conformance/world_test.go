@@ -102,6 +102,15 @@ func filter(name string, values ...string) types.Filter {
 	return types.Filter{Name: aws.String(name), Values: values}
 }
 
+// parallelWorld is a world on the suite's target for a test that runs
+// in parallel with the others, as a test with a world of its own can:
+// every world has its own VPC and names.
+func parallelWorld(t *testing.T, spec worldSpec) *world {
+	t.Helper()
+	t.Parallel()
+	return newWorld(t, suite, spec)
+}
+
 // newWorld builds a VPC, subnets a and b, two security groups and the
 // instances of spec through the EC2 API. Instances and ENIs created
 // through the world are terminated and deleted when the test ends.

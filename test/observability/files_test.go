@@ -17,6 +17,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // The chart ships copies of config/prometheus' rule file and dashboard:
@@ -235,22 +236,9 @@ func TestChartRendersDashboardAndRules(t *testing.T) {
 // config/prometheus builds with kustomize (kubectl's) into the
 // PrometheusRule and the dashboard ConfigMap for the Grafana sidecar.
 func TestKustomizeBuildsMonitoring(t *testing.T) {
-	r := root(t)
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		var err error
-		if assets, err = cachedbin.ControlPlane(context.Background(), r, os.Stderr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(r, "config", "prometheus"))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl kustomize config/prometheus: %v\n%s", err, stderr.String())
-	}
+	out := testenv.Kustomize(t, "prometheus")
 	var cm, pr *unstructured.Unstructured
-	dec := yaml.NewYAMLOrJSONDecoder(&stdout, 4096)
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {

@@ -1,45 +1,27 @@
 package observability
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/operator"
-	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
-	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // synthetic are the series Prometheus makes itself for every target.
 var synthetic = []string{"up"}
-
-const (
-	cluster = "obs"
-	appsNS  = "obs-apps"
-	opsNS   = "obs-ops"
-	node    = "node-0"
-)
 
 // Every metric the dashboard and the alerting rules query is exposed by
 // the binaries: the operator, built by operator.NewManager as the binary
@@ -70,78 +52,32 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 	agentBin := buildAgent(t)
 
 	ctx := context.Background()
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
-	world, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups:    []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-		Instances:         []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
-		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "pods-a", InterfaceType: "branch"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
+		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithNodes(1, "m5.xlarge"), testenv.WithENIs(testenv.BranchENIs(1, nil))))
 	// Some throttling, retried by the client: the throttle series.
-	if err := emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{
+	if err := e.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{
 		"DescribeNetworkInterfaces": {ErrorRate: 0.3, ErrorCode: "RequestLimitExceeded"},
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	vpc, instance, podIP := world.VPCs[0], world.Instances[0].ID, world.NetworkInterfaces[0].PrivateIP
+	vpc, instance, podIP := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0].PrivateIP
 
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{appsNS, opsNS} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-		Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: "us-east-1a"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
-		t.Fatal(err)
-	}
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "multus"}, Spec: v1alpha1.NodeENISpec{
-		NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
-	if err := k8s.Create(ctx, ne); err != nil {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: appsNS,
-		Annotations: map[string]string{tagger.DefaultAnnotationKey: "team=network,cost-center=42"}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	if err := k8s.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	unset := pod.DeepCopy()
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}}}
-	if err := k8s.Status().Patch(ctx, pod, client.StrategicMergeFrom(unset)); err != nil {
-		t.Fatal(err)
-	}
+	cl := operatorenv.NewOneNode(t, "obs", instance)
+	k8s, ne := cl.K8s, cl.NodeENI
+	cl.Pod(t, "app", podIP, "team=network,cost-center=42")
 
 	// The node agent of node-0, as the DaemonSet runs it.
-	agentMetrics := startAgent(t, agentBin)
+	agentMetrics := startAgent(t, cl, agentBin)
 
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS, its metrics served by controller-runtime from
 	// the global registry as in production (Config.Registerer nil).
-	oc := operatortest.Config(cluster, vpc, opsNS)
-	opMetrics := freeAddr(t)
+	oc := cl.Config(vpc)
+	opMetrics := testenv.FreeAddr(t)
 	oc.MetricsAddr = opMetrics
 	oc.MetricsSecure = false
-	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, opsNS
-	operatortest.Start(t, env.Config, url, oc)
+	oc.LeaderElection.Enabled, oc.LeaderElection.Namespace = true, cl.OpsNS
+	cl.Start(t, e.URL, oc)
 
 	// The NodeENI's ENI is attached and the agent has reported it (Pending:
 	// no host interface has its MAC); then the NodeENI goes, and its ENI
@@ -195,38 +131,15 @@ func missingSeries(used map[string][]string, op, ag map[string]bool) []string {
 // histogram's name_bucket, name_sum and name_count), or nil when it does
 // not answer.
 func scrape(addr string) map[string]bool {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	series, err := testenv.Scrape("http://" + addr + "/metrics")
 	if err != nil {
-		return nil
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
 	out := map[string]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.IndexAny(line, "{ "); i > 0 {
-			out[line[:i]] = true
-		}
+	for s := range series {
+		out[strings.SplitN(s, "{", 2)[0]] = true
 	}
 	return out
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
 
 // buildAgent builds cmd/eni-agent into a temporary directory.
@@ -236,51 +149,21 @@ func buildAgent(t *testing.T) string {
 		t.Skip("SKIPPED: not root; the node agent opens netlink in the host's namespace")
 	}
 	bin := filepath.Join(t.TempDir(), "eni-agent")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/eni-agent")
-	cmd.Dir = root(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/eni-agent: %v\n%s", err, out)
-	}
+	testenv.BuildCommand(t, "./cmd/eni-agent", bin)
 	return bin
 }
 
-// startAgent runs the agent binary for node-0 against the test's API
+// startAgent runs the agent binary for the node of cl against its API
 // server until the test ends, and returns its metrics address once it is
 // ready.
-func startAgent(t *testing.T, bin string) string {
+func startAgent(t *testing.T, cl *operatorenv.OneNode, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["env"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["env"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["env"] = &clientcmdapi.Context{Cluster: "env", AuthInfo: "env"}
-	kc.CurrentContext = "env"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--node-name="+node, "--state-file="+filepath.Join(dir, "state.json"),
+	kubeconfig := testenv.WriteKubeconfig(t, cl.Env.Config)
+	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	testenv.StartProcess(t, "agent", bin, []string{"KUBECONFIG=" + kubeconfig},
+		"--node-name="+cl.Node, "--state-file="+filepath.Join(dir, "state.json"),
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr, "--retry-max=1s")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	logs, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		_ = logs.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logs.Name())
-			t.Logf("agent log:\n%.4000s", b)
-		}
-	})
 	eventually(t, 30*time.Second, "the agent's readiness", func() (bool, string) {
 		resp, err := http.Get("http://" + probeAddr + "/readyz")
 		if err != nil {
@@ -294,15 +177,6 @@ func startAgent(t *testing.T, bin string) string {
 
 func eventually(t *testing.T, timeout time.Duration, what string, ok func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		good, detail := ok()
-		if good {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s:\n%s", what, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Every 200 ms: each look scrapes both processes.
+	testenv.EventuallyEvery(t, what, timeout, 200*time.Millisecond, ok)
 }

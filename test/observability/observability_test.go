@@ -21,12 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
-	"github.com/eni-operator/eni-operator/internal/testenv"
 )
-
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // The files, relative to the repository's root.
 const (

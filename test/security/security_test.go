@@ -17,30 +17,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ec2/ec2test"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
-	"github.com/eni-operator/eni-operator/internal/operator"
-	"github.com/eni-operator/eni-operator/internal/operator/operatortest"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
-)
-
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
-const (
-	cluster = "prod"
-	appsNS  = "security-apps"
-	opsNS   = "security-ops"
-	node    = "node-0"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // TestPodCannotMakeTheOperatorDetachOrDeleteItsENI replays the attack of
@@ -68,63 +53,22 @@ const (
 // attached meanwhile, so the controller was really at work.
 func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	ctx := context.Background()
-	emu, url := ec2test.Serve(t, emulator.Options{DetachDelay: 50 * time.Millisecond})
-	admin := emulator.NewAdminClient(url)
 	branchTags := map[string]string{"Name": "pod-branch", "vpcresources.k8s.aws/vlan-id": "7"}
 	podENITags := map[string]string{"Name": "pod-eni"}
-	world, err := emu.Load(emulator.World{
-		VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{
-			{Name: "nodes-a", VPC: "main", CIDR: "10.0.0.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "multus-a", VPC: "main", CIDR: "10.0.32.0/20", AvailabilityZone: "us-east-1a"},
-			{Name: "pods-a", VPC: "main", CIDR: "10.0.128.0/18", AvailabilityZone: "us-east-1a"},
-		},
-		SecurityGroups: []emulator.SecurityGroupSpec{{Name: "multus", VPC: "main"}},
-		Instances:      []emulator.InstanceSpec{{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"}},
-		NetworkInterfaces: []emulator.NetworkInterfaceSpec{
-			{Subnet: "pods-a", InterfaceType: "branch", Tags: branchTags},
-			{Subnet: "pods-a", Tags: podENITags, Instance: node, DeviceIndex: 2},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vpc, instance := world.VPCs[0], world.Instances[0].ID
-	branch, podENI := world.NetworkInterfaces[0], world.NetworkInterfaces[1]
-	reader := ec2test.Client(url, ec2.Config{VPCID: vpc, QPS: 1000, Burst: 1000})
-	podENIBefore, err := reader.GetENI(ctx, podENI.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
+		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithNodes(1, "m5.xlarge"), testenv.WithENIs(
+			testenv.BranchENIs(1, branchTags), emulator.NetworkInterfaceSpec{Subnet: "pods", Tags: podENITags, Instance: testenv.NodeName(0), DeviceIndex: 2})))
+	admin := emulator.NewAdminClient(e.URL)
+	vpc, instance := e.VPC, e.World.Instances[0].ID
+	branch, podENI := e.World.NetworkInterfaces[0], e.World.NetworkInterfaces[1]
+	reader := e.Client(ec2.Config{QPS: 1000, Burst: 1000})
+	podENIBefore := e.ENI(t, podENI.ID)
 	if podENIBefore.Attachment == nil || podENIBefore.Attachment.InstanceID != instance {
 		t.Fatalf("the pod's ENI is not attached to %s: %+v", instance, podENIBefore.Attachment)
 	}
 
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{appsNS, opsNS} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-		Labels: map[string]string{"role": "multus", corev1.LabelTopologyZone: "us-east-1a"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}); err != nil {
-		t.Fatal(err)
-	}
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "multus"}, Spec: v1alpha1.NodeENISpec{
-		NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
-	if err := k8s.Create(ctx, ne); err != nil {
-		t.Fatal(err)
-	}
+	cl := operatorenv.NewOneNode(t, "prod", instance)
+	k8s, ne, cluster, node := cl.K8s, cl.NodeENI, cl.Cluster, cl.Node
 
 	// The attacker's own ENIs, tagged straight in EC2 before the operator
 	// starts: one a perfect copy of what the controller makes for this
@@ -137,7 +81,7 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	maps.Copy(fullForgery, token)
 	orphanForgery := map[string]string{nodeeni.TagCluster: cluster}
 	maps.Copy(orphanForgery, token)
-	forged, err := emu.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+	forged, err := e.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", SecurityGroups: []string{"multus"}, Tags: fullForgery},
 		{Subnet: "multus-a", SecurityGroups: []string{"multus"}, Tags: orphanForgery},
 	}})
@@ -154,31 +98,21 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	pods := map[string]string{"attacker": attack, "attacker-full": fullAttack}
 	ips := map[string]string{"attacker": branch.PrivateIP, "attacker-full": podENI.PrivateIP}
 	for name, annotation := range pods {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: appsNS,
-			Annotations: map[string]string{tagger.DefaultAnnotationKey: annotation}},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-		if err := k8s.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		unset := pod.DeepCopy()
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ips[name], PodIPs: []corev1.PodIP{{IP: ips[name]}}}
-		if err := k8s.Status().Patch(ctx, pod, client.StrategicMergeFrom(unset)); err != nil {
-			t.Fatal(err)
-		}
+		cl.Pod(t, name, ips[name], annotation)
 	}
 
 	// The whole operator, as the binary builds it, finding the emulator
 	// the way it finds AWS.
-	oc := operatortest.Config(cluster, vpc, opsNS)
+	oc := cl.Config(vpc)
 	reg := prometheus.NewRegistry()
 	oc.Registerer = reg
-	operatortest.Start(t, env.Config, url, oc)
+	cl.Start(t, e.URL, oc)
 
 	// The pods are refused, naming the reserved prefix.
 	for name := range pods {
 		eventually(t, "pod "+name+"'s InvalidTags condition", func() (bool, string) {
 			var p corev1.Pod
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: appsNS, Name: name}, &p); err != nil {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: cl.AppsNS, Name: name}, &p); err != nil {
 				return false, err.Error()
 			}
 			for _, c := range p.Status.Conditions {
@@ -344,15 +278,5 @@ func gauge(t *testing.T, reg *prometheus.Registry, name, label, value string) fl
 
 func eventually(t *testing.T, what string, ok func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		good, detail := ok()
-		if good {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, what, 45*time.Second, ok)
 }

@@ -1,0 +1,227 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+)
+
+// EC2 is a test's EC2: an emulator served over HTTP with a world loaded.
+type EC2 struct {
+	Emulator *emulator.Emulator
+	// URL is the endpoint.
+	URL string
+	// VPC is the ID of the world's first VPC.
+	VPC string
+	// World is what loading the world returned.
+	World emulator.LoadResult
+	// Subnets and Groups map the names of the world's subnets and of the
+	// first VPC's security groups to their IDs.
+	Subnets, Groups map[string]string
+}
+
+// NewEC2 serves an emulator for the test's lifetime, loads w into it and
+// zeroes its call counts (a test counts its own calls).
+func NewEC2(t testing.TB, o emulator.Options, w emulator.World) *EC2 {
+	t.Helper()
+	emu, endpoint := Serve(t, o)
+	e := &EC2{Emulator: emu, URL: endpoint, Subnets: map[string]string{}, Groups: map[string]string{}}
+	e.World = e.Load(t, w)
+	if len(e.World.VPCs) > 0 {
+		e.VPC = e.World.VPCs[0]
+	}
+	for i, s := range w.Subnets {
+		e.Subnets[s.Name] = e.World.Subnets[i]
+	}
+	for i, g := range w.SecurityGroups {
+		if len(w.VPCs) > 0 && g.VPC == w.VPCs[0].Name {
+			e.Groups[g.Name] = e.World.SecurityGroups[i]
+		}
+	}
+	emu.ResetCounts()
+	return e
+}
+
+// Load adds more to the emulator's world.
+func (e *EC2) Load(t testing.TB, w emulator.World) emulator.LoadResult {
+	t.Helper()
+	res, err := e.Emulator.Load(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Client is an EC2 client of the endpoint configured by cfg, in the
+// world's first VPC unless cfg names one.
+func (e *EC2) Client(cfg ec2.Config) *ec2.Client {
+	if cfg.VPCID == "" {
+		cfg.VPCID = e.VPC
+	}
+	return EC2Client(e.URL, cfg)
+}
+
+// Calls returns the emulator's calls per action since the last reset.
+func (e *EC2) Calls() map[string]int {
+	out := map[string]int{}
+	for a, c := range e.Emulator.Counts() {
+		out[a] = c.Calls
+	}
+	return out
+}
+
+// TotalCalls is the sum of Calls.
+func (e *EC2) TotalCalls() int {
+	n := 0
+	for _, c := range e.Calls() {
+		n += c
+	}
+	return n
+}
+
+// Terminate terminates an instance through the EC2 Query API, as AWS
+// would when a node goes away (the operator's client has no such call).
+func (e *EC2) Terminate(t testing.TB, instance string) {
+	t.Helper()
+	resp, err := http.PostForm(e.URL, url.Values{"Action": {"TerminateInstances"}, "Version": {"2016-11-15"}, "InstanceId.1": {instance}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("TerminateInstances: HTTP %d", resp.StatusCode)
+	}
+}
+
+// ENI reads an ENI with a client of the test's own (a call the emulator
+// counts).
+func (e *EC2) ENI(t testing.TB, id string) ec2.ENI {
+	t.Helper()
+	eni, err := e.Client(ec2.Config{QPS: 1000, Burst: 1000}).GetENI(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eni
+}
+
+// Serve starts an emulator over HTTP for the test's lifetime and returns
+// it with its endpoint.
+func Serve(t testing.TB, o emulator.Options) (*emulator.Emulator, string) {
+	t.Helper()
+	emu := emulator.New(o)
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	return emu, srv.URL
+}
+
+// UnlimitedBuckets is ec2.Config.Buckets for a test whose client must not
+// wait for tokens: every family gets a bucket far beyond AWS's. The
+// emulator enforces AWS's buckets only when its throttling is on.
+func UnlimitedBuckets() map[ec2.Family]ec2.Bucket {
+	out := map[ec2.Family]ec2.Bucket{}
+	for _, f := range ec2.Families() {
+		out[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
+	}
+	return out
+}
+
+// EC2Client returns an EC2 client for endpoint with static test
+// credentials, configured by cfg.
+func EC2Client(endpoint string, cfg ec2.Config) *ec2.Client {
+	return ec2.NewFromAWSConfig(aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(endpoint),
+	}, cfg)
+}
+
+// SetAWSEnv points any AWS SDK in this process at endpoint the standard
+// way (AWS_ENDPOINT_URL_EC2, region, static test credentials, no instance
+// metadata) for the test's lifetime, as a command started there would
+// find EC2.
+func SetAWSEnv(t testing.TB, endpoint string) {
+	t.Helper()
+	for k, v := range AWSEnv(endpoint) {
+		t.Setenv(k, v)
+	}
+}
+
+// AWSEnv is the environment of SetAWSEnv, for a child process.
+func AWSEnv(endpoint string) map[string]string {
+	return map[string]string{"AWS_ENDPOINT_URL_EC2": endpoint, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"}
+}
+
+// Server serves a handler (an emulator) on a fixed loopback address that
+// can be stopped and started again, as an EC2 endpoint that goes away
+// and comes back: while stopped, connections are refused.
+type Server struct {
+	// URL is the endpoint, the same across restarts.
+	URL  string
+	h    http.Handler
+	addr string
+
+	mu  sync.Mutex
+	srv *http.Server
+}
+
+// ServeRestartable starts h on a loopback port for the test's lifetime.
+func ServeRestartable(t testing.TB, h http.Handler) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{h: h, addr: ln.Addr().String()}
+	s.URL = "http://" + s.addr
+	s.serve(ln)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) serve(ln net.Listener) {
+	srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+}
+
+// Stop closes the listener and every connection: new ones are refused.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		_ = s.srv.Close()
+		s.srv = nil
+	}
+}
+
+// Start listens on the same address again (waiting a bounded time for
+// the port to be free).
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ln, err := net.Listen("tcp", s.addr)
+		if err == nil {
+			s.serve(ln)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarting the endpoint on %s: %v", s.addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

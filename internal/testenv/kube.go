@@ -1,0 +1,168 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+// Scheme knows the built-in kinds and the project's.
+func Scheme(t testing.TB) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Client is a direct (uncached) client of cfg's API server with Scheme,
+// its rate limit raised so a test's own writes never queue behind it.
+func Client(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	fast := rest.CopyConfig(cfg)
+	fast.QPS, fast.Burst = 1000, 2000
+	c, err := client.New(fast, client.Options{Scheme: Scheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// CreateNamespaces creates namespaces.
+func CreateNamespaces(t testing.TB, c client.Client, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// CreateNode creates the Node of an EC2 instance in zone, labelled with
+// the zone and labels.
+func CreateNode(t testing.TB, c client.Client, name, instance, zone string, labels map[string]string) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}},
+		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", zone, instance)}}
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	if err := c.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreatePod creates p and, when status has a phase, gives it that status
+// as the kubelet would. A patch, not an update: the operator may have
+// written the pod since it was created (a condition, a finalizer). Errors
+// are reported with t.Error, so pods can be created from goroutines; it
+// says whether the pod was made.
+func CreatePod(t testing.TB, c client.Client, p *corev1.Pod, status corev1.PodStatus) bool {
+	t.Helper()
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Error(err)
+		return false
+	}
+	if status.Phase == "" {
+		return true
+	}
+	unset := p.DeepCopy()
+	p.Status = status
+	if err := c.Status().Patch(context.Background(), p, client.StrategicMergeFrom(unset)); err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// Running is the status of a running pod with ip.
+func Running(ip string) corev1.PodStatus {
+	return corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
+}
+
+// GetNodeENI returns a NodeENI, or nil when there is none.
+func GetNodeENI(t testing.TB, c client.Client, name string) *v1alpha1.NodeENI {
+	t.Helper()
+	ne := &v1alpha1.NodeENI{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, ne); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	return ne
+}
+
+// UpdateNodeENISpec changes a NodeENI's spec, retrying on conflicts.
+func UpdateNodeENISpec(t testing.TB, c client.Client, name string, f func(*v1alpha1.NodeENISpec)) {
+	t.Helper()
+	for i := 0; ; i++ {
+		ne := GetNodeENI(t, c, name)
+		if ne == nil {
+			t.Fatalf("NodeENI %s not found", name)
+		}
+		f(&ne.Spec)
+		err := c.Update(context.Background(), ne)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			t.Fatal(err)
+		}
+	}
+}
+
+// AgentFieldManager is the server-side apply field manager of the node
+// agent of node: the API contract (README, "NodeENI status") gives each
+// node's agent its own manager, and the admission policy keeps it to
+// entries with its nodeID.
+func AgentFieldManager(node string) string { return "eni-agent/" + node }
+
+// ReportInterfaces writes node's part of a NodeENI's status.interfaces
+// the way the contract says the agent does: server-side apply of the
+// status subresource as AgentFieldManager(node), forcing ownership, so
+// entries left out are removed and other nodes' entries stay.
+func ReportInterfaces(ctx context.Context, c client.Client, node, name string, entries []v1alpha1.InterfaceStatus) error {
+	if entries == nil {
+		entries = []v1alpha1.InterfaceStatus{} // none: an empty list, which removes the node's entries
+	}
+	raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NodeENI",
+		"metadata": map[string]any{"name": name}, "status": map[string]any{"interfaces": entries}})
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return err
+	}
+	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(AgentFieldManager(node)), client.ForceOwnership)
+}
+
+// CreateNodeENI creates a NodeENI named name that puts an ENI of the
+// named subnets, in security group "multus" of the default world, at
+// device index 1 on the nodes labelled role=role.
+func CreateNodeENI(t testing.TB, c client.Client, name, role string, subnets ...string) *v1alpha1.NodeENI {
+	t.Helper()
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"role": role}, SubnetNames: subnets, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}
+	if err := c.Create(context.Background(), ne); err != nil {
+		t.Fatal(err)
+	}
+	return ne
+}

@@ -1,0 +1,52 @@
+package testenv
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MetricValue sums the counters and gauges of a metric's series that
+// carry every label of labels (nil: all series).
+func MetricValue(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// SeriesCount counts a metric's series.
+func SeriesCount(t testing.TB, g prometheus.Gatherer, name string) int {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
