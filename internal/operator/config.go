@@ -71,6 +71,10 @@ func DefaultConfig() Config {
 	return Config{
 		MetricsAddr: ":8090", ProbeAddr: ":8081", PprofAddr: "0", MetricsSecure: true,
 		LeaderElection: LeaderElection{
+			// The pod's namespace (downward API), as for the ledger; empty
+			// leaves controller-runtime to read the service account's, which
+			// exists only in a cluster.
+			Namespace:     os.Getenv("POD_NAMESPACE"),
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			ReleaseOnCancel: true,
 		},
