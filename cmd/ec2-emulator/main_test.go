@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -35,19 +36,8 @@ var none = map[string]string{}
 func TestEveryFlagRefusesBadValues(t *testing.T) {
 	var o options
 	clitest.EveryFlagHasBadValues(t, flags(&o), badValues, none)
-	for name, values := range badValues {
-		for _, v := range values {
-			// parse, not runMain: a value wrongly accepted would start
-			// serving.
-			var out bytes.Buffer
-			_, err := parse([]string{"--" + name + "=" + v}, &out)
-			if err == nil || out.Len() != 0 || strings.Contains(err.Error(), "\n") {
-				t.Errorf("--%s=%s: %v (output %q); want one line", name, v, err, out.String())
-				continue
-			}
-			clitest.NamesFlagAndValue(t, name, v, err.Error())
-		}
-	}
+	// parse, not runMain: a value wrongly accepted would start serving.
+	clitest.RefusesInOneLine(t, badValues, func(args []string, out io.Writer) error { _, err := parse(args, out); return err })
 	// Refused, the command exits 2 with that one line, before it serves.
 	var stdout, stderr bytes.Buffer
 	if code := runMain([]string{"--latency=-1s"}, &stdout, &stderr); code != 2 || stdout.Len() != 0 ||

@@ -2,26 +2,18 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 )
 
-// childEnv makes the test binary act as eni-operator, so a test runs the
-// real command (its stderr, its exit status) without a separate build.
-const childEnv = "ENI_OPERATOR_TEST_CHILD"
+// operatorCommand makes the test binary act as eni-operator, so a test
+// runs the real command (its stderr, its exit status) without a separate
+// build.
+var operatorCommand = clitest.Command{Name: "eni-operator", Env: "ENI_OPERATOR_TEST_CHILD"}
 
-func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		os.Args = append([]string{"eni-operator"}, strings.Fields(os.Getenv(childEnv+"_ARGS"))...)
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { operatorCommand.Main(m, main, nil) }
 
 // badValues lists, for every flag of the command, values it must refuse;
 // a flag without any names why in none.
@@ -180,21 +172,14 @@ func TestNoKubeconfig(t *testing.T) {
 		{"KUBECONFIG=" + home + "/missing", ""},
 		{"", "--remove-pod-finalizers"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = []string{"HOME=" + home, childEnv + "=1", childEnv + "_ARGS=" + tc.args}
+		env := []string{"HOME=" + home}
 		if tc.env != "" {
-			cmd.Env = append(cmd.Env, tc.env)
+			env = append(env, tc.env)
 		}
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := -1
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		msg := stderr.String()
-		if code != 1 || strings.Count(msg, "\n") != 1 || stdout.Len() != 0 {
-			t.Errorf("%v: exit %d (%v), stdout %q, stderr %q; want 1 and one line", tc, code, err, stdout.String(), msg)
+		r := operatorCommand.Run(t, tc.args, env)
+		msg := r.Stderr
+		if r.Code != 1 || strings.Count(msg, "\n") != 1 || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and one line", tc, r.Code, r.Stdout, msg)
 			continue
 		}
 		for _, want := range []string{"--kubeconfig", "KUBECONFIG", "ServiceAccount"} {

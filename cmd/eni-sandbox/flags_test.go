@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -34,17 +34,7 @@ var none = map[string]string{}
 func TestEveryFlagRefusesBadValues(t *testing.T) {
 	var c cmdline
 	clitest.EveryFlagHasBadValues(t, flags(&c), badValues, none)
-	for name, values := range badValues {
-		for _, v := range values {
-			var out bytes.Buffer
-			_, err := parse([]string{"--" + name + "=" + v}, &out)
-			if err == nil || out.Len() != 0 || strings.Contains(err.Error(), "\n") {
-				t.Errorf("--%s=%s: %v (output %q); want one line", name, v, err, out.String())
-				continue
-			}
-			clitest.NamesFlagAndValue(t, name, v, err.Error())
-		}
-	}
+	clitest.RefusesInOneLine(t, badValues, func(args []string, out io.Writer) error { _, err := parse(args, out); return err })
 }
 
 func TestGoodValues(t *testing.T) {
@@ -73,25 +63,15 @@ func TestExitStatusAndVersion(t *testing.T) {
 		{"--timeout=-1m", 2, ""},
 		{"--version", 0, buildinfo.String("eni-sandbox", "dev") + "\n"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=1", childEnv+"_ARGS="+tc.args)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
+		r := sandboxCommand.Run(t, tc.args, nil)
+		if r.Code != tc.code || r.Stdout != tc.stdout {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.args, r.Code, r.Stdout, r.Stderr)
 		}
-		if code != tc.code || stdout.String() != tc.stdout {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.args, code, stdout.String(), stderr.String())
+		if tc.code == 2 && (strings.Count(r.Stderr, "\n") != 1 || !strings.Contains(r.Stderr, "--timeout=-1m0s")) {
+			t.Errorf("%s: stderr %q", tc.args, r.Stderr)
 		}
-		if tc.code == 2 && (strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--timeout=-1m0s")) {
-			t.Errorf("%s: stderr %q", tc.args, stderr.String())
-		}
-		if tc.code == 0 && !strings.Contains(stdout.String(), runtime.Version()) {
-			t.Errorf("%s: %q", tc.args, stdout.String())
+		if tc.code == 0 && !strings.Contains(r.Stdout, runtime.Version()) {
+			t.Errorf("%s: %q", tc.args, r.Stdout)
 		}
 	}
 }

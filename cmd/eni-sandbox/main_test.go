@@ -16,23 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 	"github.com/eni-operator/eni-operator/internal/sandbox"
 )
 
-// childEnv makes the test binary act as eni-sandbox, so the test runs the
-// real command without a separate build.
-const childEnv = "ENI_SANDBOX_TEST_CHILD"
+// sandboxCommand makes the test binary act as eni-sandbox, so the test
+// runs the real command without a separate build.
+var sandboxCommand = clitest.Command{Name: "eni-sandbox", Env: "ENI_SANDBOX_TEST_CHILD"}
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		// Started by the sandbox as etcd or kube-apiserver (through a
-		// link to this binary): before os.Args is rewritten below.
-		sandbox.ExecControlPlaneChild()
-		os.Args = append([]string{"eni-sandbox"}, strings.Fields(os.Getenv(childEnv+"_ARGS"))...)
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	// Started by the sandbox as etcd or kube-apiserver (through a link to
+	// this binary): that comes before the arguments are rewritten.
+	sandboxCommand.Main(m, main, sandbox.ExecControlPlaneChild)
 }
 
 // The sandbox comes up, tags the demo pods, gets the NodeENI Ready on
@@ -41,9 +36,7 @@ func TestMain(m *testing.M) {
 // etcd run in process groups of their own — is left behind.
 func TestSandboxUpAndCtrlC(t *testing.T) {
 	marker := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", childEnv+"_ARGS=--emulator-listen 127.0.0.1:0 --timeout 2m",
-		"ENI_SANDBOX_TEST_MARKER="+marker)
+	cmd := sandboxCommand.Cmd("--emulator-listen 127.0.0.1:0 --timeout 2m", append(os.Environ(), "ENI_SANDBOX_TEST_MARKER="+marker))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -232,9 +225,7 @@ func startSandbox(t *testing.T, tmp string, args string) *sandboxRun {
 	t.Helper()
 	r := &sandboxRun{stderr: &syncBuffer{}, out: &syncBuffer{}, up: make(chan struct{}), tmp: tmp,
 		marker: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
-	r.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	r.cmd.Env = append(os.Environ(), childEnv+"=1", childEnv+"_ARGS="+args,
-		"ENI_SANDBOX_TEST_MARKER="+r.marker, "TMPDIR="+tmp)
+	r.cmd = sandboxCommand.Cmd(args, append(os.Environ(), "ENI_SANDBOX_TEST_MARKER="+r.marker, "TMPDIR="+tmp))
 	var err error
 	if r.stdout, err = r.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
@@ -388,10 +379,8 @@ func TestSandboxSIGKILL(t *testing.T) {
 	if _, err := os.Stat(kubeconfig); err != nil {
 		t.Logf("kubeconfig already gone: %v", err)
 	}
-	next := exec.Command(os.Args[0], "-test.run=^$")
 	marker := r.marker + "-next"
-	next.Env = append(os.Environ(), childEnv+"=1", childEnv+"_ARGS=--once --emulator-listen 127.0.0.1:0 --timeout 2m",
-		"ENI_SANDBOX_TEST_MARKER="+marker, "TMPDIR="+tmp)
+	next := sandboxCommand.Cmd("--once --emulator-listen 127.0.0.1:0 --timeout 2m", append(os.Environ(), "ENI_SANDBOX_TEST_MARKER="+marker, "TMPDIR="+tmp))
 	t.Cleanup(func() { killMarked(marker) })
 	var stderr bytes.Buffer
 	next.Stderr = &stderr

@@ -117,9 +117,11 @@ func parseOriginalEntry(ip, raw string) (importCandidate, string) {
 	return importCandidate{IP: ip, UID: e.PodUID, ENI: e.Info.ID, Before: e.Info.Tags}, ""
 }
 
-// originalHash is k8s-eni-tagger's ownership token for a tag set: the
+// K8sENITaggerHash is k8s-eni-tagger's ownership token for a tag set: the
 // first 16 hex digits of the SHA-256 of its sorted "key=value," pairs.
-func originalHash(tags map[string]string) string {
+// The tagger keeps such a token where it finds one (pods it tagged are
+// adopted without a write) and trusts it for the cache import.
+func K8sENITaggerHash(tags map[string]string) string {
 	h := sha256.New()
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		fmt.Fprintf(h, "%s=%s,", k, tags[k])
@@ -154,7 +156,7 @@ func importRecord(c importCandidate, eni ec2.ENI, subnets map[string]bool) (Reco
 		}
 		applied[k] = v
 	}
-	if originalHash(applied) != token {
+	if K8sENITaggerHash(applied) != token {
 		return Record{}, fmt.Sprintf("ENI %s's token %s is not the hash of the tags it gained since the original looked it up: another pod or tool owns them",
 			eni.ID, bounded.Quoted(token))
 	}

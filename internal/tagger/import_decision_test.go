@@ -21,7 +21,7 @@ func TestImportRecord(t *testing.T) {
 		}
 		return out
 	}
-	token := map[string]string{HashTag: originalHash(pod)}
+	token := map[string]string{HashTag: K8sENITaggerHash(pod)}
 	for _, tt := range []struct {
 		name    string
 		before  map[string]string
@@ -36,7 +36,7 @@ func TestImportRecord(t *testing.T) {
 		{name: "an entry claiming an empty ENI", before: nil, eni: with(base, pod, token), refused: "not the hash"},
 		{name: "a tag changed since", before: base, eni: with(base, pod, token, map[string]string{"Team": "Ops"}), refused: "not the hash"},
 		{name: "a token over reserved keys", before: nil,
-			eni: map[string]string{"aws:x": "1", HashTag: originalHash(map[string]string{"aws:x": "1"})}, refused: "not the hash"},
+			eni: map[string]string{"aws:x": "1", HashTag: K8sENITaggerHash(map[string]string{"aws:x": "1"})}, refused: "not the hash"},
 		{name: "NodeENI interface", before: base, eni: with(base, pod, token, map[string]string{"eni-operator.io/cluster": "c"}), refused: "NodeENI"},
 		{name: "no token", before: base, eni: with(base, pod), refused: "no eni-tagger.io/hash"},
 		{name: "subnet not wanted", before: base, eni: with(base, pod, token), subnet: "subnet-other", refused: "--subnet-ids"},

@@ -2,12 +2,9 @@ package tagger_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,27 +16,8 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
-
-// taggerHash is k8s-eni-tagger's token: the first 16 hex digits of the
-// SHA-256 of the sorted "key=value," pairs.
-func taggerHash(tags map[string]string) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		fmt.Fprintf(h, "%s=%s,", k, tags[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// cacheValue is an entry as k8s-eni-tagger writes it: the ENI as it was
-// looked up (before the pod's tags) and the pod's UID.
-func cacheValue(eni string, before map[string]string, uid string) string {
-	raw, _ := json.Marshal(map[string]any{
-		"info":    map[string]any{"ID": eni, "SubnetID": "subnet-0", "InterfaceType": "branch", "IsShared": false, "Description": "", "Tags": before},
-		"pod_uid": uid,
-	})
-	return string(raw)
-}
 
 func union(ms ...map[string]string) map[string]string {
 	out := map[string]string{}
@@ -60,11 +38,11 @@ func importWorld() (emulator.World, map[string]string, map[string]string) {
 		return emulator.NetworkInterfaceSpec{Subnet: "a", InterfaceType: "branch", Count: 1, Tags: tags}
 	}
 	w := emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
-		spec(union(base, pod, map[string]string{tagger.HashTag: taggerHash(pod)})),
-		spec(union(base, pod, map[string]string{tagger.HashTag: taggerHash(pod)})),
-		spec(union(base, pod, map[string]string{tagger.HashTag: taggerHash(pod), "eni-operator.io/cluster": "prod"})),
-		spec(union(base, pod, map[string]string{"Team": "Ops", tagger.HashTag: taggerHash(pod)})),
-		spec(union(base, pod, map[string]string{tagger.HashTag: taggerHash(pod)})),
+		spec(union(base, pod, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(pod)})),
+		spec(union(base, pod, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(pod)})),
+		spec(union(base, pod, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(pod), "eni-operator.io/cluster": "prod"})),
+		spec(union(base, pod, map[string]string{"Team": "Ops", tagger.HashTag: tagger.K8sENITaggerHash(pod)})),
+		spec(union(base, pod, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(pod)})),
 	}}
 	return w, base, pod
 }
@@ -89,18 +67,18 @@ func testOriginalCacheImport(t *testing.T, inventory bool) {
 	running := h.pod("running", enis[1].PrivateIP, nil)
 	lastApplied, _ := json.Marshal(podTags)
 	leaving := h.pod("leaving", enis[4].PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "Team=Dev,shop:Cost=42",
-		tagger.LastAppliedTagsAnnotation: string(lastApplied), tagger.LastAppliedHashAnnotation: taggerHash(podTags)})
+		tagger.LastAppliedTagsAnnotation: string(lastApplied), tagger.LastAppliedHashAnnotation: tagger.K8sENITaggerHash(podTags)})
 	data := map[string]string{
-		enis[0].PrivateIP: cacheValue(enis[0].ID, base, string(uuid.NewUUID())),
-		enis[1].PrivateIP: cacheValue(enis[1].ID, base, string(running.UID)),
-		enis[2].PrivateIP: cacheValue(enis[2].ID, base, string(uuid.NewUUID())),
-		enis[3].PrivateIP: cacheValue(enis[3].ID, base, string(uuid.NewUUID())),
-		enis[4].PrivateIP: cacheValue(enis[4].ID, base, string(leaving.UID)),
+		enis[0].PrivateIP: testenv.K8sENITaggerCacheEntry(enis[0].ID, base, string(uuid.NewUUID())),
+		enis[1].PrivateIP: testenv.K8sENITaggerCacheEntry(enis[1].ID, base, string(running.UID)),
+		enis[2].PrivateIP: testenv.K8sENITaggerCacheEntry(enis[2].ID, base, string(uuid.NewUUID())),
+		enis[3].PrivateIP: testenv.K8sENITaggerCacheEntry(enis[3].ID, base, string(uuid.NewUUID())),
+		enis[4].PrivateIP: testenv.K8sENITaggerCacheEntry(enis[4].ID, base, string(leaving.UID)),
 		"10.0.9.9":        `{"ID":"eni-0123456789abcdef0"}`, // the pre-UID format
 		"10.0.9.10":       "not json",
-		"10.0.9.11":       cacheValue("eni-0123456789abcdef0", nil, "../../etc"),
-		"not-an-ip":       cacheValue(enis[1].ID, nil, string(uuid.NewUUID())),
-		"10.0.9.12":       cacheValue(enis[1].ID, nil, strings.Repeat("a", 40<<10)),
+		"10.0.9.11":       testenv.K8sENITaggerCacheEntry("eni-0123456789abcdef0", nil, "../../etc"),
+		"not-an-ip":       testenv.K8sENITaggerCacheEntry(enis[1].ID, nil, string(uuid.NewUUID())),
+		"10.0.9.12":       testenv.K8sENITaggerCacheEntry(enis[1].ID, nil, strings.Repeat("a", 40<<10)),
 	}
 	original := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tagger.OriginalCacheName, Namespace: h.opsNS}, Data: data}
 	if err := h.k8s.Create(ctx, original); err != nil {
@@ -135,7 +113,7 @@ func testOriginalCacheImport(t *testing.T, inventory bool) {
 
 	// A restart does not import again: the same tags written back stay.
 	h.stopManager()
-	if err := h.ec2Client(nil).CreateTags(ctx, enis[0].ID, union(podTags, map[string]string{tagger.HashTag: taggerHash(podTags)})); err != nil {
+	if err := h.ec2Client(nil).CreateTags(ctx, enis[0].ID, union(podTags, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(podTags)})); err != nil {
 		t.Fatal(err)
 	}
 	h.startManager(o)

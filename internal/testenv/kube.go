@@ -166,3 +166,14 @@ func CreateNodeENI(t testing.TB, c client.Client, name, role string, subnets ...
 	}
 	return ne
 }
+
+// K8sENITaggerCacheEntry is a value of k8s-eni-tagger's cache ConfigMap
+// as it writes it (keyed by pod IP): the ENI as it was looked up, before
+// the pod's tags, and the pod's UID.
+func K8sENITaggerCacheEntry(eni string, before map[string]string, uid string) string {
+	raw, _ := json.Marshal(map[string]any{
+		"info":    map[string]any{"ID": eni, "SubnetID": "subnet-0", "InterfaceType": "branch", "IsShared": false, "Description": "", "Tags": before},
+		"pod_uid": uid,
+	})
+	return string(raw)
+}

@@ -2,8 +2,6 @@ package migration
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -25,17 +23,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-// originalHash is k8s-eni-tagger's ownership token: the first 16 hex
-// digits of the SHA-256 of the sorted "key=value," pairs. The operator
-// keeps a token it finds (it is proof of ownership, not a checksum).
-func originalHash(tags map[string]string) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		fmt.Fprintf(h, "%s=%s,", k, tags[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
 // taggedByOriginal is a pod k8s-eni-tagger tagged: its annotation, its
 // bookkeeping annotations and finalizer, and the tags on its ENI.
 type taggedByOriginal struct {
@@ -51,7 +38,7 @@ func (p taggedByOriginal) pod(ns string) *corev1.Pod {
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns,
 		Annotations: map[string]string{tagger.DefaultAnnotationKey: strings.Join(pairs, ","),
-			tagger.LastAppliedTagsAnnotation: string(applied), tagger.LastAppliedHashAnnotation: originalHash(p.tags)},
+			tagger.LastAppliedTagsAnnotation: string(applied), tagger.LastAppliedHashAnnotation: tagger.K8sENITaggerHash(p.tags)},
 		Finalizers: []string{tagger.Finalizer}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
 }
@@ -85,14 +72,14 @@ func TestFromK8sENITagger(t *testing.T) {
 	// 1. The state k8s-eni-tagger leaves (scaled to zero): ENI tags with
 	// its token, pods with its annotations and finalizer, its cache.
 	for _, p := range running {
-		seedTags(t, cloud, p.eni, union(p.tags, map[string]string{tagger.HashTag: originalHash(p.tags)}))
+		seedTags(t, cloud, p.eni, union(p.tags, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(p.tags)}))
 		if !testenv.CreatePod(t, k8s, p.pod(appsNS), testenv.Running(p.ip)) {
 			t.Fatalf("pod %s not created", p.name)
 		}
-		cache[p.ip] = cacheEntry(p.eni, base, string(getPod(t, k8s, appsNS, p.name).UID))
+		cache[p.ip] = testenv.K8sENITaggerCacheEntry(p.eni, base, string(getPod(t, k8s, appsNS, p.name).UID))
 	}
-	seedTags(t, cloud, enis[2].ID, union(goneTags, map[string]string{tagger.HashTag: originalHash(goneTags)}))
-	cache[enis[2].PrivateIP] = cacheEntry(enis[2].ID, base, goneUID)
+	seedTags(t, cloud, enis[2].ID, union(goneTags, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(goneTags)}))
+	cache[enis[2].PrivateIP] = testenv.K8sENITaggerCacheEntry(enis[2].ID, base, goneUID)
 	original := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tagger.OriginalCacheName, Namespace: opsNS}, Data: cache}
 	if err := k8s.Create(ctx, original); err != nil {
 		t.Fatal(err)
@@ -131,7 +118,7 @@ func TestFromK8sENITagger(t *testing.T) {
 		}
 	}
 	for _, p := range running {
-		want := union(base, p.tags, map[string]string{tagger.HashTag: originalHash(p.tags)})
+		want := union(base, p.tags, map[string]string{tagger.HashTag: tagger.K8sENITaggerHash(p.tags)})
 		if got := cloud.ENI(t, p.eni).Tags; !maps.Equal(got, want) {
 			t.Errorf("ENI of %s carries %v, want %v as the original left it", p.name, got, want)
 		}
@@ -199,16 +186,6 @@ func seedTags(t *testing.T, cloud *testenv.EC2, eni string, tags map[string]stri
 	if err := cloud.Client(ec2.Config{}).CreateTags(context.Background(), eni, tags); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// cacheEntry is a value of k8s-eni-tagger's cache as it writes it: the
-// ENI as it was looked up (before the pod's tags) and the pod's UID.
-func cacheEntry(eni string, before map[string]string, uid string) string {
-	raw, _ := json.Marshal(map[string]any{
-		"info":    map[string]any{"ID": eni, "SubnetID": "subnet-0", "InterfaceType": "branch", "IsShared": false, "Tags": before},
-		"pod_uid": uid,
-	})
-	return string(raw)
 }
 
 func getPod(t *testing.T, k8s client.Client, ns, name string) *corev1.Pod {
