@@ -9,13 +9,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // original is one ENI as aws-multi-eni-controller leaves it, for seeding.
@@ -28,85 +27,47 @@ type original struct {
 	description            string // "" = the original's default
 }
 
-// originalTags are the tags aws-multi-eni-controller gives an ENI.
-func originalTags(nodeENI, node, subnetID string) map[string]string {
-	return map[string]string{"Name": fmt.Sprintf("nodeeni-%s-%s-%s", nodeENI, node, subnetID[len(subnetID)-8:]),
-		nodeeni.OriginalTagNodeENI: nodeENI, nodeeni.OriginalTagNode: node, nodeeni.OriginalTagSubnet: subnetID,
-		nodeeni.OriginalTagManagedBy: nodeeni.OriginalManagedBy, nodeeni.TagNoManage: "true"}
-}
-
 // seedOriginal seeds the world and a NodeENI exactly as
-// aws-multi-eni-controller leaves them: its ENIs with its tags and default
-// description, attached with DeleteOnTermination; the NodeENI with its
-// finalizer and its status.attachments format (fields this CRD does not
-// have, such as dpdkBound, included: the API server drops them as it
-// would on the real CRD). It returns the ENI IDs in the order given.
+// aws-multi-eni-controller leaves them (testenv.MultiENI*): its ENIs with
+// its tags and default description, attached with DeleteOnTermination;
+// the NodeENI with its finalizer and its status.attachments format. It
+// returns the ENI IDs in the order given.
 func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []original) []string {
 	h.t.Helper()
 	var specs []emulator.NetworkInterfaceSpec
 	for _, o := range enis {
-		subnetID := h.Subnets[o.subnet]
 		group := h.Groups["multus"]
 		if o.subnet == "elsewhere" {
 			group = ""
 		}
-		s := emulator.NetworkInterfaceSpec{Subnet: o.subnet, Tags: originalTags(name, o.node, subnetID),
-			Description: "ENI created by nodeeni-controller for node " + o.node}
+		s := testenv.MultiENIInterface(name, o.node, o.subnet, h.Subnets[o.subnet], group, o.instance, o.index)
 		if o.description != "" {
 			s.Description = o.description
 		}
-		if group != "" {
-			s.SecurityGroups = []string{group}
-		}
-		if o.instance != "" {
-			s.Instance, s.DeviceIndex, s.DeleteOnTermination = o.instance, o.index, true
-		}
 		specs = append(specs, s)
 	}
-	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: specs})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{nodeeni.Finalizer}}, Spec: spec}
-	if err := h.k8s.Create(context.Background(), ne); err != nil {
-		h.t.Fatal(err)
-	}
+	res := h.Load(h.t, emulator.World{NetworkInterfaces: specs})
 	ids := make([]string, len(enis))
-	var records []any
+	var records []testenv.MultiENIAttachment
 	for i, o := range enis {
 		ids[i] = res.NetworkInterfaces[i].ID
 		if !o.record {
 			continue
 		}
-		attachmentID := ""
+		r := testenv.MultiENIAttachment{Node: o.node, Instance: o.instance, ENI: ids[i], Subnet: h.Subnets[o.subnet],
+			SubnetCIDR: "10.0.32.0/20", DeviceIndex: o.index}
 		if o.instance != "" {
-			e, err := h.ec2Client().GetENI(context.Background(), ids[i])
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			attachmentID = e.Attachment.ID
+			r.AttachmentID = h.ENI(h.t, ids[i]).Attachment.ID
 		}
-		inst, node := o.instance, o.node
 		if o.recordInstance != "" {
-			inst = o.recordInstance
+			r.Instance = o.recordInstance
 		}
 		if o.recordNode != "" {
-			node = o.recordNode
+			r.Node = o.recordNode
 		}
-		records = append(records, map[string]any{"nodeID": node, "instanceID": inst, "eniID": ids[i], "attachmentID": attachmentID,
-			"subnetID": h.Subnets[o.subnet], "subnetCIDR": "10.0.32.0/20", "mtu": 9001, "deviceIndex": o.index, "status": "attached",
-			"lastUpdated": time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339), "dpdkBound": false})
+		records = append(records, r)
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("NodeENI"))
-	u.SetName(name)
-	u.Object["status"] = map[string]any{"attachments": records}
-	if err := h.k8s.Status().Patch(context.Background(), u, client.Merge); err != nil {
-		h.t.Fatal(err)
-	}
-	if got := h.get(name); len(got.Status.Attachments) != len(records) || got.Status.ObservedGeneration != 0 {
-		h.t.Fatalf("seeded status %+v", got.Status)
-	}
+	testenv.CreateMultiENINodeENI(h.t, h.k8s, name, spec, records)
 	return ids
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -47,34 +46,19 @@ func TestFromAWSMultiENIController(t *testing.T) {
 	// 1. The state aws-multi-eni-controller leaves (scaled to zero).
 	var specs []emulator.NetworkInterfaceSpec
 	for i := range nodes {
-		specs = append(specs, emulator.NetworkInterfaceSpec{Subnet: []string{"multus-a", "multus-b"}[i],
-			SecurityGroups: []string{cloud.Groups["multus"]}, Description: "ENI created by nodeeni-controller for node " + nodes[i],
-			Tags: map[string]string{"Name": fmt.Sprintf("nodeeni-multus-%s-%s", nodes[i], subnets[i][len(subnets[i])-8:]),
-				"NodeENI": "multus", "Node": nodes[i], "SubnetID": subnets[i],
-				"kubernetes.io/cluster/managed-by": "nodeeni-controller", "node.k8s.amazonaws.com/no_manage": "true"},
-			Instance: instances[i], DeviceIndex: 1 + i, DeleteOnTermination: true})
+		specs = append(specs, testenv.MultiENIInterface("multus", nodes[i], []string{"multus-a", "multus-b"}[i], subnets[i],
+			cloud.Groups["multus"], instances[i], 1+i))
 	}
 	enis := cloud.Load(t, emulator.World{NetworkInterfaces: specs}).NetworkInterfaces
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "multus", Finalizers: []string{"nodeeni.networking.k8s.aws/finalizer"}},
-		Spec: v1alpha1.NodeENISpec{NodeSelector: label, SubnetIDs: subnets, SecurityGroupIDs: []string{cloud.Groups["multus"]}, DeviceIndex: 1}}
-	if err := k8s.Create(ctx, ne); err != nil {
-		t.Fatal(err)
-	}
 	attachments := map[string]string{}
-	var records []any
+	var records []testenv.MultiENIAttachment
 	for i, e := range enis {
 		attachments[e.ID] = cloud.ENI(t, e.ID).Attachment.ID
-		records = append(records, map[string]any{"nodeID": nodes[i], "instanceID": instances[i], "eniID": e.ID,
-			"attachmentID": attachments[e.ID], "subnetID": subnets[i], "subnetCIDR": "10.0.32.0/20", "deviceIndex": 1 + i,
-			"status": "attached", "lastUpdated": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), "dpdkBound": false})
+		records = append(records, testenv.MultiENIAttachment{Node: nodes[i], Instance: instances[i], ENI: e.ID,
+			AttachmentID: attachments[e.ID], Subnet: subnets[i], SubnetCIDR: "10.0.32.0/20", DeviceIndex: 1 + i})
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("NodeENI"))
-	u.SetName("multus")
-	u.Object["status"] = map[string]any{"attachments": records}
-	if err := k8s.Status().Patch(ctx, u, client.Merge); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateMultiENINodeENI(t, k8s, "multus", v1alpha1.NodeENISpec{NodeSelector: label, SubnetIDs: subnets,
+		SecurityGroupIDs: []string{cloud.Groups["multus"]}, DeviceIndex: 1}, records)
 	cloud.Emulator.ResetCounts()
 
 	// 2. Install eni-operator with the original chart's settings.
