@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,7 @@ type config struct {
 	reload                 string
 	agent                  agent.Options
 	zap                    zap.Options
+	legacy                 legacyOutcome // what became of the ENI Manager's environment variables
 }
 
 // flags binds every flag of the command to c.
@@ -54,8 +56,8 @@ func flags(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("eni-agent", flag.ContinueOnError)
 	fs.StringVar(&c.agent.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node this agent configures (env NODE_NAME, from the downward API's spec.nodeName)")
 	fs.StringVar(&c.agent.SysfsRoot, "sysfs-root", agent.DefaultSysfsRoot, "where sysfs is mounted (an absolute path); DPDK driver binding writes below it")
-	fs.StringVar(&c.agent.DefaultDPDKDriver, "dpdk-driver", agent.DefaultDPDKDriver, "DPDK driver of NodeENIs that enable DPDK without dpdkDriver")
-	fs.StringVar(&c.agent.SRIOVConfig, "sriov-config", "", "the SR-IOV network device plugin's config.json (an absolute path) to publish DPDK interfaces in (dpdkResourceName); empty: publishing off")
+	fs.StringVar(&c.agent.DefaultDPDKDriver, "dpdk-driver", agent.DefaultDPDKDriver, "DPDK driver of NodeENIs that enable DPDK without dpdkDriver (env DEFAULT_DPDK_DRIVER, the ENI Manager's name)")
+	fs.StringVar(&c.agent.SRIOVConfig, "sriov-config", "", "the SR-IOV network device plugin's config.json (an absolute path) to publish NodeENI interfaces in (dpdkResourceName: DPDK-bound devices, and with DPDK off the kernel-driver device named by dpdkPCIAddress); empty: publishing off (env SRIOV_DP_CONFIG_PATH, the ENI Manager's name)")
 	fs.StringVar(&c.reload, "sriov-reload", agent.ReloadNone, "how the device plugin learns of a new config: none (only write it), touch:<file> (write the config's SHA-256 there, for the plugin pod's liveness probe), signal:<pidfile> (SIGHUP; needs a shared PID namespace)")
 	fs.StringVar(&c.agent.StateFile, "state-file", agent.DefaultStateFile, "node-local file (an absolute path) of what the agent must remember across restarts (original drivers and names, its device plugin entries); keep it on a hostPath volume")
 	fs.DurationVar(&c.agent.RetryMax, "retry-max", agent.DefaultRetryMax, "longest pause between looks at interfaces that are pending or failed (>= 1s; link events wake the agent at once)")
@@ -76,7 +78,8 @@ func flags(c *config) *flag.FlagSet {
 
 func parse(args []string, out io.Writer) (*config, error) {
 	c := &config{}
-	if err := cli.Parse(flags(c), args, out); err != nil {
+	fs := flags(c)
+	if err := cli.Parse(fs, args, out); err != nil {
 		return nil, err
 	}
 	if c.printVersion {
@@ -89,6 +92,11 @@ func parse(args []string, out io.Writer) (*config, error) {
 		}
 		return c, nil
 	}
+	legacy, err := applyLegacyEnv(fs, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	c.legacy = legacy
 	var p cli.Problems
 	p.AddErr(c.agent.Validate())
 	r, err := agent.ParseReload(c.reload)
@@ -108,6 +116,10 @@ func parse(args []string, out io.Writer) (*config, error) {
 	p.Check(c.kubeBurst >= 1, "kube-api-burst", c.kubeBurst, "an integer >= 1")
 	p.CheckKubeconfig(c.kubeconfig)
 	if err := p.Err(); err != nil {
+		if len(c.legacy.FromEnv) > 0 {
+			// The user may not have typed the flag the problem names.
+			return nil, fmt.Errorf("%w (from the environment: %s)", err, strings.Join(c.legacy.FromEnv, ", "))
+		}
 		return nil, err
 	}
 	return c, nil
@@ -133,6 +145,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if c.probe != "" {
 		return probe(c.probe, stderr)
+	}
+	// Before anything else, in plain lines: a user switching from the
+	// ENI Manager sees at once which of its settings still count.
+	for _, n := range c.legacy.Notes {
+		fmt.Fprintln(stderr, "eni-agent:", n)
+	}
+	for _, w := range c.legacy.Warnings {
+		fmt.Fprintln(stderr, "eni-agent: warning:", w)
 	}
 	restCfg, err := kubeconfig.Load(c.kubeconfig)
 	if err != nil {

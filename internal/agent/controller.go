@@ -58,6 +58,7 @@ type outcome struct {
 	state   string // v1alpha1.Interface*
 	message string
 	dpdk    *deviceRecord // set when bound to a DPDK driver
+	kernel  *pciDevice    // set when published with its kernel driver (SR-IOV without DPDK)
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -109,7 +110,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		entries[o.w.ENIID] = r.entry(o, links)
 	}
 	if r.sriovPath != "" {
-		r.publish(ctx, wants, entries, next)
+		r.publish(ctx, outs, entries, next)
 	}
 	if err := r.persist(next); err != nil {
 		return reconcile.Result{}, err
@@ -217,7 +218,48 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 	if rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
 		rec.OriginalName, rec.Name = "", ""
 	}
+	if w.kernelSRIOV() && r.sriovPath != "" {
+		// Without --sriov-config nothing is published, so nothing to check.
+		dev, stop := r.kernelDevice(w, l)
+		if stop != nil {
+			return *stop, did
+		}
+		return outcome{w: w, state: v1alpha1.InterfaceConfigured, kernel: &dev}, did
+	}
 	return outcome{w: w, state: v1alpha1.InterfaceConfigured}, did
+}
+
+// kernelDevice is the PCI device of the ENI's interface l, to publish
+// with the driver it has (SR-IOV without DPDK). The spec's
+// dpdkPCIAddress must be that device: as for DPDK, the agent never
+// publishes a device that is not the ENI's own (the node's primary NIC
+// handed to pods would cut the node off).
+func (r *reconciler) kernelDevice(w want, l link) (pciDevice, *outcome) {
+	pci, err := r.sys.PCIAddressOf(l.Name)
+	if err != nil {
+		return pciDevice{}, stopWith(failed(w, "finding the PCI device of %s to publish as %s: %v", l.Name, w.Resource, err))
+	}
+	if msg := kernelDeviceProblem(w, l, pci); msg != "" {
+		return pciDevice{}, stopWith(failed(w, "%s", msg))
+	}
+	dev, err := r.sys.device(pci)
+	if err != nil {
+		return dev, stopWith(failed(w, "%v", err))
+	}
+	if dev.Driver == "" {
+		return dev, stopWith(pending(w, "PCI device %s of %s has no driver yet; waiting to publish it as %s", pci, l.Name, w.Resource))
+	}
+	return dev, nil
+}
+
+// kernelDeviceProblem says why the device at pci, the device of the
+// ENI's interface l, must not be published for w, or "".
+func kernelDeviceProblem(w want, l link, pci string) string {
+	if w.PCIAddress == pci {
+		return ""
+	}
+	return fmt.Sprintf("dpdkPCIAddress %s is not the device of this ENI's interface %s (MAC %s), which is %s; the agent publishes only the ENI's own device: fix dpdkPCIAddress",
+		w.PCIAddress, l.Name, w.MAC, pci)
 }
 
 // stopWith is the outcome a step ends its interface's pass with.
@@ -225,7 +267,7 @@ func stopWith(o outcome) *outcome { return &o }
 
 // restoreDriver gives rec's PCI device back to its original driver.
 func (r *reconciler) restoreDriver(rec *deviceRecord) error {
-	err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+	err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver, rec.BoundDriver)
 	r.metrics.op("dpdk-restore", err)
 	return err
 }
@@ -332,10 +374,23 @@ func (r *reconciler) configureDPDK(ctx context.Context, w want, l link, found bo
 	if stop != nil {
 		return *stop, false
 	}
-	if dev.Driver == w.Driver && rec.BoundDriver == w.Driver && dev.Override == w.Driver {
+	switch decideDPDK(dev, rec, w.Driver) {
+	case dpdkInPlace:
+		return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
+	case dpdkTakeOver:
+		// Bound by whoever ran DPDK before (the ENI Manager, dpdk-devbind,
+		// this agent with its state file lost): recorded, not touched —
+		// not even driver_override, which only matters at the next probe.
+		// The original driver is not known; released, the device gets the
+		// kernel's choice (its default driver).
+		rec.BoundDriver = w.Driver
+		if err := r.persist(next); err != nil {
+			return failed(w, "%v", err), false
+		}
+		log.FromContext(ctx).Info("interface found bound to its DPDK driver already; taken over as it is", "eni", w.ENIID, "nodeENI", w.NodeENI, "pci", pci, "driver", w.Driver)
 		return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
 	}
-	if rec.BoundDriver == "" && dev.Driver != w.Driver {
+	if rec.BoundDriver == "" {
 		rec.OriginalDriver = dev.Driver
 	}
 	rec.BoundDriver = w.Driver
@@ -349,6 +404,33 @@ func (r *reconciler) configureDPDK(ctx context.Context, w want, l link, found bo
 	}
 	log.FromContext(ctx).Info("interface bound to a DPDK driver", "eni", w.ENIID, "nodeENI", w.NodeENI, "pci", pci, "driver", w.Driver, "was", rec.OriginalDriver)
 	return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, true
+}
+
+// dpdkDecision is what configureDPDK does with the ENI's PCI device.
+type dpdkDecision int
+
+const (
+	dpdkInPlace  dpdkDecision = iota // bound to the driver, as this agent recorded: nothing to do
+	dpdkTakeOver                     // bound to the driver by someone else: record it, write nothing
+	dpdkBind                         // bound to another driver or none: bind it
+)
+
+func (d dpdkDecision) String() string {
+	return [...]string{"in place", "take over", "bind"}[d]
+}
+
+// decideDPDK decides from the device as sysfs shows it (its driver
+// link), not from what the agent remembers: a device bound to the wanted
+// driver is left as it is whether or not this agent bound it, so a
+// takeover or a lost state file costs no write and no flap.
+func decideDPDK(dev pciDevice, rec *deviceRecord, driver string) dpdkDecision {
+	switch {
+	case dev.Driver != driver:
+		return dpdkBind
+	case rec != nil && rec.BoundDriver == driver:
+		return dpdkInPlace
+	}
+	return dpdkTakeOver
 }
 
 // dpdkPCIAddress is the PCI device to bind: the spec's, else the one
@@ -365,6 +447,10 @@ func (r *reconciler) dpdkPCIAddress(w want, l link, found bool, rec *deviceRecor
 	if pci != "" {
 		return pci, nil
 	}
+	if !found && w.ReportedPCI != "" && r.boundAlready(w, w.ReportedPCI) {
+		// The state file was lost after this agent bound the device.
+		return w.ReportedPCI, nil
+	}
 	if !found {
 		return "", stopWith(pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC))
 	}
@@ -373,6 +459,20 @@ func (r *reconciler) dpdkPCIAddress(w want, l link, found bool, rec *deviceRecor
 		return "", stopWith(failed(w, "finding the PCI device of %s for DPDK: %v", l.Name, err))
 	}
 	return pci, nil
+}
+
+// boundAlready tells whether the device at pci, the one this agent
+// reported bound for the ENI, still is as it left it: bound to the DPDK
+// driver with no network interface. Only then is the report trusted:
+// taking such a device over writes nothing, and any other device is left
+// to the spec's dpdkPCIAddress and its checks.
+func (r *reconciler) boundAlready(w want, pci string) bool {
+	dev, err := r.sys.device(pci)
+	if err != nil || !dev.Exists || dev.Driver != w.Driver {
+		return false
+	}
+	names, err := r.sys.InterfacesOf(pci)
+	return err == nil && len(names) == 0
 }
 
 // dpdkDevice looks the PCI device up; it must exist and, when the spec
@@ -436,7 +536,7 @@ func (r *reconciler) release(ctx context.Context, wanted map[string]bool, links 
 	for _, id := range ids {
 		rec := next.Devices[id]
 		if rec.BoundDriver != "" {
-			err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver)
+			err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver, rec.BoundDriver)
 			r.metrics.op("dpdk-restore", err)
 			if err != nil {
 				logger.Error(err, "giving a released ENI's device back to its driver; will retry", "eni", id, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
@@ -488,8 +588,8 @@ func (r *reconciler) entry(o outcome, links []link) v1alpha1.InterfaceStatus {
 // publish puts the bound devices of resources named by NodeENIs into the
 // SR-IOV device plugin's config and tells the plugin when it changed.
 // Problems are reported on the interfaces concerned.
-func (r *reconciler) publish(ctx context.Context, wants []want, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
-	resources, users := publishable(wants, entries)
+func (r *reconciler) publish(ctx context.Context, outs []outcome, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
+	resources, users := publishable(outs, entries)
 	logger := log.FromContext(ctx)
 	existing, err := os.ReadFile(r.sriovPath)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -516,12 +616,23 @@ func (r *reconciler) publish(ctx context.Context, wants []want, entries map[stri
 	if err := r.reloadSRIOV(ctx); err != nil {
 		users.failAll(entries, err.Error())
 	}
-	for _, w := range wants {
-		e := entries[w.ENIID]
-		if w.Resource != "" && e.DPDKBound && e.State == v1alpha1.InterfaceConfigured {
-			e.DPDKResourceName = w.Resource
-			entries[w.ENIID] = e
+	published := map[string]bool{}
+	for _, ids := range users {
+		for _, id := range ids {
+			published[id] = true
 		}
+	}
+	for _, o := range outs {
+		e := entries[o.w.ENIID]
+		if !published[o.w.ENIID] || e.State != v1alpha1.InterfaceConfigured {
+			continue
+		}
+		e.DPDKResourceName = o.w.Resource
+		if o.kernel != nil {
+			// The device published with its kernel driver; dpdkBound stays false.
+			e.DPDKPCIAddress = o.kernel.Address
+		}
+		entries[o.w.ENIID] = e
 	}
 }
 
@@ -545,15 +656,26 @@ func (u resourceUsers) failAll(entries map[string]v1alpha1.InterfaceStatus, msg 
 	}
 }
 
-// publishable gathers the resources NodeENIs name from their configured,
-// bound interfaces (sorted by name, addresses and drivers sorted), and
-// which ENIs each one publishes.
-func publishable(wants []want, entries map[string]v1alpha1.InterfaceStatus) ([]sriovResource, resourceUsers) {
+// publishable gathers the resources NodeENIs name from their configured
+// interfaces (sorted by name, addresses and drivers sorted), and which
+// ENIs each one publishes: devices bound to a DPDK driver, and devices
+// left with their kernel driver when DPDK is off (SR-IOV without DPDK),
+// each with the driver sysfs shows.
+func publishable(outs []outcome, entries map[string]v1alpha1.InterfaceStatus) ([]sriovResource, resourceUsers) {
 	byName := map[string]*sriovResource{}
 	users := resourceUsers{}
-	for _, w := range wants {
-		e := entries[w.ENIID]
-		if w.Resource == "" || !e.DPDKBound || e.State != v1alpha1.InterfaceConfigured {
+	for _, o := range outs {
+		w := o.w
+		if w.Resource == "" || entries[w.ENIID].State != v1alpha1.InterfaceConfigured {
+			continue
+		}
+		var pci, driver string
+		switch {
+		case o.dpdk != nil && entries[w.ENIID].DPDKBound:
+			pci, driver = o.dpdk.PCIAddress, o.dpdk.BoundDriver
+		case o.kernel != nil:
+			pci, driver = o.kernel.Address, o.kernel.Driver
+		default:
 			continue
 		}
 		res := byName[w.Resource]
@@ -561,8 +683,8 @@ func publishable(wants []want, entries map[string]v1alpha1.InterfaceStatus) ([]s
 			res = &sriovResource{Name: w.Resource}
 			byName[w.Resource] = res
 		}
-		res.PCIAddresses = appendUnique(res.PCIAddresses, e.DPDKPCIAddress)
-		res.Drivers = appendUnique(res.Drivers, e.DPDKDriver)
+		res.PCIAddresses = appendUnique(res.PCIAddresses, pci)
+		res.Drivers = appendUnique(res.Drivers, driver)
 		users[w.Resource] = append(users[w.Resource], w.ENIID)
 	}
 	var resources []sriovResource

@@ -27,6 +27,19 @@ type want struct {
 	Driver      string // DPDK driver, when DPDK
 	Resource    string // SR-IOV device plugin resource (prefix/name), optional
 	PCIAddress  string // from the spec; "" means: found through the interface
+	// ReportedPCI is the device this node's agent last reported bound for
+	// the ENI (its status.interfaces entry): how a bound device, whose
+	// interface is gone, is found again when the state file was lost.
+	ReportedPCI string
+}
+
+// kernelSRIOV tells a want that publishes its interface, left with its
+// kernel driver, as an SR-IOV device plugin resource: DPDK off, a
+// resource and the device's PCI address named (the original ENI
+// Manager's case 2; without the address it published nothing, and
+// neither does the agent).
+func (w want) kernelSRIOV() bool {
+	return !w.DPDK && w.Resource != "" && w.PCIAddress != ""
 }
 
 // desired lists what this node should have, from every NodeENI: one want
@@ -48,6 +61,12 @@ func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
 		if base < 1 {
 			base = 1
 		}
+		reported := map[string]string{}
+		for _, e := range interfacesOf(ne, node) {
+			if e.DPDKBound && pciAddressPattern.MatchString(e.DPDKPCIAddress) {
+				reported[e.ENIID] = e.DPDKPCIAddress
+			}
+		}
 		for _, a := range ne.Status.Attachments {
 			if a.NodeID != node || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" {
 				continue
@@ -57,12 +76,16 @@ func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
 				MTU: ne.Spec.MTU, Name: stableName(ne.Spec.InterfaceName, a.DeviceIndex, base),
 				DPDK: ne.Spec.EnableDPDK, Resource: ne.Spec.DPDKResourceName,
 			}
+			// The address matters to DPDK (the device to bind) and to SR-IOV
+			// without DPDK (the kernel device to publish, as the original's
+			// case 2 asks for it).
+			w.PCIAddress = strings.ToLower(ne.Spec.DPDKPCIAddress)
 			if w.DPDK {
 				w.Driver = ne.Spec.DPDKDriver
 				if w.Driver == "" {
 					w.Driver = defaultDriver
 				}
-				w.PCIAddress = strings.ToLower(ne.Spec.DPDKPCIAddress)
+				w.ReportedPCI = reported[a.ENIID]
 			}
 			out = append(out, w)
 		}

@@ -13,8 +13,10 @@
 //   - sysfs.go plans and performs DPDK driver binding through sysfs
 //     (driver_override, unbind, drivers_probe) under a configurable root,
 //     and restores the original driver;
-//   - sriov.go merges this node's resources into the SR-IOV device
-//     plugin's config.json, written atomically, and tells the plugin;
+//   - sriov.go merges this node's resources (devices bound to a DPDK
+//     driver, and kernel-driver devices of SR-IOV without DPDK) into the
+//     SR-IOV device plugin's config.json, written atomically, adopting
+//     entries that already select the same devices, and tells the plugin;
 //   - state.go keeps what must outlive the process and cannot be read
 //     back from the host (original drivers and names, PCI addresses of
 //     bound devices, the config entries the agent owns) in a node-local
@@ -25,4 +27,10 @@
 //   - controller.go and setup.go are the thin controller: NodeENI events
 //     and link events of the namespace enqueue the node, and one
 //     reconcile brings the whole node to the desired state.
+//
+// Every decision reads the host as it is (names, MTUs and up state
+// through netlink, drivers through sysfs, the plugin's config), not what
+// the agent remembers, so a node already configured — by the ENI Manager
+// the agent replaces, or by an agent whose state file was lost — is
+// taken over with no write at all.
 package agent

@@ -8,11 +8,25 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
+// netlinkOps are the netlink calls the agent makes: *netlink.Handle of
+// the node's namespace in production. It is an interface so a test can
+// wrap the handle and count the writes, and so prove that a host that is
+// already as wanted is only read.
+type netlinkOps interface {
+	LinkList() ([]netlink.Link, error)
+	RouteList(link netlink.Link, family int) ([]netlink.Route, error)
+	LinkByIndex(index int) (netlink.Link, error)
+	LinkSetDown(link netlink.Link) error
+	LinkSetName(link netlink.Link, name string) error
+	LinkSetUp(link netlink.Link) error
+	LinkSetMTU(link netlink.Link, mtu int) error
+}
+
 // host reads and changes the links of one network namespace through a
 // netlink handle opened in it, so the same code runs on the node (the
 // host namespace) and in tests (a namespace of their own).
 type host struct {
-	h *netlink.Handle
+	h netlinkOps
 }
 
 // dumpRetries bounds the retries of a link or route dump the kernel

@@ -196,10 +196,14 @@ func TestRestorePlan(t *testing.T) {
 			{ov, "ena"}, {"bus/pci/drivers_probe", a}, {ov, clearOverride}}},
 		{"nothing to do", pciDevice{Address: a, Exists: true, Driver: "ena"}, "ena", nil},
 		{"kernel's choice already", pciDevice{Address: a, Exists: true, Driver: "ena"}, "", nil},
+		{"taken over without an override: leaves the DPDK driver, no override write", pciDevice{Address: a, Exists: true, Driver: "vfio-pci"}, "", []sysfsWrite{
+			{"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}}},
+		{"back to its original without an override", pciDevice{Address: a, Exists: true, Driver: "vfio-pci"}, "ena", []sysfsWrite{
+			{ov, "ena"}, {"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}, {ov, clearOverride}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := restorePlan(c.dev, c.original); !reflect.DeepEqual(got, c.want) {
+			if got := restorePlan(c.dev, c.original, "vfio-pci"); !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("plan %+v; want %+v", got, c.want)
 			}
 		})

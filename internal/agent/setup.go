@@ -71,6 +71,9 @@ type Options struct {
 
 	// sysfsWrite replaces sysfs writes (tests: a fake kernel).
 	sysfsWrite func(path, value string) error
+	// netlink, when set, is used instead of Netlink (tests: a handle
+	// that counts the writes).
+	netlink netlinkOps
 }
 
 func (o Options) withDefaults() Options {
@@ -133,17 +136,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return errors.New("agent: the node name is required (--node-name, or NODE_NAME from the downward API)")
 	}
 	o = o.withDefaults()
-	h := o.Netlink
-	if h == nil {
-		var err error
-		if o.NetNS != nil {
-			h, err = netlink.NewHandleAt(*o.NetNS)
-		} else {
-			h, err = netlink.NewHandle()
-		}
-		if err != nil {
-			return fmt.Errorf("agent: opening netlink: %w", err)
-		}
+	h, err := openNetlink(o)
+	if err != nil {
+		return err
 	}
 	w := &linkWatch{ns: o.NetNS, node: o.NodeName, events: make(chan event.GenericEvent, 1),
 		log: mgr.GetLogger().WithName("eni-agent-links")}
@@ -166,6 +161,29 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		WatchesRawSource(source.Channel(w.events, toNode)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
+}
+
+// openNetlink returns the netlink calls of the namespace to configure:
+// the test's, the handle given, or one opened in NetNS (the agent's own
+// namespace when nil).
+func openNetlink(o Options) (netlinkOps, error) {
+	if o.netlink != nil {
+		return o.netlink, nil
+	}
+	if o.Netlink != nil {
+		return o.Netlink, nil
+	}
+	var h *netlink.Handle
+	var err error
+	if o.NetNS != nil {
+		h, err = netlink.NewHandleAt(*o.NetNS)
+	} else {
+		h, err = netlink.NewHandle()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: opening netlink: %w", err)
+	}
+	return h, nil
 }
 
 // concerns passes the NodeENI events that can change what the node has

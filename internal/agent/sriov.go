@@ -152,12 +152,17 @@ func (m *sriovMerger) existing(i int, raw json.RawMessage) error {
 			m.res.Changed = true // released: the NodeENI or its interface is gone
 			return nil
 		}
-		b, _ := json.Marshal(e)
-		if !jsonEqual(raw, b) {
-			m.res.Changed = true
-		}
-		m.out = append(m.out, b)
 		m.placed[key] = true
+		if sameResource(raw, e) {
+			// Kept as it is, in whatever form it was written: rewriting
+			// an entry that selects the same devices would only restart the
+			// plugin.
+			m.out = append(m.out, raw)
+			return nil
+		}
+		b, _ := json.Marshal(e)
+		m.res.Changed = true
+		m.out = append(m.out, b)
 		return nil
 	}
 	// Someone else's entry. One that publishes a resource the agent
@@ -166,8 +171,7 @@ func (m *sriovMerger) existing(i int, raw json.RawMessage) error {
 		if m.placed[full] || (key != full && (key != name || name != bareName(full))) {
 			continue
 		}
-		b, _ := json.Marshal(e)
-		if jsonEqual(raw, b) {
+		if sameResource(raw, e) {
 			m.placed[full] = true
 			m.mine[full] = true
 		} else {
@@ -217,15 +221,50 @@ func (m *sriovMerger) finish(top map[string]json.RawMessage) (sriovMerge, error)
 	return res, nil
 }
 
-// jsonEqual compares two JSON documents by value.
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+// sameResource tells whether the config entry raw selects exactly what
+// the agent's entry e does: the same resource, one selector of the same
+// PCI addresses and drivers (in any order), nothing else. Such an entry
+// is the agent's own, or the one the ENI Manager wrote for the same
+// device (it writes selectors as a list of one), and is adopted as it is
+// on takeover, with no write and no device plugin restart.
+func sameResource(raw json.RawMessage, e sriovEntry) bool {
+	var got struct {
+		ResourceName   string          `json:"resourceName"`
+		ResourcePrefix string          `json:"resourcePrefix"`
+		DeviceType     string          `json:"deviceType"`
+		Selectors      json.RawMessage `json:"selectors"`
+	}
+	if err := strictUnmarshal(raw, &got); err != nil {
 		return false
 	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
+	if got.ResourceName != e.ResourceName || got.ResourcePrefix != e.ResourcePrefix ||
+		(got.DeviceType != "" && got.DeviceType != "netDevice") {
+		return false
+	}
+	var sel sriovSelectors
+	if err := strictUnmarshal(got.Selectors, &sel); err != nil {
+		var list []sriovSelectors
+		if err := strictUnmarshal(got.Selectors, &list); err != nil || len(list) != 1 {
+			return false
+		}
+		sel = list[0]
+	}
+	return sameSet(sel.PCIAddresses, e.Selectors.PCIAddresses) && sameSet(sel.Drivers, e.Selectors.Drivers)
+}
+
+// strictUnmarshal decodes JSON refusing fields v does not have: an entry
+// with more selectors than the agent writes selects something else.
+func strictUnmarshal(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
 // writeAtomic replaces path with data: a temporary file in the same

@@ -160,23 +160,27 @@ func bindPlan(dev pciDevice, target string) []sysfsWrite {
 	return append(ws, sysfsWrite{"bus/pci/drivers_probe", dev.Address})
 }
 
-// restorePlan lists the writes that give dev back to its original driver
-// ("" when it had none or it is not known: the kernel then picks the
-// default driver): the override names the original driver during the
-// probe, so the DPDK driver cannot take the device again, and is cleared
-// afterwards so later probes are the kernel's own choice.
-func restorePlan(dev pciDevice, original string) []sysfsWrite {
+// restorePlan lists the writes that give dev, bound to the DPDK driver
+// bound, back to its original driver ("" when it had none or it is not
+// known: the kernel then picks the default driver): the override names
+// the original driver during the probe, so the DPDK driver cannot take the
+// device again, and is cleared afterwards so later probes are the
+// kernel's own choice. A device still on bound leaves it even without an
+// override (one taken over from dpdk-devbind has none).
+func restorePlan(dev pciDevice, original, bound string) []sysfsWrite {
 	override := filepath.Join("bus/pci/devices", dev.Address, "driver_override")
-	if dev.Override == "" && (dev.Driver == original || (original == "" && dev.Driver != "")) {
+	onDPDK := bound != "" && bound != original && dev.Driver == bound
+	if !onDPDK && dev.Override == "" && (dev.Driver == original || (original == "" && dev.Driver != "")) {
 		return nil
 	}
 	if dev.Driver == original && original != "" {
 		return []sysfsWrite{{override, clearOverride}}
 	}
 	var ws []sysfsWrite
-	if original != "" {
+	switch {
+	case original != "":
 		ws = append(ws, sysfsWrite{override, original})
-	} else {
+	case dev.Override != "":
 		ws = append(ws, sysfsWrite{override, clearOverride})
 	}
 	if dev.Driver != "" {
@@ -247,15 +251,15 @@ func (s SysFS) Bind(addr, driver string) (previous string, err error) {
 	return dev.Driver, nil
 }
 
-// Restore gives the PCI device at addr back to original ("" lets the
-// kernel choose). A device that is gone (the ENI was detached) needs
-// nothing.
-func (s SysFS) Restore(addr, original string) error {
+// Restore gives the PCI device at addr, bound to the DPDK driver bound,
+// back to original ("" lets the kernel choose). A device that is gone
+// (the ENI was detached) needs nothing.
+func (s SysFS) Restore(addr, original, bound string) error {
 	dev, err := s.device(addr)
 	if err != nil || !dev.Exists {
 		return err
 	}
-	ws := restorePlan(dev, original)
+	ws := restorePlan(dev, original, bound)
 	if len(ws) == 0 {
 		return nil
 	}

@@ -197,13 +197,13 @@ func TestSysFSBindAndRestore(t *testing.T) {
 		t.Fatalf("second Bind: %v, %d writes", err, len(k.log()))
 	}
 
-	if err := s.Restore(testPCI, "ena"); err != nil {
+	if err := s.Restore(testPCI, "ena", "vfio-pci"); err != nil {
 		t.Fatal(err)
 	}
 	if d, o := k.driverOf(testPCI), k.overrideOf(testPCI); d != "ena" || o != "(null)" {
 		t.Fatalf("after Restore: driver %q, override %q", d, o)
 	}
-	if err := s.Restore(testPCI, "ena"); err != nil || len(k.log()) != 7 {
+	if err := s.Restore(testPCI, "ena", "vfio-pci"); err != nil || len(k.log()) != 7 {
 		t.Fatalf("second Restore: %v, %d writes (want none more)", err, len(k.log()))
 	}
 
@@ -211,7 +211,7 @@ func TestSysFSBindAndRestore(t *testing.T) {
 	if _, err := s.Bind(testPCI, "vfio-pci"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Restore(testPCI, ""); err != nil {
+	if err := s.Restore(testPCI, "", "vfio-pci"); err != nil {
 		t.Fatal(err)
 	}
 	if d := k.driverOf(testPCI); d != "ena" {
@@ -233,7 +233,7 @@ func TestSysFSRefusals(t *testing.T) {
 	if _, err := s.Bind("0000:00:07.0", "ena"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("binding a missing device: %v", err)
 	}
-	if err := s.Restore("0000:00:07.0", "ena"); err != nil {
+	if err := s.Restore("0000:00:07.0", "ena", "vfio-pci"); err != nil {
 		t.Fatalf("restoring a device that is gone (ENI detached) must be a no-op: %v", err)
 	}
 	if _, err := s.Bind("../../etc", "ena"); err == nil {
