@@ -595,3 +595,28 @@ func TestAgentValues(t *testing.T) {
 	}
 	apply(t, objs)
 }
+
+// agent.sriov.enabled (kernel-driver SR-IOV, no DPDK) publishes to the
+// SR-IOV device plugin with its config and reload directories mounted,
+// and stays unprivileged with the host's sysfs unmounted.
+func TestAgentSRIOVWithoutDPDK(t *testing.T) {
+	c := newChart(t)
+	ds := find(t, c.renderRelease(t, "rel", "agent.enabled=true", "agent.sriov.enabled=true"), "DaemonSet", "rel-eni-operator-agent")
+	sc, _, _ := unstructured.NestedMap(agentContainer(t, ds), "securityContext")
+	if p, _ := sc["privileged"].(bool); p {
+		t.Error("the agent is privileged for SR-IOV without DPDK")
+	}
+	if hasHostPath(ds, "/sys") || !hasHostPath(ds, "/etc/pcidp") || !hasHostPath(ds, "/var/run/eni-agent") {
+		t.Errorf("agent volumes: want the device plugin's config and reload directories, not sysfs")
+	}
+	args := containerArgs(t, ds)
+	checkAgentArgs(t, c, slices.Clone(args))
+	for _, want := range []string{"--sriov-config=/etc/pcidp/config.json", "--sriov-reload=touch:/var/run/eni-agent/sriov-reload"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("agent args %q lack %s", args, want)
+		}
+	}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--sysfs-root") }) {
+		t.Errorf("agent args %q set --sysfs-root without DPDK", args)
+	}
+}
