@@ -42,19 +42,26 @@ type reconciler struct {
 	metrics  *metrics
 	recorder recorder.EventRecorder
 	tokens   *tokens
-	// distrusted reports each untrusted ENI of a NodeENI once per reason.
+	// distrusted reports each untrusted ENI of a NodeENI once per reason
+	// (and each ENI of aws-multi-eni-controller not adopted).
 	distrusted *distrustLog
+	// originals lists aws-multi-eni-controller's ENIs while any may be
+	// left to adopt (originals.go).
+	originals originals
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ne, res, err := r.admit(ctx, req)
+	ne, fresh, res, err := r.admit(ctx, req)
 	if ne == nil || err != nil {
 		return res, err
 	}
 	deleting := !ne.DeletionTimestamp.IsZero()
 	in, nodeBlocks, err := r.planInput(ctx, ne, deleting)
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.adopt(ctx, ne, fresh, &in); err != nil {
 		return reconcile.Result{}, err
 	}
 	c := classify(in)
@@ -75,38 +82,42 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // admit reads the NodeENI and decides whether it can be planned now. It
-// returns nil when it cannot, with the result to return.
-func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha1.NodeENI, reconcile.Result, error) {
+// returns nil when it cannot, with the result to return. fresh says the
+// finalizer was added just now: the NodeENI was never
+// aws-multi-eni-controller's, which adds the same finalizer before
+// anything else.
+func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha1.NodeENI, bool, reconcile.Result, error) {
 	ne := &v1alpha1.NodeENI{}
 	if err := r.client.Get(ctx, req.NamespacedName, ne); err != nil {
 		if apierrors.IsNotFound(err) {
 			for _, state := range []string{"attached", "pending", "failed"} {
 				r.metrics.perNodeENI.DeleteLabelValues(req.Name, state)
 			}
-			return nil, reconcile.Result{}, nil
+			return nil, false, reconcile.Result{}, nil
 		}
-		return nil, reconcile.Result{}, err
+		return nil, false, reconcile.Result{}, err
 	}
 	deleting := !ne.DeletionTimestamp.IsZero()
 	if deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
-		return nil, reconcile.Result{}, nil
+		return nil, false, reconcile.Result{}, nil
 	}
 	if down, err := r.ec2Unreachable(ctx, ne); down || err != nil {
-		return nil, reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
+		return nil, false, reconcile.Result{}, err // EC2 answering again re-checks every NodeENI
 	}
 	if !r.ec2.Synced(InventoryScope) {
 		// The first inventory refresh is under way; planning without it
 		// would create ENIs that already exist.
-		return nil, reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
+		return nil, false, reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
 	}
-	if !deleting && !controllerutil.ContainsFinalizer(ne, Finalizer) {
+	fresh := !deleting && !controllerutil.ContainsFinalizer(ne, Finalizer)
+	if fresh {
 		old := ne.DeepCopy()
 		controllerutil.AddFinalizer(ne, Finalizer)
 		if err := r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
-			return nil, reconcile.Result{}, err
+			return nil, false, reconcile.Result{}, err
 		}
 	}
-	return ne, reconcile.Result{}, nil
+	return ne, fresh, reconcile.Result{}, nil
 }
 
 // acted is what carrying a plan out left: the plan of the state after it
@@ -132,7 +143,10 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 	// Status describes the state after the actions: plan again from the
 	// EC2 state, which now holds their results (no EC2 call).
 	in.ENIs = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
+	adopting := in.Adopt
+	in.Adopt = nil // adopted ENIs are now among the NodeENI's own
 	o.after = makePlan(*in)
+	o.after.Attachments = append(o.after.Attachments, pendingRecords(ne, adopting, in.ENIs)...)
 	return o
 }
 

@@ -20,7 +20,12 @@
 //     InterfacesConfigured condition, a pure function, and wakes the
 //     reconciler when those reports change;
 //   - the collector (collector.go) deletes orphaned ENIs: operator-owned,
-//     available, whose NodeENI no longer exists.
+//     available, whose NodeENI no longer exists;
+//   - adopt.go and originals.go take over aws-multi-eni-controller's ENIs
+//     in place: a pure adoption rule (its tags and where the ENI is
+//     attached, plus the NodeENI's status entry or its description),
+//     adoption as one CreateTags of the ownership tags, and a listing of
+//     its ENIs only while some NodeENI may still have any.
 //
 // Safe by default (trust.go, plan.go, dryrun.go):
 //   - the ownership tags are evidence, not proof: the controller and the

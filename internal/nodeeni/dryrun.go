@@ -16,7 +16,7 @@ const ReasonDryRun = "DryRun"
 // an event in dry-run: counts per kind, then the first few actions and
 // how many more. It returns "" when the plan changes nothing.
 func dryRunSummary(acts []action, deleting bool) string {
-	order := []string{"create", "attach", "detach", "delete", "update"}
+	order := []string{"adopt", "create", "attach", "detach", "delete", "update"}
 	count := map[string]int{}
 	var items []string
 	for _, a := range acts {
@@ -49,8 +49,8 @@ func dryRunSummary(acts []action, deleting bool) string {
 	return bounded.Truncate(msg, bounded.Message)
 }
 
-// dryRunItem names one action's kind (create, attach, detach, delete or
-// update) and describes it; "" for steps that change nothing (polls of a
+// dryRunItem names one action's kind (adopt, create, attach, detach,
+// delete or update) and describes it; "" for steps that change nothing (polls of a
 // wanted ENI).
 func dryRunItem(a action) (string, string) {
 	switch a.Kind {
@@ -67,6 +67,8 @@ func dryRunItem(a action) (string, string) {
 		return "delete", fmt.Sprintf("delete %s of node %s once detached (%s)", a.ENI, a.Node, a.Reason)
 	case actDelete:
 		return "delete", fmt.Sprintf("delete %s of node %s (%s)", a.ENI, a.Node, a.Reason)
+	case actAdopt:
+		return "adopt", fmt.Sprintf("adopt %s of aws-multi-eni-controller on node %s at device index %d", a.ENI, a.Node, a.Index)
 	}
 	return "update", fmt.Sprintf("%s on %s of node %s", a.Kind, a.ENI, a.Node)
 }

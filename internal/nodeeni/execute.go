@@ -89,6 +89,8 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 		}
 	case actDelete:
 		return r.remove(ctx, a, ev)
+	case actAdopt:
+		return r.adoptENI(ctx, a, ev)
 	}
 	return nil, nil
 }

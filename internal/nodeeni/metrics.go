@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "eni_operator_nodeeni_enis", Help: "ENIs of each NodeENI by state: attached, pending (being created, attached or removed) and failed (a node cannot get its ENI; see the Degraded condition).",
 		}, []string{"nodeeni", "state"}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "eni_operator_nodeeni_operations_total", Help: "ENI changes made for NodeENIs, by operation (create, attach, detach, delete, set-*) and result (success, error).",
+			Name: "eni_operator_nodeeni_operations_total", Help: "ENI changes made for NodeENIs, by operation (create, attach, detach, delete, set-*, adopt) and result (success, error).",
 		}, []string{"operation", "result"}),
 		cleanups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eni_operator_nodeeni_cleanups_total", Help: "ENIs removed, by reason (NodeDeleted, NodeUnmatched, SubnetRemoved, NodeENIDeleted, DeviceIndexChanged, InstanceReplaced, Duplicate, Orphan) and outcome (deleted, failed; dry-run: would have been deleted).",

@@ -60,11 +60,12 @@ const (
 	actDetach                      // detach (cleanup)
 	actPoll                        // re-read a detaching ENI; delete it once available if unwanted
 	actDelete                      // delete an available ENI (cleanup)
+	actAdopt                       // tag an ENI of aws-multi-eni-controller as this operator's (adopt.go)
 )
 
 var actionNames = map[actionKind]string{actCreate: "create", actAttach: "attach", actSetDOT: "set-delete-on-termination",
 	actSetGroups: "set-security-groups", actSetDesc: "set-description", actSetTags: "set-tags", actDetach: "detach",
-	actPoll: "poll", actDelete: "delete"}
+	actPoll: "poll", actDelete: "delete", actAdopt: "adopt"}
 
 func (k actionKind) String() string { return actionNames[k] }
 
@@ -120,6 +121,10 @@ type planInput struct {
 	// MTU and CIDRs (by subnet ID) are copied into status for the agent.
 	MTU   int32
 	CIDRs map[string]string
+	// Adopt are the adoptions of aws-multi-eni-controller's ENIs (adopt.go);
+	// ENIs holds those ENIs as they will be once adopted, so the plan
+	// treats them as the NodeENI's own.
+	Adopt []action
 }
 
 // plan is what one NodeENI needs done, and how it stands.
@@ -191,6 +196,9 @@ func makePlan(in planInput) plan { return planClassified(in, classify(in)) }
 // planClassified runs the phases after classify.
 func planClassified(in planInput, c classified) plan {
 	var p plan
+	// Adoptions come first: a node's later steps (a removal of an adopted
+	// ENI the spec no longer wants) run only once its tags are written.
+	p.Actions = append(p.Actions, in.Adopt...)
 	keep := p.decideSuperseded(in, c)
 	p.removals(in, c, keep)
 	p.placement(in, c)
@@ -634,7 +642,10 @@ func drift(in planInput, o owned) []action {
 			out = append(out, action{Kind: actSetGroups, Node: o.Node, ENI: o.ID, Groups: in.SecurityGroups})
 		}
 	}
-	if o.Description != in.Description {
+	// An adopted ENI of aws-multi-eni-controller created without a
+	// description carries that project's default, which an empty spec
+	// description accepts: rewriting it would be a change nobody asked for.
+	if o.Description != in.Description && (in.Description != "" || o.Description != originalDescription(o.Node)) {
 		out = append(out, action{Kind: actSetDesc, Node: o.Node, ENI: o.ID, Description: in.Description})
 	}
 	if set := userTagDiff(o.Tags, in.Tags); len(set) > 0 {

@@ -1,0 +1,192 @@
+package nodeeni
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// originals finds aws-multi-eni-controller's ENIs. They carry none of this
+// operator's tags, so the EC2 state's cluster scope does not hold them:
+// one paginated DescribeNetworkInterfaces of the VPC filtered by the
+// original's managed-by tag finds them all, for every NodeENI at once. It
+// is made only while some NodeENI may still have ENIs to adopt
+// (needsOriginals) and at most once per resync interval; concurrent
+// callers share it. The listed ENIs are recorded in the EC2 state, which
+// then holds their current picture (the adoption's tags applied).
+type originals struct {
+	mu  sync.Mutex
+	ids []string
+	at  time.Time // when the last listing started; zero before the first
+}
+
+// list returns the IDs of the original's ENIs, listing them again when
+// the last listing is maxAge old or older.
+func (o *originals) list(ctx context.Context, c EC2, maxAge time.Duration) ([]string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.at.IsZero() && time.Since(o.at) < maxAge {
+		return o.ids, nil
+	}
+	at := time.Now()
+	list, err := c.ListENIs(ctx, ec2.Filter{Name: "tag:" + OriginalTagManagedBy, Values: []string{OriginalManagedBy}})
+	if err != nil {
+		return nil, fmt.Errorf("listing aws-multi-eni-controller's ENIs: %w", err)
+	}
+	o.ids = make([]string, len(list))
+	for i, e := range list {
+		o.ids[i] = e.ID
+	}
+	o.at = at
+	return o.ids, nil
+}
+
+// adopt finds the NodeENI's ENIs of aws-multi-eni-controller and puts
+// those that pass the adoption check (notAdoptable) into the plan input:
+// each as the ENI it will be once adopted, plus its adopt action. The
+// others are reported (event and log, once per reason) and left alone. A
+// NodeENI that just got its finalizer (fresh) has none of the original's.
+func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool, in *planInput) error {
+	if fresh || !needsOriginals(ne.Status, in.ENIs) {
+		return nil
+	}
+	ids, err := r.originals.list(ctx, r.ec2, r.opts.ResyncInterval)
+	if err != nil {
+		return err
+	}
+	ev, err := r.adoptionEvidence(ctx, ne)
+	if err != nil {
+		return err
+	}
+	ours := map[string]bool{}
+	for _, o := range in.ENIs {
+		ours[o.ID] = true
+	}
+	reasons, details := map[string]string{}, map[string]string{}
+	created := time.Now().UTC().Truncate(time.Second)
+	for _, id := range candidates(r.ec2, ne, ids) {
+		e, found := r.ec2.ENI(id)
+		switch {
+		case ours[id], found && e.Tags[TagCluster] == r.opts.ClusterName:
+			continue // this operator's already (adopted before, or the trust check reports it)
+		case !found:
+			reasons[id], details[id] = NotAdoptedNotFound, "the status names it, but no ENI with aws-multi-eni-controller's tags has this ID in the cluster's VPC"
+			continue
+		}
+		if reason, detail := notAdoptable(e, ev); reason != "" {
+			reasons[id], details[id] = reason, detail
+			continue
+		}
+		a, o := adoption(e, r.opts.ClusterName, ne.Name, string(ne.UID), in.Base, created, in.Tags)
+		in.Adopt = append(in.Adopt, a)
+		in.ENIs = append(in.ENIs, o)
+	}
+	r.reportNotAdopted(ctx, ne, reasons, details)
+	return nil
+}
+
+// candidates are the ENIs that claim to be the NodeENI's by the
+// original's tags, and those its status names, sorted.
+func candidates(c EC2, ne *v1alpha1.NodeENI, listed []string) []string {
+	var out []string
+	for _, id := range listed {
+		if e, ok := c.ENI(id); ok && e.Tags[OriginalTagNodeENI] == ne.Name {
+			out = append(out, id)
+		}
+	}
+	for _, a := range ne.Status.Attachments {
+		out = append(out, a.ENIID)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// adoptionEvidence gathers what the adoption check weighs: the VPC's
+// subnets (the catalog, cached), every node's instance (the informer's
+// cache) and the NodeENI's status entries.
+func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI) (adoptionEvidence, error) {
+	ev := adoptionEvidence{NodeENI: ne.Name, Subnets: map[string]string{}, Nodes: map[string]string{},
+		Records: map[string]v1alpha1.ENIAttachment{}, Description: ne.Spec.Description}
+	cat, err := r.ec2.Catalog(ctx, r.opts.CatalogInterval)
+	if err != nil {
+		return ev, err
+	}
+	for _, s := range cat.Subnets {
+		ev.Subnets[s.ID] = s.VPCID
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.client.List(ctx, nodes); err != nil {
+		return ev, err
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		ev.Nodes[n.Name] = ""
+		if m := providerIDPattern.FindStringSubmatch(n.Spec.ProviderID); m != nil {
+			ev.Nodes[n.Name] = m[2]
+		}
+	}
+	for _, a := range ne.Status.Attachments {
+		ev.Records[a.ENIID] = a
+	}
+	return ev, nil
+}
+
+// reportNotAdopted reports the ENIs not adopted, each once per reason: a
+// Warning event on the NodeENI and a log line.
+func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI, reasons, details map[string]string) {
+	changed := r.distrusted.update("adopt/"+string(ne.UID), reasons)
+	if len(changed) == 0 {
+		return
+	}
+	slices.Sort(changed)
+	items := make([]string, len(changed))
+	for i, id := range changed {
+		log.FromContext(ctx).Info("ENI of aws-multi-eni-controller (by its tags or this NodeENI's status) not adopted; it is left alone",
+			"eni", id, "reason", reasons[id], "detail", details[id])
+		items[i] = fmt.Sprintf("%s (%s: %s)", id, reasons[id], details[id])
+	}
+	r.event(ne, corev1.EventTypeWarning, "NotAdopted", "Adopt",
+		"%d ENIs of aws-multi-eni-controller (by its tags or this NodeENI's status) are not adopted and are left alone (never detached, deleted or changed): %s",
+		len(changed), bounded.List(items, "; ", bounded.Items))
+}
+
+// adoptENI writes an adopted ENI's ownership tags: one CreateTags.
+func (r *reconciler) adoptENI(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+	err := r.ec2.CreateTags(ctx, a.ENI, a.Tags)
+	r.metrics.op(actAdopt, err)
+	if err != nil {
+		return r.failed(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)
+	}
+	log.FromContext(ctx).Info("adopted ENI of aws-multi-eni-controller in place", "node", a.Node, "eni", a.ENI, "deviceIndex", a.Index)
+	ev.add(corev1.EventTypeNormal, "Adopted", "Adopt",
+		fmt.Sprintf("adopted ENI %s of aws-multi-eni-controller on node %s in place (device index %d kept)", a.ENI, a.Node, a.Index))
+	return nil, nil
+}
+
+// pendingRecords are the status entries of ENIs whose adoption was planned
+// but did not happen (EC2 refused, or dry-run): they stay in status as
+// they were, so the next pass still has the status as evidence.
+func pendingRecords(ne *v1alpha1.NodeENI, adopt []action, after []owned) []v1alpha1.ENIAttachment {
+	var out []v1alpha1.ENIAttachment
+	for _, a := range adopt {
+		if slices.ContainsFunc(after, func(o owned) bool { return o.ID == a.ENI }) {
+			continue
+		}
+		for _, rec := range ne.Status.Attachments {
+			if rec.ENIID == a.ENI {
+				out = append(out, rec)
+				break
+			}
+		}
+	}
+	return out
+}
