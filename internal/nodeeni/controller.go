@@ -328,24 +328,33 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 // reported once per reason: a Warning event on the NodeENI and a log line.
 func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []owned) []owned {
 	out, v := splitTrusted(list, func(o owned) ec2.ENI { return o.ENI }, r.opts.ClusterName, func(ec2.ENI) string { return ne.Name })
-	reasons, details := v.reasons, v.details
-	changed := r.distrusted.update(string(ne.UID), reasons)
+	r.reportLeftAlone(ctx, ne, string(ne.UID), v.reasons, v.details, leftAlone{
+		log: "ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone", reason: "UntrustedENI", action: "Ignore",
+		note: "%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s"})
+	return out
+}
+
+// leftAlone says how ENIs the controller will not act on are reported.
+type leftAlone struct {
+	log, reason, action, note string // note: a format of the count and the list
+}
+
+// reportLeftAlone reports the ENIs whose reason changed since the last
+// pass under key: a log line each and one Warning event on the NodeENI
+// (events of the same reason fold into one series, so one per ENI would
+// hide all but the first).
+func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, key string, reasons, details map[string]string, how leftAlone) {
+	changed := r.distrusted.update(key, reasons)
 	if len(changed) == 0 {
-		return out
+		return
 	}
 	slices.Sort(changed)
 	items := make([]string, len(changed))
 	for i, id := range changed {
-		log.FromContext(ctx).Info("ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone",
-			"eni", id, "reason", reasons[id], "detail", details[id])
+		log.FromContext(ctx).Info(how.log, "eni", id, "reason", reasons[id], "detail", details[id])
 		items[i] = fmt.Sprintf("%s (%s: %s)", id, reasons[id], details[id])
 	}
-	// One event per pass: events of the same reason are folded into one
-	// series by the recorder, so one per ENI would hide all but the first.
-	r.event(ne, corev1.EventTypeWarning, "UntrustedENI", "Ignore",
-		"%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s",
-		len(changed), bounded.List(items, "; ", bounded.Items))
-	return out
+	r.event(ne, corev1.EventTypeWarning, how.reason, how.action, how.note, len(changed), bounded.List(items, "; ", bounded.Items))
 }
 
 // tokens remembers, per ENI-to-be, which ClientToken attempt is current

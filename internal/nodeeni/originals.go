@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -143,20 +142,10 @@ func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI)
 // reportNotAdopted reports the ENIs not adopted, each once per reason: a
 // Warning event on the NodeENI and a log line.
 func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI, reasons, details map[string]string) {
-	changed := r.distrusted.update("adopt/"+string(ne.UID), reasons)
-	if len(changed) == 0 {
-		return
-	}
-	slices.Sort(changed)
-	items := make([]string, len(changed))
-	for i, id := range changed {
-		log.FromContext(ctx).Info("ENI of aws-multi-eni-controller (by its tags or this NodeENI's status) not adopted; it is left alone",
-			"eni", id, "reason", reasons[id], "detail", details[id])
-		items[i] = fmt.Sprintf("%s (%s: %s)", id, reasons[id], details[id])
-	}
-	r.event(ne, corev1.EventTypeWarning, "NotAdopted", "Adopt",
-		"%d ENIs of aws-multi-eni-controller (by its tags or this NodeENI's status) are not adopted and are left alone (never detached, deleted or changed): %s",
-		len(changed), bounded.List(items, "; ", bounded.Items))
+	r.reportLeftAlone(ctx, ne, "adopt/"+string(ne.UID), reasons, details, leftAlone{
+		log:    "ENI of aws-multi-eni-controller (by its tags or this NodeENI's status) not adopted; it is left alone",
+		reason: "NotAdopted", action: "Adopt",
+		note: "%d ENIs of aws-multi-eni-controller (by its tags or this NodeENI's status) are not adopted and are left alone (never detached, deleted or changed): %s"})
 }
 
 // adoptENI writes an adopted ENI's ownership tags: one CreateTags.
