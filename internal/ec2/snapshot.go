@@ -4,22 +4,22 @@ import (
 	"net/netip"
 )
 
-// Snapshot is an immutable, indexed set of ENIs: the State's picture of
-// EC2 as its refreshes last read it.
-type Snapshot struct {
-	enis       []ENI
-	byID       map[string]*ENI
-	byIP       map[netip.Addr]*ENI
-	byPrefix   map[netip.Prefix]*ENI
-	byTag      map[string]map[string][]*ENI // indexed tag key -> value -> ENIs
-	byInstance map[string][]*ENI
+// snapshot is an immutable, indexed set of ENIs: the State's picture of
+// EC2 as its refreshes last read it. It keeps the indexes its readers
+// use: ID, address, delegated prefix and the tag keys consumers ask for.
+type snapshot struct {
+	enis     []ENI
+	byID     map[string]*ENI
+	byIP     map[netip.Addr]*ENI
+	byPrefix map[netip.Prefix]*ENI
+	byTag    map[string]map[string][]*ENI // indexed tag key -> value -> ENIs
 }
 
 // newSnapshot indexes enis (which it keeps) by ID, address, delegated
-// prefix, attachment instance and the values of the tag keys given.
-func newSnapshot(enis []ENI, tagKeys []string) *Snapshot {
-	s := &Snapshot{enis: enis, byID: make(map[string]*ENI, len(enis)), byIP: make(map[netip.Addr]*ENI, len(enis)),
-		byPrefix: map[netip.Prefix]*ENI{}, byTag: map[string]map[string][]*ENI{}, byInstance: map[string][]*ENI{}}
+// prefix and the values of the tag keys given.
+func newSnapshot(enis []ENI, tagKeys []string) *snapshot {
+	s := &snapshot{enis: enis, byID: make(map[string]*ENI, len(enis)), byIP: make(map[netip.Addr]*ENI, len(enis)),
+		byPrefix: map[netip.Prefix]*ENI{}, byTag: map[string]map[string][]*ENI{}}
 	for _, k := range tagKeys {
 		s.byTag[k] = map[string][]*ENI{}
 	}
@@ -37,18 +37,12 @@ func newSnapshot(enis []ENI, tagKeys []string) *Snapshot {
 				idx[v] = append(idx[v], e)
 			}
 		}
-		if e.Attachment != nil {
-			s.byInstance[e.Attachment.InstanceID] = append(s.byInstance[e.Attachment.InstanceID], e)
-		}
 	}
 	return s
 }
 
-// Len is the number of ENIs in the snapshot.
-func (s *Snapshot) Len() int { return len(s.byID) }
-
 // ByID returns the ENI with that ID.
-func (s *Snapshot) ByID(id string) (ENI, bool) {
+func (s *snapshot) ByID(id string) (ENI, bool) {
 	e, ok := s.byID[id]
 	if !ok {
 		return ENI{}, false
@@ -58,7 +52,7 @@ func (s *Snapshot) ByID(id string) (ENI, bool) {
 
 // ByIP returns the ENI holding an address: primary, secondary, IPv6, or
 // inside a delegated prefix (/28 IPv4, /80 IPv6).
-func (s *Snapshot) ByIP(ip string) (ENI, bool) {
+func (s *snapshot) ByIP(ip string) (ENI, bool) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return ENI{}, false
@@ -81,7 +75,7 @@ func (s *Snapshot) ByIP(ip string) (ENI, bool) {
 
 // ByTag returns the ENIs carrying tag key with value (any value when value
 // is empty); indexed keys cost a map lookup, others a scan.
-func (s *Snapshot) ByTag(key, value string) []ENI {
+func (s *snapshot) ByTag(key, value string) []ENI {
 	var out []ENI
 	if idx, ok := s.byTag[key]; ok && value != "" {
 		for _, e := range idx[value] {
@@ -96,18 +90,6 @@ func (s *Snapshot) ByTag(key, value string) []ENI {
 	}
 	return out
 }
-
-// OnInstance returns the ENIs attached to an instance.
-func (s *Snapshot) OnInstance(instanceID string) []ENI {
-	out := make([]ENI, 0, len(s.byInstance[instanceID]))
-	for _, e := range s.byInstance[instanceID] {
-		out = append(out, *e)
-	}
-	return out
-}
-
-// All returns every ENI of the snapshot.
-func (s *Snapshot) All() []ENI { return append([]ENI(nil), s.enis...) }
 
 // Holds reports whether the ENI has ip as an address or inside one of its
 // delegated prefixes.

@@ -11,7 +11,7 @@ import (
 )
 
 // State is the process's one picture of EC2: the ENIs its consumers
-// watch, indexed by ID, address, prefix, tag and instance; the VPC's
+// watch, indexed by ID, address, prefix and tag; the VPC's
 // subnets and security groups; instance-type limits. ENIs are read by
 // paginated DescribeNetworkInterfaces per Scope on the scope's schedule,
 // and every successful write this process makes through the State is
@@ -33,7 +33,7 @@ type State struct {
 	mu sync.RWMutex
 	// base is what the refreshes read; local what this process wrote or
 	// looked up since (newer than base for those ENIs).
-	base     *Snapshot
+	base     *snapshot
 	local    map[string]localENI
 	localIPs map[netip.Addr]string
 
@@ -71,9 +71,6 @@ type localENI struct {
 func NewState(c *Client) *State {
 	return &State{client: c, types: c.NewInstanceTypes(), local: map[string]localENI{}, localIPs: map[netip.Addr]string{}}
 }
-
-// Client returns the client the state reads and writes through.
-func (s *State) Client() *Client { return s.client }
 
 // Health is the EC2 health of the state's client.
 func (s *State) Health() *Health { return s.client.Health() }
