@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 )
 
 // enimgrEnv is every environment variable the ENI Manager of
@@ -167,9 +169,7 @@ func TestLegacyEnvFlagWins(t *testing.T) {
 // A refused setting stops the agent before anything starts, in one line;
 // a bad honoured value is judged by its flag's own check.
 func TestLegacyEnvRefusals(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	clitest.NoCluster(t)
 	for env, value := range map[string]string{"IGNORE_INTERFACES": "eth1", "SRIOV_DP_CONFIG_PATH": "pcidp/config.json", "DEFAULT_DPDK_DRIVER": "../x"} {
 		t.Run(env, func(t *testing.T) {
 			t.Setenv(env, value)
@@ -186,9 +186,7 @@ func TestLegacyEnvRefusals(t *testing.T) {
 
 // Warnings are printed before the agent does anything, one line each.
 func TestLegacyEnvWarningsPrinted(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	clitest.NoCluster(t)
 	t.Setenv("DEFAULT_MTU", "9001")
 	var stdout, stderr bytes.Buffer
 	code := runMain([]string{"--node-name=n1"}, &stdout, &stderr)

@@ -101,9 +101,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "")
 	// A value wrongly accepted must not start anything against a real
 	// cluster: with no kubeconfig to find, the command stops with exit 1.
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	clitest.NoCluster(t)
 	var c config
 	clitest.EveryFlagHasBadValues(t, flags(&c), badValues, none)
 	clitest.RunMainRefuses(t, "eni-operator", badValues, nil, runMain)

@@ -5,16 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 )
 
 func noEnvironment(t *testing.T) string {
 	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	t.Setenv("KUBERNETES_SERVICE_PORT", "")
-	return home
+	return clitest.NoCluster(t)
 }
 
 func TestNothingToLoad(t *testing.T) {

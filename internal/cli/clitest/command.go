@@ -144,3 +144,17 @@ func (c Command) NoKubeconfig(t *testing.T, args string, extras ...string) {
 		}
 	}
 }
+
+// NoCluster empties the test's environment of every way to find a
+// cluster (HOME's kubeconfig, KUBECONFIG, the in-cluster service), so a
+// command that wrongly accepts its input stops with "no kubeconfig"
+// instead of starting against a real cluster. It returns the empty HOME.
+func NoCluster(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	return home
+}
