@@ -21,7 +21,6 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/emulator"
-	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -49,7 +48,7 @@ func flags(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.detachDelay, "detach-delay", 500*time.Millisecond, "how long a detached ENI stays 'detaching' (>= 0)")
 	fs.DurationVar(&o.visibility, "visibility-delay", 0, "how long a created ENI stays unknown to other calls (EC2's eventual consistency; >= 0)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed for generated IDs, MACs and fault choices")
-	fs.BoolVar(&o.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	cli.BindVersion(fs, &o.printVersion)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: ec2-emulator [flags]
 
@@ -101,16 +100,8 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 // when the emulator cannot run.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "ec2-emulator:", err)
-		return 2
-	}
-	if o.printVersion {
-		fmt.Fprintln(stdout, buildinfo.String("ec2-emulator", version))
-		return 0
+	if status, done := cli.Done("ec2-emulator", version, err, err == nil && o.printVersion, stdout, stderr); done {
+		return status
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(stderr, "ec2-emulator:", err)

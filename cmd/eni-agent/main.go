@@ -31,7 +31,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/agent"
 	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/kubeconfig"
-	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -66,7 +65,7 @@ func flags(c *config) *flag.FlagSet {
 	fs.Float64Var(&c.kubeQPS, "kube-api-qps", 5, "Kubernetes API requests per second the agent allows itself (> 0)")
 	fs.IntVar(&c.kubeBurst, "kube-api-burst", 10, "burst of Kubernetes API requests (>= 1)")
 	cli.BindKubeconfig(fs, &c.kubeconfig)
-	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	cli.BindVersion(fs, &c.printVersion)
 	fs.StringVar(&c.probe, "probe", "", "check a health endpoint and exit: 0 when http://host:port/path answers 200 within 2s, 1 otherwise (for exec probes, so /healthz and /readyz can listen on the node's loopback); nothing else runs")
 	cli.BindLogFlags(fs, &c.zap)
 	fs.Usage = func() {
@@ -132,16 +131,8 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 // when the agent cannot run or stops on an error.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	c, err := parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "eni-agent:", err)
-		return 2
-	}
-	if c.printVersion {
-		fmt.Fprintln(stdout, buildinfo.String("eni-agent", version))
-		return 0
+	if status, done := cli.Done("eni-agent", version, err, err == nil && c.printVersion, stdout, stderr); done {
+		return status
 	}
 	if c.probe != "" {
 		return probe(c.probe, stderr)

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kubeconfig"
 	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
-	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // Leader election: one Lease in the leader-election namespace (the
@@ -57,7 +55,7 @@ func flags(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("eni-operator", flag.ContinueOnError)
 	c.op.BindFlags(fs)
 	fs.BoolVar(&c.removeFinalizers, "remove-pod-finalizers", false, "remove the tagger's finalizer (eni-tagger.io/finalizer) from every pod and exit: the uninstall path of --pod-finalizer")
-	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	cli.BindVersion(fs, &c.printVersion)
 	cli.BindKubeconfig(fs, &c.kubeconfig)
 	cli.BindLogFlags(fs, &c.zap)
 	bindLegacy(fs, &c.legacy)
@@ -98,16 +96,8 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 // when the operator cannot run or stops on an error.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	c, err := parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "eni-operator:", err)
-		return 2
-	}
-	if c.printVersion {
-		fmt.Fprintln(stdout, buildinfo.String("eni-operator", version))
-		return 0
+	if status, done := cli.Done("eni-operator", version, err, err == nil && c.printVersion, stdout, stderr); done {
+		return status
 	}
 	restCfg, err := kubeconfig.Load(c.kubeconfig)
 	if err != nil {

@@ -23,7 +23,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
 	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/sandbox"
-	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -45,7 +44,7 @@ func flags(c *cmdline) *flag.FlagSet {
 	fs.DurationVar(&c.o.Timeout, "timeout", 3*time.Minute, "how long to wait for the pods to be tagged and the NodeENI to be Ready (> 0)")
 	fs.BoolVar(&c.o.Once, "once", false, "print the report and stop everything instead of running until Ctrl-C")
 	fs.StringVar(&c.dir, "dir", "", "directory for the kubeconfig and the operator log; the log stays, the kubeconfig is removed at exit (default: the sandbox's temporary directory, removed at exit)")
-	fs.BoolVar(&c.printVersion, "version", false, "print the version, VCS revision and Go version, and exit")
+	cli.BindVersion(fs, &c.printVersion)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-sandbox [flags]\n\nRuns etcd, kube-apiserver, the EC2 emulator and the operator on this machine, applies\ndemo pods and a NodeENI, prints what the operator did, and keeps running until Ctrl-C.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -90,16 +89,8 @@ func main() {
 	// Started by the sandbox as etcd or kube-apiserver: become it.
 	sandbox.ExecControlPlaneChild()
 	c, err := parse(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "eni-sandbox:", err)
-		os.Exit(2)
-	}
-	if c.printVersion {
-		fmt.Println(buildinfo.String("eni-sandbox", version))
-		return
+	if status, done := cli.Done("eni-sandbox", version, err, err == nil && c.printVersion, os.Stdout, os.Stderr); done {
+		os.Exit(status)
 	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "eni-sandbox:", err)
