@@ -44,33 +44,30 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/eni-operator ./cmd/eni-agent
 
-# The agent alone, for agent.image in the chart.
-FROM scratch AS agent
+# What both images share: the base file system, PATH and the labels but
+# the title.
+FROM scratch AS base
 ARG VERSION=dev REVISION=unknown
 COPY --from=build /rootfs/ /
-COPY --from=build /out/eni-agent /eni-agent
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL org.opencontainers.image.title=eni-agent \
-      org.opencontainers.image.source=https://github.com/eni-operator/eni-operator \
+LABEL org.opencontainers.image.source=https://github.com/eni-operator/eni-operator \
       org.opencontainers.image.url=https://github.com/eni-operator/eni-operator \
       org.opencontainers.image.version=${VERSION} \
       org.opencontainers.image.revision=${REVISION}
+
+# The agent alone, for agent.image in the chart.
+FROM base AS agent
+COPY --from=build /out/eni-agent /eni-agent
+LABEL org.opencontainers.image.title=eni-agent
 USER 0:0
 ENTRYPOINT ["/eni-agent"]
 
 # Default target: both binaries; the operator talks to the API server and
 # EC2 only: non-root, no shell. The chart runs the agent from this image
 # too (command /eni-agent, runAsUser 0).
-FROM scratch AS operator
-ARG VERSION=dev REVISION=unknown
-COPY --from=build /rootfs/ /
+FROM base AS operator
 COPY --from=build /out/eni-operator /eni-operator
 COPY --from=build /out/eni-agent /eni-agent
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL org.opencontainers.image.title=eni-operator \
-      org.opencontainers.image.source=https://github.com/eni-operator/eni-operator \
-      org.opencontainers.image.url=https://github.com/eni-operator/eni-operator \
-      org.opencontainers.image.version=${VERSION} \
-      org.opencontainers.image.revision=${REVISION}
+LABEL org.opencontainers.image.title=eni-operator
 USER 65532:65532
 ENTRYPOINT ["/eni-operator"]

@@ -295,6 +295,10 @@ func dockerfileStages(t *testing.T, path string) map[string]*stage {
 		case "FROM":
 			args := slices.DeleteFunc(f[1:], func(s string) bool { return strings.HasPrefix(s, "--platform") })
 			st = &stage{from: args[0]}
+			if base, ok := stages[args[0]]; ok { // FROM an earlier stage: what it says holds here too
+				st = &stage{from: base.from, user: base.user, entrypoint: slices.Clone(base.entrypoint),
+					labels: slices.Clone(base.labels), copied: slices.Clone(base.copied)}
+			}
 			if len(args) == 3 && strings.EqualFold(args[1], "AS") {
 				stages[args[2]] = st
 			}
