@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"io"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/cli/clitest"
-	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // badValues lists, for every flag of the command, values it must refuse;
@@ -63,14 +61,7 @@ func TestGoodValues(t *testing.T) {
 // --version prints the build as eni-operator does: the version, the VCS
 // revision, the Go version.
 func TestVersion(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"--version"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
-	}
-	if v := stdout.String(); v != buildinfo.String("ec2-emulator", "dev")+"\n" || !strings.HasPrefix(v, "ec2-emulator dev ") ||
-		!strings.Contains(v, runtime.Version()) {
-		t.Fatalf("version %q", v)
-	}
+	clitest.PrintsVersion(t, "ec2-emulator", runMain)
 }
 
 func TestHelp(t *testing.T) {

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/cli/clitest"
-	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // badValues lists, for every flag of the command, values it must refuse;
@@ -68,14 +66,7 @@ func TestAddressesNormalised(t *testing.T) {
 // eni-operator does: the version, the VCS revision, the Go version.
 func TestVersion(t *testing.T) {
 	t.Setenv("NODE_NAME", "")
-	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"--version"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
-	}
-	if v := stdout.String(); v != buildinfo.String("eni-agent", "dev")+"\n" || !strings.HasPrefix(v, "eni-agent dev ") ||
-		!strings.Contains(v, runtime.Version()) {
-		t.Fatalf("version %q", v)
-	}
+	clitest.PrintsVersion(t, "eni-agent", runMain)
 }
 
 // Without a kubeconfig, in an empty environment, the real command says

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/cli/clitest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 
 // Flags of k8s-eni-tagger and aws-multi-eni-controller users keep working,
@@ -142,12 +140,5 @@ func TestLeaderElectionFlags(t *testing.T) {
 // --version needs nothing else and prints the build: the version, the VCS
 // revision when there is one, the Go version.
 func TestVersion(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"--version"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
-	}
-	if v := stdout.String(); v != buildinfo.String("eni-operator", "dev")+"\n" || !strings.HasPrefix(v, "eni-operator dev ") ||
-		!strings.Contains(v, runtime.Version()) {
-		t.Fatalf("version %q", v)
-	}
+	clitest.PrintsVersion(t, "eni-operator", runMain)
 }

@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/version"
 )
 
 // Command makes a command's test binary act as the command itself, so a
@@ -114,6 +117,22 @@ func RunMainRefuses(t *testing.T, name string, bad map[string][]string, fixed []
 			shown, _, _ := strings.Cut(v, ",")
 			NamesFlagAndValue(t, flagName, shown, msg)
 		}
+	}
+}
+
+// PrintsVersion checks that --version alone (nothing else the command
+// needs) exits 0 and prints the build, as every command does: name, the
+// version (dev in a test), the VCS revision when there is one, the Go
+// version.
+func PrintsVersion(t *testing.T, name string, runMain func(args []string, stdout, stderr io.Writer) int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"--version"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if v := stdout.String(); v != version.String(name, "dev")+"\n" || !strings.HasPrefix(v, name+" dev ") ||
+		!strings.Contains(v, runtime.Version()) {
+		t.Fatalf("version %q", v)
 	}
 }
 
