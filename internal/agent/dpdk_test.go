@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
@@ -24,29 +22,7 @@ import (
 // that was down when it happened.
 func TestDPDKAndSRIOVOnANode(t *testing.T) {
 	w := newWorld(t, "n", 1)
-	k := newFakeKernel(t, "ena", "vfio-pci")
-	k.addDevice(testPCI, "ena", "ens6")
-	w.addLink("ens6", w.mac(0), 1500)
-	kh, err := netlink.NewHandleAt(w.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kh.Close)
-	k.onUnbind = func(_, drv string) {
-		if drv != "ena" {
-			return
-		}
-		if l, err := kh.LinkByName("ens6"); err == nil {
-			_ = kh.LinkDel(l)
-		}
-	}
-	k.onBind = func(_, drv string) {
-		if drv == "ena" {
-			if err := addLinkWith(kh, "ens6", w.mac(0), 1500); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	k := ens6Kernel(w)
 	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
 	stampPath := filepath.Join(w.dir, "run", "sriov-reload")
 	foreign := `{"resourceName":"intel_sriov_netdevice","selectors":{"vendors":["8086"],"drivers":["iavf"]}}`

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/vishvananda/netlink"
 )
 
 // fakeKernel is a sysfs tree in a temporary directory with just enough
@@ -163,6 +165,47 @@ func (k *fakeKernel) bind(pci, drv string) error {
 }
 
 const testPCI = "0000:00:06.0"
+
+// ens6Kernel is the fake kernel of w's node (drivers ena and vfio-pci)
+// with ENI 0's device, testPCI, bound to ena as interface ens6. As the
+// kernel does, unbinding the device from ena takes the interface away
+// (its link and its class/net entry) and binding it to ena brings both
+// back. The callbacks run in the agent's goroutines: they use a netlink
+// handle of their own and report with t.Error.
+func ens6Kernel(w *world) *fakeKernel {
+	k := newFakeKernel(w.t, "ena", "vfio-pci")
+	k.addDevice(testPCI, "ena", "ens6")
+	w.addLink("ens6", w.mac(0), 1500)
+	kh, err := netlink.NewHandleAt(w.ns)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(kh.Close)
+	iface := filepath.Join(k.root, "class/net/ens6")
+	k.onUnbind = func(_, drv string) {
+		if l, err := kh.LinkByName("ens6"); err == nil && drv == "ena" {
+			_ = kh.LinkDel(l)
+			if err := os.RemoveAll(iface); err != nil {
+				w.t.Error(err)
+			}
+		}
+	}
+	k.onBind = func(_, drv string) {
+		if drv != "ena" {
+			return
+		}
+		if err := os.MkdirAll(iface, 0o755); err != nil {
+			w.t.Error(err)
+		}
+		if err := os.Symlink(filepath.Join("../../../devices/pci0000:00", testPCI), filepath.Join(iface, "device")); err != nil {
+			w.t.Error(err)
+		}
+		if err := addLinkWith(kh, "ens6", w.mac(0), 1500); err != nil {
+			w.t.Error(err)
+		}
+	}
+	return k
+}
 
 func TestSysFSBindAndRestore(t *testing.T) {
 	k := newFakeKernel(t, "ena", "vfio-pci")

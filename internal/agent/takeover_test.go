@@ -396,20 +396,7 @@ func TestSRIOVWithoutDPDKPublishesTheKernelDevice(t *testing.T) {
 // with no interface, and takes it over with zero sysfs writes.
 func TestDPDKStateFileLostFoundThroughOwnReport(t *testing.T) {
 	w := newWorld(t, "n", 1)
-	k := newFakeKernel(t, "ena", "vfio-pci")
-	k.addDevice(testPCI, "ena", "ens6")
-	w.addLink("ens6", w.mac(0), 1500)
-	kh, err := netlink.NewHandleAt(w.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kh.Close)
-	k.onUnbind = func(_, drv string) {
-		if l, err := kh.LinkByName("ens6"); err == nil && drv == "ena" {
-			_ = kh.LinkDel(l)
-			k.removeInterface("ens6")
-		}
-	}
+	k := ens6Kernel(w)
 	o := w.options()
 	o.SysfsRoot, o.sysfsWrite = k.root, k.write
 	name := w.name("lost")
@@ -444,14 +431,6 @@ func TestDPDKStateFileLostFoundThroughOwnReport(t *testing.T) {
 	}
 	if ok, seen := bound(); !ok {
 		t.Fatalf("after the takeover: %s", seen)
-	}
-}
-
-// removeInterface removes a network interface's class/net entry, as the
-// kernel does when its driver lets the device go.
-func (k *fakeKernel) removeInterface(ifname string) {
-	if err := os.RemoveAll(filepath.Join(k.root, "class/net", ifname)); err != nil {
-		k.t.Error(err)
 	}
 }
 
