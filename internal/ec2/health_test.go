@@ -87,7 +87,7 @@ func TestHealthEndpointStoppedAndRestarted(t *testing.T) {
 		t.Fatalf("after a success: up %v, readiness %v", up(), h.Check(nil))
 	}
 
-	srv.Stop()
+	srv.Down()
 	if _, err := c.ListENIs(ctx); err == nil {
 		t.Fatal("a call to a stopped endpoint succeeded")
 	}
@@ -125,7 +125,7 @@ func TestHealthEndpointStoppedAndRestarted(t *testing.T) {
 		t.Error("more than one line for the failed attempts within ErrorLogInterval")
 	}
 
-	srv.Start(t)
+	srv.Up(t)
 	if _, err := c.ListENIs(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -219,23 +219,5 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // attemptErrors returns eni_operator_ec2_attempt_errors_total{operation,kind}.
 func attemptErrors(t *testing.T, reg *prometheus.Registry, operation, kind string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "eni_operator_ec2_attempt_errors_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["operation"] == operation && l["kind"] == kind {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return testenv.MetricValue(t, reg, "eni_operator_ec2_attempt_errors_total", map[string]string{"operation": operation, "kind": kind})
 }

@@ -2,6 +2,7 @@ package nodeeni_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -36,9 +38,7 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	o.ResyncInterval = time.Hour
 	o.AgentReportGracePeriod = 2 * time.Second
 	h.start(o)
-	spec := h.spec(map[string]string{"ng": "agent"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "agent"})
 	h.createNodeENI("ag", spec)
 	ne := h.ready("ag", 2)
 	eniOf := map[string]string{}
@@ -110,11 +110,27 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	}
 }
 
-// report applies entries as node's agent does by the API's contract:
-// server-side apply of the node's part of status.interfaces.
+// report writes node's part of a NodeENI's status.interfaces the way the
+// API contract (README, "NodeENI status") says the node's agent does:
+// server-side apply of the status subresource as eni-agent/<node> (the
+// admission policy keeps that manager to entries of its node), forcing
+// ownership, so entries left out are removed and other nodes' stay.
 func (h *harness) report(node, name string, entries ...v1alpha1.InterfaceStatus) {
 	h.t.Helper()
-	if err := testenv.ReportInterfaces(context.Background(), h.k8s, node, name, entries); err != nil {
+	if entries == nil {
+		entries = []v1alpha1.InterfaceStatus{} // none: an empty list, which removes the node's entries
+	}
+	raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NodeENI",
+		"metadata": map[string]any{"name": name}, "status": map[string]any{"interfaces": entries}})
+	u := &unstructured.Unstructured{}
+	if err == nil {
+		err = u.UnmarshalJSON(raw)
+	}
+	if err == nil {
+		err = h.k8s.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner("eni-agent/"+node), client.ForceOwnership)
+	}
+	if err != nil {
 		h.t.Fatal(err)
 	}
 }

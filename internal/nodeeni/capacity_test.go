@@ -36,13 +36,9 @@ func TestCapacityIsDegradedNotChurn(t *testing.T) {
 	h.addNode("small", h.instance(3), "us-east-1a", map[string]string{"pool": "far"})
 	h.start(h.options())
 
-	spec := h.spec(map[string]string{"pool": "cap"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"pool": "cap"})
 	h.createNodeENI("cap", spec)
-	far := h.spec(map[string]string{"pool": "far"})
-	far.SubnetName = "multus-a"
-	far.SecurityGroupNames = []string{"multus"}
+	far := h.multusSpec(map[string]string{"pool": "far"})
 	far.DeviceIndex = 3
 	h.createNodeENI("far", far)
 
@@ -110,9 +106,7 @@ func TestRefusedStepIsNotALoop(t *testing.T) {
 	}
 	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "deny"})
 	h.start(h.options())
-	spec := h.spec(map[string]string{"ng": "deny"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "deny"})
 	h.createNodeENI("deny", spec)
 	h.eventually("degraded", waitFor, func() (bool, string) {
 		c := condition(h.get("deny"), v1alpha1.ConditionDegraded)
@@ -254,9 +248,7 @@ func newIndexTwoHarness(t *testing.T, name string, n int) *harness {
 		h.addNode(fmt.Sprintf("n%d", i), h.instance(i), "us-east-1a", map[string]string{"ng": "mbb"})
 	}
 	h.start(h.options())
-	spec := h.spec(map[string]string{"ng": "mbb"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "mbb"})
 	spec.DeviceIndex = 2
 	h.createNodeENI(name, spec)
 	h.ready(name, n)

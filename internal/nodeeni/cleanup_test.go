@@ -135,9 +135,7 @@ func TestInstanceTerminated(t *testing.T) {
 	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "term"})
 	h.addNode("n1", h.instance(1), "us-east-1a", map[string]string{"ng": "term"})
 	h.start(h.options())
-	spec := h.spec(map[string]string{"ng": "term"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "term"})
 	h.createNodeENI("dot", spec)
 	keep := h.spec(map[string]string{"ng": "term"})
 	keep.SubnetName = "storage-a"
@@ -149,7 +147,7 @@ func TestInstanceTerminated(t *testing.T) {
 	h.ready("keep", 2)
 	h.waitENIs(4)
 
-	h.terminate(h.instance(0))
+	h.Terminate(t, h.instance(0))
 	h.eventually("status follows the termination", waitFor, func() (bool, string) {
 		ne := h.get("dot")
 		c := condition(ne, v1alpha1.ConditionDegraded)

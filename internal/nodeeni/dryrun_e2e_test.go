@@ -61,9 +61,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 
 	// 1. A new NodeENI: would create an ENI on each node.
-	spec := h.spec(map[string]string{"ng": "dry"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "dry"})
 	h.createNodeENI("dry", spec)
 	progressing("would create 2 ENIs", dryRun("would create 2 ENIs", "node n0", "node n1"))
 	h.eventually("DryRun event", waitFor, func() (bool, string) {

@@ -49,7 +49,7 @@ func TestEC2UnreachableAndBack(t *testing.T) {
 		t.Fatalf("eni_operator_ec2_up = %v with EC2 answering", up)
 	}
 
-	srv.Stop()
+	srv.Down()
 	h.eventually("Ready Unknown EC2Unreachable", waitFor, func() (bool, string) {
 		c := condition(h.get("outage"), v1alpha1.ConditionReady)
 		return c.Status == metav1.ConditionUnknown && c.Reason == nodeeni.ReasonEC2Unreachable, c.Reason + ": " + c.Message
@@ -79,7 +79,7 @@ func TestEC2UnreachableAndBack(t *testing.T) {
 		t.Errorf("log lines of the failed attempts: %d, want 1 (one per kind per ErrorLogInterval): %q", len(failed), failed)
 	}
 
-	srv.Start(t)
+	srv.Up(t)
 	h.ready("outage", 1)
 	h.eventually("/readyz 200 again", waitFor, func() (bool, string) { c, b := readyz(); return c == http.StatusOK, b })
 	if up := testenv.MetricValue(t, reg, "eni_operator_ec2_up", nil); up != 1 {

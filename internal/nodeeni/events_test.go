@@ -46,9 +46,7 @@ func TestOneEventPerNodeAndAction(t *testing.T) {
 		h.addNode(fmt.Sprintf("n%02d", i), h.instance(i), "us-east-1a", nil)
 	}
 	h.start(h.options())
-	spec := h.spec(nil)
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(nil)
 	h.createNodeENI("twenty", spec)
 	ne := h.ready("twenty", nodes)
 
@@ -88,9 +86,7 @@ func TestManyNodesDegradedEventIsASummary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spec := h.spec(nil)
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(nil)
 	h.createNodeENI("many", spec)
 	cond := h.degradedWith("many", nodeeni.ReasonNotOnEC2, "and ")
 	if len(cond.Message) > bounded.EventNote || strings.HasSuffix(cond.Message, "…") {

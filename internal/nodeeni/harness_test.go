@@ -135,6 +135,13 @@ func (h *harness) spec(extra map[string]string) v1alpha1.NodeENISpec {
 	return v1alpha1.NodeENISpec{NodeSelector: sel, DeviceIndex: 1}
 }
 
+// multusSpec is spec in subnet multus-a and security group multus.
+func (h *harness) multusSpec(extra map[string]string) v1alpha1.NodeENISpec {
+	s := h.spec(extra)
+	s.SubnetName, s.SecurityGroupNames = "multus-a", []string{"multus"}
+	return s
+}
+
 func (h *harness) createNodeENI(name string, spec v1alpha1.NodeENISpec) *v1alpha1.NodeENI {
 	h.t.Helper()
 	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
@@ -195,10 +202,6 @@ func condition(ne *v1alpha1.NodeENI, t string) *metav1.Condition {
 func (h *harness) calls(action string) int { return h.Calls()[action] }
 
 func (h *harness) totalCalls() (int, map[string]int) { return h.TotalCalls(), h.Calls() }
-
-// terminate terminates an instance through the EC2 Query API (no SDK
-// outside internal/ec2).
-func (h *harness) terminate(instance string) { h.Terminate(h.t, instance) }
 
 // cleanupKube removes the test's NodeENIs (finalizers dropped: the
 // test's manager is stopped by then) and nodes from the shared API server.

@@ -21,9 +21,7 @@ func TestPrinterColumnsShowZero(t *testing.T) {
 	h := newHarness(t, threeNodes())
 	h.addNode("n0", h.instance(0), "us-east-1a", nil)
 	h.start(h.options())
-	none := h.spec(map[string]string{"pool": "none"}) // matches no node
-	none.SubnetName = "multus-a"
-	none.SecurityGroupNames = []string{"multus"}
+	none := h.multusSpec(map[string]string{"pool": "none"}) // matches no node
 	h.createNodeENI("none", none)
 	blocked := h.spec(nil) // one node, never ready: its subnet does not exist
 	blocked.SubnetName = "no-such-subnet"

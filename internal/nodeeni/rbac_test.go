@@ -62,9 +62,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	h.cfg = cfg
 	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "rbac"})
 	h.start(h.options())
-	spec := h.spec(map[string]string{"ng": "rbac"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "rbac"})
 	h.createNodeENI("rbac", spec)
 	h.ready("rbac", 1)
 	h.waitENIs(1)

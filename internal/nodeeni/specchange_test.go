@@ -27,9 +27,7 @@ func TestSpecChanges(t *testing.T) {
 	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "spec"})
 	h.addNode("n1", h.instance(1), "us-east-1a", map[string]string{"ng": "spec"})
 	h.start(h.options())
-	spec := h.spec(map[string]string{"ng": "spec"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "spec"})
 	spec.Description = "v1"
 	h.createNodeENI("sc", spec)
 	h.ready("sc", 2)

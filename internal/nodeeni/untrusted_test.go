@@ -43,9 +43,7 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 	o := h.options()
 	o.CollectorGracePeriod = 100 * time.Millisecond
 	m := h.start(o)
-	spec := h.spec(map[string]string{"ng": "trust"})
-	spec.SubnetName = "multus-a"
-	spec.SecurityGroupNames = []string{"multus"}
+	spec := h.multusSpec(map[string]string{"ng": "trust"})
 	h.createNodeENI("trust", spec)
 	h.ready("trust", 1)
 	uid := string(h.get("trust").UID)

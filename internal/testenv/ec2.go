@@ -2,13 +2,10 @@ package testenv
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -146,82 +143,10 @@ func EC2Client(endpoint string, cfg ec2.Config) *ec2.Client {
 	}, cfg)
 }
 
-// SetAWSEnv points any AWS SDK in this process at endpoint the standard
-// way (AWS_ENDPOINT_URL_EC2, region, static test credentials, no instance
-// metadata) for the test's lifetime, as a command started there would
-// find EC2.
-func SetAWSEnv(t testing.TB, endpoint string) {
-	t.Helper()
-	for k, v := range AWSEnv(endpoint) {
-		t.Setenv(k, v)
-	}
-}
-
-// AWSEnv is the environment of SetAWSEnv, for a child process.
+// AWSEnv points an AWS SDK at endpoint the standard way
+// (AWS_ENDPOINT_URL_EC2, region, static test credentials, no instance
+// metadata), as a process started with it would find EC2.
 func AWSEnv(endpoint string) map[string]string {
 	return map[string]string{"AWS_ENDPOINT_URL_EC2": endpoint, "AWS_REGION": "us-east-1",
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"}
-}
-
-// Server serves a handler (an emulator) on a fixed loopback address that
-// can be stopped and started again, as an EC2 endpoint that goes away
-// and comes back: while stopped, connections are refused.
-type Server struct {
-	// URL is the endpoint, the same across restarts.
-	URL  string
-	h    http.Handler
-	addr string
-
-	mu  sync.Mutex
-	srv *http.Server
-}
-
-// ServeRestartable starts h on a loopback port for the test's lifetime.
-func ServeRestartable(t testing.TB, h http.Handler) *Server {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{h: h, addr: ln.Addr().String()}
-	s.URL = "http://" + s.addr
-	s.serve(ln)
-	t.Cleanup(s.Stop)
-	return s
-}
-
-func (s *Server) serve(ln net.Listener) {
-	srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
-	s.mu.Lock()
-	s.srv = srv
-	s.mu.Unlock()
-	go func() { _ = srv.Serve(ln) }()
-}
-
-// Stop closes the listener and every connection: new ones are refused.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.srv != nil {
-		_ = s.srv.Close()
-		s.srv = nil
-	}
-}
-
-// Start listens on the same address again (waiting a bounded time for
-// the port to be free).
-func (s *Server) Start(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ln, err := net.Listen("tcp", s.addr)
-		if err == nil {
-			s.serve(ln)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restarting the endpoint on %s: %v", s.addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -126,32 +125,6 @@ func UpdateNodeENISpec(t testing.TB, c client.Client, name string, f func(*v1alp
 			t.Fatal(err)
 		}
 	}
-}
-
-// AgentFieldManager is the server-side apply field manager of the node
-// agent of node: the API contract (README, "NodeENI status") gives each
-// node's agent its own manager, and the admission policy keeps it to
-// entries with its nodeID.
-func AgentFieldManager(node string) string { return "eni-agent/" + node }
-
-// ReportInterfaces writes node's part of a NodeENI's status.interfaces
-// the way the contract says the agent does: server-side apply of the
-// status subresource as AgentFieldManager(node), forcing ownership, so
-// entries left out are removed and other nodes' entries stay.
-func ReportInterfaces(ctx context.Context, c client.Client, node, name string, entries []v1alpha1.InterfaceStatus) error {
-	if entries == nil {
-		entries = []v1alpha1.InterfaceStatus{} // none: an empty list, which removes the node's entries
-	}
-	raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NodeENI",
-		"metadata": map[string]any{"name": name}, "status": map[string]any{"interfaces": entries}})
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
-		return err
-	}
-	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(AgentFieldManager(node)), client.ForceOwnership)
 }
 
 // CreateNodeENI creates a NodeENI named name that puts an ENI of the

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
 
 // ControlPlaneAssets returns the directory holding kube-apiserver, etcd
@@ -17,7 +19,7 @@ func ControlPlaneAssets(root string) (string, error) {
 	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
 		return assets, nil
 	}
-	return ControlPlaneBinaries(context.Background(), root)
+	return cachedbin.ControlPlane(context.Background(), root, os.Stderr)
 }
 
 // Kustomize builds config/<dir> of the repository with kubectl's

@@ -35,18 +35,3 @@ func MetricValue(t testing.TB, g prometheus.Gatherer, name string, labels map[st
 	}
 	return sum
 }
-
-// SeriesCount counts a metric's series.
-func SeriesCount(t testing.TB, g prometheus.Gatherer, name string) int {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return len(mf.GetMetric())
-		}
-	}
-	return 0
-}

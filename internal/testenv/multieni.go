@@ -30,18 +30,12 @@ func MultiENITags(nodeENI, node, subnetID string) map[string]string {
 		"kubernetes.io/cluster/managed-by": "nodeeni-controller", "node.k8s.amazonaws.com/no_manage": "true"}
 }
 
-// MultiENIDescription is the description it gives an ENI when the
-// NodeENI sets none.
-func MultiENIDescription(node string) string {
-	return "ENI created by nodeeni-controller for node " + node
-}
-
 // MultiENIInterface is an ENI as aws-multi-eni-controller leaves it: its
-// tags and default description, attached (instance non-empty) at index
+// tags and the description it gives when the NodeENI sets none, attached (instance non-empty) at index
 // with DeleteOnTermination, as its default configuration attaches. subnet
 // is the world's name of the subnet, subnetID its ID.
 func MultiENIInterface(nodeENI, node, subnet, subnetID, group, instance string, index int) emulator.NetworkInterfaceSpec {
-	s := emulator.NetworkInterfaceSpec{Subnet: subnet, Tags: MultiENITags(nodeENI, node, subnetID), Description: MultiENIDescription(node)}
+	s := emulator.NetworkInterfaceSpec{Subnet: subnet, Tags: MultiENITags(nodeENI, node, subnetID), Description: "ENI created by nodeeni-controller for node " + node}
 	if group != "" {
 		s.SecurityGroups = []string{group}
 	}

@@ -7,7 +7,6 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -137,12 +136,6 @@ func Start() (*Env, error) {
 
 // Stop stops the control plane and removes its data.
 func (e *Env) Stop() error { return e.env.Stop() }
-
-// ControlPlaneBinaries returns the directory holding kube-apiserver, etcd
-// and kubectl, building them on first use.
-func ControlPlaneBinaries(ctx context.Context, root string) (string, error) {
-	return cachedbin.ControlPlane(ctx, root, os.Stderr)
-}
 
 // RepoRoot finds the module root by walking up from the working
 // directory to the go.mod of this project.

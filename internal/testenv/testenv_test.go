@@ -57,7 +57,7 @@ func TestOutage(t *testing.T) {
 	if _, err := c.Discovery().ServerVersion(); err == nil {
 		t.Fatal("the API server answers during the outage")
 	}
-	o.Up()
+	o.Up(t)
 	if _, err := c.Discovery().ServerVersion(); err != nil {
 		t.Fatalf("after the outage: %v", err)
 	}

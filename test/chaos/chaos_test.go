@@ -263,7 +263,7 @@ func TestChaos(t *testing.T) {
 		w.annotate(fmt.Sprintf("p-%03d", i), fmt.Sprintf("App=changed,Team=team-%d", i%3))
 	}
 	time.Sleep(10 * time.Second)
-	outage.Up()
+	outage.Up(t)
 	w.converge(3 * time.Minute)
 	t.Logf("converged %v after the start, with faults on", time.Since(start).Round(time.Second))
 	counts := w.ec2.Emulator.Counts()

@@ -39,12 +39,14 @@ func Config(cluster, vpc, namespace string) operator.Config {
 	return c
 }
 
-// Start points the process's AWS environment at endpoint (the operator
-// finds it the way it finds AWS), builds the operator from c with restCfg
+// Start points the process's AWS environment at endpoint for the test's
+// lifetime (the operator finds it the way it finds AWS), builds the operator from c with restCfg
 // and runs it until the test ends; stopping with an error fails the test.
 func Start(t testing.TB, restCfg *rest.Config, endpoint string, c operator.Config) {
 	t.Helper()
-	testenv.SetAWSEnv(t, endpoint)
+	for k, v := range testenv.AWSEnv(endpoint) {
+		t.Setenv(k, v)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	mgr, err := operator.NewManager(ctx, restCfg, c)
 	if err != nil {
