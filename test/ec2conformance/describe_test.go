@@ -339,29 +339,17 @@ func TestDescribeUnknownFilter(t *testing.T) {
 	bad := []types.Filter{filter("no-such-filter", "x")}
 	calls := map[string]func() error{
 		"DescribeNetworkInterfaces": func() error {
-			_, err := c.DescribeNetworkInterfaces(t.Context(), &ec2.DescribeNetworkInterfacesInput{Filters: bad})
-			return err
+			return errOf(c.DescribeNetworkInterfaces(t.Context(), &ec2.DescribeNetworkInterfacesInput{Filters: bad}))
 		},
 		"DescribeInstances": func() error {
-			_, err := c.DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{Filters: bad})
-			return err
+			return errOf(c.DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{Filters: bad}))
 		},
-		"DescribeSubnets": func() error {
-			_, err := c.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{Filters: bad})
-			return err
-		},
+		"DescribeSubnets": func() error { return errOf(c.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{Filters: bad})) },
 		"DescribeSecurityGroups": func() error {
-			_, err := c.DescribeSecurityGroups(t.Context(), &ec2.DescribeSecurityGroupsInput{Filters: bad})
-			return err
+			return errOf(c.DescribeSecurityGroups(t.Context(), &ec2.DescribeSecurityGroupsInput{Filters: bad}))
 		},
-		"DescribeVpcs": func() error {
-			_, err := c.DescribeVpcs(t.Context(), &ec2.DescribeVpcsInput{Filters: bad})
-			return err
-		},
-		"DescribeTags": func() error {
-			_, err := c.DescribeTags(t.Context(), &ec2.DescribeTagsInput{Filters: bad})
-			return err
-		},
+		"DescribeVpcs": func() error { return errOf(c.DescribeVpcs(t.Context(), &ec2.DescribeVpcsInput{Filters: bad})) },
+		"DescribeTags": func() error { return errOf(c.DescribeTags(t.Context(), &ec2.DescribeTagsInput{Filters: bad})) },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

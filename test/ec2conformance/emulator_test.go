@@ -60,8 +60,7 @@ func TestEmulatorThrottling(t *testing.T) {
 	noErr(t, admin.ResetCounts(t.Context()), "ResetCounts")
 
 	describe := func() error {
-		_, err := w.ec2.DescribeVpcs(t.Context(), &ec2.DescribeVpcsInput{VpcIds: []string{w.vpc}})
-		return err
+		return errOf(w.ec2.DescribeVpcs(t.Context(), &ec2.DescribeVpcsInput{VpcIds: []string{w.vpc}}))
 	}
 	for i := range 3 {
 		noErr(t, describe(), "DescribeVpcs %d of a bucket of 3", i+1)

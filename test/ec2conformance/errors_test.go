@@ -22,16 +22,13 @@ func TestMalformedIDs(t *testing.T) {
 		code string
 	}{
 		{"DescribeNetworkInterfaces eni-xyz", func() error {
-			_, err := w.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: []string{"eni-xyz"}})
-			return err
+			return errOf(w.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: []string{"eni-xyz"}}))
 		}, "InvalidNetworkInterfaceID.Malformed"},
 		{"DeleteNetworkInterface too short", func() error {
-			_, err := w.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String("eni-123")})
-			return err
+			return errOf(w.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String("eni-123")}))
 		}, "InvalidNetworkInterfaceID.Malformed"},
 		{"DeleteNetworkInterface wrong prefix", func() error {
-			_, err := w.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String("nic-0123456789abcdef0")})
-			return err
+			return errOf(w.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String("nic-0123456789abcdef0")}))
 		}, "InvalidNetworkInterfaceID.Malformed"},
 		{"AssignPrivateIpAddresses eni-xyz", func() error {
 			_, err := w.ec2.AssignPrivateIpAddresses(ctx, &ec2.AssignPrivateIpAddressesInput{NetworkInterfaceId: aws.String("eni-xyz"),
@@ -39,12 +36,10 @@ func TestMalformedIDs(t *testing.T) {
 			return err
 		}, "InvalidNetworkInterfaceID.Malformed"},
 		{"CreateNetworkInterface subnet-xyz", func() error {
-			_, err := w.ec2.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{SubnetId: aws.String("subnet-xyz")})
-			return err
+			return errOf(w.ec2.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{SubnetId: aws.String("subnet-xyz")}))
 		}, "InvalidSubnetID.Malformed"},
 		{"CreateNetworkInterface sg-xyz", func() error {
-			_, err := w.ec2.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{SubnetId: aws.String(w.a.id), Groups: []string{"sg-xyz"}})
-			return err
+			return errOf(w.ec2.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{SubnetId: aws.String(w.a.id), Groups: []string{"sg-xyz"}}))
 		}, "InvalidGroupId.Malformed"},
 		{"AttachNetworkInterface i-xyz", func() error {
 			_, err := w.ec2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{NetworkInterfaceId: aws.String(eni),
@@ -52,28 +47,22 @@ func TestMalformedIDs(t *testing.T) {
 			return err
 		}, "InvalidInstanceID.Malformed"},
 		{"DetachNetworkInterface eni-attach-xyz", func() error {
-			_, err := w.ec2.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String("eni-attach-xyz")})
-			return err
+			return errOf(w.ec2.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String("eni-attach-xyz")}))
 		}, "InvalidAttachmentID.Malformed"},
 		{"DescribeInstances i-xyz", func() error {
-			_, err := w.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-xyz"}})
-			return err
+			return errOf(w.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-xyz"}}))
 		}, "InvalidInstanceID.Malformed"},
 		{"DescribeSubnets subnet-xyz", func() error {
-			_, err := w.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-xyz"}})
-			return err
+			return errOf(w.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-xyz"}}))
 		}, "InvalidSubnetID.Malformed"},
 		{"DescribeVpcs vpc-xyz", func() error {
-			_, err := w.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{VpcIds: []string{"vpc-xyz"}})
-			return err
+			return errOf(w.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{VpcIds: []string{"vpc-xyz"}}))
 		}, "InvalidVpcID.Malformed"},
 		{"DescribeSecurityGroups sg-xyz", func() error {
-			_, err := w.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{"sg-xyz"}})
-			return err
+			return errOf(w.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{"sg-xyz"}}))
 		}, "InvalidGroupId.Malformed"},
 		{"CreateSubnet vpc-xyz", func() error {
-			_, err := w.ec2.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: aws.String("vpc-xyz"), CidrBlock: aws.String("10.1.0.0/24")})
-			return err
+			return errOf(w.ec2.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: aws.String("vpc-xyz"), CidrBlock: aws.String("10.1.0.0/24")}))
 		}, "InvalidVpcID.Malformed"},
 		{"ModifyNetworkInterfaceAttribute sg-xyz", func() error {
 			_, err := w.ec2.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{NetworkInterfaceId: aws.String(eni),
@@ -114,16 +103,14 @@ func TestDryRun(t *testing.T) {
 		check func(t *testing.T, w *world) // no effect
 	}{
 		{"CreateNetworkInterface", func() error {
-			_, err := w.ec2.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{DryRun: yes, SubnetId: aws.String(w.a.id)})
-			return err
+			return errOf(w.ec2.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{DryRun: yes, SubnetId: aws.String(w.a.id)}))
 		}, func(t *testing.T, w *world) {
 			if n := countENIs(t); n != enis {
 				t.Errorf("%d ENIs, had %d", n, enis)
 			}
 		}},
 		{"DeleteNetworkInterface", func() error {
-			_, err := w.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{DryRun: yes, NetworkInterfaceId: aws.String(free)})
-			return err
+			return errOf(w.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{DryRun: yes, NetworkInterfaceId: aws.String(free)}))
 		}, func(t *testing.T, w *world) { w.eni(free) }},
 		{"AttachNetworkInterface", func() error {
 			_, err := w.ec2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{DryRun: yes, NetworkInterfaceId: aws.String(free),
@@ -135,8 +122,7 @@ func TestDryRun(t *testing.T) {
 			}
 		}},
 		{"DetachNetworkInterface", func() error {
-			_, err := w.ec2.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{DryRun: yes, AttachmentId: aws.String(attachment)})
-			return err
+			return errOf(w.ec2.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{DryRun: yes, AttachmentId: aws.String(attachment)}))
 		}, func(t *testing.T, w *world) {
 			if a := w.eni(att).Attachment; a == nil || a.Status != types.AttachmentStatusAttached {
 				t.Errorf("attachment %+v, want attached", a)
@@ -152,16 +138,14 @@ func TestDryRun(t *testing.T) {
 			}
 		}},
 		{"CreateTags", func() error {
-			_, err := w.ec2.CreateTags(ctx, &ec2.CreateTagsInput{DryRun: yes, Resources: []string{free}, Tags: tags("new", "tag")})
-			return err
+			return errOf(w.ec2.CreateTags(ctx, &ec2.CreateTagsInput{DryRun: yes, Resources: []string{free}, Tags: tags("new", "tag")}))
 		}, func(t *testing.T, w *world) {
 			if got := w.tagsOf(free); !maps.Equal(got, map[string]string{"k": "v"}) {
 				t.Errorf("tags %v", got)
 			}
 		}},
 		{"DeleteTags", func() error {
-			_, err := w.ec2.DeleteTags(ctx, &ec2.DeleteTagsInput{DryRun: yes, Resources: []string{free}, Tags: []types.Tag{{Key: aws.String("k")}}})
-			return err
+			return errOf(w.ec2.DeleteTags(ctx, &ec2.DeleteTagsInput{DryRun: yes, Resources: []string{free}, Tags: []types.Tag{{Key: aws.String("k")}}}))
 		}, func(t *testing.T, w *world) {
 			if got := w.tagsOf(free); !maps.Equal(got, map[string]string{"k": "v"}) {
 				t.Errorf("tags %v", got)
@@ -177,8 +161,7 @@ func TestDryRun(t *testing.T) {
 			}
 		}},
 		{"TerminateInstances", func() error {
-			_, err := w.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{DryRun: yes, InstanceIds: []string{inst}})
-			return err
+			return errOf(w.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{DryRun: yes, InstanceIds: []string{inst}}))
 		}, func(t *testing.T, w *world) {
 			if s := w.instance(inst).State.Name; s != types.InstanceStateNameRunning {
 				t.Errorf("instance is %s", s)
@@ -207,33 +190,18 @@ func TestDryRun(t *testing.T) {
 			return err
 		}, nil},
 		{"DescribeNetworkInterfaces", func() error {
-			_, err := w.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{DryRun: yes})
-			return err
+			return errOf(w.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{DryRun: yes}))
 		}, nil},
-		{"DescribeInstances", func() error {
-			_, err := w.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{DryRun: yes})
-			return err
-		}, nil},
+		{"DescribeInstances", func() error { return errOf(w.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{DryRun: yes})) }, nil},
 		{"DescribeInstanceTypes", func() error {
-			_, err := w.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{DryRun: yes})
-			return err
+			return errOf(w.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{DryRun: yes}))
 		}, nil},
-		{"DescribeSubnets", func() error {
-			_, err := w.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{DryRun: yes})
-			return err
-		}, nil},
+		{"DescribeSubnets", func() error { return errOf(w.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{DryRun: yes})) }, nil},
 		{"DescribeSecurityGroups", func() error {
-			_, err := w.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{DryRun: yes})
-			return err
+			return errOf(w.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{DryRun: yes}))
 		}, nil},
-		{"DescribeVpcs", func() error {
-			_, err := w.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{DryRun: yes})
-			return err
-		}, nil},
-		{"DescribeTags", func() error {
-			_, err := w.ec2.DescribeTags(ctx, &ec2.DescribeTagsInput{DryRun: yes})
-			return err
-		}, nil},
+		{"DescribeVpcs", func() error { return errOf(w.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{DryRun: yes})) }, nil},
+		{"DescribeTags", func() error { return errOf(w.ec2.DescribeTags(ctx, &ec2.DescribeTagsInput{DryRun: yes})) }, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -516,24 +516,19 @@ func TestAttachDetachDeleteErrors(t *testing.T) {
 		{"unknown ENI", func() error { return attach("eni-0123456789abcdef0", other, 1) }, "InvalidNetworkInterfaceID.NotFound"},
 		{"unknown instance", func() error { return attach(free[3], "i-0123456789abcdef0", 1) }, "InvalidInstanceID.NotFound"},
 		{"detach the primary", func() error {
-			_, err := w.ec2.DetachNetworkInterface(t.Context(), &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String(primaryAttachment)})
-			return err
+			return errOf(w.ec2.DetachNetworkInterface(t.Context(), &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String(primaryAttachment)}))
 		}, "OperationNotPermitted"},
 		{"detach an unknown attachment", func() error {
-			_, err := w.ec2.DetachNetworkInterface(t.Context(), &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String("eni-attach-0123456789abcdef0")})
-			return err
+			return errOf(w.ec2.DetachNetworkInterface(t.Context(), &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String("eni-attach-0123456789abcdef0")}))
 		}, "InvalidAttachmentID.NotFound"},
 		{"delete an attached ENI", func() error {
-			_, err := w.ec2.DeleteNetworkInterface(t.Context(), &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(attached)})
-			return err
+			return errOf(w.ec2.DeleteNetworkInterface(t.Context(), &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(attached)}))
 		}, "InvalidNetworkInterface.InUse"},
 		{"delete an instance's primary ENI", func() error {
-			_, err := w.ec2.DeleteNetworkInterface(t.Context(), &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(otherPrimary)})
-			return err
+			return errOf(w.ec2.DeleteNetworkInterface(t.Context(), &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(otherPrimary)}))
 		}, "InvalidNetworkInterface.InUse"},
 		{"delete an unknown ENI", func() error {
-			_, err := w.ec2.DeleteNetworkInterface(t.Context(), &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String("eni-0123456789abcdef0")})
-			return err
+			return errOf(w.ec2.DeleteNetworkInterface(t.Context(), &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String("eni-0123456789abcdef0")}))
 		}, "InvalidNetworkInterfaceID.NotFound"},
 	}
 	for _, c := range cases {

@@ -269,3 +269,6 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// errOf is the error of a call whose result a test does not read.
+func errOf[T any](_ T, err error) error { return err }
