@@ -216,7 +216,7 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	if seen["AttachNetworkInterface"] == 0 {
 		t.Error("no AttachNetworkInterface at all: the NodeENI controller did not do its work")
 	}
-	if g := gauge(t, reg, "eni_operator_nodeeni_untrusted_enis", "reason", nodeeni.UntrustedTaggerTag); g < 2 {
+	if g := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedTaggerTag}); g < 2 {
 		t.Errorf("untrusted ENIs with the tagger's tag: %v, want the 2 forged ones", g)
 	}
 }
@@ -253,27 +253,6 @@ func listsTheCluster(params map[string][]string) bool {
 		}
 	}
 	return true
-}
-
-func gauge(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 func eventually(t *testing.T, what string, ok func() (bool, string)) {
