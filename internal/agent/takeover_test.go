@@ -26,10 +26,12 @@ type countingNetlink struct {
 	writes []string
 }
 
-func (c *countingNetlink) record(op string, l netlink.Link, arg any) {
+// did records a write the handle made (its error passed on).
+func (c *countingNetlink) did(op string, l netlink.Link, arg any, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.writes = append(c.writes, fmt.Sprintf("%s %s %v", op, l.Attrs().Name, arg))
+	return err
 }
 
 func (c *countingNetlink) log() []string {
@@ -39,23 +41,19 @@ func (c *countingNetlink) log() []string {
 }
 
 func (c *countingNetlink) LinkSetDown(l netlink.Link) error {
-	c.record("down", l, "")
-	return c.netlinkOps.LinkSetDown(l)
+	return c.did("down", l, "", c.netlinkOps.LinkSetDown(l))
 }
 
 func (c *countingNetlink) LinkSetName(l netlink.Link, name string) error {
-	c.record("rename", l, name)
-	return c.netlinkOps.LinkSetName(l, name)
+	return c.did("rename", l, name, c.netlinkOps.LinkSetName(l, name))
 }
 
 func (c *countingNetlink) LinkSetUp(l netlink.Link) error {
-	c.record("up", l, "")
-	return c.netlinkOps.LinkSetUp(l)
+	return c.did("up", l, "", c.netlinkOps.LinkSetUp(l))
 }
 
 func (c *countingNetlink) LinkSetMTU(l netlink.Link, mtu int) error {
-	c.record("mtu", l, mtu)
-	return c.netlinkOps.LinkSetMTU(l, mtu)
+	return c.did("mtu", l, mtu, c.netlinkOps.LinkSetMTU(l, mtu))
 }
 
 // The decision is made from the device's driver as sysfs shows it: a
