@@ -3,6 +3,8 @@ package nodeeni_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,7 +149,16 @@ func TestInstanceTerminated(t *testing.T) {
 	h.ready("keep", 2)
 	h.waitENIs(4)
 
-	h.Terminate(t, h.instance(0))
+	// Through the EC2 Query API, as AWS terminates an instance (the
+	// operator's client has no such call).
+	resp, err := http.PostForm(h.URL, url.Values{"Action": {"TerminateInstances"}, "Version": {"2016-11-15"}, "InstanceId.1": {h.instance(0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("TerminateInstances: HTTP %d", resp.StatusCode)
+	}
 	h.eventually("status follows the termination", waitFor, func() (bool, string) {
 		ne := h.get("dot")
 		c := condition(ne, v1alpha1.ConditionDegraded)

@@ -384,7 +384,7 @@ func TestSubnetNamespaceAndPrefixOptions(t *testing.T) {
 	h := newHarness(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "a", InterfaceType: "branch", Count: 2}, {Subnet: "b", InterfaceType: "branch"}}})
 	o := h.options()
-	o.SubnetIDs = []string{h.subnet}
+	o.SubnetIDs = []string{h.ec2.Subnets["a"]}
 	o.TagNamespace = tagger.NamespacingPodNamespace
 	o.WatchNamespace = h.ns
 	h.startManager(o)

@@ -38,7 +38,6 @@ type harness struct {
 	t      *testing.T
 	emu    *emulator.Emulator
 	ec2    *testenv.EC2
-	subnet string
 	loaded emulator.LoadResult // of the test's extra world
 	k8s    client.Client
 	ns     string
@@ -56,10 +55,12 @@ type harness struct {
 // and "b" (us-east-1b), then extra.
 func newHarness(t *testing.T, extra emulator.World) *harness {
 	t.Helper()
-	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(testenv.WithSubnets(
-		emulator.SubnetSpec{Name: "a", VPC: "main", CIDR: "10.0.0.0/18", AvailabilityZone: "us-east-1a", IPv6CIDR: "2600:1f18::/64"},
-		emulator.SubnetSpec{Name: "b", VPC: "main", CIDR: "10.0.64.0/18", AvailabilityZone: "us-east-1b"})))
-	h := &harness{t: t, emu: e.Emulator, ec2: e, subnet: e.Subnets["a"], loaded: e.Load(t, extra), k8s: testenv.Client(t, env.Config)}
+	w := testenv.DefaultWorld()
+	w.Subnets = []emulator.SubnetSpec{
+		{Name: "a", VPC: "main", CIDR: "10.0.0.0/18", AvailabilityZone: "us-east-1a", IPv6CIDR: "2600:1f18::/64"},
+		{Name: "b", VPC: "main", CIDR: "10.0.64.0/18", AvailabilityZone: "us-east-1b"}}
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, w)
+	h := &harness{t: t, emu: e.Emulator, ec2: e, loaded: e.Load(t, extra), k8s: testenv.Client(t, env.Config)}
 	n := nsSeq.Add(1)
 	h.ns, h.opsNS = fmt.Sprintf("apps-%d", n), fmt.Sprintf("ops-%d", n)
 	testenv.CreateNamespaces(t, h.k8s, h.ns, h.opsNS)

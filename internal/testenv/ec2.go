@@ -2,9 +2,7 @@ package testenv
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -87,20 +85,6 @@ func (e *EC2) TotalCalls() int {
 	return n
 }
 
-// Terminate terminates an instance through the EC2 Query API, as AWS
-// would when a node goes away (the operator's client has no such call).
-func (e *EC2) Terminate(t testing.TB, instance string) {
-	t.Helper()
-	resp, err := http.PostForm(e.URL, url.Values{"Action": {"TerminateInstances"}, "Version": {"2016-11-15"}, "InstanceId.1": {instance}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("TerminateInstances: HTTP %d", resp.StatusCode)
-	}
-}
-
 // ENI reads an ENI with a client of the test's own (a call the emulator
 // counts).
 func (e *EC2) ENI(t testing.TB, id string) ec2.ENI {
@@ -120,17 +104,6 @@ func Serve(t testing.TB, o emulator.Options) (*emulator.Emulator, string) {
 	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)
 	return emu, srv.URL
-}
-
-// UnlimitedBuckets is ec2.Config.Buckets for a test whose client must not
-// wait for tokens: every family gets a bucket far beyond AWS's. The
-// emulator enforces AWS's buckets only when its throttling is on.
-func UnlimitedBuckets() map[ec2.Family]ec2.Bucket {
-	out := map[ec2.Family]ec2.Bucket{}
-	for _, f := range ec2.Families() {
-		out[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
-	}
-	return out
 }
 
 // EC2Client returns an EC2 client for endpoint with static test

@@ -45,11 +45,6 @@ func OnlySubnets(names ...string) WorldOption {
 	}
 }
 
-// WithSubnets replaces the world's subnets.
-func WithSubnets(subnets ...emulator.SubnetSpec) WorldOption {
-	return func(w *emulator.World) { w.Subnets = subnets }
-}
-
 // WithSecurityGroups adds security groups to VPC "main".
 func WithSecurityGroups(names ...string) WorldOption {
 	return func(w *emulator.World) {
@@ -93,9 +88,4 @@ func WithENIs(enis ...emulator.NetworkInterfaceSpec) WorldOption {
 // BranchENIs are n pod (branch) ENIs in subnet "pods" with tags.
 func BranchENIs(n int, tags map[string]string) emulator.NetworkInterfaceSpec {
 	return emulator.NetworkInterfaceSpec{Subnet: "pods", InterfaceType: "branch", Count: n, Tags: tags}
-}
-
-// WithInstances adds instances.
-func WithInstances(instances ...emulator.InstanceSpec) WorldOption {
-	return func(w *emulator.World) { w.Instances = append(w.Instances, instances...) }
 }

@@ -517,9 +517,8 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 	waitPolicyRefusesLabelChange(t, admin, op, appNS)
 
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
-		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithENIs(emulator.NetworkInterfaceSpec{
-			Subnet: "pods", Tags: map[string]string{"Name": "pod-eni"}, Instance: node, DeviceIndex: 2}),
-		testenv.WithInstances(emulator.InstanceSpec{Name: node, Type: "m5.xlarge", Subnet: "nodes-a"})))
+		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithNodes(1, "m5.xlarge"), testenv.WithENIs(emulator.NetworkInterfaceSpec{
+			Subnet: "pods", Tags: map[string]string{"Name": "pod-eni"}, Instance: testenv.NodeName(0), DeviceIndex: 2})))
 	vpc, instance, podENI := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0]
 	reader := e.Client(ec2.Config{QPS: 1000, Burst: 1000})
 

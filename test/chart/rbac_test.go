@@ -3,6 +3,7 @@ package chart
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func install(t *testing.T, objs []*unstructured.Unstructured, kinds ...string) {
 	k8s := adminClient(t)
 	ctx := context.Background()
 	for _, o := range objs {
-		if !contains(kinds, o.GetKind()) {
+		if !slices.Contains(kinds, o.GetKind()) {
 			continue
 		}
 		if ns := o.GetNamespace(); ns != "" {
@@ -68,15 +69,6 @@ func install(t *testing.T, objs []*unstructured.Unstructured, kinds ...string) {
 			t.Fatalf("applying %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, l := range list {
-		if l == s {
-			return true
-		}
-	}
-	return false
 }
 
 func adminClient(t *testing.T) client.Client {
