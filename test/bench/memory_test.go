@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+// Figures 3 and 4: 10,000 pods in sync, then a restart; memory with
+// 10,000 annotated pods and their ENIs, then with 10,000 unannotated pods
+// more (their marginal cost per pod).
+func TestFigureRestartAndMemory(t *testing.T) {
+	const n, sets = 10000, 20
+	b := newBed(t, branchENIs(n))
+	pprofAddr := b.startProfiledOperator()
+	b.createPods("sync", n, func(i int) map[string]string { return tagSet(i, sets) },
+		func(i int) string { return b.loaded.NetworkInterfaces[i].PrivateIP })
+	firstSync := b.waitFor("10,000 pods Synced", 15*time.Minute, func() bool { return b.synced("sync") == n })
+	annotated := b.memory(pprofAddr, "annotated")
+	b.createPods("plain", n, func(int) map[string]string { return nil }, func(i int) string { return fmt.Sprintf("100.64.%d.%d", i/250, i%250+1) })
+	both := b.memory(pprofAddr, "all")
+
+	b.op.Stop()
+	b.emu.ResetCounts()
+	start := time.Now()
+	b.startOperator()
+	b.waitFor("every pod reconciled after the restart", 10*time.Minute, func() bool {
+		m, err := b.scrape()
+		return err == nil && sum(m, "eni_operator_tagger_reconciles_total") >= n
+	})
+	took := time.Since(start)
+	calls, total := b.calls()
+	writes := calls["CreateTags"] + calls["DeleteTags"]
+	b.write(Figure{Name: "3-restart",
+		Parameters: map[string]any{"podsInSync": n, "unannotatedPods": n},
+		Results: map[string]any{"secondsUntilEveryPodConfirmed": took.Seconds(),
+			"ec2CallsTotal": total, "tagWrites": writes, "firstSyncSeconds": firstSync.Seconds()},
+		EC2Calls: calls, Notes: []string{"the DescribeNetworkInterfaces are the inventory's pages (1,000 ENIs each) and the startup DryRun permission checks"}})
+	perPod := (both.heapInuse - annotated.heapInuse) / n
+	b.write(Figure{Name: "4-memory",
+		Parameters: map[string]any{"annotatedPods": n, "enis": n, "unannotatedPods": n},
+		Results: map[string]any{"rssMiB": annotated.rss / (1 << 20), "goHeapInuseMiB": annotated.heapInuse / (1 << 20),
+			"rssMiBWithUnannotated": both.rss / (1 << 20), "goHeapInuseMiBWithUnannotated": both.heapInuse / (1 << 20),
+			"heapBytesPerUnannotatedPod": perPod},
+		Notes: append(annotated.notes("10,000 annotated pods"), both.notes("and 10,000 unannotated pods")...)})
+}
+
+// startProfiledOperator starts the operator with its pprof endpoints on,
+// and returns their address.
+func (b *bed) startProfiledOperator(extra ...string) string {
+	addr := testenv.FreeAddr(b.t)
+	b.startOperator(append([]string{"--pprof-bind-address=" + addr}, extra...)...)
+	return addr
+}
+
+// memorySample is the operator's memory at one moment: RSS and Go heap in
+// use from /metrics, after a forced GC, and the heap profile's top
+// allocation sites.
+type memorySample struct {
+	rss, heapInuse float64
+	top            []string
+}
+
+func (m memorySample) notes(when string) []string {
+	out := []string{fmt.Sprintf("heap profile with %s, top by inuse_space (flat):", when)}
+	for _, l := range m.top {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+// memory waits for the informers and the ledger to settle, forces a GC
+// (the profile endpoint's gc=1), and reads RSS, heap in use and the
+// profile. The raw profile goes next to the figures as heap-<name>.pb.gz.
+func (b *bed) memory(pprofAddr, name string) memorySample {
+	b.t.Helper()
+	time.Sleep(10 * time.Second) // let the ledger flush and the informers settle
+	raw := fetchHeapProfile(b.t, pprofAddr)
+	if dir := resultsDir(); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("heap-%s-%s.pb.gz", strings.ToLower(strings.TrimPrefix(b.t.Name(), "TestFigure")), name)), raw, 0o644)
+	}
+	p, err := profile.ParseData(raw)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	m, err := b.scrape()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return memorySample{rss: m["process_resident_memory_bytes"], heapInuse: m["go_memstats_heap_inuse_bytes"], top: topInuse(p, 12)}
+}
+
+func fetchHeapProfile(t *testing.T, addr string) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("heap profile: %v (status %s)", err, resp.Status)
+	}
+	return raw
+}
+
+// resultsDir is where the figures go (BENCH_OUT, or bench/results).
+func resultsDir() string {
+	if dir := os.Getenv("BENCH_OUT"); dir != "" {
+		return dir
+	}
+	root, _ := testenv.RepoRoot()
+	return filepath.Join(root, "bench", "results")
+}
+
+// topInuse is `pprof -top -sample_index=inuse_space` in short: the
+// functions holding the most live bytes, flat.
+func topInuse(p *profile.Profile, n int) []string {
+	idx := -1
+	for i, st := range p.SampleType {
+		if st.Type == "inuse_space" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil
+	}
+	byFunc := map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		v := s.Value[idx]
+		total += v
+		name := "?"
+		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 {
+			name = s.Location[0].Line[0].Function.Name
+		}
+		byFunc[name] += v
+	}
+	names := make([]string, 0, len(byFunc))
+	for k := range byFunc {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(byFunc[b] - byFunc[a]) })
+	out := []string{fmt.Sprintf("total %.1f MiB", float64(total)/(1<<20))}
+	for _, k := range names[:min(n, len(names))] {
+		out = append(out, fmt.Sprintf("%7.2f MiB %5.1f%% %s", float64(byFunc[k])/(1<<20), 100*float64(byFunc[k])/float64(max(total, 1)), k))
+	}
+	return out
+}
