@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +13,10 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
@@ -156,4 +160,79 @@ func topInuse(p *profile.Profile, n int) []string {
 		out = append(out, fmt.Sprintf("%7.2f MiB %5.1f%% %s", float64(byFunc[k])/(1<<20), 100*float64(byFunc[k])/float64(max(total, 1)), k))
 	}
 	return out
+}
+
+// The 100,000-pod figure: 100,000 annotated pods on 100,000 branch ENIs
+// (the VPC's pod subnets in two secondary /16 blocks, as a cluster this
+// large has). Opt-in (`make bench-100k`, ENI_BENCH_100K=1): it takes
+// longer than the rest of `make bench` together.
+func TestFigureMemory100k(t *testing.T) {
+	if os.Getenv("ENI_BENCH_100K") == "" {
+		t.Skip("the 100,000-pod figure runs with `make bench-100k` (ENI_BENCH_100K=1)")
+	}
+	const n, sets = 100000, 20
+	b := newBed(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "pods-b", InterfaceType: "branch", Count: n / 2}, {Subnet: "pods-c", InterfaceType: "branch", Count: n / 2}}},
+		func(w *emulator.World) {
+			w.VPCs[0].SecondaryCIDRs = []string{"100.64.0.0/16", "100.65.0.0/16"}
+			for i, c := range w.VPCs[0].SecondaryCIDRs {
+				w.Subnets = append(w.Subnets, emulator.SubnetSpec{Name: "pods-" + string(rune('b'+i)), VPC: "main", CIDR: c, AvailabilityZone: "us-east-1a"})
+			}
+		})
+	// The ledger holds ~3,000 pods per shard; 64 shards hold 100,000.
+	// The first sync writes 2 Kubernetes requests per pod: at the default
+	// --kube-api-qps it alone would take 17 minutes, and it is not what
+	// this figure measures.
+	shards := "--cache-shards=64"
+	pprofAddr := b.startProfiledOperator(shards, "--kube-api-qps=2000", "--kube-api-burst=4000")
+	start := time.Now()
+	testenv.InParallel(n, 64, func(i int) {
+		b.createPod(fmt.Sprintf("big-%06d", i), tagSet(i, sets), b.loaded.NetworkInterfaces[i].PrivateIP)
+	})
+	created := time.Since(start)
+	firstSync := testenv.EventuallyEvery(t, "100,000 pods Synced", 60*time.Minute, 15*time.Second, func() (bool, string) {
+		k := b.syncedPaged()
+		return k == n, fmt.Sprint(k, " Synced")
+	})
+	mem := b.memory(pprofAddr, "synced")
+
+	b.op.Stop()
+	b.emu.ResetCounts()
+	start = time.Now()
+	b.startOperator(shards)
+	b.waitFor("every pod reconciled after the restart", 30*time.Minute, func() bool {
+		m, err := b.scrape()
+		return err == nil && sum(m, "eni_operator_tagger_reconciles_total") >= n
+	})
+	took := time.Since(start)
+	calls, total := b.calls()
+	b.write(Figure{Name: "6-memory-100k",
+		Parameters: map[string]any{"annotatedPods": n, "enis": n, "operatorFlags": shards + " (first sync also --kube-api-qps=2000 --kube-api-burst=4000)"},
+		Results: map[string]any{"rssMiB": mem.rss / (1 << 20), "goHeapInuseMiB": mem.heapInuse / (1 << 20),
+			"secondsUntilEveryPodConfirmed": took.Seconds(), "ec2CallsTotal": total, "tagWrites": calls["CreateTags"] + calls["DeleteTags"],
+			"secondsToCreatePods": created.Seconds(), "firstSyncSeconds": firstSync.Seconds()},
+		EC2Calls: calls, Notes: mem.notes("100,000 annotated pods")})
+}
+
+// syncedPaged counts the figure's pods whose tagged condition is True,
+// listing in pages: one list of 100,000 pods would hold them all at once.
+func (b *bed) syncedPaged() int {
+	n, cont := 0, ""
+	for {
+		var list corev1.PodList
+		if err := b.k8s.List(context.Background(), &list, client.InNamespace(b.ns), client.Limit(5000), client.Continue(cont)); err != nil {
+			b.t.Log(err)
+			return n
+		}
+		for _, p := range list.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == "eni-tagger.io/tagged" && c.Status == corev1.ConditionTrue {
+					n++
+				}
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return n
+		}
+	}
 }
