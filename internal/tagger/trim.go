@@ -2,6 +2,7 @@ package tagger
 
 import (
 	"context"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,13 +78,16 @@ func hasTaggerState(p *corev1.Pod, annotationKey string) bool {
 
 func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 	keep := []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation}
+	// Strings many pods share (namespace, node, phase, and the
+	// annotations and condition of a tag set, which a deployment's pods
+	// have in common) are kept once (intern), not once per pod.
 	return func(p *corev1.Pod) *corev1.Pod {
 		out := &corev1.Pod{
 			TypeMeta: p.TypeMeta,
-			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: intern(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
 				Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp, Finalizers: p.Finalizers},
-			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
-			Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+			Spec:   corev1.PodSpec{NodeName: intern(p.Spec.NodeName), HostNetwork: p.Spec.HostNetwork},
+			Status: corev1.PodStatus{Phase: corev1.PodPhase(intern(string(p.Status.Phase))), PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 		}
 		for _, k := range keep {
 			if v, ok := p.Annotations[k]; ok {
@@ -95,17 +99,22 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 				if out.Annotations == nil {
 					out.Annotations = make(map[string]string, len(keep))
 				}
-				out.Annotations[k] = v
+				out.Annotations[k] = intern(v)
 			}
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == ConditionType {
+				c.Type, c.Status = ConditionType, corev1.ConditionStatus(intern(string(c.Status)))
+				c.Reason, c.Message = intern(c.Reason), intern(c.Message)
 				out.Status.Conditions = append(out.Status.Conditions, c)
 			}
 		}
 		return out
 	}
 }
+
+// intern returns the one copy of s the process keeps (unique.Make).
+func intern(s string) string { return unique.Make(s).Value() }
 
 // NewPodCache returns a cache.NewCacheFunc for a cache whose pods are
 // transformed by StubPod: a Get of a pod that fails in the cache (the

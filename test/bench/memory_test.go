@@ -55,7 +55,7 @@ func TestFigureRestartAndMemory(t *testing.T) {
 		Parameters: map[string]any{"annotatedPods": n, "enis": n, "unannotatedPods": n},
 		Results: map[string]any{"rssMiB": annotated.rss / (1 << 20), "goHeapInuseMiB": annotated.heapInuse / (1 << 20),
 			"rssMiBWithUnannotated": both.rss / (1 << 20), "goHeapInuseMiBWithUnannotated": both.heapInuse / (1 << 20),
-			"heapBytesPerUnannotatedPod": perPod},
+			"heapBytesPerUnannotatedPod": perPod, "breakdownMiB": annotated.breakdown()},
 		Notes: append(annotated.notes("10,000 annotated pods"), both.notes("and 10,000 unannotated pods")...)})
 }
 
@@ -71,8 +71,8 @@ func (b *bed) startProfiledOperator(extra ...string) string {
 // use from /metrics, after a forced GC, and the heap profile's top
 // allocation sites.
 type memorySample struct {
-	rss, heapInuse float64
-	top            []string
+	rss, heapInuse, heapFree, other float64
+	top                             []string
 }
 
 func (m memorySample) notes(when string) []string {
@@ -101,7 +101,18 @@ func (b *bed) memory(pprofAddr, name string) memorySample {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return memorySample{rss: m["process_resident_memory_bytes"], heapInuse: m["go_memstats_heap_inuse_bytes"], top: topInuse(p, 12)}
+	return memorySample{rss: m["process_resident_memory_bytes"], heapInuse: m["go_memstats_heap_inuse_bytes"], top: topInuse(p, 12),
+		heapFree: m["go_memstats_heap_idle_bytes"] - m["go_memstats_heap_released_bytes"],
+		other:    m["go_memstats_sys_bytes"] - m["go_memstats_heap_sys_bytes"]}
+}
+
+// breakdown is where the RSS goes, in MiB: live heap (in use after the
+// GC), heap the runtime keeps free but has not returned to the OS, and
+// the runtime's other memory (stacks, GC metadata, buffers); the rest of
+// RSS is the binary's pages.
+func (m memorySample) breakdown() map[string]any {
+	return map[string]any{"heapInuse": m.heapInuse / (1 << 20), "heapFreeNotReturned": m.heapFree / (1 << 20),
+		"runtimeOther": m.other / (1 << 20), "rss": m.rss / (1 << 20)}
 }
 
 func fetchHeapProfile(t *testing.T, addr string) []byte {
@@ -110,7 +121,7 @@ func fetchHeapProfile(t *testing.T, addr string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("heap profile: %v (status %s)", err, resp.Status)
@@ -210,7 +221,7 @@ func TestFigureMemory100k(t *testing.T) {
 		Parameters: map[string]any{"annotatedPods": n, "enis": n, "operatorFlags": shards + " (first sync also --kube-api-qps=2000 --kube-api-burst=4000)"},
 		Results: map[string]any{"rssMiB": mem.rss / (1 << 20), "goHeapInuseMiB": mem.heapInuse / (1 << 20),
 			"secondsUntilEveryPodConfirmed": took.Seconds(), "ec2CallsTotal": total, "tagWrites": calls["CreateTags"] + calls["DeleteTags"],
-			"secondsToCreatePods": created.Seconds(), "firstSyncSeconds": firstSync.Seconds()},
+			"secondsToCreatePods": created.Seconds(), "firstSyncSeconds": firstSync.Seconds(), "breakdownMiB": mem.breakdown()},
 		EC2Calls: calls, Notes: mem.notes("100,000 annotated pods")})
 }
 
