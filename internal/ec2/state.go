@@ -224,15 +224,21 @@ func (s *State) refreshLocked(ctx context.Context, sc *scope) error {
 func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	merged := make([]ENI, 0, len(listed))
+	// The listing becomes the snapshot's slice when no ENI of the old
+	// one is kept (a refresh of the whole VPC): a copy would double the
+	// biggest thing the state holds, if only for a moment.
+	var kept []ENI
 	if s.base != nil {
 		for _, e := range s.base.enis {
 			if !sc.contains(e) {
-				merged = append(merged, e)
+				kept = append(kept, e)
 			}
 		}
 	}
-	merged = append(merged, listed...)
+	merged := listed
+	if len(kept) > 0 {
+		merged = append(kept, listed...)
+	}
 	s.base = newSnapshot(merged, s.tagKeys)
 	for id, l := range s.local {
 		_, inBase := s.base.byID[id]
