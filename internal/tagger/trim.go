@@ -78,9 +78,10 @@ func hasTaggerState(p *corev1.Pod, annotationKey string) bool {
 
 func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 	keep := []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation}
-	// Strings many pods share (namespace, node, phase, and the
-	// annotations and condition of a tag set, which a deployment's pods
-	// have in common) are kept once (intern), not once per pod.
+	// Strings many pods share (namespace, node, phase, the annotations
+	// of a tag set, which a deployment's pods have in common, and the
+	// condition's status and reason) are kept once (intern), not once
+	// per pod.
 	return func(p *corev1.Pod) *corev1.Pod {
 		out := &corev1.Pod{
 			TypeMeta: p.TypeMeta,
@@ -104,8 +105,8 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == ConditionType {
-				c.Type, c.Status = ConditionType, corev1.ConditionStatus(intern(string(c.Status)))
-				c.Reason, c.Message = intern(c.Reason), intern(c.Message)
+				// Not the message: it names the pod's ENI.
+				c.Type, c.Status, c.Reason = ConditionType, corev1.ConditionStatus(intern(string(c.Status))), intern(c.Reason)
 				out.Status.Conditions = append(out.Status.Conditions, c)
 			}
 		}
