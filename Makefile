@@ -23,7 +23,7 @@ GOLANGCI_LINT_VERSION ?= 2.15.0
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build every binary into bin/
@@ -116,6 +116,13 @@ bench: build control-plane ## figures (tagging burst, churn, restart, memory, No
 	ENI_BENCH=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
 		$(GO) test -count=1 -v -timeout 40m -run 'TestFigure$(FIGURE)' ./test/bench/ | grep --line-buffered -v '^I1' | tee bench/results/figures.log
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/ec2/ | tee bench/results/go-bench.txt
+	$(GO) run ./hack/bench-report bench/results
+
+.PHONY: bench-100k
+bench-100k: build control-plane ## opt-in figure: memory and restart with 100,000 annotated pods and ENIs (about 30 minutes) into bench/results
+	@mkdir -p bench/results
+	ENI_BENCH=1 ENI_BENCH_100K=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
+		$(GO) test -count=1 -v -timeout 120m -run 'TestFigureMemory100k' ./test/bench/ | grep --line-buffered -v '^I1' | tee bench/results/figures-100k.log
 	$(GO) run ./hack/bench-report bench/results
 
 .PHONY: clean

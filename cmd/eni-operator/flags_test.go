@@ -34,6 +34,7 @@ var badValues = map[string][]string{
 	"kube-api-qps":                      {"0", "-1", "NaN", "+Inf", "fast"},
 	"kube-api-burst":                    {"0", "-5", "1.5"},
 	"enable-tagger":                     {"maybe"},
+	"memory-limit-percent":              {"-1", "101", "90%", "half"},
 	"vpc-id":                            {"banana", "vpc-1", "vpc-0123456789ABCDEF0", "subnet-01234567", "vpc-0123456789"},
 	"aws-rate-limit-share":              {"0", "-0.5", "1.5", "NaN", "+Inf", "half"},
 	"aws-rate-limit-qps":                {"-1", "NaN", "+Inf"},

@@ -129,5 +129,8 @@ func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 		fmt.Printf("removed %s from %d pods\n", tagger.Finalizer, n)
 		return err
 	}
+	if limit := operator.ApplyMemoryLimit(c.op.MemoryLimitPercent); limit > 0 {
+		ctrl.Log.WithName("setup").Info("Go soft memory limit set from the container's", "bytes", limit, "percent", c.op.MemoryLimitPercent)
+	}
 	return operator.Run(ctx, restCfg, c.op)
 }

@@ -3,6 +3,7 @@ package ec2
 import (
 	"context"
 	"net/netip"
+	"unique"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -176,10 +177,13 @@ func (c *Client) DeleteENI(ctx context.Context, eniID string) error {
 }
 
 func fromNetworkInterface(n types.NetworkInterface) ENI {
+	// The state holds every ENI of the VPC: the strings most ENIs share
+	// (subnet, VPC, zone, type, status, description, security groups,
+	// tags) are kept once (intern), not once per ENI.
 	e := ENI{
-		ID: aws.ToString(n.NetworkInterfaceId), SubnetID: aws.ToString(n.SubnetId), VPCID: aws.ToString(n.VpcId),
-		AvailabilityZone: aws.ToString(n.AvailabilityZone), InterfaceType: string(n.InterfaceType),
-		Status: string(n.Status), Description: aws.ToString(n.Description), MAC: aws.ToString(n.MacAddress),
+		ID: aws.ToString(n.NetworkInterfaceId), SubnetID: intern(aws.ToString(n.SubnetId)), VPCID: intern(aws.ToString(n.VpcId)),
+		AvailabilityZone: intern(aws.ToString(n.AvailabilityZone)), InterfaceType: intern(string(n.InterfaceType)),
+		Status: intern(string(n.Status)), Description: intern(aws.ToString(n.Description)), MAC: aws.ToString(n.MacAddress),
 		PrimaryIP: aws.ToString(n.PrivateIpAddress), RequesterManaged: aws.ToBool(n.RequesterManaged),
 		Tags: tagMap(n.TagSet),
 	}
@@ -198,17 +202,21 @@ func fromNetworkInterface(n types.NetworkInterface) ENI {
 		e.IPv6Prefixes = appendPrefix(e.IPv6Prefixes, aws.ToString(p.Ipv6Prefix))
 	}
 	for _, g := range n.Groups {
-		e.SecurityGroups = append(e.SecurityGroups, aws.ToString(g.GroupId))
+		e.SecurityGroups = append(e.SecurityGroups, intern(aws.ToString(g.GroupId)))
 	}
 	if a := n.Attachment; a != nil {
 		e.Attachment = &Attachment{
 			ID: aws.ToString(a.AttachmentId), InstanceID: aws.ToString(a.InstanceId),
-			DeviceIndex: int(aws.ToInt32(a.DeviceIndex)), Status: string(a.Status),
+			DeviceIndex: int(aws.ToInt32(a.DeviceIndex)), Status: intern(string(a.Status)),
 			DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
 		}
 	}
 	return e
 }
+
+// intern returns the one copy of s the process keeps (unique.Make):
+// equal strings read from many ENIs then cost their bytes once.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // appendPrefix skips a prefix EC2 wrote in a form we cannot parse rather
 // than failing the whole ENI.

@@ -17,15 +17,19 @@ type pager[P any] interface {
 // allPages reads every page and returns the items of all of them, or the
 // first error.
 func allPages[P, T any](ctx context.Context, p pager[P], items func(P) []T) ([]T, error) {
-	var out []T
+	// Pages first, then one slice of the exact size: appending page after
+	// page would copy the growing slice again and again and leave it up
+	// to twice too large (a VPC's ENIs: 100,000 of them, held until the
+	// next refresh).
+	var pages [][]T
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, items(page)...)
+		pages = append(pages, items(page))
 	}
-	return out, nil
+	return slices.Concat(pages...), nil
 }
 
 // allPagesByID reads every page and orders the items by ID: a stable

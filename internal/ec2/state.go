@@ -224,15 +224,30 @@ func (s *State) refreshLocked(ctx context.Context, sc *scope) error {
 func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	merged := make([]ENI, 0, len(listed))
+	// The listing becomes the snapshot's slice when no ENI of the old
+	// one is kept (a refresh of the whole VPC); otherwise one slice of
+	// the exact size: the ENIs are the biggest thing the state holds, and
+	// a growing slice would copy them again and again.
+	var old []ENI
 	if s.base != nil {
-		for _, e := range s.base.enis {
+		old = s.base.enis
+	}
+	kept := 0
+	for _, e := range old {
+		if !sc.contains(e) {
+			kept++
+		}
+	}
+	merged := listed
+	if kept > 0 {
+		merged = make([]ENI, 0, kept+len(listed))
+		for _, e := range old {
 			if !sc.contains(e) {
 				merged = append(merged, e)
 			}
 		}
+		merged = append(merged, listed...)
 	}
-	merged = append(merged, listed...)
 	s.base = newSnapshot(merged, s.tagKeys)
 	for id, l := range s.local {
 		_, inBase := s.base.byID[id]

@@ -61,7 +61,11 @@ func (s *State) CreateTags(ctx context.Context, id string, tags map[string]strin
 	if err := s.client.CreateTags(ctx, id, tags); err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) { maps.Copy(e.Tags, tags) })
+	s.update(id, func(e *ENI) {
+		for k, v := range tags {
+			e.Tags[intern(k)] = intern(v)
+		}
+	})
 	return nil
 }
 

@@ -67,7 +67,9 @@ func sdkTags(tags map[string]string) []types.Tag { return decodeTags(encodeTags(
 func tagMap(tags []types.Tag) map[string]string {
 	out := make(map[string]string, len(tags))
 	for _, t := range tags {
-		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		// Tag keys and, in a cluster, most values (tag sets shared by
+		// a deployment's pods) repeat from ENI to ENI.
+		out[intern(aws.ToString(t.Key))] = intern(aws.ToString(t.Value))
 	}
 	return out
 }

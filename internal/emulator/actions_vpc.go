@@ -70,6 +70,27 @@ func (w *world) newVPC(id, cidr string, tags map[string]string) (*vpc, *apiError
 	return v, nil
 }
 
+// associateCIDR adds a secondary IPv4 CIDR block to v: /16 to /28, not
+// overlapping the VPC's others, at most five blocks in all (AWS's
+// default quota).
+func (v *vpc) associateCIDR(cidr string) *apiError {
+	pf, perr := netip.ParsePrefix(cidr)
+	if perr != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
+		return apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid. The CIDR block must be an IPv4 block between /16 and /28.", cidr)
+	}
+	pf = pf.Masked()
+	if len(v.secondary) >= 4 {
+		return apiErr("CidrLimitExceeded", "The maximum number of CIDR blocks for VPC %s has been reached.", v.id)
+	}
+	for _, c := range append([]netip.Prefix{v.cidr}, v.secondary...) {
+		if c.Overlaps(pf) {
+			return apiErr("InvalidVpc.Range", "The CIDR '%s' overlaps with a CIDR block of VPC %s.", cidr, v.id)
+		}
+	}
+	v.secondary = append(v.secondary, pf)
+	return nil
+}
+
 func createVpc(w *world, p params, _ callEnv) (response, *apiError) {
 	tags, err := p.tagSpecifications("vpc")
 	if err != nil {
@@ -92,8 +113,14 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 			switch name {
 			case "vpc-id":
 				return []string{v.id}, true
-			case "cidr", "cidr-block-association.cidr-block":
+			case "cidr":
 				return []string{v.cidr.String()}, true
+			case "cidr-block-association.cidr-block":
+				out := []string{v.cidr.String()}
+				for _, c := range v.secondary {
+					out = append(out, c.String())
+				}
+				return out, true
 			case "state":
 				return []string{"available"}, true
 			case "is-default":
@@ -167,7 +194,7 @@ func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]stri
 		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid.", cidr)
 	}
 	pf = pf.Masked()
-	if !v.cidr.Contains(pf.Addr()) || pf.Bits() < v.cidr.Bits() {
+	if !v.holds(pf) {
 		return nil, apiErr("InvalidSubnet.Range", "The CIDR '%s' is invalid.", cidr)
 	}
 	for _, s := range w.subnets {

@@ -143,10 +143,13 @@ type InstanceTypeSpec struct {
 
 // VPCSpec seeds a VPC.
 type VPCSpec struct {
-	ID   string            `json:"id,omitempty"`
-	Name string            `json:"name,omitempty"` // also set as the Name tag
-	CIDR string            `json:"cidr"`
-	Tags map[string]string `json:"tags,omitempty"`
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"` // also set as the Name tag
+	CIDR string `json:"cidr"`
+	// SecondaryCIDRs are further IPv4 blocks (at most four), as
+	// AssociateVpcCidrBlock adds: subnets may lie in any block.
+	SecondaryCIDRs []string          `json:"secondaryCidrs,omitempty"`
+	Tags           map[string]string `json:"tags,omitempty"`
 }
 
 // SubnetSpec seeds a subnet.

@@ -92,6 +92,11 @@ func (l *loader) vpcs(wd World) error {
 		if err != nil {
 			return fmt.Errorf("vpcs[%d]: %w", i, err)
 		}
+		for _, c := range v.SecondaryCIDRs {
+			if err := x.associateCIDR(c); err != nil {
+				return fmt.Errorf("vpcs[%d]: %w", i, err)
+			}
+		}
 		l.name(v.Name, x.id)
 		l.res.VPCs = append(l.res.VPCs, x.id)
 	}

@@ -70,6 +70,19 @@ func (r *resource) sequence() int64 { return r.seq }
 type vpc struct {
 	resource
 	cidr netip.Prefix
+	// secondary are the VPC's further IPv4 CIDR blocks (AWS allows up to
+	// five in all), for estates larger than one /16.
+	secondary []netip.Prefix
+}
+
+// holds reports whether one of the VPC's CIDR blocks contains pf.
+func (v *vpc) holds(pf netip.Prefix) bool {
+	for _, c := range append([]netip.Prefix{v.cidr}, v.secondary...) {
+		if c.Contains(pf.Addr()) && pf.Bits() >= c.Bits() {
+			return true
+		}
+	}
+	return false
 }
 
 type subnet struct {

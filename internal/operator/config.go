@@ -51,6 +51,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Version is logged at start.
 	Version string
+	// MemoryLimitPercent sets the Go soft memory limit to this percent of
+	// the container's memory limit (cgroup) at start; 0 leaves the Go
+	// runtime's default, and GOMEMLIMIT, when set, wins.
+	MemoryLimitPercent int
 }
 
 // LeaderElection configures the Lease that lets only one replica act.
@@ -86,6 +90,9 @@ func DefaultConfig() Config {
 		Tagger:       tagger.DefaultOptions(),
 		NodeENI:      nodeeni.DefaultOptions(),
 		Version:      "dev",
+		// Room for what the Go runtime does not count (stacks, the
+		// binary's mappings) and a margin under the OOM killer.
+		MemoryLimitPercent: 90,
 	}
 }
 
@@ -108,6 +115,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself (> 0; a synced pod costs two small patches)")
 	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests (>= 1)")
 	fs.BoolVar(&c.EnableTagger, "enable-tagger", c.EnableTagger, "run the pod ENI tagger")
+	fs.IntVar(&c.MemoryLimitPercent, "memory-limit-percent", c.MemoryLimitPercent, "set the Go soft memory limit to this percent of the container's memory limit (cgroup v2 or v1), so garbage collection tightens before the OOM killer acts; 0 turns it off, and the GOMEMLIMIT environment variable, when set, wins (0-100)")
 	c.EC2.BindFlags(fs)
 	c.Tagger.BindFlags(fs)
 	c.NodeENI.BindFlags(fs)
@@ -150,6 +158,7 @@ func (c *Config) Validate() error {
 	}
 	p.Check(c.KubeQPS > 0 && cli.Finite(c.KubeQPS), "kube-api-qps", c.KubeQPS, "a number > 0 (Kubernetes API requests per second)")
 	p.Check(c.KubeBurst >= 1, "kube-api-burst", c.KubeBurst, "an integer >= 1")
+	p.Check(c.MemoryLimitPercent >= 0 && c.MemoryLimitPercent <= 100, "memory-limit-percent", c.MemoryLimitPercent, "an integer from 0 (off) to 100")
 	p.AddErr(c.EC2.Validate())
 	p.AddErr(c.Tagger.Validate())
 	p.AddErr(c.NodeENI.Validate())

@@ -111,11 +111,8 @@ func newControllerManager(restCfg *rest.Config, c Config) (manager.Manager, erro
 		return nil, err
 	}
 	// The informer holds every pod of the cluster: keep only what the
-	// tagger reads (see tagger.TrimPod).
-	podCache := cache.ByObject{Transform: tagger.TrimPod(c.Tagger.AnnotationKey)}
-	if c.Tagger.WatchNamespace != "" {
-		podCache.Namespaces = map[string]cache.Config{c.Tagger.WatchNamespace: {}}
-	}
+	// tagger reads, and of most pods next to nothing (tagger.PodCache).
+	podCache, newCache := tagger.PodCache(c.Tagger)
 	le := c.LeaderElection
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -131,6 +128,7 @@ func newControllerManager(restCfg *rest.Config, c Config) (manager.Manager, erro
 		RetryPeriod:                   &le.RetryPeriod,
 		GracefulShutdownTimeout:       &c.GracefulShutdownTimeout,
 		Cache:                         cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: podCache}},
+		NewCache:                      newCache,
 	})
 	if err != nil {
 		return nil, err

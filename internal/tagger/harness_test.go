@@ -101,10 +101,14 @@ func (h *harness) startManager(o tagger.Options) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
 	var started ctrl.Manager
+	// The operator's pod cache (stubs of pods with nothing of the
+	// tagger's), in the test's namespace.
+	podCache, newCache := tagger.PodCache(o)
 	h.mgr = testenv.StartManager(h.t, cfg, ctrl.Options{
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: tagger.TrimPod(o.AnnotationKey)}}},
-		Logger: logger,
+			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: podCache}},
+		NewCache: newCache,
+		Logger:   logger,
 	}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
 		o.Registerer = reg
 		started = mgr

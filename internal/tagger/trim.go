@@ -1,9 +1,17 @@
 package tagger
 
 import (
+	"context"
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // TrimPod returns a cache transform that keeps only what the tagger reads
@@ -15,18 +23,72 @@ import (
 // over MaxAnnotationBytes is kept as a short stand-in that ParseAnnotation
 // refuses with the original's size.
 func TrimPod(annotationKey string) toolscache.TransformFunc {
-	keep := []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation}
+	trim := trimmer(annotationKey)
 	return func(obj any) (any, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
 			return obj, nil
 		}
+		return trim(p), nil
+	}
+}
+
+// StubPod returns the pod cache's transform: TrimPod for the pods the
+// tagger has business with, and for the others (most of a cluster's pods)
+// a PartialObjectMetadata stub of name, namespace, UID and resource
+// version, a quarter of the smallest Pod's bytes. The stub is enough for
+// the informer (keys, events) and for the predicate, which lets no stub
+// through unless the ledger recorded the pod; a read of a stubbed pod
+// goes to the API server (NewPodCache). A pod the tagger touched keeps its
+// condition, so it stays a Pod in the cache.
+func StubPod(annotationKey string) toolscache.TransformFunc {
+	trim := trimmer(annotationKey)
+	return func(obj any) (any, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		if !hasTaggerState(p, annotationKey) {
+			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion}}, nil
+		}
+		return trim(p), nil
+	}
+}
+
+// hasTaggerState reports whether a pod carries anything of the tagger's:
+// the annotation it reads, those it writes, its finalizer or its
+// condition.
+func hasTaggerState(p *corev1.Pod, annotationKey string) bool {
+	for _, k := range []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation} {
+		if _, ok := p.Annotations[k]; ok {
+			return true
+		}
+	}
+	if controllerutil.ContainsFinalizer(p, Finalizer) {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == ConditionType {
+			return true
+		}
+	}
+	return false
+}
+
+func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
+	keep := []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation}
+	// Strings many pods share (namespace, node, phase, the annotations
+	// of a tag set, which a deployment's pods have in common, and the
+	// condition's status and reason) are kept once (intern), not once
+	// per pod.
+	return func(p *corev1.Pod) *corev1.Pod {
 		out := &corev1.Pod{
 			TypeMeta: p.TypeMeta,
-			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: intern(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
 				Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp, Finalizers: p.Finalizers},
-			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
-			Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+			Spec:   corev1.PodSpec{NodeName: intern(p.Spec.NodeName), HostNetwork: p.Spec.HostNetwork},
+			Status: corev1.PodStatus{Phase: corev1.PodPhase(intern(string(p.Status.Phase))), PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 		}
 		for _, k := range keep {
 			if v, ok := p.Annotations[k]; ok {
@@ -36,16 +98,82 @@ func TrimPod(annotationKey string) toolscache.TransformFunc {
 					v = oversizeStandIn(v)
 				}
 				if out.Annotations == nil {
-					out.Annotations = map[string]string{}
+					out.Annotations = make(map[string]string, len(keep))
 				}
-				out.Annotations[k] = v
+				out.Annotations[k] = intern(v)
 			}
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == ConditionType {
+				// Not the message: it names the pod's ENI.
+				c.Type, c.Status, c.Reason = ConditionType, corev1.ConditionStatus(intern(string(c.Status))), intern(c.Reason)
 				out.Status.Conditions = append(out.Status.Conditions, c)
 			}
 		}
-		return out, nil
+		return out
 	}
+}
+
+// intern returns the one copy of s the process keeps (unique.Make).
+func intern(s string) string { return unique.Make(s).Value() }
+
+// NewPodCache returns a cache.NewCacheFunc for a cache whose pods are
+// transformed by StubPod: a Get of a pod that fails in the cache (the
+// cache's type error for a stub) reads the pod from the API server
+// instead, trimmed as TrimPod would, so the reader gets a Pod. Such reads
+// are rare: a stub passes the predicate only when the ledger recorded the
+// pod and someone removed everything of the tagger's from it. The
+// cache's other errors (not started, informer failed) come before a read
+// the API server answers as well. A List of pods still fails on a stub:
+// with --allow-shared-eni-tagging, whose reconciles list pods by node,
+// the operator keeps every pod whole (TrimPod).
+func NewPodCache(annotationKey string) cache.NewCacheFunc {
+	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+		c, err := cache.New(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		api, err := client.New(cfg, client.Options{Scheme: opts.Scheme, Mapper: opts.Mapper})
+		if err != nil {
+			return nil, err
+		}
+		return stubReadThrough{Cache: c, api: api, trim: trimmer(annotationKey)}, nil
+	}
+}
+
+type stubReadThrough struct {
+	cache.Cache
+	api  client.Reader
+	trim func(*corev1.Pod) *corev1.Pod
+}
+
+func (s stubReadThrough) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := s.Cache.Get(ctx, key, obj, opts...)
+	pod, isPod := obj.(*corev1.Pod)
+	if err == nil || !isPod || apierrors.IsNotFound(err) || ctx.Err() != nil {
+		return err
+	}
+	if err := s.api.Get(ctx, key, pod); err != nil {
+		return err
+	}
+	*pod = *s.trim(pod)
+	return nil
+}
+
+// PodCache returns the manager's cache settings for the tagger's pods:
+// the transform for the pod informer (limited to --watch-namespace when
+// set) and the cache to build. Pods with nothing of the tagger's are
+// stubs (StubPod, NewPodCache) unless --allow-shared-eni-tagging lists
+// pods by node, which needs every pod whole.
+func PodCache(o Options) (cache.ByObject, cache.NewCacheFunc) {
+	var byObject cache.ByObject
+	if o.WatchNamespace != "" {
+		byObject.Namespaces = map[string]cache.Config{o.WatchNamespace: {}}
+	}
+	if o.AllowSharedENITagging {
+		byObject.Transform = TrimPod(o.AnnotationKey)
+		return byObject, cache.New
+	}
+	byObject.Transform = StubPod(o.AnnotationKey)
+	return byObject, NewPodCache(o.AnnotationKey)
 }

@@ -130,43 +130,6 @@ func TestFigureChurn(t *testing.T) {
 		EC2Calls: calls})
 }
 
-// Figures 3 and 4: 10,000 pods in sync, then a restart; memory with
-// 10,000 annotated and 10,000 unannotated pods.
-func TestFigureRestartAndMemory(t *testing.T) {
-	const n, sets = 10000, 20
-	b := newBed(t, branchENIs(n))
-	b.startOperator()
-	b.createPods("sync", n, func(i int) map[string]string { return tagSet(i, sets) },
-		func(i int) string { return b.loaded.NetworkInterfaces[i].PrivateIP })
-	firstSync := b.waitFor("10,000 pods Synced", 15*time.Minute, func() bool { return b.synced("sync") == n })
-	b.createPods("plain", n, func(int) map[string]string { return nil }, func(i int) string { return fmt.Sprintf("100.64.%d.%d", i/250, i%250+1) })
-	time.Sleep(10 * time.Second) // let the ledger flush and the informers settle
-	m, err := b.scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rss, heap := m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"]
-
-	b.op.Stop()
-	b.emu.ResetCounts()
-	start := time.Now()
-	b.startOperator()
-	took := b.waitFor("every pod reconciled after the restart", 10*time.Minute, func() bool {
-		m, err := b.scrape()
-		return err == nil && sum(m, "eni_operator_tagger_reconciles_total") >= n
-	})
-	calls, total := b.calls()
-	writes := calls["CreateTags"] + calls["DeleteTags"]
-	b.write(Figure{Name: "3-restart",
-		Parameters: map[string]any{"podsInSync": n, "unannotatedPods": n},
-		Results: map[string]any{"secondsUntilEveryPodConfirmed": took.Seconds() + time.Since(start).Seconds() - took.Seconds(),
-			"ec2CallsTotal": total, "tagWrites": writes, "firstSyncSeconds": firstSync.Seconds()},
-		EC2Calls: calls, Notes: []string{"the DescribeNetworkInterfaces are the inventory's pages (1,000 ENIs each) and the startup DryRun permission checks"}})
-	b.write(Figure{Name: "4-memory",
-		Parameters: map[string]any{"annotatedPods": n, "unannotatedPods": n},
-		Results:    map[string]any{"rssMiB": rss / (1 << 20), "goHeapInuseMiB": heap / (1 << 20)}})
-}
-
 // Figure 5: 200 nodes x 2 NodeENIs.
 func TestFigureNodeENIRollout(t *testing.T) {
 	const nodes = 200

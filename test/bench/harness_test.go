@@ -55,9 +55,10 @@ type bed struct {
 	mAddr  string
 }
 
-func newBed(t *testing.T, w emulator.World) *bed {
+// newBed loads w into the default world (which opts change).
+func newBed(t *testing.T, w emulator.World, opts ...testenv.WorldOption) *bed {
 	e := testenv.NewEC2(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3},
-		testenv.DefaultWorld())
+		testenv.DefaultWorld(opts...))
 	b := &bed{t: t, env: e, emu: e.Emulator, loaded: e.Load(t, w)}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 2000, 4000 // 32 pods created at a time, each created and patched

@@ -1,0 +1,99 @@
+package tagger_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/internal/tagger"
+)
+
+// Pods with nothing of the tagger's are cached as metadata stubs; any of
+// the annotation, the tagger's own annotations, its finalizer or its
+// condition keeps the pod a (trimmed) Pod.
+func TestStubPodKeepsPodsWithTaggerState(t *testing.T) {
+	const key = "example.com/tags"
+	stub := tagger.StubPod(key)
+	pod := func(mod func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7",
+			Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"other": "x"}},
+			Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+			Status: corev1.PodStatus{PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady}}}}
+		mod(p)
+		return p
+	}
+	cases := map[string]struct {
+		pod      *corev1.Pod
+		wantStub bool
+	}{
+		"no tagger state":   {pod(func(*corev1.Pod) {}), true},
+		"default key only":  {pod(func(p *corev1.Pod) { p.Annotations[tagger.DefaultAnnotationKey] = "a=b" }), true},
+		"annotation":        {pod(func(p *corev1.Pod) { p.Annotations[key] = "a=b" }), false},
+		"last-applied tags": {pod(func(p *corev1.Pod) { p.Annotations[tagger.LastAppliedTagsAnnotation] = "{}" }), false},
+		"last-applied hash": {pod(func(p *corev1.Pod) { p.Annotations[tagger.LastAppliedHashAnnotation] = "h" }), false},
+		"finalizer":         {pod(func(p *corev1.Pod) { p.Finalizers = []string{"x", tagger.Finalizer} }), false},
+		"condition": {pod(func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: tagger.ConditionType})
+		}), false},
+		"other finalizer":       {pod(func(p *corev1.Pod) { p.Finalizers = []string{"x"} }), true},
+		"no annotations at all": {pod(func(p *corev1.Pod) { p.Annotations = nil }), true},
+	}
+	for name, c := range cases {
+		out, err := stub(c.pod)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		switch o := out.(type) {
+		case *metav1.PartialObjectMetadata:
+			want := metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7"}
+			if !c.wantStub || o.Kind != "Pod" || o.APIVersion != "v1" || !equalMeta(o.ObjectMeta, want) {
+				t.Errorf("%s: stub %+v", name, o)
+			}
+		case *corev1.Pod:
+			if c.wantStub || o.Spec.NodeName != "n1" || o.Status.PodIP != "10.0.0.1" || o.Labels != nil || len(o.Spec.Containers) != 0 {
+				t.Errorf("%s: pod %+v", name, o)
+			}
+		default:
+			t.Errorf("%s: %T", name, out)
+		}
+	}
+}
+
+func equalMeta(a, b metav1.ObjectMeta) bool {
+	return a.Name == b.Name && a.Namespace == b.Namespace && a.UID == b.UID && a.ResourceVersion == b.ResourceVersion &&
+		a.Labels == nil && a.Annotations == nil && a.Finalizers == nil
+}
+
+// A recorded pod stripped of everything of the tagger's while the
+// operator is down (annotation, last-applied annotations, condition) is
+// a stub in the cache; the restarted operator still reads it (through
+// the API server) and removes its tags.
+func TestStrippedRecordedPodIsReadThroughTheAPIServer(t *testing.T) {
+	h, eni := syncedWebPod(t, "Team=Dev")
+	h.eventually("ledger written", func() bool { return h.ledgerEntries() == 1 }, nil)
+	h.stopManager()
+	p := h.get("web")
+	patch := client.MergeFrom(p.DeepCopy())
+	for _, k := range []string{tagger.DefaultAnnotationKey, tagger.LastAppliedTagsAnnotation, tagger.LastAppliedHashAnnotation} {
+		delete(p.Annotations, k)
+	}
+	if err := h.k8s.Patch(context.Background(), p, patch); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(p.DeepCopy())
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := h.k8s.Status().Patch(context.Background(), p, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.startManager(h.options())
+	h.eventually("tags removed", func() bool { _, ok := h.eniTags(eni.ID)["Team"]; return !ok }, nil)
+	want := map[string]string{"Name": "branch", "vpc.amazonaws.com/eni-owner": "cni"}
+	h.eventually("only the ENI's own tags left", func() bool { return maps.Equal(h.eniTags(eni.ID), want) },
+		func() string { return fmt.Sprint("tags: ", h.eniTags(eni.ID)) })
+	h.eventually("ledger entry dropped", func() bool { return h.ledgerEntries() == 0 }, nil)
+}
