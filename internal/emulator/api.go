@@ -60,6 +60,13 @@ type Config struct {
 	// Denied actions answer UnauthorizedOperation, as a missing IAM
 	// permission would (DryRun included).
 	Denied []string `json:"denied"`
+	// Down makes EC2 unreachable: every EC2 call's connection is closed
+	// unanswered (recorded with the code "Unreachable") until Down is
+	// turned off. The emulated STS stays up.
+	Down *bool `json:"down,omitempty"`
+	// Auth replaces the credential checking and the web-identity tokens
+	// STS accepts (auth.go).
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // Fault describes injected misbehaviour of one action.

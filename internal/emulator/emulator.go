@@ -24,10 +24,11 @@ type Emulator struct {
 	mu    sync.Mutex // guards world
 	world *world
 
-	cfgMu   sync.Mutex // guards cfg, buckets, rng
+	cfgMu   sync.Mutex // guards cfg, buckets, rng, auth
 	cfg     runtimeConfig
 	buckets map[string]*rate.Limiter
 	rng     *rand.Rand
+	auth    authState
 
 	statsMu sync.Mutex // guards counts and calls
 	counts  map[string]*ActionCount
@@ -45,6 +46,8 @@ type runtimeConfig struct {
 	buckets     map[string]Bucket
 	denied      map[string]bool
 	lag         lagConfig
+	down        bool
+	auth        Auth
 }
 
 // maxRecordedCalls bounds the call log kept for tests and the admin API.
@@ -81,6 +84,7 @@ func (e *Emulator) Reset() {
 	}
 	e.buckets = map[string]*rate.Limiter{}
 	e.rng = rand.New(rand.NewPCG(uint64(e.opts.Seed)+1, 7))
+	e.auth = authState{issued: map[string]time.Time{}}
 	e.cfgMu.Unlock()
 
 	e.ResetCounts()
@@ -105,6 +109,12 @@ func (e *Emulator) Configure(c Config) error {
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
 	e.cfg.lag.applyLags(c)
+	if c.Down != nil {
+		e.cfg.down = *c.Down
+	}
+	if c.Auth != nil {
+		e.cfg.auth = *c.Auth
+	}
 	if c.Throttling != nil {
 		e.cfg.throttling = *c.Throttling
 		e.buckets = map[string]*rate.Limiter{} // start full, as after a quiet period
@@ -182,6 +192,24 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := params(r.Form)
 	action := p.get("Action")
+	if action == "AssumeRoleWithWebIdentity" {
+		e.serveSTS(w, p, requestID)
+		return
+	}
+	if e.down() {
+		e.countCall(action, p)
+		e.countError(action, "Unreachable")
+		if !drop(w) {
+			writeError(w, requestID, apiErr("Unavailable", "EC2 is down (emulated outage)"))
+		}
+		return
+	}
+	if err := e.checkCredentials(r); err != nil {
+		e.countCall(action, p)
+		e.countError(action, err.Code)
+		writeError(w, requestID, err)
+		return
+	}
 	h, ok := handlerFor(action)
 	if !ok {
 		writeError(w, requestID, apiErr("InvalidAction", "The action %s is not valid for this web service.", action))
