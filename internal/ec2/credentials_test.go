@@ -25,7 +25,7 @@ func TestCredentialsRotateWhileRunning(t *testing.T) {
 	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)
 	res, err := emu.Load(emulator.World{VPCs: []emulator.VPCSpec{{Name: "main", CIDR: "10.0.0.0/16"}},
-		Subnets: []emulator.SubnetSpec{{Name: "a", VPC: "main", CIDR: "10.0.0.0/18", AvailabilityZone: "us-east-1a"}},
+		Subnets:           []emulator.SubnetSpec{{Name: "a", VPC: "main", CIDR: "10.0.0.0/18", AvailabilityZone: "us-east-1a"}},
 		NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a"}}})
 	if err != nil {
 		t.Fatal(err)
