@@ -33,9 +33,8 @@ type Auth struct {
 	Tokens []string `json:"tokens,omitempty"`
 }
 
-// authState is the configured Auth and the credentials issued.
+// authState is the credentials the emulated STS issued.
 type authState struct {
-	cfg Auth
 	// issued maps an access key ID to when it expires.
 	issued map[string]time.Time
 	seq    int
