@@ -113,7 +113,7 @@ func TestLongOutage(t *testing.T) {
 		t.Fatal("no call met the outage: the test did not exercise it")
 	}
 	for _, action := range []string{"CreateTags", "DescribeNetworkInterfaces"} {
-		if v := bucketViolation(calls, action, bucket); v != "" {
+		if v := (emulator.Bucket{Size: float64(bucket.Burst), Refill: bucket.Refill}).Overrun(calls, action); v != "" {
 			t.Errorf("%s exceeded its bucket %+v: %s", action, bucket, v)
 		}
 	}
@@ -124,55 +124,5 @@ func setDown(t *testing.T, e *emulator.Emulator, down bool) {
 	t.Helper()
 	if err := e.Configure(emulator.Config{Down: &down}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// bucketViolation replays an action's calls, as the emulator recorded
-// them, through a token bucket full at the first call; it describes the
-// first call that found it short by more than one token (the slack for
-// the time between the client's send and the emulator's record), or
-// returns "".
-func bucketViolation(calls []emulator.Call, action string, b Bucket) string {
-	tokens, last, n := float64(b.Burst), time.Time{}, 0
-	for _, c := range calls {
-		if c.Action != action {
-			continue
-		}
-		if !last.IsZero() {
-			tokens = min(float64(b.Burst), tokens+b.Refill*c.Time.Sub(last).Seconds())
-		}
-		last, n = c.Time, n+1
-		tokens--
-		if tokens < -1 {
-			return fmt.Sprintf("call %d at %s found %.1f tokens", n, c.Time.Format("15:04:05.000"), tokens)
-		}
-	}
-	return ""
-}
-
-func TestBucketViolation(t *testing.T) {
-	t0 := time.Now()
-	at := func(offsets ...time.Duration) []emulator.Call {
-		var out []emulator.Call
-		for _, o := range offsets {
-			out = append(out, emulator.Call{Action: "CreateTags", Time: t0.Add(o)}, emulator.Call{Action: "Other", Time: t0.Add(o)})
-		}
-		return out
-	}
-	b := Bucket{Burst: 2, Refill: 10}
-	for _, tc := range []struct {
-		name  string
-		calls []emulator.Call
-		bad   bool
-	}{
-		{"the burst and one of slack", at(0, 0, 0), false},
-		{"beyond the burst at once", at(0, 0, 0, 0), true},
-		{"at the refill rate", at(0, 0, 100*time.Millisecond, 200*time.Millisecond, 300*time.Millisecond), false},
-		{"faster than the refill", at(0, 0, 10*time.Millisecond, 20*time.Millisecond, 30*time.Millisecond), true},
-		{"full again after a pause", at(0, 0, time.Second, time.Second, time.Second), false},
-	} {
-		if got := bucketViolation(tc.calls, "CreateTags", b); (got != "") != tc.bad {
-			t.Errorf("%s: %q, want a violation %v", tc.name, got, tc.bad)
-		}
 	}
 }
