@@ -15,8 +15,10 @@ import (
 // missing and make it again (the tagger would re-tag every ENI it just
 // tagged, a NodeENI would take a deleted ENI for one to adopt). The cost:
 // for this long, a change someone else makes to the same tags of the
-// same ENI is not seen; the next reading after the window shows it.
-const consistencyWindow = 30 * time.Second
+// same ENI is not seen (drift is repaired up to 10s later); the next
+// reading after the window shows it. A lag longer than the window costs
+// one repeated, idempotent write, whose own window then covers the rest.
+const consistencyWindow = 10 * time.Second
 
 // recentWrites are this process's writes younger than the window.
 // Guarded by State.mu.
