@@ -10,7 +10,6 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
@@ -73,21 +72,7 @@ func TestOperatorCredentialsRotate(t *testing.T) {
 		testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithNodes(1, "m5.xlarge"), testenv.WithENIs(testenv.BranchENIs(8, nil))))
 	cl := operatorenv.NewOneNode(t, "creds", e.World.Instances[0].ID)
 	wi := newWebIdentity(t, e)
-	c := cl.Config(e.VPC)
-	ctx, stop := context.WithCancel(context.Background())
-	mgr, err := operator.NewManager(ctx, cl.Env.Config, c)
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	operatorenv.Run(t, cl.Env.Config, cl.Config(e.VPC))
 
 	// A pod every second for 8s, a token rotation every 2s: credentials
 	// expire several times while there is work.

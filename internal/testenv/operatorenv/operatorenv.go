@@ -45,6 +45,15 @@ func Config(cluster, vpc, namespace string) operator.Config {
 func Start(t testing.TB, restCfg *rest.Config, endpoint string, c operator.Config) {
 	t.Helper()
 	testenv.SetAWSEnv(t, endpoint)
+	Run(t, restCfg, c)
+}
+
+// Run builds the operator from c with restCfg, finding AWS through the
+// process's environment as it is (a test that sets up credentials of its
+// own), and runs it until the test ends; stopping with an error fails the
+// test.
+func Run(t testing.TB, restCfg *rest.Config, c operator.Config) {
+	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	mgr, err := operator.NewManager(ctx, restCfg, c)
 	if err != nil {
