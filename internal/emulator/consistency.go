@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -179,7 +180,7 @@ func (w *world) describedENIs() []*eni {
 	for _, g := range w.lag.ghosts {
 		out = append(out, g.n)
 	}
-	slices.SortFunc(out, func(a, b *eni) int { return int(a.seq - b.seq) })
+	slices.SortFunc(out, func(a, b *eni) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
