@@ -32,6 +32,8 @@ type options struct {
 	throttling, printVersion bool
 	latency, detachDelay     time.Duration
 	visibility               time.Duration
+	tagDelay, attachDelay    time.Duration
+	deleteDelay              time.Duration
 	faultRate                float64
 	seed                     int64
 }
@@ -47,6 +49,9 @@ func flags(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.faultRate, "fault-rate", 0, "fraction of EC2 calls answered with 500 InternalError (0 to 1)")
 	fs.DurationVar(&o.detachDelay, "detach-delay", 500*time.Millisecond, "how long a detached ENI stays 'detaching' (>= 0)")
 	fs.DurationVar(&o.visibility, "visibility-delay", 0, "how long a created ENI stays unknown to other calls (EC2's eventual consistency; >= 0)")
+	fs.DurationVar(&o.tagDelay, "tag-delay", 0, "how long Describe calls show an ENI's tags from before a CreateTags/DeleteTags (eventual consistency; >= 0)")
+	fs.DurationVar(&o.attachDelay, "attach-delay", 0, "how long an attached ENI stays 'attaching' (>= 0)")
+	fs.DurationVar(&o.deleteDelay, "delete-delay", 0, "how long Describe calls still show a deleted ENI (eventual consistency; >= 0)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed for generated IDs, MACs and fault choices")
 	cli.BindVersion(fs, &o.printVersion)
 	fs.Usage = func() {
@@ -87,6 +92,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	p.Check(o.faultRate >= 0 && o.faultRate <= 1, "fault-rate", o.faultRate, "a fraction from 0 to 1, such as 0.05")
 	p.Check(o.detachDelay >= 0, "detach-delay", o.detachDelay, "a duration >= 0, such as 500ms")
 	p.Check(o.visibility >= 0, "visibility-delay", o.visibility, "a duration >= 0, such as 1s")
+	p.Check(o.tagDelay >= 0, "tag-delay", o.tagDelay, "a duration >= 0, such as 1s")
+	p.Check(o.attachDelay >= 0, "attach-delay", o.attachDelay, "a duration >= 0, such as 1s")
+	p.Check(o.deleteDelay >= 0, "delete-delay", o.deleteDelay, "a duration >= 0, such as 1s")
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -112,7 +120,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 func run(o *options) error {
 	emu := emulator.New(emulator.Options{Region: o.region, Throttling: o.throttling, Latency: o.latency,
-		FaultRate: o.faultRate, DetachDelay: o.detachDelay, VisibilityDelay: o.visibility, Seed: o.seed})
+		FaultRate: o.faultRate, DetachDelay: o.detachDelay, VisibilityDelay: o.visibility,
+		TagDelay: o.tagDelay, AttachDelay: o.attachDelay, DeleteDelay: o.deleteDelay, Seed: o.seed})
 	if o.seedFile != "" {
 		b, err := os.ReadFile(o.seedFile)
 		if err != nil {

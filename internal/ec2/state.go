@@ -36,6 +36,9 @@ type State struct {
 	base     *snapshot
 	local    map[string]localENI
 	localIPs map[netip.Addr]string
+	// recent are this process's writes EC2 may not describe yet
+	// (state_consistency.go).
+	recent recentWrites
 
 	catalog catalog
 }
@@ -69,7 +72,8 @@ type localENI struct {
 
 // NewState returns an empty state reading EC2 through c.
 func NewState(c *Client) *State {
-	return &State{client: c, types: c.NewInstanceTypes(), local: map[string]localENI{}, localIPs: map[netip.Addr]string{}}
+	return &State{client: c, types: c.NewInstanceTypes(), local: map[string]localENI{}, localIPs: map[netip.Addr]string{},
+		recent: newRecentWrites()}
 }
 
 // Health is the EC2 health of the state's client.
@@ -224,6 +228,8 @@ func (s *State) refreshLocked(ctx context.Context, sc *scope) error {
 func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.recent.prune(time.Now())
+	listed = s.recent.correctAll(listed, taken)
 	// The listing becomes the snapshot's slice when no ENI of the old
 	// one is kept (a refresh of the whole VPC); otherwise one slice of
 	// the exact size: the ENIs are the biggest thing the state holds, and
@@ -251,7 +257,7 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	s.base = newSnapshot(merged, s.tagKeys)
 	for id, l := range s.local {
 		_, inBase := s.base.byID[id]
-		if l.at.Before(taken) && (sc.contains(l.eni) || inBase || l.gone) {
+		if l.at.Before(taken) && (sc.contains(l.eni) || inBase || l.gone) && (inBase || !s.recent.createdUnseen(id, taken)) {
 			delete(s.local, id)
 		}
 	}

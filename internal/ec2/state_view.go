@@ -109,6 +109,10 @@ func (s *State) Observe(e ENI, at time.Time) {
 	if l, ok := s.local[e.ID]; ok && l.at.After(at) {
 		return
 	}
+	e, ok := s.recent.correct(e, at)
+	if !ok {
+		return
+	}
 	s.putLocked(localENI{eni: e, at: at})
 }
 

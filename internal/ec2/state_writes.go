@@ -61,6 +61,7 @@ func (s *State) CreateTags(ctx context.Context, id string, tags map[string]strin
 	if err := s.client.CreateTags(ctx, id, tags); err != nil {
 		return err
 	}
+	s.noteWrite(id, tagWrite{at: time.Now(), set: maps.Clone(tags)})
 	s.update(id, func(e *ENI) {
 		for k, v := range tags {
 			e.Tags[intern(k)] = intern(v)
@@ -69,12 +70,20 @@ func (s *State) CreateTags(ctx context.Context, id string, tags map[string]strin
 	return nil
 }
 
+// noteWrite remembers a tag write for readings that may not show it yet.
+func (s *State) noteWrite(id string, w tagWrite) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recent.noteTags(id, w)
+}
+
 // DeleteTags removes tags from an ENI where they still hold the values
 // given.
 func (s *State) DeleteTags(ctx context.Context, id string, tags map[string]string) error {
 	if err := s.client.DeleteTags(ctx, id, tags); err != nil {
 		return err
 	}
+	s.noteWrite(id, tagWrite{at: time.Now(), del: maps.Clone(tags)})
 	s.update(id, func(e *ENI) {
 		for k, v := range tags {
 			if e.Tags[k] == v {
@@ -102,7 +111,11 @@ func (s *State) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) {
 		s.Forget(e.ID)
 		return e, nil
 	}
-	s.Observe(e, time.Now())
+	now := time.Now()
+	s.mu.Lock()
+	s.recent.created[e.ID] = now
+	s.mu.Unlock()
+	s.Observe(e, now)
 	return e, nil
 }
 
@@ -169,6 +182,9 @@ func (s *State) DetachENI(ctx context.Context, id, attachmentID string, force bo
 func (s *State) DeleteENI(ctx context.Context, id string) error {
 	err := s.client.DeleteENI(ctx, id)
 	if err == nil || IsNotFound(err) {
+		s.mu.Lock()
+		s.recent.deleted[id] = time.Now()
+		s.mu.Unlock()
 		s.Forget(id)
 	}
 	return err

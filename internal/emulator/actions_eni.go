@@ -118,7 +118,7 @@ func (w *world) eniFields(n *eni) fieldFunc {
 				return []string{strconv.FormatBool(a.deleteOnTermination)}, true
 			}
 		}
-		return tagFields(n.tags, name)
+		return tagFields(w.describedTags(&n.resource), name)
 	}
 }
 
@@ -154,7 +154,7 @@ func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiErr
 }
 
 func describeNetworkInterfaces(w *world, p params, _ callEnv) (response, *apiError) {
-	matched, next, err := describe(p, "NetworkInterfaceId", w.sortedENIs(), &eni{}, w.eniFields, w.lookupENI)
+	matched, next, err := describe(p, "NetworkInterfaceId", w.describedENIs(), &eni{}, w.eniFields, w.describedENI)
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +483,7 @@ func (w *world) eniParam(p params) (*eni, *apiError) {
 	return w.lookupENI(id)
 }
 
-func deleteNetworkInterface(w *world, p params, _ callEnv) (response, *apiError) {
+func deleteNetworkInterface(w *world, p params, env callEnv) (response, *apiError) {
 	n, err := w.eniParam(p)
 	if err != nil {
 		return nil, err
@@ -491,6 +491,7 @@ func deleteNetworkInterface(w *world, p params, _ callEnv) (response, *apiError)
 	if n.attachment != nil {
 		return nil, apiErr("InvalidNetworkInterface.InUse", "The network interface %s is currently in use.", n.id)
 	}
+	w.leaveGhost(n, env)
 	w.deleteENI(n)
 	return &returnResponse{Return: true}, nil
 }
@@ -523,6 +524,7 @@ func attachNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	if err != nil {
 		return nil, err
 	}
+	w.startAttaching(n, env)
 	return &attachNetworkInterfaceResponse{AttachmentID: a.id}, nil
 }
 

@@ -33,7 +33,7 @@ func (w *world) tagTargets(p params) ([]*resource, *apiError) {
 	return out, nil
 }
 
-func createTags(w *world, p params, _ callEnv) (response, *apiError) {
+func createTags(w *world, p params, env callEnv) (response, *apiError) {
 	targets, err := w.tagTargets(p)
 	if err != nil {
 		return nil, err
@@ -52,14 +52,12 @@ func createTags(w *world, p params, _ callEnv) (response, *apiError) {
 		}
 	}
 	for _, r := range targets {
-		for k, v := range add {
-			r.tags[k] = v
-		}
+		w.writeTags(r, env, func(tags map[string]string) { maps.Copy(tags, add) })
 	}
 	return &returnResponse{Return: true}, nil
 }
 
-func deleteTags(w *world, p params, _ callEnv) (response, *apiError) {
+func deleteTags(w *world, p params, env callEnv) (response, *apiError) {
 	targets, err := w.tagTargets(p)
 	if err != nil {
 		return nil, err
@@ -71,20 +69,18 @@ func deleteTags(w *world, p params, _ callEnv) (response, *apiError) {
 		}
 	}
 	for _, r := range targets {
-		if len(keys) == 0 {
-			// No Tag.N at all deletes every user tag.
-			for k := range r.tags {
-				if !isReservedTagKey(k) {
-					delete(r.tags, k)
+		w.writeTags(r, env, func(tags map[string]string) {
+			if len(keys) == 0 {
+				// No Tag.N at all deletes every user tag.
+				maps.DeleteFunc(tags, func(k, _ string) bool { return !isReservedTagKey(k) })
+				return
+			}
+			for i, k := range keys {
+				if v, ok := tags[k]; ok && (!present[i] || v == values[i]) {
+					delete(tags, k)
 				}
 			}
-			continue
-		}
-		for i, k := range keys {
-			if v, ok := r.tags[k]; ok && (!present[i] || v == values[i]) {
-				delete(r.tags, k)
-			}
-		}
+		})
 	}
 	return &returnResponse{Return: true}, nil
 }
@@ -118,8 +114,9 @@ func describeTags(w *world, p params, _ callEnv) (response, *apiError) {
 	}
 	var all []entry
 	add := func(r *resource, kind string) {
-		for _, k := range slices.Sorted(maps.Keys(r.tags)) {
-			e := entry{xTagDescription: xTagDescription{ResourceID: r.id, ResourceType: kind, Key: k, Value: r.tags[k]}}
+		tags := w.describedTags(r)
+		for _, k := range slices.Sorted(maps.Keys(tags)) {
+			e := entry{xTagDescription: xTagDescription{ResourceID: r.id, ResourceType: kind, Key: k, Value: tags[k]}}
 			if ok, _ := matchAll(filters, fields(e)); ok {
 				all = append(all, e)
 			}

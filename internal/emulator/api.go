@@ -28,6 +28,11 @@ type Options struct {
 	// answer right after a create. A create repeated with the same
 	// ClientToken still answers it. Default 0: visible at once.
 	VisibilityDelay time.Duration
+	// TagDelay, AttachDelay and DeleteDelay model EC2's eventual
+	// consistency for other writes (consistency.go): Describe calls show
+	// an ENI's tags from before a CreateTags/DeleteTags, an attachment
+	// "attaching", and a deleted ENI, for that long. Default 0: at once.
+	TagDelay, AttachDelay, DeleteDelay time.Duration
 	// Seed makes generated IDs, MACs and fault choices reproducible.
 	Seed int64
 }
@@ -44,6 +49,10 @@ type Config struct {
 	DetachDelay *Duration `json:"detachDelay,omitempty"`
 	// VisibilityDelay: see Options.VisibilityDelay.
 	VisibilityDelay *Duration `json:"visibilityDelay,omitempty"`
+	// TagDelay, AttachDelay, DeleteDelay: see Options.TagDelay.
+	TagDelay    *Duration `json:"tagDelay,omitempty"`
+	AttachDelay *Duration `json:"attachDelay,omitempty"`
+	DeleteDelay *Duration `json:"deleteDelay,omitempty"`
 	// Faults per action name; the key "*" applies to every action.
 	Faults map[string]Fault `json:"faults"`
 	// Buckets override AWS's default token bucket of an action.
@@ -51,6 +60,13 @@ type Config struct {
 	// Denied actions answer UnauthorizedOperation, as a missing IAM
 	// permission would (DryRun included).
 	Denied []string `json:"denied"`
+	// Down makes EC2 unreachable: every EC2 call's connection is closed
+	// unanswered (recorded with the code "Unreachable") until Down is
+	// turned off. The emulated STS stays up.
+	Down *bool `json:"down,omitempty"`
+	// Auth replaces the credential checking and the web-identity tokens
+	// STS accepts (auth.go).
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // Fault describes injected misbehaviour of one action.

@@ -24,10 +24,11 @@ type Emulator struct {
 	mu    sync.Mutex // guards world
 	world *world
 
-	cfgMu   sync.Mutex // guards cfg, buckets, rng
+	cfgMu   sync.Mutex // guards cfg, buckets, rng, auth
 	cfg     runtimeConfig
 	buckets map[string]*rate.Limiter
 	rng     *rand.Rand
+	auth    authState
 
 	statsMu sync.Mutex // guards counts and calls
 	counts  map[string]*ActionCount
@@ -44,6 +45,9 @@ type runtimeConfig struct {
 	faults      map[string]Fault
 	buckets     map[string]Bucket
 	denied      map[string]bool
+	lag         lagConfig
+	down        bool
+	auth        Auth
 }
 
 // maxRecordedCalls bounds the call log kept for tests and the admin API.
@@ -76,9 +80,11 @@ func (e *Emulator) Reset() {
 	e.cfg = runtimeConfig{
 		throttling: e.opts.Throttling, latency: e.opts.Latency, faultRate: e.opts.FaultRate,
 		detachDelay: e.opts.DetachDelay, visibility: e.opts.VisibilityDelay, faults: map[string]Fault{}, buckets: map[string]Bucket{}, denied: map[string]bool{},
+		lag: lagConfigOf(e.opts),
 	}
 	e.buckets = map[string]*rate.Limiter{}
 	e.rng = rand.New(rand.NewPCG(uint64(e.opts.Seed)+1, 7))
+	e.auth = authState{issued: map[string]time.Time{}}
 	e.cfgMu.Unlock()
 
 	e.ResetCounts()
@@ -97,8 +103,18 @@ func (e *Emulator) Configure(c Config) error {
 			return fmt.Errorf("bucket %q: size must be >= 1 and refill >= 0", name)
 		}
 	}
+	if err := c.checkLags(); err != nil {
+		return err
+	}
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
+	e.cfg.lag.applyLags(c)
+	if c.Down != nil {
+		e.cfg.down = *c.Down
+	}
+	if c.Auth != nil {
+		e.cfg.auth = *c.Auth
+	}
 	if c.Throttling != nil {
 		e.cfg.throttling = *c.Throttling
 		e.buckets = map[string]*rate.Limiter{} // start full, as after a quiet period
@@ -176,6 +192,24 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := params(r.Form)
 	action := p.get("Action")
+	if action == "AssumeRoleWithWebIdentity" {
+		e.serveSTS(w, p, requestID)
+		return
+	}
+	if e.down() {
+		e.countCall(action, p)
+		e.countError(action, "Unreachable")
+		if !drop(w) {
+			writeError(w, requestID, apiErr("Unavailable", "EC2 is down (emulated outage)"))
+		}
+		return
+	}
+	if err := e.checkCredentials(r); err != nil {
+		e.countCall(action, p)
+		e.countError(action, err.Code)
+		writeError(w, requestID, err)
+		return
+	}
 	h, ok := handlerFor(action)
 	if !ok {
 		writeError(w, requestID, apiErr("InvalidAction", "The action %s is not valid for this web service.", action))
@@ -229,7 +263,7 @@ func (e *Emulator) serve(ctx context.Context, action string, h handler, p params
 	e.mu.Lock()
 	now := time.Now()
 	e.world.advance(now)
-	resp, err := h(e.world, p, callEnv{now: now, detachDelay: plan.detachDelay, visibility: plan.visibility})
+	resp, err := h(e.world, p, callEnv{now: now, detachDelay: plan.detachDelay, visibility: plan.visibility, lag: plan.lag})
 	e.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -249,13 +283,14 @@ type callPlan struct {
 	afterApply  bool
 	detachDelay time.Duration
 	visibility  time.Duration
+	lag         lagConfig
 }
 
 func (e *Emulator) planCall(action string, p params) callPlan {
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
 	plan := callPlan{delay: e.cfg.latency, denied: e.cfg.denied[action], detachDelay: e.cfg.detachDelay,
-		visibility: e.cfg.visibility}
+		visibility: e.cfg.visibility, lag: e.cfg.lag}
 	f, ok := e.cfg.faults[action]
 	if !ok {
 		f = e.cfg.faults["*"]
@@ -405,6 +440,8 @@ type callEnv struct {
 	detachDelay time.Duration
 	// visibility is how long a created ENI stays unknown to other calls.
 	visibility time.Duration
+	// lag is how late Describe calls show other writes (consistency.go).
+	lag lagConfig
 }
 
 // handler executes one EC2 action against the world, under the world lock.

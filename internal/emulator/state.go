@@ -39,6 +39,8 @@ type world struct {
 	// unseen holds the ENIs other calls cannot see yet (eventual
 	// consistency, Options.VisibilityDelay) and when they can.
 	unseen map[string]time.Time
+	// lag holds what Describe calls show late (consistency.go).
+	lag lagState
 }
 
 // ipKey is an address within one VPC.
@@ -176,6 +178,7 @@ func newWorld(region, accountID string, seed int64) *world {
 		detaching:     map[string]*eni{},
 		terminating:   map[string]*instance{},
 		unseen:        map[string]time.Time{},
+		lag:           newLagState(),
 	}
 	return w
 }
@@ -395,6 +398,7 @@ func (w *world) advance(now time.Time) {
 			delete(w.unseen, id)
 		}
 	}
+	w.advanceLags(now)
 }
 
 // visible tells whether calls can see an ENI yet.

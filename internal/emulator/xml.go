@@ -262,7 +262,7 @@ func (w *world) xENI(n *eni) xNetworkInterface {
 	return xNetworkInterface{
 		xInstanceNetworkInterface: w.xInstanceENI(n),
 		AvailabilityZone:          n.az, AvailabilityZoneID: azID(n.az), RequesterManaged: n.requesterManaged,
-		PrivateDNSName: w.dnsName(n.primaryIP), SourceDestCheck: n.sourceDestCheck, Tags: xTags(n.tags),
+		PrivateDNSName: w.dnsName(n.primaryIP), SourceDestCheck: n.sourceDestCheck, Tags: xTags(w.describedTags(&n.resource)),
 	}
 }
 

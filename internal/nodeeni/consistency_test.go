@@ -1,6 +1,7 @@
 package nodeeni_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,4 +54,55 @@ func TestNewENIsNotYetVisibleAreAttachedNotDuplicated(t *testing.T) {
 	}
 	t.Logf("3 ENIs attached with a %v visibility delay: %d CreateNetworkInterface (replays of the same ClientToken included), %d AttachNetworkInterface (%d answered NotFound)",
 		delay, h.calls("CreateNetworkInterface"), attach.Calls, attach.Errors["InvalidNetworkInterfaceID.NotFound"])
+}
+
+// The window eventual consistency left open: killed right after
+// CreateNetworkInterface succeeded, restarted a second later while EC2
+// does not show the new ENIs yet. The restarted process's create carries
+// the same ClientToken but another creation-time tag, so EC2 refuses it
+// as a mismatch, and no Describe finds the ENI. That is no proof the ENI
+// is gone: the create is tried again until it shows (within the
+// visibility window), and no second ENI is made.
+func TestCrashDuringVisibilityLagMakesNoSecondENI(t *testing.T) {
+	const nodes = 3
+	h := newHarness(t, manyNodes(nodes))
+	var names []string
+	for i := range nodes {
+		names = append(names, fmt.Sprintf("n%d", i))
+		h.addNode(names[i], h.instance(i), "us-east-1a", map[string]string{"ng": "lag"})
+	}
+	const delay = 4 * time.Second
+	if err := h.Emulator.Configure(emulator.Config{VisibilityDelay: &emulator.Duration{Duration: delay}}); err != nil {
+		t.Fatal(err)
+	}
+	first := h.start(h.options())
+	spec := h.spec(map[string]string{"ng": "lag"})
+	spec.SubnetNames = []string{"multus-a"}
+	spec.SecurityGroupNames = []string{"multus"}
+	h.createNodeENI("lag", spec)
+	h.eventually("every ENI created", waitFor, func() (bool, string) {
+		n := h.Emulator.Counts()["CreateNetworkInterface"]
+		return n.Calls >= nodes, fmt.Sprintf("%+v", n) // no faults: every call succeeds
+	})
+	_ = first.Stop()
+	// The creation-time tag has a resolution of a second: restart in
+	// another second, so the restarted process's creates differ.
+	time.Sleep(1100 * time.Millisecond)
+	h.start(h.options())
+	h.ready("lag", nodes)
+	h.exactlyOnePerKey(names, []string{h.Subnets["multus-a"]})
+	tokens := map[string]bool{}
+	for _, c := range h.Emulator.Calls() {
+		if c.Action == "CreateNetworkInterface" && c.Code == "" {
+			tokens[c.Params["ClientToken"][0]] = true
+		}
+	}
+	if len(tokens) != nodes {
+		t.Errorf("%d ClientTokens made ENIs, want %d: the restart took an unseen ENI for gone", len(tokens), nodes)
+	}
+	if d := h.calls("DeleteNetworkInterface"); d != 0 {
+		t.Errorf("%d deletes: a duplicate was made and cleaned up", d)
+	}
+	t.Logf("restarted within a %v visibility delay: %d CreateNetworkInterface calls (%d refused as a mismatch)", delay,
+		h.calls("CreateNetworkInterface"), h.Emulator.Counts()["CreateNetworkInterface"].Errors["IdempotentParameterMismatch"])
 }

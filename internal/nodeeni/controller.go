@@ -368,10 +368,26 @@ type tokens struct {
 	attempt  map[string]int
 	created  map[string]time.Time
 	answered map[string]time.Time
+	// unseen is when EC2 first refused the key's current token as used
+	// with other parameters while no Describe showed its ENI.
+	unseen map[string]time.Time
 }
 
 func newTokens() *tokens {
-	return &tokens{attempt: map[string]int{}, created: map[string]time.Time{}, answered: map[string]time.Time{}}
+	return &tokens{attempt: map[string]int{}, created: map[string]time.Time{}, answered: map[string]time.Time{},
+		unseen: map[string]time.Time{}}
+}
+
+// unseenSince returns when the key's token was first found used by an
+// ENI nobody can see, recording now if this is the first time.
+func (t *tokens) unseenSince(key string, now time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.unseen[key]; ok {
+		return s
+	}
+	t.unseen[key] = now
+	return now
 }
 
 func tokenKey(uid string, w want, base int) string {
@@ -398,6 +414,7 @@ func (t *tokens) burn(key string) {
 	defer t.mu.Unlock()
 	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
 	delete(t.answered, key)
+	delete(t.unseen, key)
 	t.attempt[key]++
 }
 
@@ -422,4 +439,5 @@ func (t *tokens) done(key string) {
 	defer t.mu.Unlock()
 	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
 	delete(t.answered, key)
+	delete(t.unseen, key)
 }

@@ -2,6 +2,7 @@ package nodeeni
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -98,6 +99,12 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 // createAndAttach creates the ENI for a want and attaches it.
 func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
 	e, err := r.create(ctx, ne, a)
+	if errors.Is(err, errTokenENIUnseen) {
+		// The plan still wants the create: the NodeENI is looked at again
+		// in DetachPollInterval, and the same token is sent again.
+		log.FromContext(ctx).Info("ENI of an earlier create not known to EC2 yet; creating it again shortly", "node", a.Node, "subnet", a.Want.Subnet)
+		return nil, nil
+	}
 	r.metrics.op(actCreate, err)
 	if err != nil {
 		return r.failed(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
@@ -178,6 +185,15 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 			if found != nil {
 				return *found, nil
 			}
+			// EC2 knows the token, so its ENI was made — by an earlier
+			// process, whose creation-time tag differs — but no Describe
+			// shows it: it may be too new to be seen yet (a crash right
+			// after the create, a restart within EC2's lag). Taking it
+			// for gone now would create a second ENI; only after the
+			// visibility window is it gone and the token moved past.
+			if mayBeUnseen(time.Now(), r.tokens.unseenSince(key, time.Now()), time.Time{}) {
+				return ec2.ENI{}, errTokenENIUnseen
+			}
 			r.tokens.burn(key)
 			continue
 		}
@@ -193,6 +209,10 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 	}
 	return ec2.ENI{}, fmt.Errorf("no usable ClientToken after %d attempts", maxTokenAttempts)
 }
+
+// errTokenENIUnseen: the ClientToken's ENI exists but EC2 does not show
+// it yet; the create is tried again shortly.
+var errTokenENIUnseen = errors.New("the ENI this ClientToken made is not visible yet")
 
 // findExisting looks an ENI for a want up in EC2 directly.
 func (r *reconciler) findExisting(ctx context.Context, uid string, w want, base int) (*ec2.ENI, error) {

@@ -47,6 +47,15 @@ func Start(t testing.TB, restCfg *rest.Config, endpoint string, c operator.Confi
 	for k, v := range testenv.AWSEnv(endpoint) {
 		t.Setenv(k, v)
 	}
+	Run(t, restCfg, c)
+}
+
+// Run builds the operator from c with restCfg, finding AWS through the
+// process's environment as it is (a test that sets up credentials of its
+// own), and runs it until the test ends; stopping with an error fails the
+// test.
+func Run(t testing.TB, restCfg *rest.Config, c operator.Config) {
+	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	mgr, err := operator.NewManager(ctx, restCfg, c)
 	if err != nil {

@@ -1,0 +1,105 @@
+package ec2
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/emulator"
+)
+
+// EC2 describes the process's own writes late (tags, a new ENI, a
+// deleted one): a refresh or a read in between must not undo them in the
+// state, or a consumer would make the write again.
+func TestStateKeepsOwnWritesThroughStaleReadings(t *testing.T) {
+	w := newWorld(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "a", Tags: map[string]string{"App": "old"}}, {Subnet: "a"}}})
+	d := func(v time.Duration) *emulator.Duration { return &emulator.Duration{Duration: v} }
+	if err := w.emu.Configure(emulator.Config{TagDelay: d(time.Minute), VisibilityDelay: d(time.Minute), DeleteDelay: d(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := watched(t, w.client(t, Config{}), Scope{Name: "vpc"})
+	if err := s.Refresh(ctx, "vpc"); err != nil {
+		t.Fatal(err)
+	}
+	tagged, doomed := w.loaded.NetworkInterfaces[0].ID, w.loaded.NetworkInterfaces[1].ID
+	if err := s.CreateTags(ctx, tagged, map[string]string{"App": "new", "Team": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTags(ctx, tagged, map[string]string{"Team": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteENI(ctx, doomed); err != nil {
+		t.Fatal(err)
+	}
+	made, err := s.CreateENI(ctx, CreateENIInput{SubnetID: w.subnet, Tags: map[string]string{"Owner": "me"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every reading below is stale: EC2 shows App=old, the deleted ENI,
+	// and not the new one.
+	if err := s.Refresh(ctx, "vpc"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetENI(ctx, tagged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ListENIs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := s.ENI(tagged); !maps.Equal(e.Tags, map[string]string{"App": "new"}) {
+		t.Errorf("after stale readings the state has tags %v, want the written App=new (Team written and deleted)", e.Tags)
+	}
+	if got := s.ENIsTagged("App", "old"); len(got) != 0 {
+		t.Errorf("ENIsTagged(App=old) = %v after the process overwrote it", got)
+	}
+	if _, ok := s.ENI(doomed); ok {
+		t.Error("the ENI this process deleted is back in the state after a stale refresh")
+	}
+	if _, ok := s.ENI(made.ID); !ok {
+		t.Error("the ENI this process created is gone from the state after a refresh that did not list it yet")
+	}
+	if enis, _ := s.ENIsIn("vpc"); len(enis) != 2 {
+		t.Errorf("scope holds %d ENIs, want 2 (the tagged one and the new one)", len(enis))
+	}
+}
+
+// Readings trusted to show a write — taken a window after it — replace
+// it: a tag someone else changed later is seen then.
+func TestRecentWritesCorrect(t *testing.T) {
+	t0 := time.Now()
+	r := newRecentWrites()
+	r.noteTags("eni-1", tagWrite{at: t0, set: map[string]string{"App": "new", "Team": "a"}})
+	r.noteTags("eni-1", tagWrite{at: t0.Add(time.Second), del: map[string]string{"Team": "a", "Other": "x"}})
+	r.deleted["eni-2"] = t0
+	reading := ENI{ID: "eni-1", Tags: map[string]string{"App": "old", "Other": "y"}}
+	for _, tc := range []struct {
+		name  string
+		e     ENI
+		taken time.Time
+		want  map[string]string
+		ok    bool
+	}{
+		{"before the writes", reading, t0.Add(-time.Second), map[string]string{"App": "new", "Other": "y"}, true},
+		{"inside the window", reading, t0.Add(consistencyWindow - time.Second), map[string]string{"App": "new", "Other": "y"}, true},
+		{"only the delete inside", reading, t0.Add(consistencyWindow), map[string]string{"App": "old", "Other": "y"}, true},
+		{"after the window", reading, t0.Add(consistencyWindow + time.Second), map[string]string{"App": "old", "Other": "y"}, true},
+		{"no tags read", ENI{ID: "eni-1"}, t0, map[string]string{"App": "new"}, true},
+		{"deleted, inside", ENI{ID: "eni-2"}, t0.Add(time.Second), nil, false},
+		{"deleted, after", ENI{ID: "eni-2"}, t0.Add(consistencyWindow), nil, true},
+	} {
+		got, ok := r.correct(tc.e, tc.taken)
+		if ok != tc.ok || (ok && !maps.Equal(got.Tags, tc.want)) {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, got.Tags, ok, tc.want, tc.ok)
+		}
+	}
+	if reading.Tags["App"] != "old" {
+		t.Error("correct changed the reading it was given")
+	}
+	r.prune(t0.Add(consistencyWindow + time.Second))
+	if len(r.tags)+len(r.deleted) != 0 {
+		t.Errorf("prune left %v %v", r.tags, r.deleted)
+	}
+}
