@@ -156,4 +156,3 @@ func (b *bed) createPodsThenIPs(prefix string, n int, ann func(int) map[string]s
 	wg.Wait()
 	return ipAt
 }
-

@@ -214,7 +214,7 @@ func TestFigureNodeENIRollout40(t *testing.T) {
 		Results: map[string]any{"secondsUntilReady": r.took.Seconds(), "lowerBoundSecondsAWSBuckets": r.awsBound,
 			"ec2CallsPerENI": float64(r.total) / float64(r.enis), "ec2CallsTotal": r.total,
 			"enisTaggedAsOurs": len(before), "secondsUntilDeletedENIsGone": gone.Seconds() + time.Since(start).Seconds() - gone.Seconds()},
-		Checks: []figure.Check{figure.AtMost("40 ENIs Ready", r.took.Seconds(), 3, "s", "issue 16, part 1 (50 ms per EC2 call)")},
+		Checks:   []figure.Check{figure.AtMost("40 ENIs Ready", r.took.Seconds(), 3, "s", "issue 16, part 1 (50 ms per EC2 call)")},
 		EC2Calls: r.calls})
 }
 
