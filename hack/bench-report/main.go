@@ -109,13 +109,16 @@ func Render(figs []figure.Figure, base Baseline) (string, map[string]string) {
 	files := map[string]string{}
 	var md strings.Builder
 	md.WriteString("# eni-operator benchmarks\n\n")
-	if len(figs) > 0 {
+	if len(figs) > 0 && len(figs[0].Machine) > 0 {
+		m := figs[0].Machine
 		fmt.Fprintf(&md, "Machine: %v cores (%v/%v), %v. EC2: %v. Operator: a separate process at its default flags.\n\n",
-			figs[0].Machine["cores"], figs[0].Machine["goos"], figs[0].Machine["goarch"], figs[0].Machine["date"], figs[0].Machine["emulator"])
+			m["cores"], m["goos"], m["goarch"], m["date"], m["emulator"])
 	}
-	md.WriteString("## Targets\n\n| figure | target | measured | bound from |\n|---|---|---|---|\n")
+	header := "## Targets\n\n| figure | target | measured | bound from |\n|---|---|---|---|\n"
 	for _, f := range figs {
 		for _, c := range f.Checks {
+			md.WriteString(header)
+			header = ""
 			fmt.Fprintf(&md, "| %s | %s | %s | %s |\n", f.Name, cell(c.What), c.String(), cell(c.Why))
 		}
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
+	"github.com/eni-operator/eni-operator/test/bench/measure"
 )
 
 // sampler records a bed's time series, once a second, from evidence
@@ -114,10 +114,10 @@ func (s *sampler) sample() {
 	s.rss = append(s.rss, rss)
 	byRes := map[string]float64{}
 	for k, v := range s.lastAPI {
-		byRes[writeGroup(k)] += v
+		byRes[measure.WriteGroup(k)] += v
 	}
-	appendAll(s.writes, byRes, len(s.x))
-	appendAll(s.ec2, s.calls, len(s.x))
+	measure.AppendAll(s.writes, byRes, len(s.x))
+	measure.AppendAll(s.ec2, s.calls, len(s.x))
 }
 
 // refreshAPI reads the apiserver's write counters into lastAPI, less
@@ -139,33 +139,6 @@ func (s *sampler) refreshAPI() {
 	}
 }
 
-// appendAll appends each key's value of now to its series, a key first
-// seen now starting with zeros so all series stay as long as x (n).
-func appendAll(series map[string][]float64, now map[string]float64, n int) {
-	for k, v := range now {
-		if _, ok := series[k]; !ok {
-			series[k] = make([]float64, n-1)
-		}
-		series[k] = append(series[k], v)
-	}
-	for k, v := range series {
-		if len(v) < n {
-			series[k] = append(v, v[len(v)-1])
-		}
-	}
-}
-
-// writeGroup is the chart line a write counts on: the resources the
-// operator writes by name, the rest together.
-func writeGroup(key string) string {
-	res := strings.Fields(key)[1]
-	switch res {
-	case "pods", "pods/status", "configmaps", "events", "leases", "nodeenis/status":
-		return res
-	}
-	return "other"
-}
-
 // readCalls takes the calls recorded since the last sample: their
 // family, and the ENIs a successful CreateTags named. The emulator's log
 // may have been emptied (ResetCounts) or trimmed since; calls are told
@@ -176,7 +149,7 @@ func (s *sampler) readCalls() {
 			continue
 		}
 		s.lastCall = c.Time
-		s.calls[familyOf(c.Action, c.Params)]++
+		s.calls[measure.EC2Family(c.Action, c.Params)]++
 		if c.Action != "CreateTags" || c.Code != "" {
 			continue
 		}
@@ -190,31 +163,6 @@ func (s *sampler) readCalls() {
 	}
 }
 
-// familyOf is AWS's throttling family of a recorded call, as
-// internal/ec2's families.go has them (the bench reads the emulator's
-// log, not the client's input types).
-func familyOf(action string, params map[string][]string) string {
-	switch action {
-	case "CreateTags", "DeleteTags":
-		return "tags"
-	case "CreateNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute",
-		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses":
-		return "eni-mutation"
-	}
-	if !strings.HasPrefix(action, "Describe") {
-		return "other-mutation"
-	}
-	for k := range params {
-		if strings.HasPrefix(k, "Filter.") || strings.Contains(k, "Id.") || k == "MaxResults" || k == "NextToken" || k == "GroupName.1" {
-			return "describe"
-		}
-	}
-	if action == "DescribeNetworkInterfaces" || action == "DescribeInstances" || action == "DescribeSecurityGroups" {
-		return "unfiltered-describe"
-	}
-	return "describe"
-}
-
 // apiWrites reads the kube-apiserver's apiserver_request_total and sums
 // its writes by "VERB resource[/subresource]".
 func (s *sampler) apiWrites() (map[string]float64, error) {
@@ -226,54 +174,7 @@ func (s *sampler) apiWrites() (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics of the apiserver: %s", resp.Status)
 	}
-	return parseRequestTotals(bufio.NewScanner(resp.Body))
-}
-
-// parseRequestTotals sums apiserver_request_total's write series by
-// verb and resource.
-func parseRequestTotals(sc *bufio.Scanner) (map[string]float64, error) {
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	out := map[string]float64{}
-	const name = "apiserver_request_total{"
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		labels := promLabels(line[len(name):end])
-		switch labels["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
-		default:
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver_request_total: %q: %w", line, err)
-		}
-		out[writeKey(labels["verb"], labels["resource"], labels["subresource"])] += v
-	}
-	return out, sc.Err()
-}
-
-func writeKey(verb, resource, sub string) string {
-	if sub != "" {
-		resource += "/" + sub
-	}
-	return verb + " " + resource
-}
-
-// promLabels parses a=“x”,b=“y” (values without commas or quotes, as
-// apiserver_request_total's are).
-func promLabels(s string) map[string]string {
-	out := map[string]string{}
-	for kv := range strings.SplitSeq(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok {
-			out[k] = strings.Trim(v, `"`)
-		}
-	}
-	return out
+	return measure.RequestTotals(resp.Body)
 }
 
 // operatorRSS is the operator process's resident set in MiB, 0 when

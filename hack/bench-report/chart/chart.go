@@ -86,13 +86,13 @@ func SVG(c figure.Chart) string {
 }
 
 // NiceAxis returns an axis end at or above v and a tick step, both round
-// numbers (1, 2 or 5 times a power of ten) giving four to ten ticks; an
+// numbers (1, 2 or 5 times a power of ten) giving four to eight ticks; an
 // axis of nothing (v ≤ 0) is 0 to 1.
 func NiceAxis(v float64) (end, step float64) {
 	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 1, 0.25
 	}
-	raw := v / 5
+	raw := v / 8
 	pow := math.Pow(10, math.Floor(math.Log10(raw)))
 	step = 10 * pow
 	for _, m := range []float64{1, 2, 5} {

@@ -28,7 +28,14 @@ func (c Check) String() string {
 	if c.Pass {
 		mark = "✓"
 	}
-	return fmt.Sprintf("%s %s %s ≤ %s %s", mark, Num(c.Value), c.Unit, Num(c.Bound), c.Unit)
+	return fmt.Sprintf("%s %s ≤ %s", mark, c.with(c.Value), c.with(c.Bound))
+}
+
+func (c Check) with(v float64) string {
+	if c.Unit == "" {
+		return Num(v)
+	}
+	return Num(v) + " " + c.Unit
 }
 
 // Num formats a measured number: whole numbers as such, others with
