@@ -12,8 +12,8 @@ func TestRender(t *testing.T) {
 	burst := figure.Figure{Name: "7-pod-burst", Parameters: map[string]any{"pods": 10000.0},
 		Results: map[string]any{"kubeWritesPerPod": 2.04, "p50IPToTags": "1.2s"}, EC2Calls: map[string]int{"CreateTags": 500},
 		Machine: map[string]any{"cores": 2.0, "goos": "linux", "goarch": "amd64", "emulator": "buckets on"},
-		Checks: []figure.Check{figure.AtMost("all Synced", 250, 240, "s", "qps | bound"), figure.AtMost("plateau", 1.5, 2, "s", "issue 16")},
-		Charts: []figure.Chart{{Title: "Pods", Series: []figure.Series{{Name: "Synced", X: []float64{0, 1}, Y: []float64{0, 1}}}}, {Title: "RSS"}}}
+		Checks:  []figure.Check{figure.AtMost("all Synced", 250, 240, "s", "qps | bound"), figure.AtMost("plateau", 1.5, 2, "s", "issue 16")},
+		Charts:  []figure.Chart{{Title: "Pods", Series: []figure.Series{{Name: "Synced", X: []float64{0, 1}, Y: []float64{0, 1}}}}, {Title: "RSS"}}}
 	rollout := figure.Figure{Name: "6-nodeeni-rollout-40", Results: map[string]any{"secondsUntilReady": 2.5}}
 	base := Baseline{About: "earlier figures", Entries: []BaselineEntry{
 		{Figure: "7-pod-burst", What: "writes per pod", Previous: "3 + ledger", Original: "4.0", Source: "brief"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -32,7 +31,7 @@ import (
 type sampler struct {
 	b     *bed
 	start time.Time
-	http  *http.Client
+	api   rest.Interface // the apiserver's own paths (/metrics)
 	stop  chan struct{}
 	done  chan struct{}
 
@@ -57,11 +56,11 @@ type sampler struct {
 const sampleEvery = time.Second
 
 func (b *bed) startSampler() {
-	hc, err := rest.HTTPClientFor(env.Config)
+	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	s := &sampler{b: b, start: time.Now(), http: hc, stop: make(chan struct{}), done: make(chan struct{}),
+	s := &sampler{b: b, start: time.Now(), api: cs.Discovery().RESTClient(), stop: make(chan struct{}), done: make(chan struct{}),
 		writes: map[string][]float64{}, ec2: map[string][]float64{}, taggedAt: map[string]time.Time{}, calls: map[string]float64{}}
 	if s.apiStart, err = s.apiWrites(); err != nil {
 		b.t.Fatal(err)
@@ -166,15 +165,12 @@ func (s *sampler) readCalls() {
 // apiWrites reads the kube-apiserver's apiserver_request_total and sums
 // its writes by "VERB resource[/subresource]".
 func (s *sampler) apiWrites() (map[string]float64, error) {
-	resp, err := s.http.Get(env.Config.Host + "/metrics")
+	body, err := s.api.Get().AbsPath("/metrics").Stream(context.Background())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("GET /metrics of the apiserver: %w", err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics of the apiserver: %s", resp.Status)
-	}
-	return measure.RequestTotals(resp.Body)
+	defer func() { _ = body.Close() }()
+	return measure.RequestTotals(body)
 }
 
 // operatorRSS is the operator process's resident set in MiB, 0 when
