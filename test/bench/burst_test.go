@@ -54,7 +54,8 @@ func TestFigurePodBurst(t *testing.T) {
 		Results: map[string]any{"secondsUntilAllSynced": took.Seconds(), "secondsUntilLastIP": arrival,
 			"boundSecondsKubeAPIQPS": qpsBound, "kubeWritesPerPod": writes / float64(n), "kubeWrites": writes,
 			"ec2CallsPerPod": float64(total) / float64(n), "ec2CallsTotal": total,
-			"p50IPToTags": p50.String(), "p99IPToTags": p99.String(), "longestPlateau": plateau.String(), "samples": len(lat)},
+			"p50IPToTags": p50.String(), "p99IPToTags": p99.String(), "longestPlateau": plateau.String(), "samples": len(lat),
+			"rateLimiterWaits": b.limiterWaits()},
 		Checks: []figure.Check{
 			figure.AtMost("all Synced", took.Seconds(), 1.2*bound, "s", fmt.Sprintf(
 				"1.2 × max(the operator's %.0f writes at --kube-api-qps %d, the last IP at %.0f s) (issue 16, part 2; the factor is this bench's)", writes, kubeQPS, arrival)),
@@ -96,7 +97,8 @@ func TestFigureNewENIs(t *testing.T) {
 	b.write(Figure{Name: "8-new-enis",
 		Parameters: map[string]any{"pods": n, "tagSets": sets, "enis": "created in EC2 just before each pod"},
 		Results: map[string]any{"secondsUntilAllSynced": took.Seconds(), "ec2CallsPerPod": float64(total) / n, "ec2CallsTotal": total,
-			"p50IPToTags": p50.String(), "p99IPToTags": percentile(lat, 99).String(), "samples": len(lat)},
+			"p50IPToTags": p50.String(), "p99IPToTags": percentile(lat, 99).String(), "samples": len(lat),
+			"rateLimiterWaits": b.limiterWaits()},
 		Checks: []figure.Check{
 			figure.AtMost("EC2 calls per pod", float64(total)/n, 0.05, "", "issue 16, part 3"),
 			figure.AtMost("p50 IP → tags", p50.Seconds(), 2, "s", "issue 16, part 3"),

@@ -65,7 +65,8 @@ func TestFigureTaggingBurst(t *testing.T) {
 		Parameters: map[string]any{"pods": n, "tagSets": sets, "operatorFlags": "defaults"},
 		Results: map[string]any{"secondsUntilAllSynced": took.Seconds() + created.Seconds(), "secondsToCreatePods": created.Seconds(),
 			"ec2CallsPerPod": float64(total) / n, "ec2CallsTotal": total,
-			"p50IPToTags": percentile(lat, 50).String(), "p99IPToTags": percentile(lat, 99).String(), "samples": len(lat)},
+			"p50IPToTags": percentile(lat, 50).String(), "p99IPToTags": percentile(lat, 99).String(), "samples": len(lat),
+			"rateLimiterWaits": b.limiterWaits()},
 		EC2Calls: calls})
 }
 
@@ -181,7 +182,8 @@ func TestFigureNodeENIRollout(t *testing.T) {
 	b.write(Figure{Name: "5-nodeeni-rollout",
 		Parameters: map[string]any{"nodes": 200, "nodeENIs": 2, "enis": r.enis},
 		Results: map[string]any{"secondsUntilReady": r.took.Seconds(), "lowerBoundSecondsAWSBuckets": r.awsBound,
-			"ec2CallsPerENI": float64(r.total) / float64(r.enis), "ec2CallsTotal": r.total, "steadyStateCallsPerHour": steady * 60},
+			"ec2CallsPerENI": float64(r.total) / float64(r.enis), "ec2CallsTotal": r.total, "steadyStateCallsPerHour": steady * 60,
+			"rateLimiterWaits": r.waits},
 		Checks: []figure.Check{figure.AtMost("400 ENIs Ready", r.took.Seconds(), bound, "s",
 			"1.2 × the bound of AWS's buckets for the calls made (issue 16, part 1)")},
 		EC2Calls: r.calls, Notes: []string{fmt.Sprintf("steady-state minute: %v; DescribeNetworkInterfaces by shape: %v",
@@ -213,7 +215,7 @@ func TestFigureNodeENIRollout40(t *testing.T) {
 		Parameters: map[string]any{"nodes": 20, "nodeENIs": 2, "enis": r.enis},
 		Results: map[string]any{"secondsUntilReady": r.took.Seconds(), "lowerBoundSecondsAWSBuckets": r.awsBound,
 			"ec2CallsPerENI": float64(r.total) / float64(r.enis), "ec2CallsTotal": r.total,
-			"enisTaggedAsOurs": len(before), "secondsUntilDeletedENIsGone": gone.Seconds() + time.Since(start).Seconds() - gone.Seconds()},
+			"enisTaggedAsOurs": len(before), "rateLimiterWaits": r.waits, "secondsUntilDeletedENIsGone": gone.Seconds() + time.Since(start).Seconds() - gone.Seconds()},
 		Checks:   []figure.Check{figure.AtMost("40 ENIs Ready", r.took.Seconds(), 3, "s", "issue 16, part 1 (50 ms per EC2 call)")},
 		EC2Calls: r.calls})
 }
@@ -223,6 +225,7 @@ type rolloutResult struct {
 	calls       map[string]int
 	total, enis int
 	awsBound    float64 // seconds AWS's buckets need for the calls made
+	waits       string  // the operator's rate-limit waits by family
 }
 
 // rollout creates nodes nodes (two zones) and two NodeENIs selecting
@@ -272,7 +275,7 @@ func rollout(t *testing.T, nodes int) (*bed, rolloutResult) {
 			awsBound = max(awsBound, (c-bucket[0])/bucket[1])
 		}
 	}
-	return b, rolloutResult{took: took, calls: calls, total: total, enis: 2 * nodes, awsBound: awsBound}
+	return b, rolloutResult{took: took, calls: calls, total: total, enis: 2 * nodes, awsBound: awsBound, waits: b.limiterWaits()}
 }
 
 // removeNodeENIs deletes the figure's NodeENIs (their finalizers

@@ -33,6 +33,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/test/bench/measure"
 )
 
 var env *testenv.Env
@@ -128,6 +129,16 @@ func (b *bed) startOperator(extra ...string) {
 // scrape reads the operator's /metrics into name{labels} -> value.
 func (b *bed) scrape() (map[string]float64, error) {
 	return testenv.Scrape("http://" + b.mAddr + "/metrics")
+}
+
+// limiterWaits is the operator's client-side rate-limit waits by
+// throttling family, as its /metrics has them now.
+func (b *bed) limiterWaits() string {
+	m, err := b.scrape()
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return measure.LimiterWaits(m)
 }
 
 // sum adds the series of a metric family.

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -111,4 +112,44 @@ func promLabels(s string) map[string]string {
 		}
 	}
 	return out
+}
+
+// LimiterWaits reads the operator's client-side rate-limit waits from a
+// scrape (series name{labels} -> value) and says, per throttling family,
+// how many requests waited how long on average: "describe: 12 requests,
+// mean 0.25 s; tags: ...". It shows whether one family's load made
+// another's requests wait (issue 16: tag writes never wait for
+// describes).
+func LimiterWaits(scrape map[string]float64) string {
+	const name = "eni_operator_ec2_rate_limiter_wait_seconds"
+	count, sum := map[string]float64{}, map[string]float64{}
+	for k, v := range scrape {
+		var into map[string]float64
+		switch {
+		case strings.HasPrefix(k, name+"_count{"):
+			into = count
+		case strings.HasPrefix(k, name+"_sum{"):
+			into = sum
+		default:
+			continue
+		}
+		labels := promLabels(k[strings.IndexByte(k, '{')+1 : strings.LastIndexByte(k, '}')])
+		into[labels["family"]] += v
+	}
+	families := make([]string, 0, len(count))
+	for f := range count {
+		families = append(families, f)
+	}
+	slices.Sort(families)
+	parts := make([]string, 0, len(families))
+	for _, f := range families {
+		if count[f] == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %.0f requests, mean %.3f s", f, count[f], sum[f]/count[f]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
 }

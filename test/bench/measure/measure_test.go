@@ -92,3 +92,31 @@ func TestAppendAll(t *testing.T) {
 		t.Errorf("series %v, want only %v", series, want)
 	}
 }
+
+func TestLimiterWaits(t *testing.T) {
+	const n = "eni_operator_ec2_rate_limiter_wait_seconds"
+	for _, tc := range []struct {
+		name   string
+		scrape map[string]float64
+		want   string
+	}{
+		{"no scrape", nil, "none"},
+		{"no request yet", map[string]float64{n + `_count{family="tags",operation="CreateTags"}`: 0}, "none"},
+		{"by family, operations summed, buckets ignored", map[string]float64{
+			n + `_count{family="tags",operation="CreateTags"}`:                    30,
+			n + `_sum{family="tags",operation="CreateTags"}`:                      0.3,
+			n + `_count{family="tags",operation="DeleteTags"}`:                    10,
+			n + `_sum{family="tags",operation="DeleteTags"}`:                      0.1,
+			n + `_bucket{family="tags",operation="DeleteTags",le="0.001"}`:        10,
+			n + `_count{family="describe",operation="DescribeNetworkInterfaces"}`: 4,
+			n + `_sum{family="describe",operation="DescribeNetworkInterfaces"}`:   2,
+			`eni_operator_ec2_api_calls_total{operation="CreateTags"}`:            40,
+		}, "describe: 4 requests, mean 0.500 s; tags: 40 requests, mean 0.010 s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LimiterWaits(tc.scrape); got != tc.want {
+				t.Errorf("LimiterWaits = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
