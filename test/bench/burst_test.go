@@ -54,7 +54,7 @@ func TestFigurePodBurst(t *testing.T) {
 		Results: map[string]any{"secondsUntilAllSynced": took.Seconds(), "secondsUntilLastIP": arrival,
 			"boundSecondsKubeAPIQPS": qpsBound, "kubeWritesPerPod": writes / float64(n), "kubeWrites": writes,
 			"ec2CallsPerPod": float64(total) / float64(n), "ec2CallsTotal": total,
-			"p50IPToTags": p50.String(), "p99IPToTags": p99.String(), "longestPlateau": plateau.String(), "samples": len(lat),
+			"p50IPToTags": p50.Round(time.Millisecond).String(), "p99IPToTags": p99.Round(time.Millisecond).String(), "longestPlateau": plateau.Round(time.Millisecond).String(), "samples": len(lat),
 			"rateLimiterWaits": b.limiterWaits()},
 		Checks: []figure.Check{
 			figure.AtMost("all Synced", took.Seconds(), 1.2*bound, "s", fmt.Sprintf(
@@ -97,7 +97,7 @@ func TestFigureNewENIs(t *testing.T) {
 	b.write(Figure{Name: "8-new-enis",
 		Parameters: map[string]any{"pods": n, "tagSets": sets, "enis": "created in EC2 just before each pod"},
 		Results: map[string]any{"secondsUntilAllSynced": took.Seconds(), "ec2CallsPerPod": float64(total) / n, "ec2CallsTotal": total,
-			"p50IPToTags": p50.String(), "p99IPToTags": percentile(lat, 99).String(), "samples": len(lat),
+			"p50IPToTags": p50.Round(time.Millisecond).String(), "p99IPToTags": percentile(lat, 99).Round(time.Millisecond).String(), "samples": len(lat),
 			"rateLimiterWaits": b.limiterWaits()},
 		Checks: []figure.Check{
 			figure.AtMost("EC2 calls per pod", float64(total)/n, 0.05, "", "issue 16, part 3"),

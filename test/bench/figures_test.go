@@ -65,7 +65,7 @@ func TestFigureTaggingBurst(t *testing.T) {
 		Parameters: map[string]any{"pods": n, "tagSets": sets, "operatorFlags": "defaults"},
 		Results: map[string]any{"secondsUntilAllSynced": took.Seconds() + created.Seconds(), "secondsToCreatePods": created.Seconds(),
 			"ec2CallsPerPod": float64(total) / n, "ec2CallsTotal": total,
-			"p50IPToTags": percentile(lat, 50).String(), "p99IPToTags": percentile(lat, 99).String(), "samples": len(lat),
+			"p50IPToTags": percentile(lat, 50).Round(time.Millisecond).String(), "p99IPToTags": percentile(lat, 99).Round(time.Millisecond).String(), "samples": len(lat),
 			"rateLimiterWaits": b.limiterWaits()},
 		EC2Calls: calls})
 }

@@ -319,5 +319,7 @@ func (b *bed) write(f Figure) {
 	if err := os.WriteFile(filepath.Join(dir, f.Name+".json"), raw, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+	f.Charts = nil // in the file; too long for the log
+	raw, _ = json.MarshalIndent(f, "", "  ")
 	b.t.Logf("%s: %s", f.Name, raw)
 }
