@@ -279,8 +279,8 @@ func (b *bed) watchPods() {
 	}
 	pods := cs.CoreV1().Pods(b.ns)
 	lw := &cache.ListWatch{
-		ListFunc:  func(o metav1.ListOptions) (runtime.Object, error) { return pods.List(context.Background(), o) },
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(context.Background(), o) },
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) },
 	}
 	b.pods = &podWatch{syncedAt: map[string]time.Time{}}
 	seen := func(obj any) {
