@@ -58,9 +58,15 @@ func SVG(c figure.Chart) string {
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">seconds</text>`+"\n", left+plotW/2, height-6)
 	fmt.Fprintf(&b, `<text transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+plotH/2, esc(c.YLabel))
 	for i, m := range c.Marks {
-		// Labels step down so that marks close together stay legible.
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#888" stroke-dasharray="4 3"/><text x="%.1f" y="%d" fill="#555">%s</text>`+"\n",
-			px(m.X), px(m.X), top, top+plotH, px(m.X)+3, top+10+12*(i%3), esc(m.Label))
+		// Labels step down so that marks close together stay legible,
+		// and stand left of a mark in the plot's right quarter so they
+		// stay out of the legend.
+		x, anchor := px(m.X)+3, "start"
+		if px(m.X) > left+plotW*3/4 {
+			x, anchor = px(m.X)-3, "end"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#888" stroke-dasharray="4 3"/><text x="%.1f" y="%d" fill="#555" text-anchor="%s">%s</text>`+"\n",
+			px(m.X), px(m.X), top, top+plotH, x, top+10+12*(i%3), anchor, esc(m.Label))
 	}
 	drawn := 0
 	for _, s := range c.Series {

@@ -111,3 +111,20 @@ func TestSVGScales(t *testing.T) {
 		t.Errorf("want %s in\n%s", want, svg)
 	}
 }
+
+// TestSVGMarkLabels: a mark's label stands right of its line, or left of
+// it near the plot's right edge (not over the legend).
+func TestSVGMarkLabels(t *testing.T) {
+	for _, tc := range []struct {
+		at   float64
+		want string
+	}{
+		{1, `x="115.6" y="38" fill="#555" text-anchor="start">m</text>`},
+		{10, `x="547.0" y="38" fill="#555" text-anchor="end">m</text>`},
+	} {
+		svg := SVG(figure.Chart{Series: []figure.Series{{Name: "s", X: []float64{0, 10}, Y: []float64{0, 1}}}, Marks: []figure.Mark{{X: tc.at, Label: "m"}}})
+		if !strings.Contains(svg, tc.want) {
+			t.Errorf("mark at %v: want %s in\n%s", tc.at, tc.want, svg)
+		}
+	}
+}
