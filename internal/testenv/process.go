@@ -97,6 +97,15 @@ func StartProcess(t testing.TB, name, bin string, env []string, args ...string) 
 	return p
 }
 
+// Pid is the process's id (its /proc entry, for the bench's RSS
+// samples); 0 once stopped.
+func (p *Process) Pid() int {
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Stop kills the process, as a node losing it would (nothing is
 // flushed), and waits for it to go; stopping again does nothing.
 func (p *Process) Stop() {

@@ -12,22 +12,28 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/test/bench/measure"
 )
 
 var env *testenv.Env
@@ -52,7 +58,12 @@ type bed struct {
 	ns     string // the figure's pods
 	opsNS  string // the operator's namespace (its ledger)
 	op     *testenv.Process
+	opPID  atomic.Int64 // the running operator's, 0 when none
 	mAddr  string
+
+	own     *ownWrites // the bench's Kubernetes writes
+	pods    *podWatch
+	sampler *sampler
 }
 
 // newBed loads w into the default world (which opts change).
@@ -62,10 +73,12 @@ func newBed(t *testing.T, w emulator.World, opts ...testenv.WorldOption) *bed {
 	b := &bed{t: t, env: e, emu: e.Emulator, loaded: e.Load(t, w)}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 2000, 4000 // 32 pods created at a time, each created and patched
-	var err error
-	if b.k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme(t)}); err != nil {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme(t)})
+	if err != nil {
 		t.Fatal(err)
 	}
+	b.own = &ownWrites{n: map[string]float64{}}
+	b.k8s = b.counting(c)
 	// Each figure has namespaces of its own, and its pods go with it:
 	// envtest runs no namespace controller, and a pod left behind would be
 	// tagged again by the next figure's operator.
@@ -75,6 +88,8 @@ func newBed(t *testing.T, w emulator.World, opts ...testenv.WorldOption) *bed {
 	t.Cleanup(b.removePods)
 	b.kcfg = testenv.WriteKubeconfig(t, env.Config)
 	b.emu.ResetCounts()
+	b.watchPods()
+	b.startSampler()
 	return b
 }
 
@@ -102,13 +117,29 @@ func (b *bed) startOperator(extra ...string) {
 	for k, v := range testenv.AWSEnv(b.env.URL) {
 		env = append(env, k+"="+v)
 	}
+	label := "operator started"
+	if b.op != nil {
+		label = "operator restarted"
+	}
+	b.sampler.mark(label)
 	b.op = testenv.StartProcess(b.t, "operator", operatorBinary(b.t), env, args...)
+	b.opPID.Store(int64(b.op.Pid()))
 	b.waitFor("operator metrics endpoint", 2*time.Minute, func() bool { _, err := b.scrape(); return err == nil })
 }
 
 // scrape reads the operator's /metrics into name{labels} -> value.
 func (b *bed) scrape() (map[string]float64, error) {
 	return testenv.Scrape("http://" + b.mAddr + "/metrics")
+}
+
+// limiterWaits is the operator's client-side rate-limit waits by
+// throttling family, as its /metrics has them now.
+func (b *bed) limiterWaits() string {
+	m, err := b.scrape()
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return measure.LimiterWaits(m)
 }
 
 // sum adds the series of a metric family.
@@ -141,6 +172,56 @@ func (b *bed) removePods() {
 			return false
 		}
 		return len(left.Items) == 0
+	})
+}
+
+// operatorPID is the running operator's process id, 0 when none runs.
+func (b *bed) operatorPID() int { return int(b.opPID.Load()) }
+
+// counting wraps c so that each write it makes is counted by "VERB
+// resource", the apiserver's names for it.
+func (b *bed) counting(c client.WithWatch) client.Client {
+	scheme := c.Scheme()
+	res := func(obj runtime.Object, sub string) string {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return "unknown"
+		}
+		r := strings.ToLower(gvk.Kind) + "s"
+		if sub != "" {
+			r += "/" + sub
+		}
+		return r
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.CreateOption) error {
+			b.own.add("POST " + res(obj, ""))
+			return c.Create(ctx, obj, o...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.UpdateOption) error {
+			b.own.add("PUT " + res(obj, ""))
+			return c.Update(ctx, obj, o...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
+			b.own.add("PATCH " + res(obj, ""))
+			return c.Patch(ctx, obj, p, o...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteOption) error {
+			b.own.add("DELETE " + res(obj, ""))
+			return c.Delete(ctx, obj, o...)
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteAllOfOption) error {
+			b.own.add("DELETECOLLECTION " + res(obj, ""))
+			return c.DeleteAllOf(ctx, obj, o...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, o ...client.SubResourceUpdateOption) error {
+			b.own.add("PUT " + res(obj, sub))
+			return c.SubResource(sub).Update(ctx, obj, o...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
+			b.own.add("PATCH " + res(obj, sub))
+			return c.SubResource(sub).Patch(ctx, obj, p, o...)
+		},
 	})
 }
 
@@ -190,47 +271,42 @@ func (b *bed) createPods(prefix string, n int, ann func(int) map[string]string, 
 }
 
 func (b *bed) createPod(name string, ann map[string]string, ip string) {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.ns, Annotations: ann},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
-			Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 200)}}}}}}
-	testenv.CreatePod(b.t, b.k8s, p, testenv.Running(ip))
+	testenv.CreatePod(b.t, b.k8s, b.newPod(name, ann), testenv.Running(ip))
 }
 
-// synced counts the pods whose tagged condition is True.
-func (b *bed) synced(prefix string) int {
-	var list corev1.PodList
-	if err := b.k8s.List(context.Background(), &list, client.InNamespace(b.ns)); err != nil {
-		b.t.Fatal(err)
+// newPod is a pod of the figure's namespace with one container whose
+// environment makes it about the size of a real one.
+func (b *bed) newPod(name string, ann map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.ns, Annotations: ann},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+			Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 200)}}}}}}
+}
+
+// envInt is a figure's size from the environment, or def.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
-	n := 0
-	for _, p := range list.Items {
-		if !strings.HasPrefix(p.Name, prefix+"-") {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == "eni-tagger.io/tagged" && c.Status == corev1.ConditionTrue {
-				n++
-			}
-		}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a whole number >= 1", name, v)
 	}
 	return n
 }
 
+// synced counts the pods named prefix-* whose tagged condition is True.
+func (b *bed) synced(prefix string) int { return b.pods.syncedCount(prefix + "-") }
+
 // percentile of durations (p in [0,100]).
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[min(len(s)-1, int(float64(len(s))*p/100))]
-}
+func percentile(ds []time.Duration, p float64) time.Duration { return figure.Percentile(ds, p) }
 
 // Figure is one figure of the report, in bench-report's format.
 type Figure = figure.Figure
 
 func (b *bed) write(f Figure) {
-	f.Machine = map[string]any{"cores": runtime.NumCPU(), "goos": runtime.GOOS, "goarch": runtime.GOARCH,
+	f.Charts = append(f.Charts, b.sampler.charts()...)
+	f.Machine = map[string]any{"cores": goruntime.NumCPU(), "goos": goruntime.GOOS, "goarch": goruntime.GOARCH,
 		"emulator": "AWS token buckets on, 50ms latency per call", "date": time.Now().UTC().Format(time.RFC3339)}
 	dir := os.Getenv("BENCH_OUT")
 	if dir == "" {
@@ -244,5 +320,7 @@ func (b *bed) write(f Figure) {
 	if err := os.WriteFile(filepath.Join(dir, f.Name+".json"), raw, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+	f.Charts = nil // in the file; too long for the log
+	raw, _ = json.MarshalIndent(f, "", "  ")
 	b.t.Logf("%s: %s", f.Name, raw)
 }
