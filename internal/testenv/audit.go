@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -13,9 +14,10 @@ import (
 // AuditEvent is one request in the API server's audit log: the fields
 // tests use as evidence of who did what, when.
 type AuditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	UserAgent  string `json:"userAgent"`
+	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
@@ -33,6 +35,12 @@ type AuditEvent struct {
 	// Stage is when the event was written (a watch's ResponseComplete
 	// comes when it ends).
 	StageTime time.Time `json:"stageTimestamp"`
+}
+
+// List says whether the request read a whole collection: a LIST, or a
+// watch that starts by sending every object (a streaming list).
+func (e AuditEvent) List() bool {
+	return e.Verb == "list" || e.Verb == "watch" && strings.Contains(e.RequestURI, "sendInitialEvents=true")
 }
 
 // Write says whether the request asked for a change.
