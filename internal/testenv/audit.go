@@ -38,9 +38,11 @@ type AuditEvent struct {
 }
 
 // List says whether the request read a whole collection: a LIST, or a
-// watch that starts by sending every object (a streaming list).
+// watch that starts by sending every object (a streaming list; counted
+// once, at its start, though it is recorded again when it ends).
 func (e AuditEvent) List() bool {
-	return e.Verb == "list" || e.Verb == "watch" && strings.Contains(e.RequestURI, "sendInitialEvents=true")
+	return e.Verb == "list" ||
+		e.Verb == "watch" && e.Stage == "ResponseStarted" && strings.Contains(e.RequestURI, "sendInitialEvents=true")
 }
 
 // Write says whether the request asked for a change.

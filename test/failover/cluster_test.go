@@ -87,7 +87,10 @@ func (c *cluster) startReplica(name string, extra ...string) *testenv.Process {
 		"--leader-elect", "--leader-elect-lease-duration=" + leaseDuration.String(),
 		"--leader-elect-renew-deadline=" + renewDeadline.String(), "--leader-elect-retry-period=" + retryPeriod.String(),
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + testenv.FreeAddr(c.t),
-		"--cache-batch-interval=500ms", "--nodeeni-resync-interval=5s", "--nodeeni-detach-poll-interval=200ms"}, extra...)
+		"--cache-batch-interval=500ms", "--nodeeni-resync-interval=5s", "--nodeeni-detach-poll-interval=200ms",
+		// No node agent runs here: the NodeENIs would report its absence
+		// (a status write) once this passed.
+		"--nodeeni-agent-report-grace-period=1h"}, extra...)
 	return testenv.StartProcess(c.t, name, c.bin, env, args...)
 }
 
