@@ -48,9 +48,9 @@ type child struct {
 	done chan struct{}
 }
 
-// waitReady polls ready until it says yes, failing the test when the
-// child exits first or a minute passes.
-func (c *child) waitReady(t testing.TB, what string, ready func() (bool, string)) {
+// waitReady polls url with hc until it answers 200, failing the test
+// when the child exits first or two minutes pass.
+func (c *child) waitReady(t testing.TB, what string, hc *http.Client, url string) {
 	t.Helper()
 	Eventually(t, what, 2*time.Minute, func() (bool, string) {
 		select {
@@ -58,7 +58,12 @@ func (c *child) waitReady(t testing.TB, what string, ready func() (bool, string)
 			t.Fatalf("%s: the process exited (%v)", what, c.cmd.ProcessState)
 		default:
 		}
-		return ready()
+		resp, err := hc.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
 	})
 }
 
@@ -130,14 +135,7 @@ func (cp *ControlPlane) StartEtcd(t testing.TB) {
 	cp.mu.Lock()
 	cp.etcd = c
 	cp.mu.Unlock()
-	c.waitReady(t, "etcd healthy", func() (bool, string) {
-		resp, err := http.Get(cp.etcdURL + "/health")
-		if err != nil {
-			return false, err.Error()
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	c.waitReady(t, "etcd healthy", http.DefaultClient, cp.etcdURL+"/health")
 }
 
 // StartAPIServer starts kube-apiserver on its port with the same
@@ -166,14 +164,7 @@ func (cp *ControlPlane) StartAPIServer(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc.waitReady(t, "kube-apiserver ready", func() (bool, string) {
-		resp, err := c.Get(cp.Host + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	proc.waitReady(t, "kube-apiserver ready", c, cp.Host+"/readyz")
 }
 
 // KillEtcd kills etcd with SIGKILL and waits for it to go.

@@ -332,34 +332,37 @@ func (c *cluster) checkLedger(deleted func(i int) bool) []string {
 	return problems
 }
 
+// checkNodeENIs: the cluster's ENIs, keyed NodeENI/node/subnet, are
+// exactly one per NodeENI and node in the subnet of the node's zone, and
+// attached.
 func (c *cluster) checkNodeENIs(all map[string]ec2.ENI) []string {
+	want := map[string]bool{}
+	for ne, spec := range nodeENIs() {
+		for n := range c.nodes {
+			want[ne+"/"+testenv.NodeName(n)+"/"+c.ec2.Subnets[spec.SubnetNames[n%2]]] = true
+		}
+	}
 	var problems []string
-	seen := map[string][]string{}
-	for _, e := range all {
+	got := map[string][]string{}
+	for id, e := range all {
 		if e.Tags[nodeeni.TagCluster] != clusterName {
 			continue
 		}
-		key := e.Tags[nodeeni.TagNodeENI] + "/" + e.Tags[nodeeni.TagNode]
-		seen[key] = append(seen[key], e.ID)
+		key := e.Tags[nodeeni.TagNodeENI] + "/" + e.Tags[nodeeni.TagNode] + "/" + e.SubnetID
+		got[key] = append(got[key], id)
 		if e.Attachment == nil || e.Attachment.Status != "attached" {
-			problems = append(problems, fmt.Sprintf("ENI %s (%s) is not attached", e.ID, key))
+			problems = append(problems, fmt.Sprintf("ENI %s (%s) is not attached", id, key))
 		}
 	}
-	for ne, spec := range nodeENIs() {
-		for n := range c.nodes {
-			key := fmt.Sprintf("%s/%s", ne, testenv.NodeName(n))
-			want := c.ec2.Subnets[spec.SubnetNames[n%2]]
-			switch {
-			case len(seen[key]) != 1:
-				problems = append(problems, fmt.Sprintf("%s has ENIs %v, want exactly one", key, seen[key]))
-			case all[seen[key][0]].SubnetID != want:
-				problems = append(problems, fmt.Sprintf("%s's ENI is in subnet %s, want %s", key, all[seen[key][0]].SubnetID, want))
-			}
-			delete(seen, key)
+	for key := range want {
+		if len(got[key]) != 1 {
+			problems = append(problems, fmt.Sprintf("%s has ENIs %v, want exactly one", key, got[key]))
 		}
 	}
-	for key, ids := range seen {
-		problems = append(problems, fmt.Sprintf("ENIs %v for %s, which should have none", ids, key))
+	for key, ids := range got {
+		if !want[key] {
+			problems = append(problems, fmt.Sprintf("ENIs %v for %s, which should have none", ids, key))
+		}
 	}
 	return problems
 }
