@@ -91,7 +91,10 @@ func TestLeaderKilled(t *testing.T) {
 // of the pod burst and the rollout, the standby takes over and writes,
 // then the old leader resumes: from the emulator's call log and the
 // audit log, it makes no EC2 or Kubernetes write after its Lease expired,
-// and it exits.
+// and it exits. Before the lease fence (operator/fence.go) it did: in the
+// ~1.3 s between resuming and exiting, a CreateNetworkInterface and an
+// AttachNetworkInterface, 409 pod patches, 3 ledger ConfigMap and 3
+// NodeENI status patches and 247 Events.
 func TestLeaderPaused(t *testing.T) {
 	c, a, _, created := start(t)
 	c.waitEC2Writes("replica-a", pods/5)
