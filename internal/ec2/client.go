@@ -25,6 +25,8 @@ type Client struct {
 	limits  limits
 	metrics *metrics
 	health  *Health
+	// writeGate is Config.WriteGate.
+	writeGate func() error
 
 	// One batcher per batched EC2 call (batch_*.go).
 	enisByIP        *batcher[ipFamily, string, ENI]
@@ -62,7 +64,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // NewFromAWSConfig builds a client from an already loaded AWS configuration.
 func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 	cfg = withDefaults(cfg)
-	c := &Client{vpcID: cfg.VPCID, limits: newLimits(cfg)}
+	c := &Client{vpcID: cfg.VPCID, limits: newLimits(cfg), writeGate: cfg.WriteGate}
 	c.health = newHealth(cfg.Logger, defaultEndpoint(awsCfg), cfg.UnreadyAfter, cfg.ErrorLogInterval)
 	c.metrics = newMetrics(cfg.Registerer, c.limits, c.health)
 	awsCfg.HTTPClient = withBufferedBodies(awsCfg.HTTPClient)

@@ -61,6 +61,12 @@ type Config struct {
 	// Logger receives the EC2 health log lines (default:
 	// controller-runtime's logger, named "ec2").
 	Logger logr.Logger
+	// WriteGate, when set, is asked right before each attempt of a call
+	// that changes something (every action but Describe*): an error
+	// refuses the attempt unsent, and the call fails with it. The operator
+	// gates on still holding its leader election Lease, so a replica that
+	// lost it (paused past the lease duration) changes nothing.
+	WriteGate func() error
 }
 
 // withDefaults fills the zero fields from DefaultConfig (the flags'

@@ -3,6 +3,7 @@ package ec2
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -60,6 +61,12 @@ func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.Final
 		return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("waiting for the EC2 rate limiter: %w", err)
 	}
 	c.metrics.limiterWait.WithLabelValues(name, string(family)).Observe(waited.Seconds())
+	// Asked after the limiter's wait, the last moment before sending.
+	if c.writeGate != nil && !strings.HasPrefix(name, "Describe") {
+		if err := c.writeGate(); err != nil {
+			return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("%s not sent: %w", name, err)
+		}
+	}
 	c.metrics.calls.WithLabelValues(name).Inc()
 	out, md, err := next.HandleFinalize(ctx, in)
 	c.adapt(family, name, err)

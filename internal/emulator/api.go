@@ -110,6 +110,10 @@ type Call struct {
 	Params map[string][]string `json:"params"`
 	// Code is the error code answered, empty on success.
 	Code string `json:"code,omitempty"`
+	// AccessKeyID is the caller's, from the request's SigV4 signature
+	// (empty when unsigned), as CloudTrail names who made a call: tests
+	// that run several clients attribute each call to one of them.
+	AccessKeyID string `json:"accessKeyId,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes JSON as "1.5s".

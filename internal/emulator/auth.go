@@ -96,7 +96,7 @@ func (e *Emulator) serveSTS(w http.ResponseWriter, p params, requestID string) {
 		e.auth.issued[creds.AccessKeyID] = expires
 	}
 	e.cfgMu.Unlock()
-	e.countCall("AssumeRoleWithWebIdentity", params{})
+	e.countCall("AssumeRoleWithWebIdentity", params{}, "")
 	var body bytes.Buffer
 	body.WriteString(xml.Header)
 	status := http.StatusOK

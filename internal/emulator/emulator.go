@@ -197,7 +197,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e.down() {
-		e.countCall(action, p)
+		e.countCall(action, p, accessKeyID(r))
 		e.countError(action, "Unreachable")
 		if !drop(w) {
 			writeError(w, requestID, apiErr("Unavailable", "EC2 is down (emulated outage)"))
@@ -205,7 +205,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := e.checkCredentials(r); err != nil {
-		e.countCall(action, p)
+		e.countCall(action, p, accessKeyID(r))
 		e.countError(action, err.Code)
 		writeError(w, requestID, err)
 		return
@@ -215,7 +215,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestID, apiErr("InvalidAction", "The action %s is not valid for this web service.", action))
 		return
 	}
-	e.countCall(action, p)
+	e.countCall(action, p, accessKeyID(r))
 	resp, err := e.serve(r.Context(), action, h, p)
 	if err != nil {
 		e.countError(action, err.Code)
@@ -373,7 +373,7 @@ func defaultBucket(action string, p params) (string, Bucket) {
 	return action, Bucket{Size: 50, Refill: 5}
 }
 
-func (e *Emulator) countCall(action string, p params) {
+func (e *Emulator) countCall(action string, p params, caller string) {
 	e.statsMu.Lock()
 	defer e.statsMu.Unlock()
 	c, ok := e.counts[action]
@@ -391,7 +391,19 @@ func (e *Emulator) countCall(action string, p params) {
 			cp[k] = v
 		}
 	}
-	e.calls = append(e.calls, Call{Time: time.Now(), Action: action, Params: cp})
+	e.calls = append(e.calls, Call{Time: time.Now(), Action: action, Params: cp, AccessKeyID: caller})
+}
+
+// accessKeyID reads the access key ID from a SigV4 Authorization header
+// ("AWS4-HMAC-SHA256 Credential=AKID/date/region/ec2/aws4_request, ...").
+// The signature itself is not checked: the emulator has no secrets.
+func accessKeyID(r *http.Request) string {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(cred, "/")
+	return id
 }
 
 func (e *Emulator) countError(action, code string) {
