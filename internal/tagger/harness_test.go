@@ -50,6 +50,10 @@ type harness struct {
 	mgr *testenv.Manager
 	rec *tagger.Reconciler
 	reg *prometheus.Registry
+
+	// kubeQPS, when set, is the manager client's rate limit (the
+	// operator's --kube-api-qps; its burst twice that).
+	kubeQPS float32
 }
 
 // newHarness loads VPC "main" with subnet "a" (dual-stack, us-east-1a)
@@ -99,6 +103,9 @@ func (h *harness) startManager(o tagger.Options) {
 	// limit: the operator's --kube-api-qps is a separate concern.
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
+	if h.kubeQPS > 0 {
+		cfg.QPS, cfg.Burst = h.kubeQPS, int(2*h.kubeQPS)
+	}
 	var started ctrl.Manager
 	h.mgr = testenv.StartManager(h.t, cfg, ctrl.Options{
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}},

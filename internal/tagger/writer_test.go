@@ -41,7 +41,7 @@ func startWriter(t *testing.T, maxWrites int) *writerUnderTest {
 		defer wt.mu.Unlock()
 		wt.requeued = append(wt.requeued, key)
 	}
-	wt.writer = newWriter("", maxWrites, apply, requeue)
+	wt.writer = newWriter("", maxWrites, 1, writerStages{write: apply, record: func(context.Context, *podWork) {}}, requeue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -1,0 +1,86 @@
+package tagger_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+// TestMeasureBurstTail measures (never asserts) the time from a pod's IP
+// to its ENI's tags in a burst of pods created without an IP and given
+// one moments later, as a kubelet does, with the operator's defaults
+// (per-pod rate limit, --kube-api-qps 100) against a throttling emulator.
+// TAGGER_BURST_PODS=2000 runs it.
+func TestMeasureBurstTail(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("TAGGER_BURST_PODS"))
+	if n <= 0 {
+		t.Skip("a measurement: TAGGER_BURST_PODS=<pods> runs it")
+	}
+	h := newHarness(t, branchWorld(n))
+	on, lat := true, emulator.Duration{Duration: 50 * time.Millisecond}
+	if err := h.emu.Configure(emulator.Config{Throttling: &on, Latency: &lat}); err != nil {
+		t.Fatal(err)
+	}
+	o := tagger.DefaultOptions()
+	o.Namespace, o.SkipNameValidation = h.opsNS, true
+	h.kubeQPS = 100
+	h.startManager(o)
+	h.eventually("first inventory", func() bool { return h.calls()["DescribeNetworkInterfaces"] > 0 }, nil)
+	time.Sleep(time.Second)
+	h.emu.ResetCounts()
+	ipAt := make([]time.Time, n)
+	start := time.Now()
+	testenv.InParallel(n, 32, func(i int) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: h.ns,
+			Annotations: map[string]string{tagger.DefaultAnnotationKey: fmt.Sprintf("App=app-%d,Team=t-%d", i%20, i%5)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		if testenv.CreatePod(t, h.k8s, p, testenv.Running(h.loaded.NetworkInterfaces[i].PrivateIP)) {
+			ipAt[i] = time.Now()
+		}
+	})
+	created := time.Since(start)
+	testenv.EventuallyEvery(t, "all tagged", 15*time.Minute, 500*time.Millisecond, func() (bool, string) {
+		got := h.metric(`eni_operator_tagger_cache_entries`)
+		return got == float64(n), fmt.Sprint(got)
+	})
+	index := map[string]int{}
+	for i, e := range h.loaded.NetworkInterfaces {
+		index[e.ID] = i
+	}
+	var lats []time.Duration
+	var at []time.Time
+	for _, c := range h.emu.Calls() {
+		if c.Action != "CreateTags" || c.Code != "" {
+			continue
+		}
+		for k, v := range c.Params {
+			if i, ok := index[v[0]]; ok && strings.HasPrefix(k, "ResourceId.") && !ipAt[i].IsZero() {
+				lats = append(lats, c.Time.Sub(ipAt[i]))
+				at = append(at, c.Time)
+			}
+		}
+	}
+	slices.Sort(lats)
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	var plateau time.Duration
+	lastIP := slices.MaxFunc(ipAt, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(at); i++ {
+		if at[i-1].Before(lastIP) || true {
+			plateau = max(plateau, at[i].Sub(at[i-1]))
+		}
+	}
+	pct := func(p int) time.Duration { return lats[min(len(lats)-1, len(lats)*p/100)] }
+	t.Logf("%d pods (created in %v): IP->tags p50 %v p90 %v p99 %v max %v; last tagged %v after the first IP; longest plateau %v; calls %v",
+		n, created.Round(time.Millisecond), pct(50), pct(90), pct(99), lats[len(lats)-1], at[len(at)-1].Sub(start).Round(time.Millisecond), plateau, h.calls())
+}
