@@ -532,11 +532,34 @@ func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) er
 		// record of what that write applied.
 		return nil
 	}
+	r.recoverRecord(ctx, pod, key)
 	if err := r.forget(ctx, key); err != nil {
 		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", errorText(err))
 		return err
 	}
 	return r.dropFinalizer(ctx, pod)
+}
+
+// recoverRecord gives a pod that is going away its ledger record back
+// from its last-applied annotations when the ledger has none: the record
+// was lost in a crash before the ledger's batch was written. Only if the
+// ENI that holds the pod's IP carries the token the annotations name —
+// the tags are then the ones this operator wrote for the pod — so forget
+// removes them instead of leaving them behind.
+func (r *Reconciler) recoverRecord(ctx context.Context, pod *corev1.Pod, key string) {
+	if _, ok := r.ledger.Get(key); ok || r.opts.DryRun {
+		return
+	}
+	applied, hash := recordedTags(pod, Record{}, false)
+	ip := podIP(pod)
+	if len(applied) == 0 || hash == "" || ip == "" {
+		return
+	}
+	eni, err := r.resolve(ctx, key, ip, Record{}, false)
+	if err != nil || eni.Tags[HashTag] != hash {
+		return
+	}
+	r.ledger.Put(Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: applied, Hash: hash})
 }
 
 func (r *Reconciler) dropFinalizer(ctx context.Context, pod *corev1.Pod) error {
