@@ -54,7 +54,8 @@ type LedgerOptions struct {
 	// (--enable-cache-configmap=false).
 	MemoryOnly bool
 	// OnFlush, when set, is told of every ConfigMap write (for metrics):
-	// overflow is how many records no shard had room for.
+	// overflow, with the first write of a flush, is how many records no
+	// shard had room for.
 	OnFlush func(shard, records, bytes, overflow int)
 }
 
@@ -395,6 +396,9 @@ func (l *Ledger) Flush(ctx context.Context) error {
 	l.flushing.Lock()
 	defer l.flushing.Unlock()
 	shards, overflow := l.takeDirty()
+	if overflow > 0 && len(shards) > 0 {
+		log.FromContext(ctx).Error(nil, "ledger full: records kept in memory only; raise --cache-shards", "records", overflow)
+	}
 	var failed []int
 	var firstErr error
 	for _, i := range slices.Sorted(maps.Keys(shards)) {
@@ -415,11 +419,10 @@ func (l *Ledger) Flush(ctx context.Context) error {
 				bytes += len(k) + len(v)
 			}
 			l.o.OnFlush(i, len(data), bytes, overflow)
+			overflow = 0 // told once per flush
 		}
 	}
-	if overflow > 0 && len(shards) > 0 {
-		log.FromContext(ctx).Error(nil, "ledger full: records kept in memory only; raise --cache-shards", "records", overflow)
-	}
+
 	if len(failed) > 0 {
 		l.mu.Lock()
 		for _, i := range failed {

@@ -60,10 +60,19 @@ func TestMeasureBurstTail(t *testing.T) {
 	}
 	var lats []time.Duration
 	var at []time.Time
+	// Per tag set: when its calls went, to tell a starved set from a
+	// budget shared fairly.
+	setCalls := map[string][]time.Time{}
+	throttled := 0
 	for _, c := range h.emu.Calls() {
+		if c.Action == "CreateTags" && c.Code != "" {
+			throttled++
+		}
 		if c.Action != "CreateTags" || c.Code != "" {
 			continue
 		}
+		set := fmt.Sprint(c.Params["Tag.1.Value"], c.Params["Tag.2.Value"], c.Params["Tag.3.Value"])
+		setCalls[set] = append(setCalls[set], c.Time)
 		for k, v := range c.Params {
 			if i, ok := index[v[0]]; ok && strings.HasPrefix(k, "ResourceId.") && !ipAt[i].IsZero() {
 				lats = append(lats, c.Time.Sub(ipAt[i]))
@@ -78,6 +87,13 @@ func TestMeasureBurstTail(t *testing.T) {
 	for i := 1; i < len(at); i++ {
 		plateau = max(plateau, at[i].Sub(at[i-1]))
 	}
+	var worstGap time.Duration
+	for _, ts := range setCalls {
+		for i := 1; i < len(ts); i++ {
+			worstGap = max(worstGap, ts[i].Sub(ts[i-1]))
+		}
+	}
+	t.Logf("%d tag sets; longest gap between two calls of one set %v; %d CreateTags throttled", len(setCalls), worstGap, throttled)
 	pct := func(p int) time.Duration { return lats[min(len(lats)-1, len(lats)*p/100)] }
 	t.Logf("%d pods (created in %v): IP->tags p50 %v p90 %v p99 %v max %v; last tagged %v after the first IP; longest plateau %v; calls %v",
 		n, created.Round(time.Millisecond), pct(50), pct(90), pct(99), lats[len(lats)-1], at[len(at)-1].Sub(start).Round(time.Millisecond), plateau, h.calls())
