@@ -50,7 +50,7 @@ func TestMeasureBurstTail(t *testing.T) {
 		}
 	})
 	created := time.Since(start)
-	testenv.EventuallyEvery(t, "all tagged", 15*time.Minute, 500*time.Millisecond, func() (bool, string) {
+	recorded := testenv.EventuallyEvery(t, "all tagged", 15*time.Minute, 500*time.Millisecond, func() (bool, string) {
 		got := h.metric(`eni_operator_tagger_cache_entries`)
 		return got == float64(n), fmt.Sprint(got)
 	})
@@ -94,6 +94,16 @@ func TestMeasureBurstTail(t *testing.T) {
 		}
 	}
 	t.Logf("%d tag sets; longest gap between two calls of one set %v; %d CreateTags throttled", len(setCalls), worstGap, throttled)
+	results := map[string]float64{}
+	for _, r := range []string{"success", "requeue", "error"} {
+		results[r] = h.labelled("eni_operator_tagger_reconciles_total", "result", r)
+	}
+	reasons := map[string]float64{}
+	for _, r := range []string{tagger.ReasonSynced, tagger.ReasonAWSError, tagger.ReasonENINotFound} {
+		reasons[r] = h.labelled("eni_operator_tagger_pod_outcomes_total", "reason", r)
+	}
+	t.Logf("reconciles %v; outcomes %v; every pod recorded (annotations, condition) %v after the first was created; the --kube-api-qps bound for 2 writes per pod: %v",
+		results, reasons, (created + recorded).Round(time.Second), time.Duration(2*n/100)*time.Second)
 	pct := func(p int) time.Duration { return lats[min(len(lats)-1, len(lats)*p/100)] }
 	t.Logf("%d pods (created in %v): IP->tags p50 %v p90 %v p99 %v max %v; last tagged %v after the first IP; longest plateau %v; calls %v",
 		n, created.Round(time.Millisecond), pct(50), pct(90), pct(99), lats[len(lats)-1], at[len(at)-1].Sub(start).Round(time.Millisecond), plateau, h.calls())
