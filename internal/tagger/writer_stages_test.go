@@ -11,7 +11,7 @@ import (
 // busy until its record is made.
 func TestWriterRecordsWithoutHoldingAWriteSlot(t *testing.T) {
 	wrote := make(chan string, 2)
-	recording := make(chan string)
+	recording := make(chan string, 2)
 	releaseRecord := make(chan struct{})
 	w := newWriter("", 1, 1, writerStages{
 		write: func(_ context.Context, pw *podWork) error { wrote <- pw.key; return nil },
