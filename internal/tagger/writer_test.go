@@ -98,8 +98,8 @@ func TestWriterRequeuesOnlyWhenNeeded(t *testing.T) {
 	wt.release <- nil
 	eventually(t, "the write done", func() bool { return wt.inFlight.Load() == 0 })
 	eventually(t, "the pod free", func() bool {
-		wt.mu.Lock()
-		defer wt.mu.Unlock()
+		wt.writer.mu.Lock()
+		defer wt.writer.mu.Unlock()
 		return len(wt.jobs) == 0
 	})
 	if got := wt.requeues(); len(got) != 0 {
