@@ -563,7 +563,10 @@ func TestEightScenarios(t *testing.T) {
 	if c.Status != corev1.ConditionTrue || c.ObservedGeneration != p.Generation || !strings.Contains(c.Message, eni) {
 		t.Fatalf("scenario 2: condition %+v", c)
 	}
-	h.waitEvent("web", "Normal/Synced")
+	// A pod's first tagging is told by its condition, not by an event.
+	if ev := h.events("web"); len(ev) != 0 {
+		t.Fatalf("scenario 2: events %v, want none for a first tagging", ev)
+	}
 	// The cache holds trimmed pods; nothing trimmed is lost on the server.
 	if len(p.Status.Conditions) != 2 || p.Status.Conditions[0].Type != corev1.PodReady || p.Labels["app"] != "web" || len(p.Spec.Containers) != 1 {
 		t.Fatalf("scenario 2: the operator's writes lost what its cache does not hold: labels %v, conditions %+v", p.Labels, p.Status.Conditions)
@@ -576,6 +579,7 @@ func TestEightScenarios(t *testing.T) {
 		t.Fatalf("scenario 3: ENI tags %v, want %v", got, want)
 	}
 	assertLastCall(t, h, "CreateTags", []string{"Team=Ops", tagger.HashTag + "=" + tagger.Hash(v2)})
+	h.waitEvent("web", "Normal/Synced") // tags a running pod had, changed
 
 	// 4. Key added: one CreateTags with the new key and the hash only.
 	v3 := map[string]string{"Team": "Ops", "Cost": "1", "App": "web"}

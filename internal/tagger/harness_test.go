@@ -49,6 +49,10 @@ type harness struct {
 	mgr *testenv.Manager
 	rec *tagger.Reconciler
 	reg *prometheus.Registry
+
+	// kubeQPS, when set, is the manager client's rate limit (the
+	// operator's --kube-api-qps; its burst twice that).
+	kubeQPS float32
 }
 
 // newHarness loads VPC "main" with subnet "a" (dual-stack, us-east-1a)
@@ -100,6 +104,9 @@ func (h *harness) startManager(o tagger.Options) {
 	// limit: the operator's --kube-api-qps is a separate concern.
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
+	if h.kubeQPS > 0 {
+		cfg.QPS, cfg.Burst = h.kubeQPS, int(2*h.kubeQPS)
+	}
 	var started ctrl.Manager
 	// The operator's pod cache (stubs of pods with nothing of the
 	// tagger's), in the test's namespace.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -37,14 +36,16 @@ func (r Record) equal(o Record) bool {
 type LedgerOptions struct {
 	// Namespace and Name locate the ConfigMaps: Name-00 … Name-NN.
 	Namespace, Name string
-	// Shards is the number of ConfigMaps records are spread over (by a
-	// hash of the pod UID), so the ledger scales past one object's size.
+	// Shards is the number of ConfigMaps records may be spread over, so
+	// the ledger scales past one object's size.
 	Shards int
-	// MaxShardBytes bounds one ConfigMap's data; records that would push a
-	// shard past it stay in memory only and are reported.
+	// MaxShardBytes bounds one ConfigMap's data; records no shard has
+	// room for stay in memory only and are reported.
 	MaxShardBytes int
-	// BatchInterval and BatchSize decide when changes are written: after
-	// BatchInterval, or at once when BatchSize records changed.
+	// BatchInterval and BatchSize decide when changes are written: once
+	// they have stopped for BatchInterval (at the latest maxWaitIntervals
+	// intervals after the first change not written), or at once when
+	// BatchSize changes wait for each shard to be written.
 	BatchInterval time.Duration
 	BatchSize     int
 	// FieldOwner is the server-side apply field manager.
@@ -52,14 +53,27 @@ type LedgerOptions struct {
 	// MemoryOnly keeps records in memory and never touches ConfigMaps
 	// (--enable-cache-configmap=false).
 	MemoryOnly bool
-	// OnFlush, when set, is told of every ConfigMap write (for metrics).
+	// OnFlush, when set, is told of every ConfigMap write (for metrics):
+	// overflow, with the first write of a flush, is how many records no
+	// shard had room for.
 	OnFlush func(shard, records, bytes, overflow int)
 }
+
+// maxWaitIntervals bounds, in batch intervals, how long a change waits
+// to be written while changes keep coming (a burst).
+const maxWaitIntervals = 5
 
 // Ledger is the operator's record of what it applied, persisted to
 // ConfigMaps in its own namespace. Memory is authoritative (only the
 // leader writes), each write replaces a shard's whole content, so a
 // deleted record can never come back from a stale write.
+//
+// A record stays in the shard it was first written to, and a new record
+// goes to the first shard with room: a burst of new pods fills one
+// ConfigMap after the other, so one write carries hundreds of them,
+// instead of touching every shard as a spread by hash would. Which shard
+// holds a record is only known from where it is read: every version reads
+// every shard, so the layout needs no migration either way.
 type Ledger struct {
 	c      client.Client
 	o      LedgerOptions
@@ -69,12 +83,21 @@ type Ledger struct {
 	// different times could otherwise land in the wrong order.
 	flushing sync.Mutex
 
-	mu      sync.Mutex
-	byUID   map[string]Record
-	byPod   map[string]string          // namespace/name -> UID
-	byENI   map[string]map[string]bool // ENI ID -> UIDs
-	dirty   map[int]bool
-	changed int
+	mu    sync.Mutex
+	byUID map[string]Record
+	byPod map[string]string          // namespace/name -> UID
+	byENI map[string]map[string]bool // ENI ID -> UIDs
+	// shards[i] holds the records of ConfigMap i (UID -> bytes), and
+	// unplaced those no shard had room for; where maps a UID to its shard.
+	shards   []map[string]int
+	size     []int
+	unplaced map[string]int
+	where    map[string]int
+	dirty    map[int]bool
+	changed  int
+	// first and last are when the oldest and newest change not yet
+	// written were made.
+	first, last time.Time
 }
 
 // NewLedger returns an empty ledger; Start loads and persists it.
@@ -89,27 +112,37 @@ func NewLedger(c client.Client, o LedgerOptions) *Ledger {
 		o.BatchInterval = 2 * time.Second
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 20
+		o.BatchSize = 200
 	}
 	if o.FieldOwner == "" {
 		o.FieldOwner = "eni-operator"
 	}
-	return &Ledger{c: c, o: o, loaded: make(chan struct{}), kick: make(chan struct{}, 1),
-		byUID: map[string]Record{}, byPod: map[string]string{}, byENI: map[string]map[string]bool{}, dirty: map[int]bool{}}
+	l := &Ledger{c: c, o: o, loaded: make(chan struct{}), kick: make(chan struct{}, 1),
+		byUID: map[string]Record{}, byPod: map[string]string{}, byENI: map[string]map[string]bool{},
+		shards: make([]map[string]int, o.Shards), size: make([]int, o.Shards), unplaced: map[string]int{},
+		where: map[string]int{}, dirty: map[int]bool{}}
+	for i := range l.shards {
+		l.shards[i] = map[string]int{}
+	}
+	return l
 }
 
 func (l *Ledger) shardName(i int) string { return fmt.Sprintf("%s-%02d", l.o.Name, i) }
 
-func (l *Ledger) shardOf(uid string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(uid))
-	return int(h.Sum32() % uint32(l.o.Shards))
+// entryBytes is what a record weighs in a ConfigMap's data.
+func entryBytes(r Record) int {
+	raw, _ := json.Marshal(r)
+	return len(r.UID) + len(raw)
 }
 
 // Load reads every shard. Start calls it; tests and one-shot commands may
 // call it directly.
 func (l *Ledger) Load(ctx context.Context) error {
-	byUID := map[string]Record{}
+	type loadedRecord struct {
+		shard int
+		r     Record
+	}
+	var found []loadedRecord
 	for i := range l.o.Shards {
 		if l.o.MemoryOnly {
 			break
@@ -122,13 +155,13 @@ func (l *Ledger) Load(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("reading ledger ConfigMap %s/%s: %w", l.o.Namespace, l.shardName(i), err)
 		}
-		for uid, raw := range cm.Data {
+		for _, uid := range slices.Sorted(maps.Keys(cm.Data)) {
 			var r Record
-			if err := json.Unmarshal([]byte(raw), &r); err != nil || r.UID != uid {
+			if err := json.Unmarshal([]byte(cm.Data[uid]), &r); err != nil || r.UID != uid {
 				log.FromContext(ctx).Info("ignoring a malformed ledger entry", "configMap", cm.Name, "key", uid)
 				continue
 			}
-			byUID[uid] = r
+			found = append(found, loadedRecord{i, r})
 		}
 	}
 	l.mu.Lock()
@@ -138,8 +171,18 @@ func (l *Ledger) Load(ctx context.Context) error {
 		return nil // loaded before; memory is newer than the ConfigMaps
 	default:
 	}
-	for _, r := range byUID {
-		l.addLocked(r)
+	for _, f := range found {
+		if _, dup := l.byUID[f.r.UID]; dup {
+			// In two shards (a version that spread records by hash wrote
+			// it again elsewhere): the later shard is rewritten without it.
+			l.markLocked(f.shard)
+			continue
+		}
+		l.indexLocked(f.r)
+		n := entryBytes(f.r)
+		l.shards[f.shard][f.r.UID] = n
+		l.size[f.shard] += n
+		l.where[f.r.UID] = f.shard
 	}
 	close(l.loaded)
 	return nil
@@ -171,7 +214,7 @@ func (l *Ledger) Start(ctx context.Context) error {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	t := time.NewTicker(l.o.BatchInterval)
+	t := time.NewTicker(max(l.o.BatchInterval/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -179,13 +222,32 @@ func (l *Ledger) Start(ctx context.Context) error {
 			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			return l.Flush(flushCtx)
-		case <-t.C:
+		case now := <-t.C:
+			if !l.due(now) {
+				continue
+			}
 		case <-l.kick:
 		}
 		if err := l.Flush(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "writing the tag ledger; will retry")
 		}
 	}
+}
+
+// due tells whether the changes waiting should be written now: they
+// stopped for a batch interval, or the oldest has waited long enough.
+func (l *Ledger) due(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return writeDue(len(l.dirty) > 0, l.first, l.last, now, l.o.BatchInterval)
+}
+
+// writeDue decides when changes that are waiting are written: once they
+// have stopped for interval, or maxWaitIntervals intervals after the
+// first of them — so a burst is written in few large writes, and a
+// change is never kept in memory only for long.
+func writeDue(waiting bool, first, last, now time.Time, interval time.Duration) bool {
+	return waiting && (now.Sub(last) >= interval || now.Sub(first) >= maxWaitIntervals*interval)
 }
 
 // NeedLeaderElection makes only the leader write the ledger.
@@ -203,15 +265,18 @@ func (l *Ledger) Get(pod string) (Record, bool) {
 func (l *Ledger) Put(r Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old, ok := l.byPod[r.Pod]; ok && l.byUID[old].equal(r) {
-		return // nothing changed: a restart in sync writes no ConfigMap
-	}
+	prefer := -1
 	if old, ok := l.byPod[r.Pod]; ok {
+		if l.byUID[old].equal(r) {
+			return // nothing changed: a restart in sync writes no ConfigMap
+		}
+		if old == r.UID {
+			prefer = l.where[old]
+		}
 		l.removeLocked(old)
-		l.markLocked(old)
 	}
-	l.addLocked(r)
-	l.markLocked(r.UID)
+	l.indexLocked(r)
+	l.placeLocked(r.UID, entryBytes(r), prefer)
 }
 
 // Delete forgets a pod's record.
@@ -220,7 +285,6 @@ func (l *Ledger) Delete(pod string) {
 	defer l.mu.Unlock()
 	if uid, ok := l.byPod[pod]; ok {
 		l.removeLocked(uid)
-		l.markLocked(uid)
 	}
 }
 
@@ -235,13 +299,36 @@ func (l *Ledger) OnENI(eni string) []Record {
 	return out
 }
 
-func (l *Ledger) addLocked(r Record) {
+func (l *Ledger) indexLocked(r Record) {
 	l.byUID[r.UID] = r
 	l.byPod[r.Pod] = r.UID
 	if l.byENI[r.ENI] == nil {
 		l.byENI[r.ENI] = map[string]bool{}
 	}
 	l.byENI[r.ENI][r.UID] = true
+}
+
+// placeLocked puts a record of n bytes in shard prefer if it has room,
+// else in the first shard that has, else in none (memory only).
+func (l *Ledger) placeLocked(uid string, n, prefer int) {
+	shard := -1
+	if prefer >= 0 && l.size[prefer]+n <= l.o.MaxShardBytes {
+		shard = prefer
+	}
+	for i := 0; shard < 0 && i < l.o.Shards; i++ {
+		if l.size[i]+n <= l.o.MaxShardBytes {
+			shard = i
+		}
+	}
+	if shard < 0 {
+		l.unplaced[uid] = n
+		l.changed++
+		return
+	}
+	l.shards[shard][uid] = n
+	l.size[shard] += n
+	l.where[uid] = shard
+	l.markLocked(shard)
 }
 
 func (l *Ledger) removeLocked(uid string) {
@@ -257,12 +344,26 @@ func (l *Ledger) removeLocked(uid string) {
 	if len(l.byENI[r.ENI]) == 0 {
 		delete(l.byENI, r.ENI)
 	}
+	if shard, ok := l.where[uid]; ok {
+		l.size[shard] -= l.shards[shard][uid]
+		delete(l.shards[shard], uid)
+		delete(l.where, uid)
+		l.markLocked(shard)
+	}
+	delete(l.unplaced, uid)
 }
 
-func (l *Ledger) markLocked(uid string) {
-	l.dirty[l.shardOf(uid)] = true
+// markLocked notes a change to a shard, and asks for a write at once when
+// enough changes wait for each shard to be written.
+func (l *Ledger) markLocked(shard int) {
+	l.dirty[shard] = true
 	l.changed++
-	if l.changed >= l.o.BatchSize {
+	now := time.Now()
+	if l.first.IsZero() {
+		l.first = now
+	}
+	l.last = now
+	if l.changed >= l.o.BatchSize*len(l.dirty) {
 		select {
 		case l.kick <- struct{}{}:
 		default:
@@ -294,41 +395,14 @@ func (l *Ledger) Len() int {
 func (l *Ledger) Flush(ctx context.Context) error {
 	l.flushing.Lock()
 	defer l.flushing.Unlock()
-	l.mu.Lock()
-	if len(l.dirty) == 0 || l.o.MemoryOnly {
-		l.mu.Unlock()
-		return nil
+	shards, overflow := l.takeDirty()
+	if overflow > 0 && len(shards) > 0 {
+		log.FromContext(ctx).Error(nil, "ledger full: records kept in memory only; raise --cache-shards", "records", overflow)
 	}
-	shards := make(map[int]map[string]string, len(l.dirty))
-	for i := range l.dirty {
-		shards[i] = map[string]string{}
-	}
-	uids := make([]string, 0, len(l.byUID))
-	for uid := range l.byUID {
-		if _, ok := shards[l.shardOf(uid)]; ok {
-			uids = append(uids, uid)
-		}
-	}
-	slices.Sort(uids) // a full shard keeps the same records on every write
-	overflow := map[int]int{}
-	size := map[int]int{}
-	for _, uid := range uids {
-		i := l.shardOf(uid)
-		raw, _ := json.Marshal(l.byUID[uid])
-		if size[i]+len(uid)+len(raw) > l.o.MaxShardBytes {
-			overflow[i]++
-			continue
-		}
-		size[i] += len(uid) + len(raw)
-		shards[i][uid] = string(raw)
-	}
-	l.dirty = map[int]bool{}
-	l.changed = 0
-	l.mu.Unlock()
-
 	var failed []int
 	var firstErr error
-	for i, data := range shards {
+	for _, i := range slices.Sorted(maps.Keys(shards)) {
+		data := shards[i]
 		cm := corev1ac.ConfigMap(l.shardName(i), l.o.Namespace).
 			WithLabels(map[string]string{"app.kubernetes.io/managed-by": "eni-operator", "eni-operator.io/ledger": l.o.Name}).
 			WithData(data)
@@ -340,19 +414,55 @@ func (l *Ledger) Flush(ctx context.Context) error {
 			continue
 		}
 		if l.o.OnFlush != nil {
-			l.o.OnFlush(i, len(data), size[i], overflow[i])
-		}
-		if overflow[i] > 0 {
-			log.FromContext(ctx).Error(nil, "ledger shard full: records kept in memory only; raise the shard count",
-				"configMap", l.shardName(i), "records", overflow[i])
+			bytes := 0
+			for k, v := range data {
+				bytes += len(k) + len(v)
+			}
+			l.o.OnFlush(i, len(data), bytes, overflow)
+			overflow = 0 // told once per flush
 		}
 	}
+
 	if len(failed) > 0 {
 		l.mu.Lock()
 		for _, i := range failed {
-			l.dirty[i] = true
+			l.markLocked(i)
 		}
 		l.mu.Unlock()
 	}
 	return firstErr
+}
+
+// takeDirty returns the content of every changed shard and how many
+// records no shard has room for, and starts a new batch. Records that
+// found no room before are placed first, if room has been made since.
+func (l *Ledger) takeDirty() (map[int]map[string]string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, uid := range slices.Sorted(maps.Keys(l.unplaced)) {
+		n := l.unplaced[uid]
+		delete(l.unplaced, uid)
+		l.placeLocked(uid, n, -1)
+	}
+	if len(l.dirty) == 0 || l.o.MemoryOnly {
+		l.resetBatchLocked()
+		return nil, len(l.unplaced)
+	}
+	shards := make(map[int]map[string]string, len(l.dirty))
+	for i := range l.dirty {
+		data := make(map[string]string, len(l.shards[i]))
+		for uid := range l.shards[i] {
+			raw, _ := json.Marshal(l.byUID[uid])
+			data[uid] = string(raw)
+		}
+		shards[i] = data
+	}
+	l.resetBatchLocked()
+	return shards, len(l.unplaced)
+}
+
+func (l *Ledger) resetBatchLocked() {
+	l.dirty = map[int]bool{}
+	l.changed = 0
+	l.first, l.last = time.Time{}, time.Time{}
 }

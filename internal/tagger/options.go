@@ -58,7 +58,7 @@ func DefaultOptions() Options {
 	return Options{
 		AnnotationKey: DefaultAnnotationKey, MaxConcurrentReconciles: 100,
 		EnableENICache: true, EnableCacheConfigMap: true,
-		CacheBatchInterval: 2 * time.Second, CacheBatchSize: 20, CacheShards: 16,
+		CacheBatchInterval: 2 * time.Second, CacheBatchSize: 200, CacheShards: 16,
 		PodRateLimitQPS: 0.1, PodRateLimitBurst: 1,
 		InventoryInterval: 5 * time.Minute, Namespace: ns, LedgerName: "eni-tagger-cache",
 		ControllerName: "pod-tagger",
@@ -96,8 +96,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs (subnet- and 8 or 17 hex digits) whose ENIs may be tagged (empty: all)")
 	fs.BoolVar(&o.EnableENICache, "enable-eni-cache", o.EnableENICache, "resolve pods' ENIs from memory (ledger, inventory) instead of an EC2 lookup per reconcile")
 	fs.BoolVar(&o.EnableCacheConfigMap, "enable-cache-configmap", o.EnableCacheConfigMap, "persist the ledger of applied tags (and pod-to-ENI cache) in ConfigMaps; needed to clean up tags of pods deleted while the operator was down")
-	fs.DurationVar(&o.CacheBatchInterval, "cache-batch-interval", o.CacheBatchInterval, "how often ledger changes are written to the ConfigMaps (> 0)")
-	fs.IntVar(&o.CacheBatchSize, "cache-batch-size", o.CacheBatchSize, "write the ledger at once when this many records changed (>= 1)")
+	fs.DurationVar(&o.CacheBatchInterval, "cache-batch-interval", o.CacheBatchInterval, "ledger changes are written to the ConfigMaps once they pause this long, at the latest 5 times this after the first (> 0)")
+	fs.IntVar(&o.CacheBatchSize, "cache-batch-size", o.CacheBatchSize, "write the ledger at once when this many records changed per ConfigMap to write (>= 1)")
 	fs.IntVar(&o.CacheShards, "cache-shards", o.CacheShards, "number of ledger ConfigMaps, 1-1024 (each holds up to ~900 KiB, about 3,000 pods)")
 	fs.Float64Var(&o.PodRateLimitQPS, "pod-rate-limit-qps", o.PodRateLimitQPS, "per-pod limit on AWS tag writes per second (>= 0; 0: no limit); a limited pod is requeued, never dropped")
 	fs.IntVar(&o.PodRateLimitBurst, "pod-rate-limit-burst", o.PodRateLimitBurst, "per-pod burst of AWS tag writes (>= 1)")

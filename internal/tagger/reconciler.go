@@ -323,8 +323,16 @@ func (r *Reconciler) record(ctx context.Context, w *podWork) error {
 	// last-applied-hash): after a key removal it is the earlier set's,
 	// since removing a key does not rewrite the token.
 	return r.report(ctx, &w.pod, outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
-		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(w.own), w.eni.ID, w.plan.Hash), event: w.wrote})
+		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(w.own), w.eni.ID, w.plan.Hash), event: changedEvent(w)})
 }
+
+// changedEvent tells whether a Synced outcome gets a Normal event: only
+// when a write changed tags the pod already had — someone edited the
+// annotation of a running pod and wants to see it land. A pod's first
+// tagging gets none: the condition says it, and a burst of 10,000 new
+// pods would otherwise be 10,000 events (writes to the API server that
+// crowd out the Warnings people look for).
+func changedEvent(w *podWork) bool { return w.wrote && len(w.applied) > 0 }
 
 // recordedTags returns what was applied for the pod: from the ledger, or
 // from the pod's own annotations (pods tagged by k8s-eni-tagger).
@@ -425,21 +433,26 @@ func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2
 	return merged, conflicts, nil
 }
 
-// applyAndRecord is the writer's job for one pod: the plan's writes, then
-// the record of their outcome, so a change costs one reconcile. A failed
-// write is returned for the pod's next reconcile to report; a record that
-// fails (the pod changed meanwhile) is left to the next reconcile, which
-// finds the tags on the ENI and records them.
-func (r *Reconciler) applyAndRecord(ctx context.Context, w *podWork) error {
+// writeTags is the first stage of the writer's job for one pod: the
+// plan's AWS writes. A failed write is returned for the pod's next
+// reconcile to report.
+func (r *Reconciler) writeTags(ctx context.Context, w *podWork) error {
 	if err := r.write(ctx, w.eni, w.plan); err != nil {
 		return err
 	}
 	w.wrote = true
+	return nil
+}
+
+// recordWrite is the second stage: the record of a successful write, so
+// a change costs one reconcile. A record that fails (the pod changed
+// meanwhile) is left to the next reconcile, which finds the tags on the
+// ENI and records them.
+func (r *Reconciler) recordWrite(ctx context.Context, w *podWork) {
 	if err := r.record(ctx, w); err != nil {
 		log.FromContext(ctx).V(1).Info("recording a write failed; the next reconcile records it", "pod", w.key, "error", bounded.Error(err))
 		r.requeue(w.key)
 	}
-	return nil
 }
 
 func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
@@ -519,11 +532,34 @@ func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) er
 		// record of what that write applied.
 		return nil
 	}
+	r.recoverRecord(ctx, pod, key)
 	if err := r.forget(ctx, key); err != nil {
 		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", errorText(err))
 		return err
 	}
 	return r.dropFinalizer(ctx, pod)
+}
+
+// recoverRecord gives a pod that is going away its ledger record back
+// from its last-applied annotations when the ledger has none: the record
+// was lost in a crash before the ledger's batch was written. Only if the
+// ENI that holds the pod's IP carries the token the annotations name —
+// the tags are then the ones this operator wrote for the pod — so forget
+// removes them instead of leaving them behind.
+func (r *Reconciler) recoverRecord(ctx context.Context, pod *corev1.Pod, key string) {
+	if _, ok := r.ledger.Get(key); ok || r.opts.DryRun {
+		return
+	}
+	applied, hash := recordedTags(pod, Record{}, false)
+	ip := podIP(pod)
+	if len(applied) == 0 || hash == "" || ip == "" {
+		return
+	}
+	eni, err := r.resolve(ctx, key, ip, Record{}, false)
+	if err != nil || eni.Tags[HashTag] != hash {
+		return
+	}
+	r.ledger.Put(Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: applied, Hash: hash})
 }
 
 func (r *Reconciler) dropFinalizer(ctx context.Context, pod *corev1.Pod) error {
@@ -575,10 +611,14 @@ func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) err
 	o.message = bounded.Truncate(o.message, bounded.Message)
 	r.metrics.outcomes.WithLabelValues(o.reason).Inc()
 	key := client.ObjectKeyFromObject(pod).String()
+	cond := corev1.PodCondition{Type: ConditionType, Status: o.status, Reason: o.reason, Message: o.message,
+		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now()}
+	current := hasCondition(pod, cond)
 	switch {
 	case o.warning:
-		// A repeated refusal is one event and one log line.
-		if r.warned.first(key, string(pod.UID), o.reason, o.message) {
+		// A repeated refusal is one event and one log line; one the pod's
+		// condition already states (a restart) is none.
+		if r.warned.first(key, string(pod.UID), o.reason, o.message) && !current {
 			log.FromContext(ctx).Info(o.message, "reason", o.reason)
 			r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, o.reason, "Tag", "%s", o.message)
 		}
@@ -588,12 +628,8 @@ func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) err
 			r.recorder.Eventf(pod, nil, corev1.EventTypeNormal, o.reason, "Tag", "%s", o.message)
 		}
 	}
-	cond := corev1.PodCondition{Type: ConditionType, Status: o.status, Reason: o.reason, Message: o.message,
-		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now()}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == ConditionType && c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message && c.ObservedGeneration == cond.ObservedGeneration {
-			return nil
-		}
+	if current {
+		return nil
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == ConditionType && c.Status == cond.Status {
@@ -608,6 +644,17 @@ func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) err
 			WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime)))
 	err := r.client.Status().Apply(ctx, apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
 	return client.IgnoreNotFound(err)
+}
+
+// hasCondition tells whether the pod's condition already says what cond
+// says (its transition time aside).
+func hasCondition(pod *corev1.Pod, cond corev1.PodCondition) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType && c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message && c.ObservedGeneration == cond.ObservedGeneration {
+			return true
+		}
+	}
+	return false
 }
 
 // clearCondition removes the pod's eni-tagger.io/tagged condition unless

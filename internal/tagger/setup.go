@@ -35,6 +35,11 @@ func RequiredIAMActions() []string {
 // they share batched calls, so the bound is set well above one batch.
 const maxWritesInFlight = 2048
 
+// recorders is how many pods' outcomes are recorded at once: enough to
+// keep the Kubernetes client's budget (--kube-api-qps) busy, which is
+// what bounds them.
+const recorders = 32
+
 // Setup adds the pod tagger to mgr: the controller, the ledger and its
 // inventory scope in the EC2 state (which the caller adds to mgr). It
 // returns the reconciler for tests and one-shot commands.
@@ -53,7 +58,8 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, limiters: map[string]*rate.Limiter{},
 	}
-	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, r.applyAndRecord, r.requeue)
+	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, recorders,
+		writerStages{write: r.writeTags, record: r.recordWrite}, r.requeue)
 	for _, s := range o.SubnetIDs {
 		r.subnets[s] = true
 	}

@@ -12,26 +12,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// writeTimeout bounds one pod's write and the record of its outcome.
+// writeTimeout bounds one pod's write, and the record of its outcome.
 const writeTimeout = 2 * time.Minute
 
 // writer applies the pods' planned tag writes off the reconcile workers
 // and records their outcome. Workers waiting on AWS would cap how many
 // pods share one batched CreateTags, so each queued write runs in a
 // goroutine of its own, up to maxWrites at once; the client batches them.
-// A write that succeeds is recorded at once (ledger, pod, condition): a
-// change costs one reconcile. One that fails is kept for the pod's next
-// reconcile, which reports it and backs off.
+// A write that succeeds is recorded (pod, condition, ledger) by one of a
+// few recorders: a change costs one reconcile. One that fails is kept for
+// the pod's next reconcile, which reports it and backs off.
+//
+// Writing and recording are separate stages because they wait on
+// different budgets: EC2's and the Kubernetes client's (--kube-api-qps).
+// Were a write's slot held until its record was made, a burst larger than
+// maxWrites would tag ENIs only as fast as the API budget records them.
 type writer struct {
 	queue *workqueue.Typed[string] // pod keys with a write to do
 	slots chan struct{}            // bounds the writes in flight
-	// apply writes the plan of a pod and records the outcome.
-	apply func(context.Context, *podWork) error
+	// records holds the pod keys whose write succeeded, to be recorded
+	// by recorders goroutines.
+	records   *workqueue.Typed[string]
+	recorders int
+	// write makes the AWS writes of a pod's plan; record records their
+	// outcome.
+	write  func(context.Context, *podWork) error
+	record func(context.Context, *podWork)
 	// requeue asks for a reconcile of a pod.
 	requeue func(key string)
 
 	mu   sync.Mutex
-	jobs map[string]*podWork // queued or in flight, by pod key
+	jobs map[string]*podWork // queued, in flight or being recorded, by pod key
 	// failed holds the error of a write until the pod's reconcile takes it.
 	failed map[string]error
 	// revisit marks pods a reconcile was turned away from while their
@@ -39,10 +50,18 @@ type writer struct {
 	revisit map[string]bool
 }
 
-func newWriter(name string, maxWrites int, apply func(context.Context, *podWork) error, requeue func(string)) *writer {
+// writerStages are the two stages of a pod's write.
+type writerStages struct {
+	write  func(context.Context, *podWork) error
+	record func(context.Context, *podWork)
+}
+
+func newWriter(name string, maxWrites, recorders int, stages writerStages, requeue func(string)) *writer {
 	return &writer{
-		queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name}),
-		slots: make(chan struct{}, maxWrites), apply: apply, requeue: requeue,
+		queue:   workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name}),
+		records: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name + "-records"}),
+		slots:   make(chan struct{}, maxWrites), recorders: max(recorders, 1),
+		write: stages.write, record: stages.record, requeue: requeue,
 		jobs: map[string]*podWork{}, failed: map[string]error{}, revisit: map[string]bool{},
 	}
 }
@@ -56,8 +75,8 @@ func (w *writer) submit(pw *podWork) {
 	w.queue.Add(pw.key)
 }
 
-// busy reports whether a write of the pod is queued or in flight; the
-// pod is then requeued when it ends.
+// busy reports whether a write of the pod is queued, in flight or being
+// recorded; the pod is then requeued when it ends.
 func (w *writer) busy(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -83,9 +102,17 @@ func (w *writer) Start(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		w.queue.ShutDown()
+		w.records.ShutDown()
 	}()
 	var running sync.WaitGroup
 	defer running.Wait()
+	for range w.recorders {
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			w.recordLoop(ctx)
+		}()
+	}
 	for {
 		key, shutdown := w.queue.Get()
 		if shutdown {
@@ -105,6 +132,7 @@ func (w *writer) Start(ctx context.Context) error {
 	}
 }
 
+// run makes one pod's AWS writes and hands a success to the recorders.
 func (w *writer) run(ctx context.Context, key string) {
 	defer func() {
 		<-w.slots
@@ -116,9 +144,42 @@ func (w *writer) run(ctx context.Context, key string) {
 	if pw == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	err := w.apply(ctx, pw)
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	err := w.write(wctx, pw)
 	cancel()
+	if err != nil {
+		w.finish(key, err)
+		return
+	}
+	w.records.Add(key)
+}
+
+// recordLoop records the outcome of successful writes until ctx ends.
+// What is left unrecorded at the end is found by the next leader's
+// reconcile: the ENI carries the tags, and recording them costs no AWS
+// call.
+func (w *writer) recordLoop(ctx context.Context) {
+	for {
+		key, shutdown := w.records.Get()
+		if shutdown {
+			return
+		}
+		w.mu.Lock()
+		pw := w.jobs[key]
+		w.mu.Unlock()
+		if pw != nil {
+			rctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			w.record(rctx, pw)
+			cancel()
+		}
+		w.records.Done(key)
+		w.finish(key, nil)
+	}
+}
+
+// finish ends a pod's job: a failure is kept for its next reconcile,
+// which is asked for, as it is for a reconcile turned away meanwhile.
+func (w *writer) finish(key string, err error) {
 	w.mu.Lock()
 	delete(w.jobs, key)
 	revisit := w.revisit[key]

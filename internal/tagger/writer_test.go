@@ -41,7 +41,7 @@ func startWriter(t *testing.T, maxWrites int) *writerUnderTest {
 		defer wt.mu.Unlock()
 		wt.requeued = append(wt.requeued, key)
 	}
-	wt.writer = newWriter("", maxWrites, apply, requeue)
+	wt.writer = newWriter("", maxWrites, 1, writerStages{write: apply, record: func(context.Context, *podWork) {}}, requeue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -98,8 +98,8 @@ func TestWriterRequeuesOnlyWhenNeeded(t *testing.T) {
 	wt.release <- nil
 	eventually(t, "the write done", func() bool { return wt.inFlight.Load() == 0 })
 	eventually(t, "the pod free", func() bool {
-		wt.mu.Lock()
-		defer wt.mu.Unlock()
+		wt.writer.mu.Lock()
+		defer wt.writer.mu.Unlock()
 		return len(wt.jobs) == 0
 	})
 	if got := wt.requeues(); len(got) != 0 {
