@@ -35,13 +35,18 @@ func start(t *testing.T) (c *cluster, a, b *testenv.Process, created <-chan stru
 }
 
 // takeover waits for replica-b to take the Lease after cut and checks it
-// did not take it before replica-a's last renewal had expired.
+// did not take it before replica-a's fence closed (its last renewal plus
+// the renew deadline: no write of replica-a passes it after that). The
+// lease duration is not the line: the audit log times the renewal on the
+// server's clock, client-go's standby times it from when it read it, and
+// on a loaded machine a takeover was measured 80 ms inside the lease
+// duration by the first and not by the second.
 func (c *cluster) takeover(cut time.Time) failover {
 	c.t.Helper()
 	f := failover{cut: cut, takeover: c.waitLeader("replica-b", cut)}
 	f.lastRenewal = c.lastRenewal("replica-a", f.takeover)
-	if early := f.lastRenewal.Add(leaseDuration).Sub(f.takeover); early > 0 {
-		c.t.Errorf("replica-b took the Lease %v before replica-a's last renewal expired", early)
+	if early := f.lastRenewal.Add(renewDeadline).Sub(f.takeover); early > 0 {
+		c.t.Errorf("replica-b took the Lease %v before replica-a's fence closed (last renewal + renew deadline)", early)
 	}
 	c.t.Logf("replica-b took over %v after replica-a was cut off, %v after its last renewal (lease duration %v)",
 		f.takeover.Sub(cut).Round(time.Millisecond), f.takeover.Sub(f.lastRenewal).Round(time.Millisecond), leaseDuration)
@@ -56,8 +61,10 @@ func (c *cluster) finish(created <-chan struct{}, f failover) {
 	<-created
 	took := c.converge("convergence after the failover", 3*time.Minute, func(int) bool { return false })
 	c.t.Logf("converged %v after the failover", took.Round(time.Second))
-	writes := c.checkNoWritesAfter("replica-a", f.lastRenewal.Add(leaseDuration))
-	c.t.Logf("replica-a made %d EC2 and Kubernetes writes, all before its Lease expired", writes)
+	// The invariant writes need: none of the old leader's after the new
+	// one took over (from the audit log and the emulator's call log).
+	writes := c.checkNoWritesAfter("replica-a", f.takeover)
+	c.t.Logf("replica-a made %d EC2 and Kubernetes writes, all before replica-b took over", writes)
 	// Every ENI was created once: no duplicate was made and then removed.
 	if n := c.count("DeleteNetworkInterface"); n != 0 {
 		c.t.Errorf("%d DeleteNetworkInterface calls during a rollout that removes nothing", n)
