@@ -26,12 +26,27 @@ type batcher[K comparable, I comparable, O any] struct {
 	// observe is told the size of every call made.
 	observe func(size int)
 	// gate, when set, says how long a call would wait for the rate
-	// limiter; a due batch stays open that long and keeps taking items,
-	// so under a rate limit batches grow instead of queueing.
+	// limiter; a due batch the limiter would hold stays open and keeps
+	// taking items until its turn, so under a rate limit batches grow
+	// instead of queueing. take (set with gate) waits for the limiter's
+	// token for a batch's call; the call's first attempt then spends it
+	// instead of waiting again (withPrepaidToken).
 	gate func() time.Duration
+	take func(context.Context) error
 
 	mu      sync.Mutex
 	pending map[K]*pendingBatch[I, O]
+	// due are the batches held by the limiter, oldest first. One drainer
+	// hands them its tokens in that order: with a timer per batch racing
+	// for each token, one tag set waited 7-10 s while 20 shared ten
+	// calls a second (a fair turn is 2 s), and that was the burst's tail.
+	due      []dueBatch[K, I, O]
+	draining bool
+}
+
+type dueBatch[K comparable, I comparable, O any] struct {
+	key K
+	p   *pendingBatch[I, O]
 }
 
 // noKey is the key of a batcher whose items all share one call.
@@ -47,6 +62,7 @@ type pendingBatch[I comparable, O any] struct {
 	waiters map[I][]chan outcome[O]
 	idle    *time.Timer
 	max     *time.Timer
+	due     bool // waiting in batcher.due for the limiter
 }
 
 // do adds item to the pending batch for key and waits for its result.
@@ -69,12 +85,14 @@ func (b *batcher[K, I, O]) do(ctx context.Context, key K, item I) (O, error) {
 	if len(p.items) >= b.maxItems {
 		b.detach(key, p)
 		b.mu.Unlock()
-		go b.exec(key, p)
-	} else {
+		go b.exec(key, p, false)
+	} else if !p.due {
 		if p.idle != nil {
 			p.idle.Stop()
 		}
 		p.idle = time.AfterFunc(b.idle, func() { b.flush(key, p) })
+		b.mu.Unlock()
+	} else {
 		b.mu.Unlock()
 	}
 	select {
@@ -97,29 +115,73 @@ func (b *batcher[K, I, O]) detach(key K, p *pendingBatch[I, O]) {
 
 func (b *batcher[K, I, O]) flush(key K, p *pendingBatch[I, O]) {
 	b.mu.Lock()
-	if b.pending[key] != p {
+	if b.pending[key] != p || p.due {
 		b.mu.Unlock()
-		return // already sent
+		return // already sent, or waiting for its turn
 	}
-	if b.gate != nil {
-		if d := b.gate(); d > 0 {
-			if p.idle != nil {
-				p.idle.Stop()
-			}
-			p.max.Stop()
-			p.idle = time.AfterFunc(d, func() { b.flush(key, p) })
-			b.mu.Unlock()
-			return
+	if b.gate != nil && (len(b.due) > 0 || b.gate() > 0) {
+		p.due = true
+		p.max.Stop()
+		if p.idle != nil {
+			p.idle.Stop()
 		}
+		b.due = append(b.due, dueBatch[K, I, O]{key, p})
+		if !b.draining {
+			b.draining = true
+			go b.drain()
+		}
+		b.mu.Unlock()
+		return
 	}
 	b.detach(key, p)
 	b.mu.Unlock()
-	b.exec(key, p)
+	b.exec(key, p, false)
 }
 
-func (b *batcher[K, I, O]) exec(key K, p *pendingBatch[I, O]) {
+// drain hands the limiter's tokens to the due batches, oldest first, and
+// ends when none is left. A batch that filled up meanwhile has left on
+// its own (and waits for its token in the call).
+func (b *batcher[K, I, O]) drain() {
+	for {
+		b.mu.Lock()
+		if !b.dropLeftLocked() {
+			b.draining = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		err := b.take(ctx)
+		cancel()
+		b.mu.Lock()
+		if !b.dropLeftLocked() {
+			b.mu.Unlock()
+			continue // the token's batch left full meanwhile
+		}
+		next := b.due[0]
+		b.due = b.due[1:]
+		b.detach(next.key, next.p)
+		b.mu.Unlock()
+		// Without the token (take failed), the call waits for its own.
+		go b.exec(next.key, next.p, err == nil)
+	}
+}
+
+// dropLeftLocked drops the due batches that left full on their own and
+// says whether one is still waiting.
+func (b *batcher[K, I, O]) dropLeftLocked() bool {
+	for len(b.due) > 0 && b.pending[b.due[0].key] != b.due[0].p {
+		b.due = b.due[1:]
+	}
+	return len(b.due) > 0
+}
+
+func (b *batcher[K, I, O]) exec(key K, p *pendingBatch[I, O], prepaid bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
+	if prepaid {
+		ctx = withPrepaidToken(ctx)
+	}
 	b.call(ctx, key, p.items, p.waiters)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,5 +137,100 @@ func TestBatcherCallerCancellation(t *testing.T) {
 	// The batch still goes out and does not block anyone.
 	if v, err := b.do(context.Background(), "k", 2); err != nil || v != "k:2" {
 		t.Fatalf("got %q, %v", v, err)
+	}
+}
+
+// Under a rate limit, due batches get the limiter's tokens in the order
+// they fell due, keep taking items while they wait, and the call made
+// with a token taken for it does not wait again.
+func TestBatcherServesDueBatchesOldestFirst(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		order   []string
+		sizes   = map[string]int{}
+		prepaid = map[string]bool{}
+	)
+	tokens := make(chan struct{})
+	b := &batcher[string, int, string]{
+		idle: 5 * time.Millisecond, maxWait: 50 * time.Millisecond, maxItems: 100, timeout: 5 * time.Second,
+		run: func(ctx context.Context, key string, items []int) (map[int]string, error) {
+			mu.Lock()
+			order, sizes[key], prepaid[key] = append(order, key), len(items), spendPrepaidToken(ctx)
+			mu.Unlock()
+			out := map[int]string{}
+			for _, i := range items {
+				out[i] = key
+			}
+			return out, nil
+		},
+		missing: func(i int) error { return fmt.Errorf("item %d not found", i) },
+		gate:    func() time.Duration { return time.Hour }, // the limiter is always short
+		take: func(ctx context.Context) error {
+			select {
+			case <-tokens:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	}
+	var wg sync.WaitGroup
+	ask := func(key string, item int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.do(context.Background(), key, item); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	queued := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			b.mu.Lock()
+			got := len(b.due)
+			b.mu.Unlock()
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d batches due, want %d", got, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for i, key := range []string{"a", "b", "c"} {
+		ask(key, i)
+		queued(i + 1) // each falls due after the one before
+	}
+	ask("a", 10) // joins the waiting batch
+	ask("c", 11)
+	time.Sleep(20 * time.Millisecond)
+	for n := 1; n <= 3; n++ { // one token at a time: which batch gets it
+		tokens <- struct{}{}
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+			mu.Lock()
+			got := len(order)
+			mu.Unlock()
+			if got == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("token %d: no call", n)
+			}
+		}
+	}
+	wg.Wait()
+	if !slices.Equal(order, []string{"a", "b", "c"}) {
+		t.Errorf("calls in order %v, want a, b, c (the order they fell due)", order)
+	}
+	if sizes["a"] != 2 || sizes["b"] != 1 || sizes["c"] != 2 {
+		t.Errorf("batch sizes %v, want a:2 b:1 c:2 (items join a batch while it waits)", sizes)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if !prepaid[k] {
+			t.Errorf("batch %s's call did not carry the token taken for it", k)
+		}
 	}
 }

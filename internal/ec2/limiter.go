@@ -3,6 +3,7 @@ package ec2
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -122,4 +123,23 @@ func (l *adaptiveLimiter) rate() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.effective
+}
+
+// prepaidToken marks a call whose first attempt's rate-limiter token a
+// batcher has already taken (batcher.drain): that attempt spends it
+// instead of waiting again; retries, and the halves of a split batch
+// after the first, wait as usual.
+type prepaidToken struct{ spent atomic.Bool }
+
+type prepaidTokenKey struct{}
+
+func withPrepaidToken(ctx context.Context) context.Context {
+	return context.WithValue(ctx, prepaidTokenKey{}, &prepaidToken{})
+}
+
+// spendPrepaidToken reports whether ctx carries a token not spent yet,
+// and spends it.
+func spendPrepaidToken(ctx context.Context) bool {
+	p, ok := ctx.Value(prepaidTokenKey{}).(*prepaidToken)
+	return ok && p.spent.CompareAndSwap(false, true)
 }

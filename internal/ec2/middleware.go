@@ -56,11 +56,13 @@ func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.Final
 	if !ok { // not through measureOperation: decide from the name alone
 		family = familyOf(name, nil)
 	}
-	waited, err := c.limits.wait(ctx, family, name)
-	if err != nil {
-		return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("waiting for the EC2 rate limiter: %w", err)
+	if !spendPrepaidToken(ctx) { // a batch's token was taken (and its wait observed) by its batcher
+		waited, err := c.limits.wait(ctx, family, name)
+		if err != nil {
+			return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("waiting for the EC2 rate limiter: %w", err)
+		}
+		c.metrics.limiterWait.WithLabelValues(name, string(family)).Observe(waited.Seconds())
 	}
-	c.metrics.limiterWait.WithLabelValues(name, string(family)).Observe(waited.Seconds())
 	// Asked after the limiter's wait, the last moment before sending.
 	if c.writeGate != nil && !strings.HasPrefix(name, "Describe") {
 		if err := c.writeGate(); err != nil {
