@@ -214,13 +214,15 @@ func desiredTags(i int) map[string]string {
 func podName(i int) string { return fmt.Sprintf("p-%03d", i) }
 
 // createPods creates pods p-000 … running on the pods' ENIs, each asking
-// for its tags, 16 at a time, in the background; the returned channel
-// closes when all are created.
+// for its tags, two at a time, in the background (a burst that lasts some
+// seconds, so a leader killed once its first writes land is killed in
+// its middle: the operator tags faster than 16 creators make pods); the
+// returned channel closes when all are created.
 func (c *cluster) createPods() <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		testenv.InParallel(len(c.podENIs), 16, func(i int) {
+		testenv.InParallel(len(c.podENIs), 2, func(i int) {
 			tags := desiredTags(i)
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: apps,
 				Annotations: map[string]string{tagger.DefaultAnnotationKey: "App=" + tags["App"] + ",Team=" + tags["Team"]}},

@@ -82,7 +82,7 @@ func (c *cluster) finish(created <-chan struct{}, f failover) {
 // resurrected.
 func TestLeaderKilled(t *testing.T) {
 	c, a, _, created := start(t)
-	c.waitEC2Writes("replica-a", pods/5)
+	c.waitEC2Writes("replica-a", pods/20)
 	cut := time.Now()
 	a.Stop()
 	tagged := eniNamed(c.ec2Writes("replica-a"))
@@ -104,7 +104,7 @@ func TestLeaderKilled(t *testing.T) {
 // NodeENI status patches and 247 Events.
 func TestLeaderPaused(t *testing.T) {
 	c, a, _, created := start(t)
-	c.waitEC2Writes("replica-a", pods/5)
+	c.waitEC2Writes("replica-a", pods/20)
 	cut := time.Now()
 	if err := a.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
