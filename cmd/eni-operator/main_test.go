@@ -43,10 +43,11 @@ func TestOriginalFlagsParse(t *testing.T) {
 	}
 	// k8s-eni-tagger's --aws-rate-limit-qps (10) is no longer a default:
 	// without it there is no ceiling over AWS's per-family buckets. Its
-	// --cache-batch-size (20) is now 200 changes per ConfigMap to write,
-	// so a burst of pods costs one ledger write per 200.
+	// --cache-batch-size (20) is now 250 changes per ConfigMap to write,
+	// so a burst of pods costs at most one ledger write per 200, its last
+	// partial batch included.
 	if d.op.EC2.QPS != 0 || d.op.EC2.Burst != 20 || d.op.EC2.Share != 1 || d.op.Tagger.AnnotationKey != "eni-tagger.io/tags" ||
-		d.op.Tagger.CacheBatchInterval != 2*time.Second || d.op.Tagger.CacheBatchSize != 200 || d.op.MetricsAddr != ":8090" {
+		d.op.Tagger.CacheBatchInterval != 2*time.Second || d.op.Tagger.CacheBatchSize != 250 || d.op.MetricsAddr != ":8090" {
 		t.Fatalf("defaults %+v", d)
 	}
 }

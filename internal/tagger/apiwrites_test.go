@@ -120,8 +120,8 @@ func TestKubernetesWritesPerPod(t *testing.T) {
 	const n = 200
 	h := newHarness(t, branchWorld(n))
 	o := h.options()
-	// Only the size trigger (200 changes) or the stop writes the ledger.
-	o.CacheBatchInterval = time.Hour
+	// Only the size trigger (n changes) or the stop writes the ledger.
+	o.CacheBatchInterval, o.CacheBatchSize = time.Hour, n
 	h.startManager(o)
 	h.eventually("k8s-eni-tagger's cache import marked done", func() bool { return h.cmCount("eni-tagger-cache-00") == 1 }, nil)
 	before := h.serverWrites()

@@ -58,7 +58,7 @@ func DefaultOptions() Options {
 	return Options{
 		AnnotationKey: DefaultAnnotationKey, MaxConcurrentReconciles: 100,
 		EnableENICache: true, EnableCacheConfigMap: true,
-		CacheBatchInterval: 2 * time.Second, CacheBatchSize: 200, CacheShards: 16,
+		CacheBatchInterval: 2 * time.Second, CacheBatchSize: 250, CacheShards: 16,
 		PodRateLimitQPS: 0.1, PodRateLimitBurst: 1,
 		InventoryInterval: 5 * time.Minute, Namespace: ns, LedgerName: "eni-tagger-cache",
 		ControllerName: "pod-tagger",

@@ -54,6 +54,8 @@ type Reconciler struct {
 
 	limitMu  sync.Mutex
 	limiters map[string]*rate.Limiter
+	// recent are the records the writer has just written on pods.
+	recent recentRecords
 
 	warned warnings
 }
@@ -93,6 +95,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if s := phase(ctx, w); s != nil {
 			return s.res, s.err
 		}
+	}
+	if wait := r.recent.wait(w.key, &w.pod, w.plan.Hash, time.Now()); wait > 0 {
+		// The writer has just recorded this: the watch brings it.
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	return reconcile.Result{}, r.record(ctx, w)
 }
@@ -452,6 +458,10 @@ func (r *Reconciler) recordWrite(ctx context.Context, w *podWork) {
 	if err := r.record(ctx, w); err != nil {
 		log.FromContext(ctx).V(1).Info("recording a write failed; the next reconcile records it", "pod", w.key, "error", bounded.Error(err))
 		r.requeue(w.key)
+		return
+	}
+	if len(w.own) > 0 {
+		r.recent.note(w.key, w.pod.UID, w.plan.Hash, time.Now())
 	}
 }
 
@@ -735,6 +745,7 @@ func (r *Reconciler) dropLimiter(key string) {
 	r.limitMu.Lock()
 	delete(r.limiters, key)
 	r.limitMu.Unlock()
+	r.recent.forget(key)
 }
 
 // requeue asks for a reconcile of a pod by key.
