@@ -1,0 +1,294 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+)
+
+// bindSteps are the sysfs writes of a bind from ena: driver_override,
+// unbind, drivers_probe (TestSysFSBindAndRestore).
+const bindSteps = 3
+
+// errKilled is what a write returns once the simulated agent is dead:
+// the write and every later one never reach the host.
+var errKilled = errors.New("agent killed")
+
+// killSwitch lets the first `after` writes of an agent through and fails
+// every later one, as if the process died right after its after-th write.
+type killSwitch struct {
+	mu       sync.Mutex
+	after    int
+	done     int
+	attempts int
+}
+
+// pass counts one write attempt and tells whether it reaches the host.
+func (s *killSwitch) pass() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts++
+	if s.done >= s.after {
+		return false
+	}
+	s.done++
+	return true
+}
+
+// dead tells whether the agent tried a write past its death.
+func (s *killSwitch) dead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts > s.after
+}
+
+// The agent is killed after each step k of the DPDK bind (driver_override
+// set; unbound from ena; probed) and, past the last step, after the bind
+// but before the SR-IOV config was written. A fresh agent then converges
+// whether DPDK is still wanted (bound to vfio-pci, published) or no longer
+// (back on ena with its interface configured, unpublished). Everything is
+// read from the fake sysfs tree, the namespace's links and the files,
+// never from the agent's report alone; no device is ever left unbound.
+func TestDPDKBindKilledAtEveryStep(t *testing.T) {
+	for k := 0; k <= bindSteps; k++ {
+		for _, still := range []bool{true, false} {
+			dpdkKilledAfter(t, k, still)
+		}
+	}
+}
+
+func dpdkKilledAfter(t *testing.T, k int, still bool) {
+	t.Helper()
+	w := newWorld(t, fmt.Sprintf("k%d-%v", k, still), 1)
+	kern := ens6Kernel(w)
+	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
+	foreign := `{"resourceName":"other","selectors":{"drivers":["iavf"]}}`
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := []byte(`{"resourceList":[` + foreign + `]}`)
+	if err := os.WriteFile(cfgPath, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kill := &killSwitch{after: k}
+	o := w.options()
+	o.SysfsRoot, o.SRIOVConfig = kern.root, cfgPath
+	o.sysfsWrite = func(p, v string) error {
+		if !kill.pass() {
+			return errKilled
+		}
+		return kern.write(p, v)
+	}
+	name := w.name(fmt.Sprintf("k%d-%v", k, still))
+	eni := w.enis[0].ID
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) {
+		s.MTU, s.EnableDPDK, s.DPDKResourceName = 9001, true, "intel.com/dpdk"
+	}, w.attachment(0, v1alpha1.AttachmentAttached))
+	a := w.start(o, nil)
+	w.eventually(fmt.Sprintf("k=%d: the agent got as far as it may", k), func() (bool, string) {
+		if k < bindSteps {
+			return kill.dead(), fmt.Sprintf("sysfs writes %v", kern.log())
+		}
+		b, _ := os.ReadFile(cfgPath)
+		return kern.driverOf(testPCI) == "vfio-pci" && strings.Contains(string(b), "intel.com"), string(b)
+	})
+	_ = a.Stop()
+	if got := len(kern.log()); got != k {
+		t.Fatalf("k=%d: %d sysfs writes reached the kernel: %v", k, got, kern.log())
+	}
+	if k == bindSteps {
+		// Killed after the bind, before the config was written: the
+		// state file says the resource is the agent's, the file does not
+		// have it yet.
+		if err := os.WriteFile(cfgPath, before, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !still {
+		w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.EnableDPDK = false })
+	}
+	o.sysfsWrite = kern.write
+	a = w.start(o, nil)
+	defer func() { _ = a.Stop() }()
+	w.eventually(fmt.Sprintf("k=%d, DPDK wanted %v: converged", k, still), func() (bool, string) {
+		return dpdkConverged(w, kern, cfgPath, name, eni, still)
+	})
+}
+
+// dpdkConverged checks the host from sysfs, the links and the files: the
+// device bound as wanted and never unbound, its interface there exactly
+// when it is on ena, the config publishing it exactly when it is bound to
+// vfio-pci, someone else's entry kept, and the state file recording the
+// original driver while the device is bound.
+func dpdkConverged(w *world, kern *fakeKernel, cfgPath, name, eni string, still bool) (bool, string) {
+	drv, over := kern.driverOf(testPCI), kern.overrideOf(testPCI)
+	l, linkThere := w.linkByMAC(w.mac(0))
+	cfg, _ := os.ReadFile(cfgPath)
+	state, _ := os.ReadFile(filepath.Join(w.dir, "state.json"))
+	rl := resourceList(w.t, cfg)
+	e := w.entries(name)[eni]
+	seen := fmt.Sprintf("driver %q override %q, link %+v (there %v), config %s, state %s, entry %+v", drv, over, l, linkThere, cfg, state, e)
+	if len(rl) == 0 || rl[0]["resourceName"] != "other" {
+		return false, "someone else's entry lost: " + seen
+	}
+	if still {
+		published := len(rl) == 2 && rl[1]["resourcePrefix"] == "intel.com" &&
+			reflect.DeepEqual(rl[1]["selectors"], map[string]any{"pciAddresses": []any{testPCI}, "drivers": []any{"vfio-pci"}})
+		return drv == "vfio-pci" && over == "vfio-pci" && !linkThere && published &&
+			strings.Contains(string(state), `"originalDriver": "ena"`) && e.DPDKBound, seen
+	}
+	return drv == "ena" && over == "(null)" && linkThere && l.Name == "ens6" && l.MTU == 9001 && l.Up &&
+		len(rl) == 1 && e.State == v1alpha1.InterfaceConfigured && !e.DPDKBound, seen
+}
+
+// killingNetlink passes the agent's netlink reads through and its writes
+// until its kill switch trips, recording each write that reached the host
+// as "op arg".
+type killingNetlink struct {
+	netlinkOps
+	kill *killSwitch
+
+	mu     sync.Mutex
+	writes []string
+}
+
+func (n *killingNetlink) do(op string, arg any, f func() error) error {
+	if n.kill != nil && !n.kill.pass() {
+		return errKilled
+	}
+	err := f()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.writes = append(n.writes, strings.TrimSpace(fmt.Sprintf("%s %v", op, arg)))
+	return err
+}
+
+func (n *killingNetlink) log() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.writes...)
+}
+
+func (n *killingNetlink) LinkSetDown(l netlink.Link) error {
+	return n.do("down", "", func() error { return n.netlinkOps.LinkSetDown(l) })
+}
+
+func (n *killingNetlink) LinkSetName(l netlink.Link, name string) error {
+	return n.do("rename", name, func() error { return n.netlinkOps.LinkSetName(l, name) })
+}
+
+func (n *killingNetlink) LinkSetUp(l netlink.Link) error {
+	return n.do("up", "", func() error { return n.netlinkOps.LinkSetUp(l) })
+}
+
+func (n *killingNetlink) LinkSetMTU(l netlink.Link, mtu int) error {
+	return n.do("mtu", mtu, func() error { return n.netlinkOps.LinkSetMTU(l, mtu) })
+}
+
+// The agent is killed after each netlink write of configuring a new
+// interface (eth1, down, MTU 1500 → multus, up, MTU 9001): set down,
+// renamed, set up, MTU. A fresh agent makes exactly the writes still
+// missing, read from the link as the kernel shows it; no link is left
+// under its old name or down.
+func TestRenameKilledAtEveryStep(t *testing.T) {
+	rest := [][]string{
+		{"down", "rename multus", "up", "mtu 9001"},
+		{"down", "rename multus", "up", "mtu 9001"}, // down already: the rename sets it down again
+		{"mtu 9001", "up"},                          // renamed but down
+		{"mtu 9001"},                                // renamed and up
+		nil,                                         // all done
+	}
+	for k, want := range rest {
+		w := newWorld(t, fmt.Sprintf("r%d", k), 1)
+		w.addLink("eth1", w.mac(0), 1500)
+		name := w.name(fmt.Sprintf("r%d", k))
+		eni := w.enis[0].ID
+		w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) { s.MTU, s.InterfaceName = 9001, "multus" }, w.attachment(0, v1alpha1.AttachmentAttached))
+		kill := &killSwitch{after: k}
+		o := w.options()
+		o.netlink = &killingNetlink{netlinkOps: w.nl, kill: kill}
+		a := w.start(o, nil)
+		w.eventually(fmt.Sprintf("k=%d: the agent got as far as it may", k), func() (bool, string) {
+			if k < len(rest)-1 {
+				return kill.dead(), ""
+			}
+			l, _ := w.linkByMAC(w.mac(0))
+			return l.Name == "multus" && l.MTU == 9001 && l.Up, fmt.Sprintf("%+v", l)
+		})
+		_ = a.Stop()
+
+		nl := &killingNetlink{netlinkOps: w.nl}
+		o.netlink = nl
+		a = w.start(o, nil)
+		w.eventually(fmt.Sprintf("k=%d: converged", k), func() (bool, string) {
+			l, ok := w.linkByMAC(w.mac(0))
+			_, old := w.linkByName("eth1")
+			e := w.entries(name)[eni]
+			return ok && !old && l.Name == "multus" && l.MTU == 9001 && l.Up && e.State == v1alpha1.InterfaceConfigured,
+				fmt.Sprintf("link %+v, eth1 still there %v", l, old)
+		})
+		time.Sleep(300 * time.Millisecond) // later passes must write nothing more
+		_ = a.Stop()
+		if got := nl.log(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("k=%d: the fresh agent wrote %q; want %q", k, got, want)
+		}
+	}
+}
+
+// Someone else sets the agent's link down and its MTU back, while the
+// agent runs and while it is down: the agent brings it back with exactly
+// the two writes needed (MTU, up) — no rename, no extra down/up.
+func TestLinkFlapsAreRepaired(t *testing.T) {
+	w := newWorld(t, "n", 1)
+	w.addLink("eth1", w.mac(0), 1500)
+	name := w.name("flap")
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) { s.MTU, s.InterfaceName = 9001, "multus" }, w.attachment(0, v1alpha1.AttachmentAttached))
+	configured := func() (bool, string) {
+		l, ok := w.linkByMAC(w.mac(0))
+		return ok && l.Name == "multus" && l.MTU == 9001 && l.Up, fmt.Sprintf("%+v", l)
+	}
+	flap := func() {
+		l, err := w.nl.LinkByName("multus")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.nl.LinkSetDown(l); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.nl.LinkSetMTU(l, 1500); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := w.options()
+	nl := &killingNetlink{netlinkOps: w.nl}
+	o.netlink = nl
+	a := w.start(o, nil)
+	w.eventually("configured", configured)
+	time.Sleep(300 * time.Millisecond)
+	for _, when := range []string{"while running", "while down"} {
+		n := len(nl.log())
+		if when == "while down" {
+			_ = a.Stop()
+			flap()
+			a = w.start(o, nil)
+		} else {
+			flap()
+		}
+		w.eventually(when+": repaired", configured)
+		time.Sleep(300 * time.Millisecond) // later passes must write nothing more
+		if got, want := nl.log()[n:], []string{"mtu 9001", "up"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: writes %q; want %q", when, got, want)
+		}
+	}
+	_ = a.Stop()
+}
