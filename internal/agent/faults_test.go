@@ -292,3 +292,61 @@ func TestLinkFlapsAreRepaired(t *testing.T) {
 	}
 	_ = a.Stop()
 }
+
+// Someone else edits the SR-IOV device plugin config between the agent's
+// read and its write: on the first write it changes its own entry, on
+// the second it adds one. Both edits survive the agent's writes (its merge
+// is redone from the new content), and the agent's entry is published.
+func TestSRIOVConfigEditedConcurrently(t *testing.T) {
+	w := newWorld(t, "n", 1)
+	kern := ens6Kernel(w)
+	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := func(name, driver string) string {
+		return `{"resourceName":"` + name + `","selectors":{"drivers":["` + driver + `"]}}`
+	}
+	if err := os.WriteFile(cfgPath, []byte(`{"resourceList":[`+other("other", "iavf")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edits := []string{
+		`{"resourceList":[` + other("other", "mlx5_core") + `]}`,
+		`{"resourceList":[` + other("other", "mlx5_core") + `,` + other("late", "iavf") + `]}`,
+	}
+	var mu sync.Mutex
+	races := 0
+	o := w.options()
+	o.SysfsRoot, o.sysfsWrite, o.SRIOVConfig = kern.root, kern.write, cfgPath
+	o.sriovRace = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if races < len(edits) {
+			// Written in place, as an editor or a tool without a temporary file would.
+			if err := os.WriteFile(cfgPath, []byte(edits[races]), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		races++
+	}
+	name := w.name("race")
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) {
+		s.EnableDPDK, s.DPDKResourceName = true, "intel.com/dpdk"
+	}, w.attachment(0, v1alpha1.AttachmentAttached))
+	a := w.start(o, nil)
+	defer func() { _ = a.Stop() }()
+	w.eventually("published next to both edits", func() (bool, string) {
+		b, _ := os.ReadFile(cfgPath)
+		rl := resourceList(t, b)
+		mu.Lock()
+		n := races
+		mu.Unlock()
+		byName := map[string]map[string]any{}
+		for _, e := range rl {
+			byName[fmt.Sprint(e["resourceName"])] = e
+		}
+		ok := len(rl) == 3 && n == len(edits)+1 && byName["dpdk"] != nil && byName["late"] != nil &&
+			reflect.DeepEqual(byName["other"]["selectors"], map[string]any{"drivers": []any{"mlx5_core"}})
+		return ok, fmt.Sprintf("%d edits raced; config %s", n, b)
+	})
+}
