@@ -151,10 +151,11 @@ func dpdkConverged(w *world, kern *fakeKernel, cfgPath, name, eni string, still 
 		len(rl) == 1 && e.State == v1alpha1.InterfaceConfigured && !e.DPDKBound, seen
 }
 
-// killingNetlink passes the agent's netlink reads through and its writes
-// until its kill switch trips, recording each write that reached the host
-// as "op arg".
-type killingNetlink struct {
+// countingNetlink passes the agent's netlink calls to the namespace's
+// handle and records every write that reached it as "op arg", so a test
+// can assert exactly what the agent changed (nothing, for a host already
+// as wanted). With a kill switch, writes fail once it trips.
+type countingNetlink struct {
 	netlinkOps
 	kill *killSwitch
 
@@ -162,7 +163,7 @@ type killingNetlink struct {
 	writes []string
 }
 
-func (n *killingNetlink) do(op string, arg any, f func() error) error {
+func (n *countingNetlink) do(op string, arg any, f func() error) error {
 	if n.kill != nil && !n.kill.pass() {
 		return errKilled
 	}
@@ -173,25 +174,25 @@ func (n *killingNetlink) do(op string, arg any, f func() error) error {
 	return err
 }
 
-func (n *killingNetlink) log() []string {
+func (n *countingNetlink) log() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append([]string(nil), n.writes...)
 }
 
-func (n *killingNetlink) LinkSetDown(l netlink.Link) error {
+func (n *countingNetlink) LinkSetDown(l netlink.Link) error {
 	return n.do("down", "", func() error { return n.netlinkOps.LinkSetDown(l) })
 }
 
-func (n *killingNetlink) LinkSetName(l netlink.Link, name string) error {
+func (n *countingNetlink) LinkSetName(l netlink.Link, name string) error {
 	return n.do("rename", name, func() error { return n.netlinkOps.LinkSetName(l, name) })
 }
 
-func (n *killingNetlink) LinkSetUp(l netlink.Link) error {
+func (n *countingNetlink) LinkSetUp(l netlink.Link) error {
 	return n.do("up", "", func() error { return n.netlinkOps.LinkSetUp(l) })
 }
 
-func (n *killingNetlink) LinkSetMTU(l netlink.Link, mtu int) error {
+func (n *countingNetlink) LinkSetMTU(l netlink.Link, mtu int) error {
 	return n.do("mtu", mtu, func() error { return n.netlinkOps.LinkSetMTU(l, mtu) })
 }
 
@@ -216,7 +217,7 @@ func TestRenameKilledAtEveryStep(t *testing.T) {
 		w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) { s.MTU, s.InterfaceName = 9001, "multus" }, w.attachment(0, v1alpha1.AttachmentAttached))
 		kill := &killSwitch{after: k}
 		o := w.options()
-		o.netlink = &killingNetlink{netlinkOps: w.nl, kill: kill}
+		o.netlink = &countingNetlink{netlinkOps: w.nl, kill: kill}
 		a := w.start(o, nil)
 		w.eventually(fmt.Sprintf("k=%d: the agent got as far as it may", k), func() (bool, string) {
 			if k < len(rest)-1 {
@@ -227,7 +228,7 @@ func TestRenameKilledAtEveryStep(t *testing.T) {
 		})
 		_ = a.Stop()
 
-		nl := &killingNetlink{netlinkOps: w.nl}
+		nl := &countingNetlink{netlinkOps: w.nl}
 		o.netlink = nl
 		a = w.start(o, nil)
 		w.eventually(fmt.Sprintf("k=%d: converged", k), func() (bool, string) {
@@ -270,7 +271,7 @@ func TestLinkFlapsAreRepaired(t *testing.T) {
 		}
 	}
 	o := w.options()
-	nl := &killingNetlink{netlinkOps: w.nl}
+	nl := &countingNetlink{netlinkOps: w.nl}
 	o.netlink = nl
 	a := w.start(o, nil)
 	w.eventually("configured", configured)
