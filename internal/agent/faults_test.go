@@ -20,6 +20,10 @@ import (
 // unbind, drivers_probe (TestSysFSBindAndRestore).
 const bindSteps = 3
 
+// restoreSteps are the sysfs writes giving a device on vfio-pci back to
+// ena: driver_override, unbind, drivers_probe, driver_override cleared.
+const restoreSteps = 4
+
 // errKilled is what a write returns once the simulated agent is dead:
 // the write and every later one never reach the host.
 var errKilled = errors.New("agent killed")
@@ -67,62 +71,105 @@ func TestDPDKBindKilledAtEveryStep(t *testing.T) {
 	}
 }
 
-func dpdkKilledAfter(t *testing.T, k int, still bool) {
+// dpdkCase is one node of the DPDK crash tests: ENI 0's device on the
+// fake kernel of ens6Kernel, someone else's entry in the device plugin
+// config (before), and a NodeENI asking for DPDK.
+type dpdkCase struct {
+	w             *world
+	kern          *fakeKernel
+	cfgPath, name string
+	eni           string
+	before        []byte
+}
+
+func newDPDKCase(t *testing.T, suffix string) *dpdkCase {
 	t.Helper()
-	w := newWorld(t, fmt.Sprintf("k%d-%v", k, still), 1)
-	kern := ens6Kernel(w)
-	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
-	foreign := `{"resourceName":"other","selectors":{"drivers":["iavf"]}}`
-	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
+	w := newWorld(t, suffix, 1)
+	c := &dpdkCase{w: w, kern: ens6Kernel(w), cfgPath: filepath.Join(w.dir, "pcidp", "config.json"), name: w.name(suffix), eni: w.enis[0].ID,
+		before: []byte(`{"resourceList":[{"resourceName":"other","selectors":{"drivers":["iavf"]}}]}`)}
+	if err := os.MkdirAll(filepath.Dir(c.cfgPath), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := []byte(`{"resourceList":[` + foreign + `]}`)
-	if err := os.WriteFile(cfgPath, before, 0o644); err != nil {
+	if err := os.WriteFile(c.cfgPath, c.before, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kill := &killSwitch{after: k}
-	o := w.options()
-	o.SysfsRoot, o.SRIOVConfig = kern.root, cfgPath
-	o.sysfsWrite = func(p, v string) error {
-		if !kill.pass() {
-			return errKilled
-		}
-		return kern.write(p, v)
-	}
-	name := w.name(fmt.Sprintf("k%d-%v", k, still))
-	eni := w.enis[0].ID
-	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) {
+	w.createNodeENI(c.name, func(s *v1alpha1.NodeENISpec) {
 		s.MTU, s.EnableDPDK, s.DPDKResourceName = 9001, true, "intel.com/dpdk"
 	}, w.attachment(0, v1alpha1.AttachmentAttached))
-	a := w.start(o, nil)
-	w.eventually(fmt.Sprintf("k=%d: the agent got as far as it may", k), func() (bool, string) {
-		if k < bindSteps {
-			return kill.dead(), fmt.Sprintf("sysfs writes %v", kern.log())
+	return c
+}
+
+// options are the agent's, its sysfs writes going through kill (nil: all
+// of them reach the fake kernel).
+func (c *dpdkCase) options(kill *killSwitch) Options {
+	o := c.w.options()
+	o.SysfsRoot, o.SRIOVConfig, o.sysfsWrite = c.kern.root, c.cfgPath, c.kern.write
+	if kill != nil {
+		o.sysfsWrite = func(p, v string) error {
+			if !kill.pass() {
+				return errKilled
+			}
+			return c.kern.write(p, v)
 		}
-		b, _ := os.ReadFile(cfgPath)
-		return kern.driverOf(testPCI) == "vfio-pci" && strings.Contains(string(b), "intel.com"), string(b)
+	}
+	return o
+}
+
+// killedAfter runs an agent until it dies at kill, and checks that
+// exactly writes sysfs writes reached the kernel in all.
+func (c *dpdkCase) killedAfter(kill *killSwitch, writes int) {
+	a := c.w.start(c.options(kill), nil)
+	c.w.eventually(fmt.Sprintf("killed after %d writes", kill.after), func() (bool, string) {
+		return kill.dead(), fmt.Sprintf("sysfs writes %v", c.kern.log())
 	})
 	_ = a.Stop()
-	if got := len(kern.log()); got != k {
-		t.Fatalf("k=%d: %d sysfs writes reached the kernel: %v", k, got, kern.log())
+	if got := len(c.kern.log()); got != writes {
+		c.w.t.Fatalf("%d sysfs writes reached the kernel, want %d: %v", got, writes, c.kern.log())
 	}
-	if k == bindSteps {
+}
+
+// converges runs a fresh agent until the host is as the NodeENI asks.
+func (c *dpdkCase) converges(what string, still bool) {
+	a := c.w.start(c.options(nil), nil)
+	defer func() { _ = a.Stop() }()
+	c.w.eventually(what+": converged", func() (bool, string) {
+		return dpdkConverged(c.w, c.kern, c.cfgPath, c.name, c.eni, still)
+	})
+}
+
+func dpdkKilledAfter(t *testing.T, k int, still bool) {
+	t.Helper()
+	c := newDPDKCase(t, fmt.Sprintf("k%d-%v", k, still))
+	if k < bindSteps {
+		c.killedAfter(&killSwitch{after: k}, k)
+	} else {
 		// Killed after the bind, before the config was written: the
 		// state file says the resource is the agent's, the file does not
 		// have it yet.
-		if err := os.WriteFile(cfgPath, before, 0o644); err != nil {
+		c.converges("first agent", true)
+		if err := os.WriteFile(c.cfgPath, c.before, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !still {
-		w.updateSpec(name, func(s *v1alpha1.NodeENISpec) { s.EnableDPDK = false })
+		c.w.updateSpec(c.name, func(s *v1alpha1.NodeENISpec) { s.EnableDPDK = false })
 	}
-	o.sysfsWrite = kern.write
-	a = w.start(o, nil)
-	defer func() { _ = a.Stop() }()
-	w.eventually(fmt.Sprintf("k=%d, DPDK wanted %v: converged", k, still), func() (bool, string) {
-		return dpdkConverged(w, kern, cfgPath, name, eni, still)
-	})
+	c.converges(fmt.Sprintf("k=%d, DPDK wanted %v", k, still), still)
+}
+
+// DPDK is switched off and the agent is killed after each step of giving
+// the device back to ena (driver_override set to ena, unbound from
+// vfio-pci, probed; the override cleared is the last step): a fresh agent
+// finishes it — on ena with its interface configured, the override
+// cleared, unpublished — and no device is left unbound.
+func TestDPDKRestoreKilledAtEveryStep(t *testing.T) {
+	for k := 0; k < restoreSteps; k++ {
+		c := newDPDKCase(t, fmt.Sprintf("u%d", k))
+		c.converges("bound", true)
+		c.w.updateSpec(c.name, func(s *v1alpha1.NodeENISpec) { s.EnableDPDK = false })
+		c.killedAfter(&killSwitch{after: k}, bindSteps+k)
+		c.converges(fmt.Sprintf("k=%d", k), false)
+	}
 }
 
 // dpdkConverged checks the host from sysfs, the links and the files: the
