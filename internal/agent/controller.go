@@ -47,8 +47,9 @@ type reconciler struct {
 
 	mu            sync.Mutex // one pass at a time; the fields below are its memory
 	state         *nodeState
-	failures      int  // consecutive passes that left something pending or failed
-	reloadPending bool // the device plugin has not been told of the config yet (its last telling failed): tell it
+	failures      int    // consecutive passes that left something pending or failed
+	sriovRace     func() // tests: someone else's edit between the read and the write of the device plugin config
+	reloadPending bool   // the device plugin has not been told of the config yet (its last telling failed): tell it
 }
 
 // outcome is what configuring one want came to before the final look at
@@ -590,27 +591,13 @@ func (r *reconciler) entry(o outcome, links []link) v1alpha1.InterfaceStatus {
 // Problems are reported on the interfaces concerned.
 func (r *reconciler) publish(ctx context.Context, outs []outcome, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
 	resources, users := publishable(outs, entries)
-	logger := log.FromContext(ctx)
-	existing, err := os.ReadFile(r.sriovPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		logger.Error(err, "reading the SR-IOV device plugin config", "path", r.sriovPath)
-		users.failAll(entries, fmt.Sprintf("reading the SR-IOV device plugin config %s: %v", r.sriovPath, err))
-		return
-	}
-	m, err := mergeSRIOV(existing, next.SRIOVOwned, resources)
+	m, err := r.updateSRIOV(ctx, resources, next)
 	if err != nil {
-		logger.Error(err, "merging into the SR-IOV device plugin config", "path", r.sriovPath)
-		users.failAll(entries, fmt.Sprintf("SR-IOV device plugin config %s: %v", r.sriovPath, err))
+		users.failAll(entries, err.Error())
 		return
 	}
 	for name, msg := range m.Conflicts {
 		users.fail(entries, name, msg)
-	}
-	if m.Changed {
-		if err := r.writeSRIOV(ctx, m, next); err != nil {
-			users.failAll(entries, err.Error())
-			return
-		}
 	}
 	next.SRIOVOwned = m.Owned
 	if err := r.reloadSRIOV(ctx); err != nil {
@@ -697,16 +684,53 @@ func publishable(outs []outcome, entries map[string]v1alpha1.InterfaceStatus) ([
 	return resources, users
 }
 
-// writeSRIOV writes the merged device plugin config. The resources are
-// recorded as owned before the write: a crash in between leaves an entry
-// the agent knows to remove, never one it forgot it wrote.
-func (r *reconciler) writeSRIOV(ctx context.Context, m sriovMerge, next *nodeState) error {
+// sriovAttempts bounds the merges of one pass when someone else keeps
+// writing the device plugin config between the agent's read and write.
+const sriovAttempts = 5
+
+// updateSRIOV merges the agent's resources into the device plugin config
+// and writes it when that changed something. The file is shared (an
+// operator or another tool may edit it at any time): when it changed
+// between the read and the write, the write is dropped and the merge done
+// again from the new content, so the other writer's entries are kept.
+func (r *reconciler) updateSRIOV(ctx context.Context, resources []sriovResource, next *nodeState) (sriovMerge, error) {
+	logger := log.FromContext(ctx)
+	for attempt := 1; ; attempt++ {
+		existing, err := os.ReadFile(r.sriovPath)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			logger.Error(err, "reading the SR-IOV device plugin config", "path", r.sriovPath)
+			return sriovMerge{}, fmt.Errorf("reading the SR-IOV device plugin config %s: %w", r.sriovPath, err)
+		}
+		m, err := mergeSRIOV(existing, next.SRIOVOwned, resources)
+		if err != nil {
+			logger.Error(err, "merging into the SR-IOV device plugin config", "path", r.sriovPath)
+			return sriovMerge{}, fmt.Errorf("SR-IOV device plugin config %s: %w", r.sriovPath, err)
+		}
+		if !m.Changed {
+			return m, nil
+		}
+		err = r.writeSRIOV(ctx, m, existing, next)
+		if !errors.Is(err, errConfigChanged) || attempt == sriovAttempts {
+			return m, err
+		}
+		logger.Info("the SR-IOV device plugin config changed while the agent merged into it; merging again", "path", r.sriovPath)
+	}
+}
+
+// writeSRIOV writes the merged device plugin config, unless the file no
+// longer holds existing, what the merge read (errConfigChanged). The
+// resources are recorded as owned before the write: a crash in between
+// leaves an entry the agent knows to remove, never one it forgot it wrote.
+func (r *reconciler) writeSRIOV(ctx context.Context, m sriovMerge, existing []byte, next *nodeState) error {
 	logger := log.FromContext(ctx)
 	next.SRIOVOwned = unionSorted(next.SRIOVOwned, m.Owned)
 	if err := r.persist(next); err != nil {
 		return err
 	}
-	err := writeAtomic(r.sriovPath, m.Config, 0o644)
+	if r.sriovRace != nil {
+		r.sriovRace()
+	}
+	err := writeAtomicIf(r.sriovPath, m.Config, 0o644, func() []byte { return existing })
 	r.metrics.op("sriov-write", err)
 	if err != nil {
 		logger.Error(err, "writing the SR-IOV device plugin config", "path", r.sriovPath)

@@ -97,7 +97,8 @@ func planLink(l link, w want, byName map[string]int) ([]linkAction, error) {
 	if w.MTU > 0 && l.MTU != int(w.MTU) {
 		acts = append(acts, linkAction{Kind: actMTU, MTU: int(w.MTU)})
 	}
-	if !l.Up {
+	// A rename sets the link up itself (it must be down to be renamed).
+	if !l.Up && (len(acts) == 0 || acts[0].Kind != actRename) {
 		acts = append(acts, linkAction{Kind: actUp})
 	}
 	return acts, nil

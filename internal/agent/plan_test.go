@@ -136,6 +136,8 @@ func TestPlanLink(t *testing.T) {
 			[]linkAction{{Kind: actMTU, MTU: 9001}, {Kind: actUp}}, ""},
 		{"rename first", base, want{Name: "multus", MTU: 9001}, map[string]int{"ens6": 3},
 			[]linkAction{{Kind: actRename, Name: "multus"}, {Kind: actMTU, MTU: 9001}}, ""},
+		{"a rename sets it up: no up of its own", link{Index: 3, Name: "eth1", MTU: 1500}, want{Name: "multus", MTU: 9001}, nil,
+			[]linkAction{{Kind: actRename, Name: "multus"}, {Kind: actMTU, MTU: 9001}}, ""},
 		{"name held by another link", base, want{Name: "eth0"}, map[string]int{"eth0": 2}, nil, "another interface"},
 		{"already named", link{Index: 3, Name: "multus", Up: true, MTU: 1500}, want{Name: "multus"}, map[string]int{"multus": 3}, nil, ""},
 		{"primary interface refused", link{Index: 2, Name: "eth0", DefaultRoute: true}, want{MTU: 9001}, nil, nil, "default route"},

@@ -71,6 +71,9 @@ type Options struct {
 
 	// sysfsWrite replaces sysfs writes (tests: a fake kernel).
 	sysfsWrite func(path, value string) error
+	// sriovRace runs between the agent's read and its write of the
+	// device plugin config (tests: someone else's edit).
+	sriovRace func()
 	// netlink, when set, is used instead of Netlink (tests: a handle
 	// that counts the writes).
 	netlink netlinkOps
@@ -150,7 +153,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		sys:           SysFS{Root: o.SysfsRoot, write: o.sysfsWrite},
 		defaultDriver: o.DefaultDPDKDriver, sriovPath: o.SRIOVConfig, reload: o.SRIOVReload,
 		statePath: o.StateFile, watch: w, metrics: newMetrics(o.Registerer),
-		retryBase: o.RetryBase, retryMax: o.RetryMax,
+		retryBase: o.RetryBase, retryMax: o.RetryMax, sriovRace: o.sriovRace,
 	}
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.NodeName}}}

@@ -267,10 +267,25 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
+// errConfigChanged says the file changed between the agent's read and
+// its write: someone else wrote it meanwhile.
+var errConfigChanged = errors.New("changed by someone else since it was read")
+
 // writeAtomic replaces path with data: a temporary file in the same
 // directory, synced, then renamed over it, so a reader (the device plugin
 // starting) sees the old file or the new one, never a part.
 func writeAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeAtomicIf(path, data, perm, nil)
+}
+
+// writeAtomicIf is writeAtomic, but when unchanged is not nil, the file
+// is read again right before the rename and, when it no longer holds
+// what unchanged returns (nil: no file), left alone with errConfigChanged.
+// Someone else's write between the agent's read and its write is so
+// never lost; only one landing between that last read and the rename (a
+// window of one system call; other writers take no lock the agent could
+// share) still can be.
+func writeAtomicIf(path string, data []byte, perm os.FileMode, unchanged func() []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -295,6 +310,15 @@ func writeAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	if err := f.Close(); err != nil {
 		return err
+	}
+	if unchanged != nil {
+		now, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if was := unchanged(); !bytes.Equal(now, was) || (now == nil) != (was == nil) {
+			return errConfigChanged
+		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return err

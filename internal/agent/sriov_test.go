@@ -177,3 +177,28 @@ func TestReloadSignal(t *testing.T) {
 		t.Fatal("PID 1 was accepted")
 	}
 }
+
+// writeAtomicIf leaves a file that changed since it was read alone, and
+// leaves no temporary file behind.
+func TestWriteAtomicIfUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	if err := writeAtomicIf(p, []byte("a"), 0o644, func() []byte { return []byte{} }); !errors.Is(err, errConfigChanged) {
+		t.Fatalf("no file, but an empty one expected: %v", err)
+	}
+	if err := writeAtomicIf(p, []byte("a"), 0o644, func() []byte { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomicIf(p, []byte("b"), 0o644, func() []byte { return []byte("x") }); !errors.Is(err, errConfigChanged) {
+		t.Fatalf("changed since read: %v", err)
+	}
+	if err := writeAtomicIf(p, []byte("b"), 0o644, func() []byte { return []byte("a") }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "b" {
+		t.Fatalf("content %q", b)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("left behind: %v", es)
+	}
+}

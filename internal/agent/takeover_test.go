@@ -6,55 +6,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
-
-// countingNetlink passes the agent's netlink calls to the namespace's
-// handle and records every write, so a test can assert that a host
-// already as wanted is only read.
-type countingNetlink struct {
-	netlinkOps
-
-	mu     sync.Mutex
-	writes []string
-}
-
-// did records a write the handle made (its error passed on).
-func (c *countingNetlink) did(op string, l netlink.Link, arg any, err error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes = append(c.writes, fmt.Sprintf("%s %s %v", op, l.Attrs().Name, arg))
-	return err
-}
-
-func (c *countingNetlink) log() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.writes...)
-}
-
-func (c *countingNetlink) LinkSetDown(l netlink.Link) error {
-	return c.did("down", l, "", c.netlinkOps.LinkSetDown(l))
-}
-
-func (c *countingNetlink) LinkSetName(l netlink.Link, name string) error {
-	return c.did("rename", l, name, c.netlinkOps.LinkSetName(l, name))
-}
-
-func (c *countingNetlink) LinkSetUp(l netlink.Link) error {
-	return c.did("up", l, "", c.netlinkOps.LinkSetUp(l))
-}
-
-func (c *countingNetlink) LinkSetMTU(l netlink.Link, mtu int) error {
-	return c.did("mtu", l, mtu, c.netlinkOps.LinkSetMTU(l, mtu))
-}
 
 // The decision is made from the device's driver as sysfs shows it: a
 // device bound to the wanted driver is never written to, whoever bound it
