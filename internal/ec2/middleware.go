@@ -57,11 +57,9 @@ func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.Final
 		family = familyOf(name, nil)
 	}
 	if !spendPrepaidToken(ctx) { // a batch's token was taken (and its wait observed) by its batcher
-		waited, err := c.limits.wait(ctx, family, name)
-		if err != nil {
+		if err := c.waitForToken(ctx, family, name); err != nil {
 			return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("waiting for the EC2 rate limiter: %w", err)
 		}
-		c.metrics.limiterWait.WithLabelValues(name, string(family)).Observe(waited.Seconds())
 	}
 	// Asked after the limiter's wait, the last moment before sending.
 	if c.writeGate != nil && !strings.HasPrefix(name, "Describe") {
@@ -80,6 +78,17 @@ func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.Final
 	}
 	c.health.observe(kind, name, requestHost(in.Request), err)
 	return out, md, err
+}
+
+// waitForToken takes a token of the action's bucket in its family (and
+// of the ceiling) and observes how long that took.
+func (c *Client) waitForToken(ctx context.Context, family Family, action string) error {
+	waited, err := c.limits.wait(ctx, family, action)
+	if err != nil {
+		return err
+	}
+	c.metrics.limiterWait.WithLabelValues(action, string(family)).Observe(waited.Seconds())
+	return nil
 }
 
 // adapt slows the family's limiter down on throttling and lets it
