@@ -115,7 +115,7 @@ func newBatcher[K, I comparable, O any](c *Client, kind, action string, w batchW
 	return &batcher[K, I, O]{
 		idle: w.idle, maxWait: w.maxWait, maxItems: maxItems, timeout: batchTimeout,
 		run: run, gate: func() time.Duration { return c.limits.delay(family, action) },
-		take: func(ctx context.Context) error { return c.waitForToken(ctx, family, action) },
+		take:    func(ctx context.Context) error { return c.waitForToken(ctx, family, action) },
 		observe: func(n int) { size.Observe(float64(n)) },
 	}
 }
