@@ -131,6 +131,23 @@ func (h *harness) addNode(name, instance, zone string, labels map[string]string)
 	testenv.CreateNode(h.t, h.k8s, name, instance, zone, all)
 }
 
+// nodesHarness is a harness on n m5.xlarge instances in subnet nodes-a,
+// each one a Node (n0, n1, …, in us-east-1a) labelled ng=group; it
+// returns the node names too.
+func nodesHarness(t *testing.T, n int, group string) (*harness, []string) {
+	var w emulator.World
+	for range n {
+		w.Instances = append(w.Instances, emulator.InstanceSpec{Type: "m5.xlarge", Subnet: "nodes-a"})
+	}
+	h := newHarness(t, w)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i)
+		h.addNode(names[i], h.instance(i), "us-east-1a", map[string]string{"ng": group})
+	}
+	return h, names
+}
+
 // spec returns a NodeENI spec selecting the test's nodes.
 func (h *harness) spec(extra map[string]string) v1alpha1.NodeENISpec {
 	sel := map[string]string{"test": h.label}

@@ -23,9 +23,7 @@ func ids(h *harness) []string {
 // cannot move an attachment, and the node's network configuration expects
 // the interface at the new index.
 func TestSpecChanges(t *testing.T) {
-	h := newHarness(t, threeNodes())
-	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "spec"})
-	h.addNode("n1", h.instance(1), "us-east-1a", map[string]string{"ng": "spec"})
+	h, _ := nodesHarness(t, 2, "spec")
 	h.start(h.options())
 	spec := h.multusSpec(map[string]string{"ng": "spec"})
 	spec.Description = "v1"
