@@ -26,10 +26,7 @@ import (
 // and the binding are deleted when the test ends.
 func AsRole(t testing.TB, cfg *rest.Config, file, name string, subject rbacv1.Subject) *rest.Config {
 	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := Root(t)
 	b, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)

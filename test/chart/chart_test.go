@@ -52,10 +52,7 @@ type chart struct {
 
 func newChart(t *testing.T) chart {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root(t)
 	h, err := cachedbin.Helm(context.Background(), root, os.Stderr)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
@@ -30,10 +29,7 @@ import (
 // from the stored Deployment (CLUSTER_NAME from the stored ConfigMap) has
 // the overlay's cluster name.
 func TestKustomizeApplyOnFreshAPIServer(t *testing.T) {
-	root, err := cachedbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root(t)
 	assets, err := testenv.ControlPlaneAssets(root)
 	if err != nil {
 		t.Fatal(err)
