@@ -2,6 +2,8 @@ package nodeeni_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,18 +186,7 @@ func TestSpecChangeAttachesBeforeDetaching(t *testing.T) {
 	h.Emulator.ResetCounts()
 
 	h.update("move", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 1 })
-	h.eventually("ENIs replaced at index 1, old ones deleted", waitFor, func() (bool, string) {
-		list := h.enis()
-		if len(list) != 2 {
-			return false, fmt.Sprintf("%d ENIs", len(list))
-		}
-		for _, e := range list {
-			if _, was := old[e.ID]; was || e.Attachment == nil || e.Attachment.DeviceIndex != 1 || e.Attachment.Status != "attached" {
-				return false, fmt.Sprintf("%s attachment %+v", e.ID, e.Attachment)
-			}
-		}
-		return true, ""
-	})
+	h.waitReplaced(2, 1, slices.Collect(maps.Keys(old)))
 	h.ready("move", 2)
 
 	// The emulator's call log: on each instance, the new ENI's attach

@@ -3,6 +3,7 @@ package nodeeni_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -146,6 +147,24 @@ func nodesHarness(t *testing.T, n int, group string) (*harness, []string) {
 		h.addNode(names[i], h.instance(i), "us-east-1a", map[string]string{"ng": group})
 	}
 	return h, names
+}
+
+// waitReplaced waits until EC2 holds n ENIs, none of them one of old
+// (those are deleted), each attached at index.
+func (h *harness) waitReplaced(n, index int, old []string) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("ENIs replaced at index %d, old ones deleted", index), waitFor, func() (bool, string) {
+		list := h.enis()
+		if len(list) != n {
+			return false, fmt.Sprintf("%d ENIs", len(list))
+		}
+		for _, e := range list {
+			if slices.Contains(old, e.ID) || e.Attachment == nil || e.Attachment.DeviceIndex != index || e.Attachment.Status != "attached" {
+				return false, fmt.Sprintf("%s attachment %+v", e.ID, e.Attachment)
+			}
+		}
+		return true, ""
+	})
 }
 
 // spec returns a NodeENI spec selecting the test's nodes.

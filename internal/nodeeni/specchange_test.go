@@ -56,18 +56,7 @@ func TestSpecChanges(t *testing.T) {
 	}
 
 	h.update("sc", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 3 })
-	h.eventually("ENIs replaced at index 3", waitFor, func() (bool, string) {
-		list := h.enis()
-		if len(list) != 2 {
-			return false, fmt.Sprintf("%d ENIs", len(list))
-		}
-		for _, e := range list {
-			if slices.Contains(before, e.ID) || e.Attachment == nil || e.Attachment.DeviceIndex != 3 {
-				return false, fmt.Sprintf("%s attachment %+v", e.ID, e.Attachment)
-			}
-		}
-		return true, ""
-	})
+	h.waitReplaced(2, 3, before)
 	ne := h.ready("sc", 2)
 	for _, a := range ne.Status.Attachments {
 		if a.DeviceIndex != 3 {
