@@ -2,8 +2,6 @@ package nodeeni_test
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,16 +175,15 @@ func TestUnsatisfiableSpecChangeKeepsTheENI(t *testing.T) {
 // one was detached: the node always had an ENI of the NodeENI.
 func TestSpecChangeAttachesBeforeDetaching(t *testing.T) {
 	h := newIndexTwoHarness(t, "move", 2)
-	old := map[string]string{}         // ENI -> its attachment
+	old := ids(h)
 	oldInstance := map[string]string{} // attachment -> instance
 	for _, e := range h.enis() {
-		old[e.ID] = e.Attachment.ID
 		oldInstance[e.Attachment.ID] = e.Attachment.InstanceID
 	}
 	h.Emulator.ResetCounts()
 
 	h.update("move", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 1 })
-	h.waitReplaced(2, 1, slices.Collect(maps.Keys(old)))
+	h.waitReplaced(2, 1, old)
 	h.ready("move", 2)
 
 	// The emulator's call log: on each instance, the new ENI's attach
