@@ -101,42 +101,38 @@ func each[S any](field string, list []S, create func(S) error) error {
 func (l *loader) vpcs(wd World) error {
 	return each("vpcs", wd.VPCs, func(v VPCSpec) error {
 		x, err := l.w.newVPC(v.ID, v.CIDR, withName(v.Tags, v.Name))
-		if err != nil {
-			return err
-		}
 		for _, c := range v.SecondaryCIDRs {
-			if err := x.associateCIDR(c); err != nil {
-				return err
+			if err == nil {
+				err = x.associateCIDR(c)
 			}
 		}
-		l.name(v.Name, x.id)
-		l.res.VPCs = append(l.res.VPCs, x.id)
-		return nil
+		return l.created(&l.res.VPCs, v.Name, x, err)
 	})
 }
 
 func (l *loader) subnets(wd World) error {
 	return each("subnets", wd.Subnets, func(s SubnetSpec) error {
 		x, err := l.w.newSubnet(s.ID, l.ref(s.VPC), s.CIDR, s.IPv6CIDR, s.AvailabilityZone, withName(s.Tags, s.Name))
-		if err != nil {
-			return err
-		}
-		l.name(s.Name, x.id)
-		l.res.Subnets = append(l.res.Subnets, x.id)
-		return nil
+		return l.created(&l.res.Subnets, s.Name, x, err)
 	})
 }
 
 func (l *loader) securityGroups(wd World) error {
 	return each("securityGroups", wd.SecurityGroups, func(g SecurityGroupSpec) error {
 		x, err := l.w.newSecurityGroup(g.ID, g.Name, l.ref(g.VPC), g.Description, g.Tags)
-		if err != nil {
-			return err
-		}
-		l.name(g.Name, x.id)
-		l.res.SecurityGroups = append(l.res.SecurityGroups, x.id)
-		return nil
+		return l.created(&l.res.SecurityGroups, g.Name, x, err)
 	})
+}
+
+// created records a resource the load made, unless err says it failed:
+// its ID in the result's list and under its Name for later references.
+func (l *loader) created(list *[]string, name string, r interface{ ident() string }, err *apiError) error {
+	if err != nil {
+		return err
+	}
+	l.name(name, r.ident())
+	*list = append(*list, r.ident())
+	return nil
 }
 
 func (l *loader) instances(wd World) error {
