@@ -133,8 +133,9 @@ func (h *harness) addNode(name, instance, zone string, labels map[string]string)
 }
 
 // nodesHarness is a harness on n m5.xlarge instances in subnet nodes-a,
-// each one a Node (n0, n1, …, in us-east-1a) labelled ng=group; it
-// returns the node names too.
+// each one a Node in us-east-1a labelled ng=group; it returns the node
+// names too: n0, n1, … zero-padded to one width (n00 … n19 for 20), so
+// that no name is a prefix of another.
 func nodesHarness(t *testing.T, n int, group string) (*harness, []string) {
 	var w emulator.World
 	for range n {
@@ -143,7 +144,7 @@ func nodesHarness(t *testing.T, n int, group string) (*harness, []string) {
 	h := newHarness(t, w)
 	names := make([]string, n)
 	for i := range names {
-		names[i] = fmt.Sprintf("n%d", i)
+		names[i] = fmt.Sprintf("n%0*d", len(fmt.Sprint(n-1)), i)
 		h.addNode(names[i], h.instance(i), "us-east-1a", map[string]string{"ng": group})
 	}
 	return h, names
