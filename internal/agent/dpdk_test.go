@@ -23,15 +23,9 @@ import (
 func TestDPDKAndSRIOVOnANode(t *testing.T) {
 	w := newWorld(t, "n", 1)
 	k := ens6Kernel(w)
-	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
 	stampPath := filepath.Join(w.dir, "run", "sriov-reload")
 	foreign := `{"resourceName":"intel_sriov_netdevice","selectors":{"vendors":["8086"],"drivers":["iavf"]}}`
-	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, []byte(`{"resourceList":[`+foreign+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := w.sriovConfig(`{"resourceList":[` + foreign + `]}`)
 	o := w.options()
 	o.SysfsRoot, o.sysfsWrite = k.root, k.write
 	o.SRIOVConfig, o.SRIOVReload = cfgPath, Reload{Mode: ReloadTouch, Path: stampPath}

@@ -85,14 +85,8 @@ type dpdkCase struct {
 func newDPDKCase(t *testing.T, suffix string) *dpdkCase {
 	t.Helper()
 	w := newWorld(t, suffix, 1)
-	c := &dpdkCase{w: w, kern: ens6Kernel(w), cfgPath: filepath.Join(w.dir, "pcidp", "config.json"), name: w.name(suffix), eni: w.enis[0].ID,
-		before: []byte(`{"resourceList":[{"resourceName":"other","selectors":{"drivers":["iavf"]}}]}`)}
-	if err := os.MkdirAll(filepath.Dir(c.cfgPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(c.cfgPath, c.before, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	before := `{"resourceList":[{"resourceName":"other","selectors":{"drivers":["iavf"]}}]}`
+	c := &dpdkCase{w: w, kern: ens6Kernel(w), cfgPath: w.sriovConfig(before), name: w.name(suffix), eni: w.enis[0].ID, before: []byte(before)}
 	w.createNodeENI(c.name, func(s *v1alpha1.NodeENISpec) {
 		s.MTU, s.EnableDPDK, s.DPDKResourceName = 9001, true, "intel.com/dpdk"
 	}, w.attachment(0, v1alpha1.AttachmentAttached))
@@ -348,16 +342,10 @@ func TestLinkFlapsAreRepaired(t *testing.T) {
 func TestSRIOVConfigEditedConcurrently(t *testing.T) {
 	w := newWorld(t, "n", 1)
 	kern := ens6Kernel(w)
-	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
-	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	other := func(name, driver string) string {
 		return `{"resourceName":"` + name + `","selectors":{"drivers":["` + driver + `"]}}`
 	}
-	if err := os.WriteFile(cfgPath, []byte(`{"resourceList":[`+other("other", "iavf")+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := w.sriovConfig(`{"resourceList":[` + other("other", "iavf") + `]}`)
 	edits := []string{
 		`{"resourceList":[` + other("other", "mlx5_core") + `]}`,
 		`{"resourceList":[` + other("other", "mlx5_core") + `,` + other("late", "iavf") + `]}`,

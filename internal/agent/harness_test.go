@@ -263,6 +263,22 @@ func (w *world) eventually(what string, cond func() (bool, string)) {
 	testenv.Eventually(w.t, what, waitFor, cond)
 }
 
+// sriovConfig is the path of the node's SR-IOV device plugin config,
+// written with content first unless content is empty.
+func (w *world) sriovConfig(content string) string {
+	p := filepath.Join(w.dir, "pcidp", "config.json")
+	if content == "" {
+		return p
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
 // options are the agent's options for this world; the state file lives
 // in the world's directory, so a restarted agent finds it.
 func (w *world) options() Options {

@@ -155,60 +155,44 @@ func TestPlanLink(t *testing.T) {
 	}
 }
 
-func TestBindPlan(t *testing.T) {
+// The sysfs writes that bind a device to the DPDK driver and give it back
+// to its original driver, from every state a crash can leave it in.
+func TestDriverPlans(t *testing.T) {
 	const a = "0000:00:06.0"
 	ov := "bus/pci/devices/" + a + "/driver_override"
+	dev := func(driver, override string) pciDevice {
+		return pciDevice{Address: a, Exists: true, Driver: driver, Override: override}
+	}
+	bind := func(d pciDevice) []sysfsWrite { return bindPlan(d, "vfio-pci") }
+	restore := func(d pciDevice, original string) []sysfsWrite { return restorePlan(d, original, "vfio-pci") }
 	cases := []struct {
-		name string
-		dev  pciDevice
-		want []sysfsWrite
+		name      string
+		got, want []sysfsWrite
 	}{
-		{"from ena", pciDevice{Address: a, Exists: true, Driver: "ena"}, []sysfsWrite{
-			{ov, "vfio-pci"}, {"bus/pci/drivers/ena/unbind", a}, {"bus/pci/drivers_probe", a}}},
-		{"unbound", pciDevice{Address: a, Exists: true}, []sysfsWrite{{ov, "vfio-pci"}, {"bus/pci/drivers_probe", a}}},
-		{"override set, crashed before the unbind", pciDevice{Address: a, Exists: true, Driver: "ena", Override: "vfio-pci"}, []sysfsWrite{
+		{"bind from ena", bind(dev("ena", "")), []sysfsWrite{{ov, "vfio-pci"}, {"bus/pci/drivers/ena/unbind", a}, {"bus/pci/drivers_probe", a}}},
+		{"bind unbound", bind(dev("", "")), []sysfsWrite{{ov, "vfio-pci"}, {"bus/pci/drivers_probe", a}}},
+		{"bind: override set, crashed before the unbind", bind(dev("ena", "vfio-pci")), []sysfsWrite{
 			{"bus/pci/drivers/ena/unbind", a}, {"bus/pci/drivers_probe", a}}},
-		{"bound by hand: the override makes it stick", pciDevice{Address: a, Exists: true, Driver: "vfio-pci"}, []sysfsWrite{{ov, "vfio-pci"}}},
-		{"done", pciDevice{Address: a, Exists: true, Driver: "vfio-pci", Override: "vfio-pci"}, nil},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := bindPlan(c.dev, "vfio-pci"); !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("plan %+v; want %+v", got, c.want)
-			}
-		})
-	}
-}
-
-func TestRestorePlan(t *testing.T) {
-	const a = "0000:00:06.0"
-	ov := "bus/pci/devices/" + a + "/driver_override"
-	cases := []struct {
-		name     string
-		dev      pciDevice
-		original string
-		want     []sysfsWrite
-	}{
-		{"back to ena", pciDevice{Address: a, Exists: true, Driver: "vfio-pci", Override: "vfio-pci"}, "ena", []sysfsWrite{
+		{"bind: bound by hand, the override makes it stick", bind(dev("vfio-pci", "")), []sysfsWrite{{ov, "vfio-pci"}}},
+		{"bind: done", bind(dev("vfio-pci", "vfio-pci")), nil},
+		{"restore back to ena", restore(dev("vfio-pci", "vfio-pci"), "ena"), []sysfsWrite{
 			{ov, "ena"}, {"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}, {ov, clearOverride}}},
-		{"original unknown: the kernel's choice", pciDevice{Address: a, Exists: true, Driver: "vfio-pci", Override: "vfio-pci"}, "", []sysfsWrite{
+		{"restore, original unknown: the kernel's choice", restore(dev("vfio-pci", "vfio-pci"), ""), []sysfsWrite{
 			{ov, clearOverride}, {"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}}},
-		{"crashed after the probe", pciDevice{Address: a, Exists: true, Driver: "ena", Override: "ena"}, "ena", []sysfsWrite{{ov, clearOverride}}},
-		{"crashed after the unbind", pciDevice{Address: a, Exists: true, Override: "ena"}, "ena", []sysfsWrite{
+		{"restore: crashed after the probe", restore(dev("ena", "ena"), "ena"), []sysfsWrite{{ov, clearOverride}}},
+		{"restore: crashed after the unbind", restore(dev("", "ena"), "ena"), []sysfsWrite{
 			{ov, "ena"}, {"bus/pci/drivers_probe", a}, {ov, clearOverride}}},
-		{"nothing to do", pciDevice{Address: a, Exists: true, Driver: "ena"}, "ena", nil},
-		{"kernel's choice already", pciDevice{Address: a, Exists: true, Driver: "ena"}, "", nil},
-		{"taken over without an override: leaves the DPDK driver, no override write", pciDevice{Address: a, Exists: true, Driver: "vfio-pci"}, "", []sysfsWrite{
+		{"restore: nothing to do", restore(dev("ena", ""), "ena"), nil},
+		{"restore: kernel's choice already", restore(dev("ena", ""), ""), nil},
+		{"restore taken over without an override: leaves the DPDK driver, no override write", restore(dev("vfio-pci", ""), ""), []sysfsWrite{
 			{"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}}},
-		{"back to its original without an override", pciDevice{Address: a, Exists: true, Driver: "vfio-pci"}, "ena", []sysfsWrite{
+		{"restore back to its original without an override", restore(dev("vfio-pci", ""), "ena"), []sysfsWrite{
 			{ov, "ena"}, {"bus/pci/drivers/vfio-pci/unbind", a}, {"bus/pci/drivers_probe", a}, {ov, clearOverride}}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := restorePlan(c.dev, c.original, "vfio-pci"); !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("plan %+v; want %+v", got, c.want)
-			}
-		})
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: plan %+v; want %+v", c.name, c.got, c.want)
+		}
 	}
 }
 

@@ -3,18 +3,13 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -25,52 +20,10 @@ import (
 // nothing beyond reading NodeENIs and patching their status.
 func TestAgentRoleIsEnough(t *testing.T) {
 	w := newWorld(t, "n", 1)
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "config", "agent", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(b, role); err != nil {
-		t.Fatal(err)
-	}
-	role.Name = w.name("agent-role")
-	sa := w.name("sa")
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "eni-system"}}}
-	s := testenv.Scheme(t)
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(env.Config, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:eni-system:" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:eni-system", "system:authenticated"}}
-	as, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testenv.AsRole(t, env.Config, "config/agent/role.yaml", w.name("agent-role"),
+		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: w.name("sa"), Namespace: "eni-system"})
+	as := testenv.Client(t, cfg)
 	ctx := context.Background()
-	if err := as.List(ctx, &v1alpha1.NodeENIList{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("before the binding, listing NodeENIs: %v; want Forbidden (RBAC enforced)", err)
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
-	}
-	w.eventually("the binding is in force", func() (bool, string) {
-		err := as.List(ctx, &v1alpha1.NodeENIList{})
-		return err == nil, fmt.Sprint(err)
-	})
 
 	w.addLink("ens5", w.mac(0), 1500)
 	name := w.name("rbac")

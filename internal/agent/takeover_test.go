@@ -235,14 +235,8 @@ func TestTakeoverOfBoundDPDKDeviceWritesNothing(t *testing.T) {
 	k := newFakeKernel(t, "ena", "vfio-pci")
 	k.addDevice(testPCI, "vfio-pci", "") // bound: no interface, so no link either
 	k.defaults[testPCI] = "ena"          // what the kernel picks once the device is let go
-	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
 	legacy := `{"resourceList":[{"resourcePrefix":"intel.com","resourceName":"sriov_dpdk","selectors":[{"drivers":["vfio-pci"],"pciAddresses":["` + testPCI + `"]}]}]}`
-	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, []byte(legacy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := w.sriovConfig(legacy)
 	stampPath := filepath.Join(w.dir, "run", "sriov-reload")
 	nl := &countingNetlink{netlinkOps: w.nl}
 	o := w.options()
@@ -306,7 +300,7 @@ func TestSRIOVWithoutDPDKPublishesTheKernelDevice(t *testing.T) {
 	k.addDevice(primaryPCI, "ena", "ens5")
 	k.addDevice(eniPCI, "ena", "ens7")
 	w.addLink("ens7", w.mac(1), 1500)
-	cfgPath := filepath.Join(w.dir, "pcidp", "config.json")
+	cfgPath := w.sriovConfig("")
 	o := w.options()
 	o.SysfsRoot, o.sysfsWrite = k.root, k.write
 	o.SRIOVConfig = cfgPath

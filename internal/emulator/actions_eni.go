@@ -83,8 +83,6 @@ func (w *world) eniFields(n *eni) fieldFunc {
 			return []string{n.interfaceType}, true
 		case "description":
 			return []string{n.description}, true
-		case "owner-id":
-			return []string{w.accountID}, true
 		case "requester-managed":
 			return []string{strconv.FormatBool(n.requesterManaged)}, true
 		case "group-id":
@@ -118,7 +116,7 @@ func (w *world) eniFields(n *eni) fieldFunc {
 				return []string{strconv.FormatBool(a.deleteOnTermination)}, true
 			}
 		}
-		return tagFields(w.describedTags(&n.resource), name)
+		return w.ownedFields(w.describedTags(&n.resource), name)
 	}
 }
 
@@ -154,15 +152,11 @@ func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiErr
 }
 
 func describeNetworkInterfaces(w *world, p params, _ callEnv) (response, *apiError) {
-	matched, next, err := describe(p, "NetworkInterfaceId", w.describedENIs(), &eni{}, w.eniFields, w.describedENI)
+	enis, next, err := describe(p, "NetworkInterfaceId", w.describedENIs(), &eni{}, w.eniFields, w.describedENI, w.xENI)
 	if err != nil {
 		return nil, err
 	}
-	resp := &describeNetworkInterfacesResponse{NextToken: next}
-	for _, n := range matched {
-		resp.NetworkInterfaces = append(resp.NetworkInterfaces, w.xENI(n))
-	}
-	return resp, nil
+	return &describeNetworkInterfacesResponse{NetworkInterfaces: enis, NextToken: next}, nil
 }
 
 // eniRequest is the parsed shape of a CreateNetworkInterface call.

@@ -84,17 +84,14 @@ func (w *world) instanceFields(i *instance) fieldFunc {
 }
 
 func describeInstances(w *world, p params, _ callEnv) (response, *apiError) {
-	matched, next, err := describe(p, "InstanceId", slices.Collect(maps.Values(w.instances)), &instance{}, w.instanceFields, w.lookupInstance)
+	reservations, next, err := describe(p, "InstanceId", slices.Collect(maps.Values(w.instances)), &instance{}, w.instanceFields, w.lookupInstance,
+		func(i *instance) xReservation {
+			return xReservation{ReservationID: "r-" + i.id[len("i-"):], OwnerID: w.accountID, Instances: []xInstance{w.xInstance(i)}}
+		})
 	if err != nil {
 		return nil, err
 	}
-	resp := &describeInstancesResponse{NextToken: next}
-	for _, i := range matched {
-		resp.Reservations = append(resp.Reservations, xReservation{
-			ReservationID: "r-" + i.id[len("i-"):], OwnerID: w.accountID, Instances: []xInstance{w.xInstance(i)},
-		})
-	}
-	return resp, nil
+	return &describeInstancesResponse{Reservations: reservations, NextToken: next}, nil
 }
 
 // instanceRequest is the parsed shape of RunInstances (or a seeded instance).

@@ -125,31 +125,24 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 				return []string{"available"}, true
 			case "is-default":
 				return []string{"false"}, true
-			case "owner-id":
-				return []string{w.accountID}, true
 			}
-			return tagFields(v.tags, name)
+			return w.ownedFields(v.tags, name)
 		}
 	}
-	matched, next, err := describe(p, "VpcId", slices.Collect(maps.Values(w.vpcs)), &vpc{}, fields, func(id string) (*vpc, *apiError) {
-		return lookup(w.vpcs, "vpc", id)
-	})
+	vpcs, next, err := describe(p, "VpcId", slices.Collect(maps.Values(w.vpcs)), &vpc{}, fields, byID(w.vpcs, "vpc"), w.xVpc)
 	if err != nil {
 		return nil, err
 	}
-	resp := &describeVpcsResponse{NextToken: next}
-	for _, v := range matched {
-		resp.Vpcs = append(resp.Vpcs, w.xVpc(v))
-	}
-	return resp, nil
+	return &describeVpcsResponse{Vpcs: vpcs, NextToken: next}, nil
 }
 
 // describe is the common shape of the Describe* actions: by IDs or all,
-// then filters, then pagination in creation order.
+// then filters, then pagination in creation order, each match answered
+// as x makes it.
 // probe is an empty resource used to reject unknown filter names even when
 // nothing would be matched against them.
-func describe[T interface{ sequence() int64 }](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
-	lookup func(string) (T, *apiError)) ([]T, string, *apiError) {
+func describe[T interface{ sequence() int64 }, X any](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
+	lookup func(string) (T, *apiError), x func(T) X) ([]X, string, *apiError) {
 	seqOf := T.sequence
 	filters, err := p.filters()
 	if err != nil {
@@ -180,7 +173,20 @@ func describe[T interface{ sequence() int64 }](p params, idParam string, all []T
 			matched = append(matched, r)
 		}
 	}
-	return page(matched, seqOf, p)
+	matched, next, err := page(matched, seqOf, p)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]X, len(matched))
+	for i, r := range matched {
+		out[i] = x(r)
+	}
+	return out, next, nil
+}
+
+// byID is describe's lookup of resources kept in one map.
+func byID[T any](resources map[string]T, prefix string) func(string) (T, *apiError) {
+	return func(id string) (T, *apiError) { return lookup(resources, prefix, id) }
 }
 
 // newSubnet validates and creates a subnet inside its VPC's CIDR.
@@ -264,23 +270,15 @@ func describeSubnets(w *world, p params, _ callEnv) (response, *apiError) {
 				return []string{"available"}, true
 			case "default-for-az":
 				return []string{"false"}, true
-			case "owner-id":
-				return []string{w.accountID}, true
 			}
-			return tagFields(s.tags, name)
+			return w.ownedFields(s.tags, name)
 		}
 	}
-	matched, next, err := describe(p, "SubnetId", slices.Collect(maps.Values(w.subnets)), &subnet{}, fields, func(id string) (*subnet, *apiError) {
-		return lookup(w.subnets, "subnet", id)
-	})
+	subnets, next, err := describe(p, "SubnetId", slices.Collect(maps.Values(w.subnets)), &subnet{}, fields, byID(w.subnets, "subnet"), w.xSubnet)
 	if err != nil {
 		return nil, err
 	}
-	resp := &describeSubnetsResponse{NextToken: next}
-	for _, s := range matched {
-		resp.Subnets = append(resp.Subnets, w.xSubnet(s))
-	}
-	return resp, nil
+	return &describeSubnetsResponse{Subnets: subnets, NextToken: next}, nil
 }
 
 // newSecurityGroup validates and creates a security group.
@@ -341,10 +339,8 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 				return []string{g.vpcID}, true
 			case "description":
 				return []string{g.description}, true
-			case "owner-id":
-				return []string{w.accountID}, true
 			}
-			return tagFields(g.tags, name)
+			return w.ownedFields(g.tags, name)
 		}
 	}
 	all := slices.Collect(maps.Values(w.groups))
@@ -364,15 +360,9 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 		}
 		all = byName
 	}
-	matched, next, err := describe(p, "GroupId", all, &securityGroup{}, fields, func(id string) (*securityGroup, *apiError) {
-		return lookup(w.groups, "sg", id)
-	})
+	groups, next, err := describe(p, "GroupId", all, &securityGroup{}, fields, byID(w.groups, "sg"), w.xSecurityGroup)
 	if err != nil {
 		return nil, err
 	}
-	resp := &describeSecurityGroupsResponse{NextToken: next}
-	for _, g := range matched {
-		resp.Groups = append(resp.Groups, w.xSecurityGroup(g))
-	}
-	return resp, nil
+	return &describeSecurityGroupsResponse{Groups: groups, NextToken: next}, nil
 }

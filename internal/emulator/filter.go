@@ -43,6 +43,15 @@ func anyMatch(patterns, values []string) bool {
 	return false
 }
 
+// ownedFields answers owner-id (this account) and the tag filters, which
+// ENIs, VPCs, subnets and security groups support alike.
+func (w *world) ownedFields(tags map[string]string, name string) ([]string, bool) {
+	if name == "owner-id" {
+		return []string{w.accountID}, true
+	}
+	return tagFields(tags, name)
+}
+
 // tagFields answers the tag filters every taggable resource supports.
 func tagFields(tags map[string]string, name string) ([]string, bool) {
 	switch {

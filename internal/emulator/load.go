@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -86,56 +87,63 @@ func (l *loader) instanceTypes(wd World) error {
 	return nil
 }
 
-func (l *loader) vpcs(wd World) error {
-	for i, v := range wd.VPCs {
-		x, err := l.w.newVPC(v.ID, v.CIDR, withName(v.Tags, v.Name))
-		if err != nil {
-			return fmt.Errorf("vpcs[%d]: %w", i, err)
+// each creates a list's entries in order; the error names the failing
+// entry by its field and index.
+func each[S any](field string, list []S, create func(S) error) error {
+	for i, s := range list {
+		if err := create(s); err != nil {
+			return fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
-		for _, c := range v.SecondaryCIDRs {
-			if err := x.associateCIDR(c); err != nil {
-				return fmt.Errorf("vpcs[%d]: %w", i, err)
-			}
-		}
-		l.name(v.Name, x.id)
-		l.res.VPCs = append(l.res.VPCs, x.id)
 	}
 	return nil
+}
+
+func (l *loader) vpcs(wd World) error {
+	return each("vpcs", wd.VPCs, func(v VPCSpec) error {
+		x, err := l.w.newVPC(v.ID, v.CIDR, withName(v.Tags, v.Name))
+		for _, c := range v.SecondaryCIDRs {
+			if err == nil {
+				err = x.associateCIDR(c)
+			}
+		}
+		return l.created(&l.res.VPCs, v.Name, x, err)
+	})
 }
 
 func (l *loader) subnets(wd World) error {
-	for i, s := range wd.Subnets {
+	return each("subnets", wd.Subnets, func(s SubnetSpec) error {
 		x, err := l.w.newSubnet(s.ID, l.ref(s.VPC), s.CIDR, s.IPv6CIDR, s.AvailabilityZone, withName(s.Tags, s.Name))
-		if err != nil {
-			return fmt.Errorf("subnets[%d]: %w", i, err)
-		}
-		l.name(s.Name, x.id)
-		l.res.Subnets = append(l.res.Subnets, x.id)
-	}
-	return nil
+		return l.created(&l.res.Subnets, s.Name, x, err)
+	})
 }
 
 func (l *loader) securityGroups(wd World) error {
-	for i, g := range wd.SecurityGroups {
+	return each("securityGroups", wd.SecurityGroups, func(g SecurityGroupSpec) error {
 		x, err := l.w.newSecurityGroup(g.ID, g.Name, l.ref(g.VPC), g.Description, g.Tags)
-		if err != nil {
-			return fmt.Errorf("securityGroups[%d]: %w", i, err)
-		}
-		l.name(g.Name, x.id)
-		l.res.SecurityGroups = append(l.res.SecurityGroups, x.id)
+		return l.created(&l.res.SecurityGroups, g.Name, x, err)
+	})
+}
+
+// created records a resource the load made, unless err says it failed:
+// its ID in the result's list and under its Name for later references.
+func (l *loader) created(list *[]string, name string, r interface{ ident() string }, err *apiError) error {
+	if err != nil {
+		return err
 	}
+	l.name(name, r.ident())
+	*list = append(*list, r.ident())
 	return nil
 }
 
 func (l *loader) instances(wd World) error {
-	for i, spec := range wd.Instances {
+	return each("instances", wd.Instances, func(spec InstanceSpec) error {
 		loaded, err := l.instance(spec)
 		if err != nil {
-			return fmt.Errorf("instances[%d]: %w", i, err)
+			return err
 		}
 		l.res.Instances = append(l.res.Instances, loaded)
-	}
-	return nil
+		return nil
+	})
 }
 
 func (l *loader) instance(spec InstanceSpec) (LoadedInstance, error) {
@@ -182,23 +190,23 @@ func (l *loader) renameInstance(inst *instance, id string) error {
 }
 
 func (l *loader) networkInterfaces(wd World) error {
-	for i, spec := range wd.NetworkInterfaces {
+	return each("networkInterfaces", wd.NetworkInterfaces, func(spec NetworkInterfaceSpec) error {
 		count := spec.Count
 		if count == 0 {
 			count = 1
 		}
 		if count > 1 && (spec.ID != "" || spec.PrivateIP != "" || len(spec.SecondaryIPs) > 0 || spec.Instance != "") {
-			return fmt.Errorf("networkInterfaces[%d]: count > 1 cannot be combined with id, privateIp, secondaryIps or instanceId", i)
+			return errors.New("count > 1 cannot be combined with id, privateIp, secondaryIps or instanceId")
 		}
 		for range count {
 			loaded, err := l.networkInterface(spec)
 			if err != nil {
-				return fmt.Errorf("networkInterfaces[%d]: %w", i, err)
+				return err
 			}
 			l.res.NetworkInterfaces = append(l.res.NetworkInterfaces, loaded)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (l *loader) networkInterface(spec NetworkInterfaceSpec) (LoadedENI, error) {

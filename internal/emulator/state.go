@@ -69,6 +69,8 @@ type resource struct {
 // sequence is the resource's creation order, which pagination follows.
 func (r *resource) sequence() int64 { return r.seq }
 
+func (r *resource) ident() string { return r.id }
+
 type vpc struct {
 	resource
 	cidr netip.Prefix

@@ -71,6 +71,21 @@ func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []or
 	return ids
 }
 
+// oneOriginal is a harness with one node n0 and a NodeENI name of
+// aws-multi-eni-controller for it, with its one ENI (multus-a, index 1,
+// recorded in the status), as seedOriginal leaves them; it returns the
+// ENI's ID.
+func oneOriginal(t *testing.T, name string) (*harness, string) {
+	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
+	sel := map[string]string{"ng": name}
+	h.addNode("n0", h.instance(0), "us-east-1a", sel)
+	spec := h.spec(sel)
+	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
+	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
+	ids := h.seedOriginal(name, spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	return h, ids[0]
+}
+
 // touched returns the ENIs each EC2 call that changes something named
 // (by its NetworkInterfaceId or ResourceId parameters), by action.
 func (h *harness) touched() map[string][]string {
@@ -261,16 +276,10 @@ func TestAdoptOriginalENIs(t *testing.T) {
 // leaves the ENIs tagged and the status the original's: the restarted
 // operator finds them its own and only rewrites the status.
 func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
-	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	sel := map[string]string{"ng": "adopt-crash"}
-	h.addNode("n0", h.instance(0), "us-east-1a", sel)
-	spec := h.spec(sel)
-	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
-	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
-	ids := h.seedOriginal("adopt-crash", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	h, eni := oneOriginal(t, "adopt-crash")
 	uid := string(h.get("adopt-crash").UID)
 	// What the adoption's one CreateTags wrote before the crash.
-	if err := h.ec2Client().CreateTags(context.Background(), ids[0], map[string]string{nodeeni.TagCluster: h.cluster,
+	if err := h.ec2Client().CreateTags(context.Background(), eni, map[string]string{nodeeni.TagCluster: h.cluster,
 		nodeeni.TagNodeENI: "adopt-crash", nodeeni.TagNodeENIUID: uid, nodeeni.TagNode: "n0", nodeeni.TagInstance: h.instance(0),
 		nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1", nodeeni.TagCreatedAt: time.Now().UTC().Format(time.RFC3339),
 		nodeeni.TagNoManage: "true"}); err != nil {
@@ -291,7 +300,7 @@ func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 	if n := h.originalListings(); n != 1 {
 		t.Errorf("%d listings of the original's ENIs, want 1 (the status was still the original's)", n)
 	}
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] || ne.Status.Attachments[0].MACAddress == "" {
+	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni || ne.Status.Attachments[0].MACAddress == "" {
 		t.Errorf("status %+v", ne.Status.Attachments)
 	}
 }
@@ -317,13 +326,7 @@ func equalAttachments(a, b []v1alpha1.ENIAttachment) bool {
 // original's entry (the evidence for the next try). Once allowed, the
 // next pass adopts the ENI.
 func TestAdoptionRefused(t *testing.T) {
-	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	sel := map[string]string{"ng": "adopt-refused"}
-	h.addNode("n0", h.instance(0), "us-east-1a", sel)
-	spec := h.spec(sel)
-	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
-	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
-	ids := h.seedOriginal("adopt-refused", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	h, eni := oneOriginal(t, "adopt-refused")
 	if err := h.Emulator.Configure(emulator.Config{Denied: []string{"CreateTags"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +340,7 @@ func TestAdoptionRefused(t *testing.T) {
 	})
 	time.Sleep(4 * resync)
 	ne := h.get("adopt-refused")
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] || ne.Status.Attachments[0].NodeID != "n0" {
+	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni || ne.Status.Attachments[0].NodeID != "n0" {
 		t.Errorf("status %+v, want the original's entry kept", ne.Status.Attachments)
 	}
 	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
@@ -349,7 +352,7 @@ func TestAdoptionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ne = h.ready("adopt-refused", 1)
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] || ne.Status.Attachments[0].MACAddress == "" {
+	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni || ne.Status.Attachments[0].MACAddress == "" {
 		t.Errorf("status %+v", ne.Status.Attachments)
 	}
 	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
@@ -363,13 +366,7 @@ func TestAdoptionRefused(t *testing.T) {
 // after pass (never that it would create their replacements), and
 // changes nothing; without dry-run it then adopts them.
 func TestAdoptDryRun(t *testing.T) {
-	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
-	sel := map[string]string{"ng": "adopt-dry"}
-	h.addNode("n0", h.instance(0), "us-east-1a", sel)
-	spec := h.spec(sel)
-	spec.SubnetIDs = []string{h.Subnets["multus-a"]}
-	spec.SecurityGroupIDs = []string{h.Groups["multus"]}
-	ids := h.seedOriginal("adopt-dry", spec, []original{{subnet: "multus-a", node: "n0", instance: h.instance(0), index: 1, record: true}})
+	h, eni := oneOriginal(t, "adopt-dry")
 	h.Emulator.ResetCounts()
 	o := h.options()
 	o.DryRun = true
@@ -377,7 +374,7 @@ func TestAdoptDryRun(t *testing.T) {
 	h.eventually("dry-run summary", waitFor, func() (bool, string) {
 		c := condition(h.get("adopt-dry"), v1alpha1.ConditionProgressing)
 		return c != nil && c.Reason == nodeeni.ReasonDryRun && strings.Contains(c.Message, "would adopt 1 ENI") &&
-			strings.Contains(c.Message, ids[0]), fmt.Sprintf("%+v", c)
+			strings.Contains(c.Message, eni), fmt.Sprintf("%+v", c)
 	})
 	time.Sleep(6 * resync)
 	c := condition(h.get("adopt-dry"), v1alpha1.ConditionProgressing)
@@ -394,7 +391,7 @@ func TestAdoptDryRun(t *testing.T) {
 	h.Emulator.ResetCounts()
 	h.start(h.options())
 	ne := h.ready("adopt-dry", 1)
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != ids[0] {
+	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni {
 		t.Errorf("status %+v", ne.Status.Attachments)
 	}
 	if n := h.calls("CreateTags"); n != 1 {

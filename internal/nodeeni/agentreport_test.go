@@ -28,9 +28,7 @@ import (
 // reconcile but write nothing, the controller never writes
 // status.interfaces, and Ready stays about attachments only.
 func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
-	h := newHarness(t, threeNodes())
-	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "agent"})
-	h.addNode("n1", h.instance(1), "us-east-1a", map[string]string{"ng": "agent"})
+	h, _ := nodesHarness(t, 2, "agent")
 	o := h.options()
 	// No periodic re-check: every change of the condition below must come
 	// from the reports themselves (the predicate) or from the controller's

@@ -175,27 +175,15 @@ func TestUnsatisfiableSpecChangeKeepsTheENI(t *testing.T) {
 // one was detached: the node always had an ENI of the NodeENI.
 func TestSpecChangeAttachesBeforeDetaching(t *testing.T) {
 	h := newIndexTwoHarness(t, "move", 2)
-	old := map[string]string{}         // ENI -> its attachment
+	old := ids(h)
 	oldInstance := map[string]string{} // attachment -> instance
 	for _, e := range h.enis() {
-		old[e.ID] = e.Attachment.ID
 		oldInstance[e.Attachment.ID] = e.Attachment.InstanceID
 	}
 	h.Emulator.ResetCounts()
 
 	h.update("move", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 1 })
-	h.eventually("ENIs replaced at index 1, old ones deleted", waitFor, func() (bool, string) {
-		list := h.enis()
-		if len(list) != 2 {
-			return false, fmt.Sprintf("%d ENIs", len(list))
-		}
-		for _, e := range list {
-			if _, was := old[e.ID]; was || e.Attachment == nil || e.Attachment.DeviceIndex != 1 || e.Attachment.Status != "attached" {
-				return false, fmt.Sprintf("%s attachment %+v", e.ID, e.Attachment)
-			}
-		}
-		return true, ""
-	})
+	h.waitReplaced(2, 1, old)
 	h.ready("move", 2)
 
 	// The emulator's call log: on each instance, the new ENI's attach

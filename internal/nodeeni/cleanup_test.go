@@ -133,9 +133,7 @@ func TestCleanup(t *testing.T) {
 // it and status follows; an ENI without DeleteOnTermination is deleted by
 // the operator once the node is gone.
 func TestInstanceTerminated(t *testing.T) {
-	h := newHarness(t, threeNodes())
-	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "term"})
-	h.addNode("n1", h.instance(1), "us-east-1a", map[string]string{"ng": "term"})
+	h, _ := nodesHarness(t, 2, "term")
 	h.start(h.options())
 	spec := h.multusSpec(map[string]string{"ng": "term"})
 	h.createNodeENI("dot", spec)

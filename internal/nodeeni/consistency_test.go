@@ -65,12 +65,7 @@ func TestNewENIsNotYetVisibleAreAttachedNotDuplicated(t *testing.T) {
 // visibility window), and no second ENI is made.
 func TestCrashDuringVisibilityLagMakesNoSecondENI(t *testing.T) {
 	const nodes = 3
-	h := newHarness(t, manyNodes(nodes))
-	var names []string
-	for i := range nodes {
-		names = append(names, fmt.Sprintf("n%d", i))
-		h.addNode(names[i], h.instance(i), "us-east-1a", map[string]string{"ng": "lag"})
-	}
+	h, names := nodesHarness(t, nodes, "lag")
 	const delay = 4 * time.Second
 	if err := h.Emulator.Configure(emulator.Config{VisibilityDelay: &emulator.Duration{Duration: delay}}); err != nil {
 		t.Fatal(err)

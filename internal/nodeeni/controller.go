@@ -412,9 +412,7 @@ func (t *tokens) current(key string) (int, time.Time) {
 func (t *tokens) burn(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
-	delete(t.answered, key)
-	delete(t.unseen, key)
+	t.forget(key)
 	t.attempt[key]++
 }
 
@@ -437,6 +435,11 @@ func (t *tokens) lastAnswer(key string) time.Time {
 func (t *tokens) done(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.forget(key)
+}
+
+// forget drops what is kept of the key's current attempt; t.mu is held.
+func (t *tokens) forget(key string) {
 	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
 	delete(t.answered, key)
 	delete(t.unseen, key)

@@ -1,7 +1,6 @@
 package nodeeni_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -12,10 +11,7 @@ import (
 // no mutation.
 func TestSteadyStateCost(t *testing.T) {
 	const nodes = 50
-	h := newHarness(t, manyNodes(nodes))
-	for i := 0; i < nodes; i++ {
-		h.addNode(fmt.Sprintf("n%02d", i), h.instance(i), "us-east-1a", map[string]string{"ng": "cost"})
-	}
+	h, _ := nodesHarness(t, nodes, "cost")
 	o := h.options()
 	o.CatalogInterval = resync // the worst case: the catalog is re-read every interval too
 	o.MinCatalogRefresh = resync

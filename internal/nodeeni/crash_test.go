@@ -9,14 +9,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
-func manyNodes(n int) emulator.World {
-	w := emulator.World{}
-	for i := 0; i < n; i++ {
-		w.Instances = append(w.Instances, emulator.InstanceSpec{Type: "m5.xlarge", Subnet: "nodes-a"})
-	}
-	return w
-}
-
 // exactlyOnePerKey checks the emulator holds one attached ENI per (node,
 // subnet) for the given nodes and subnets, and nothing else.
 func (h *harness) exactlyOnePerKey(nodes []string, subnets []string) {
@@ -40,13 +32,7 @@ func (h *harness) exactlyOnePerKey(nodes []string, subnets []string) {
 // tried for every node, and restarts one without the fault.
 func crashScenario(t *testing.T, action string, afterApply bool) {
 	const nodes = 4
-	h := newHarness(t, manyNodes(nodes))
-	var names []string
-	for i := 0; i < nodes; i++ {
-		name := fmt.Sprintf("n%d", i)
-		names = append(names, name)
-		h.addNode(name, h.instance(i), "us-east-1a", map[string]string{"ng": "crash"})
-	}
+	h, names := nodesHarness(t, nodes, "crash")
 	if err := h.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{
 		action: {ErrorRate: 1, ErrorCode: "InternalError", AfterApply: afterApply}}}); err != nil {
 		t.Fatal(err)
@@ -102,13 +88,7 @@ func TestCrashWithUnattachedENIs(t *testing.T) {
 // points of the work.
 func TestCrashAtRandomPoints(t *testing.T) {
 	const nodes = 6
-	h := newHarness(t, manyNodes(nodes))
-	var names []string
-	for i := 0; i < nodes; i++ {
-		name := fmt.Sprintf("n%d", i)
-		names = append(names, name)
-		h.addNode(name, h.instance(i), "us-east-1a", map[string]string{"ng": "kill"})
-	}
+	h, names := nodesHarness(t, nodes, "kill")
 	// Slow EC2 a little so the kills land inside the work.
 	if err := h.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{
 		"*": {Latency: emulator.Duration{Duration: 5 * time.Millisecond}, Jitter: emulator.Duration{Duration: 10 * time.Millisecond}}}}); err != nil {

@@ -37,14 +37,7 @@ func (h *harness) nodeENIEvents(ne *v1alpha1.NodeENI) []eventsv1.Event {
 // none folded into a series of another node's.
 func TestOneEventPerNodeAndAction(t *testing.T) {
 	const nodes = 20
-	world := emulator.World{}
-	for range nodes {
-		world.Instances = append(world.Instances, emulator.InstanceSpec{Type: "m5.xlarge", Subnet: "nodes-a"})
-	}
-	h := newHarness(t, world)
-	for i := range nodes {
-		h.addNode(fmt.Sprintf("n%02d", i), h.instance(i), "us-east-1a", nil)
-	}
+	h, _ := nodesHarness(t, nodes, "events")
 	h.start(h.options())
 	spec := h.multusSpec(nil)
 	h.createNodeENI("twenty", spec)

@@ -3,6 +3,7 @@ package nodeeni_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -129,6 +130,42 @@ func (h *harness) addNode(name, instance, zone string, labels map[string]string)
 		all[k] = v
 	}
 	testenv.CreateNode(h.t, h.k8s, name, instance, zone, all)
+}
+
+// nodesHarness is a harness on n m5.xlarge instances in subnet nodes-a,
+// each one a Node in us-east-1a labelled ng=group; it returns the node
+// names too: n0, n1, … zero-padded to one width (n00 … n19 for 20), so
+// that no name is a prefix of another.
+func nodesHarness(t *testing.T, n int, group string) (*harness, []string) {
+	var w emulator.World
+	for range n {
+		w.Instances = append(w.Instances, emulator.InstanceSpec{Type: "m5.xlarge", Subnet: "nodes-a"})
+	}
+	h := newHarness(t, w)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%0*d", len(fmt.Sprint(n-1)), i)
+		h.addNode(names[i], h.instance(i), "us-east-1a", map[string]string{"ng": group})
+	}
+	return h, names
+}
+
+// waitReplaced waits until EC2 holds n ENIs, none of them one of old
+// (those are deleted), each attached at index.
+func (h *harness) waitReplaced(n, index int, old []string) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("ENIs replaced at index %d, old ones deleted", index), waitFor, func() (bool, string) {
+		list := h.enis()
+		if len(list) != n {
+			return false, fmt.Sprintf("%d ENIs", len(list))
+		}
+		for _, e := range list {
+			if slices.Contains(old, e.ID) || e.Attachment == nil || e.Attachment.DeviceIndex != index || e.Attachment.Status != "attached" {
+				return false, fmt.Sprintf("%s attachment %+v", e.ID, e.Attachment)
+			}
+		}
+		return true, ""
+	})
 }
 
 // spec returns a NodeENI spec selecting the test's nodes.

@@ -23,9 +23,7 @@ func ids(h *harness) []string {
 // cannot move an attachment, and the node's network configuration expects
 // the interface at the new index.
 func TestSpecChanges(t *testing.T) {
-	h := newHarness(t, threeNodes())
-	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "spec"})
-	h.addNode("n1", h.instance(1), "us-east-1a", map[string]string{"ng": "spec"})
+	h, _ := nodesHarness(t, 2, "spec")
 	h.start(h.options())
 	spec := h.multusSpec(map[string]string{"ng": "spec"})
 	spec.Description = "v1"
@@ -58,18 +56,7 @@ func TestSpecChanges(t *testing.T) {
 	}
 
 	h.update("sc", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 3 })
-	h.eventually("ENIs replaced at index 3", waitFor, func() (bool, string) {
-		list := h.enis()
-		if len(list) != 2 {
-			return false, fmt.Sprintf("%d ENIs", len(list))
-		}
-		for _, e := range list {
-			if slices.Contains(before, e.ID) || e.Attachment == nil || e.Attachment.DeviceIndex != 3 {
-				return false, fmt.Sprintf("%s attachment %+v", e.ID, e.Attachment)
-			}
-		}
-		return true, ""
-	})
+	h.waitReplaced(2, 3, before)
 	ne := h.ready("sc", 2)
 	for _, a := range ne.Status.Attachments {
 		if a.DeviceIndex != 3 {

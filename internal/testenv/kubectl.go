@@ -27,10 +27,7 @@ func ControlPlaneAssets(root string) (string, error) {
 // the manifests; a failed build fails the test with kubectl's message.
 func Kustomize(t testing.TB, dir string) []byte {
 	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := Root(t)
 	assets, err := ControlPlaneAssets(root)
 	if err != nil {
 		t.Fatal(err)

@@ -51,10 +51,7 @@ func WriteKubeconfig(t testing.TB, cfg *rest.Config) string {
 // "./cmd/eni-agent") into out.
 func BuildCommand(t testing.TB, pkg, out string) {
 	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := Root(t)
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -19,10 +19,7 @@ type GeneratedSection struct {
 // instead, so the README cannot drift from the data it shows.
 func CheckREADME(t testing.TB, sections []GeneratedSection) {
 	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := Root(t)
 	path := filepath.Join(root, "README.md")
 	b, err := os.ReadFile(path)
 	if err != nil {

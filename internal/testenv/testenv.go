@@ -140,3 +140,13 @@ func (e *Env) Stop() error { return e.env.Stop() }
 // RepoRoot finds the module root by walking up from the working
 // directory to the go.mod of this project.
 func RepoRoot() (string, error) { return cachedbin.RepoRoot() }
+
+// Root is RepoRoot for a test, which fails when there is none.
+func Root(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}

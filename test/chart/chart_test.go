@@ -52,10 +52,7 @@ type chart struct {
 
 func newChart(t *testing.T) chart {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root(t)
 	h, err := cachedbin.Helm(context.Background(), root, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
@@ -258,14 +255,8 @@ func checkAgentArgs(t *testing.T, c chart, args []string) {
 
 func rulesOf(t *testing.T, path string) []any {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var role map[string]any
-	if err := yaml.Unmarshal(b, &role); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, path, &role)
 	return role["rules"].([]any)
 }
 
@@ -428,24 +419,14 @@ var flagsSetByChart = []string{
 // Every operator flag is a value of the chart, with the operator's default.
 func TestEveryFlagIsAValue(t *testing.T) {
 	c := newChart(t)
-	b, err := os.ReadFile(filepath.Join(c.dir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values struct {
-		Operator struct {
-			Flags map[string]any `json:"flags"`
-		} `json:"operator"`
-	}
-	if err := yaml.Unmarshal(b, &values); err != nil {
-		t.Fatal(err)
-	}
+	v, _ := lookup(chartValues(t, c), "operator.flags")
+	values, _ := v.(map[string]any)
 	fs, _ := operatorFlags()
 	fs.VisitAll(func(f *flag.Flag) {
 		if slices.Contains(flagsSetByChart, f.Name) {
 			return
 		}
-		v, ok := values.Operator.Flags[f.Name]
+		v, ok := values[f.Name]
 		if !ok {
 			t.Errorf("flag --%s (default %q) is missing from operator.flags in %s/values.yaml", f.Name, f.DefValue, c.dir)
 			return
@@ -458,7 +439,7 @@ func TestEveryFlagIsAValue(t *testing.T) {
 			t.Errorf("operator.flags.%s is %q in values.yaml, but the operator's default is %q: update the chart", f.Name, got, f.DefValue)
 		}
 	})
-	for name := range values.Operator.Flags {
+	for name := range values {
 		if fs.Lookup(name) == nil {
 			t.Errorf("operator.flags.%s is not a flag of eni-operator", name)
 		}

@@ -3,6 +3,7 @@ package chart
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
@@ -30,10 +29,7 @@ import (
 // from the stored Deployment (CLUSTER_NAME from the stored ConfigMap) has
 // the overlay's cluster name.
 func TestKustomizeApplyOnFreshAPIServer(t *testing.T) {
-	root, err := cachedbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root(t)
 	assets, err := testenv.ControlPlaneAssets(root)
 	if err != nil {
 		t.Fatal(err)
@@ -197,37 +193,22 @@ var readmeTags = regexp.MustCompile(`(?:eni-operator:|image\.tag=|VERSION=|\?ref
 // one image and one tag.
 func TestImageTagsAgree(t *testing.T) {
 	c := newChart(t)
-	b, err := os.ReadFile(filepath.Join(c.dir, "Chart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta struct {
-		AppVersion string `json:"appVersion"`
-	}
-	if err := yaml.Unmarshal(b, &meta); err != nil {
-		t.Fatal(err)
-	}
-	tag := meta.AppVersion
+	var meta map[string]any
+	readYAML(t, filepath.Join(c.dir, "Chart.yaml"), &meta)
+	tag := fmt.Sprint(meta["appVersion"])
 	if !regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+`).MatchString(tag) {
 		t.Fatalf("Chart.yaml appVersion %q: want the release tag, v<major>.<minor>.<patch>", tag)
 	}
-	b, err = os.ReadFile(filepath.Join(c.dir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	values := chartValues(t, c)
+	str := func(path string) string {
+		v, _ := lookup(values, path)
+		s, _ := v.(string)
+		return s
 	}
-	var values struct {
-		Image struct {
-			Repository string `json:"repository"`
-			Tag        string `json:"tag"`
-		} `json:"image"`
+	if imageTag := str("image.tag"); imageTag != "" && imageTag != tag {
+		t.Errorf("values.yaml image.tag %q differs from appVersion %q", imageTag, tag)
 	}
-	if err := yaml.Unmarshal(b, &values); err != nil {
-		t.Fatal(err)
-	}
-	if values.Image.Tag != "" && values.Image.Tag != tag {
-		t.Errorf("values.yaml image.tag %q differs from appVersion %q", values.Image.Tag, tag)
-	}
-	want := values.Image.Repository + ":" + tag
+	want := str("image.repository") + ":" + tag
 
 	objs := c.renderRelease(t, "rel", "agent.enabled=true")
 	for _, o := range []*unstructured.Unstructured{find(t, objs, "Deployment", "rel-eni-operator"), find(t, objs, "DaemonSet", "rel-eni-operator-agent")} {
@@ -242,7 +223,7 @@ func TestImageTagsAgree(t *testing.T) {
 		t.Errorf("config/agent's DaemonSet runs %s, want %s", got, want)
 	}
 
-	b, err = os.ReadFile(filepath.Join(c.root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(c.root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
 
 // The plain manifests of config/ (config/default: the operator;
@@ -16,10 +15,7 @@ import (
 // apply to a real API server (server-side dry run); the operator accepts
 // the Deployment's arguments.
 func TestKustomizeManifests(t *testing.T) {
-	root, err := cachedbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root(t)
 	objs := kustomize(t, "default")
 	for _, kind := range []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Namespace", "Deployment", "Service", "PodDisruptionBudget"} {
 		find(t, objs, kind, "")

@@ -58,6 +58,16 @@ func loadMigration(t *testing.T, c chart, original string) migration {
 	return m
 }
 
+// forEachMigration runs check in a subtest for each original, with this
+// chart, its values and the original's migration table.
+func forEachMigration(t *testing.T, check func(t *testing.T, c chart, ours map[string]any, original string, m migration)) {
+	c := newChart(t)
+	ours := chartValues(t, c)
+	for _, original := range originals {
+		t.Run(original, func(t *testing.T) { check(t, c, ours, original, loadMigration(t, c, original)) })
+	}
+}
+
 func readYAML(t *testing.T, path string, into any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -139,39 +149,34 @@ func chartValues(t *testing.T, c chart) map[string]any {
 // which values of this chart take it (each one a value that exists here)
 // or why none is needed.
 func TestMigrationTableCoversOriginalValues(t *testing.T) {
-	c := newChart(t)
-	ours := chartValues(t, c)
-	for _, original := range originals {
-		t.Run(original, func(t *testing.T) {
-			m := loadMigration(t, c, original)
-			paths := originalPaths(t, c, original)
-			for _, p := range paths {
-				n := 0
-				for _, e := range m.Values {
-					if covers(e.From, p) {
-						n++
-					}
-				}
-				if n != 1 {
-					t.Errorf("%s value %s has %d entries in %s.yaml, want 1", original, p, n, original)
-				}
-			}
+	forEachMigration(t, func(t *testing.T, c chart, ours map[string]any, original string, m migration) {
+		paths := originalPaths(t, c, original)
+		for _, p := range paths {
+			n := 0
 			for _, e := range m.Values {
-				checkEntry(t, e, paths, ours)
-			}
-			for k := range m.Implied {
-				if _, ok := lookup(ours, k); !ok {
-					t.Errorf("implied %s is no value of this chart", k)
+				if covers(e.From, p) {
+					n++
 				}
 			}
-			for _, r := range m.Required {
-				if _, ok := lookup(ours, r.Path); !ok || r.Note == "" {
-					t.Errorf("required %s: no value of this chart, or no note", r.Path)
-				}
+			if n != 1 {
+				t.Errorf("%s value %s has %d entries in %s.yaml, want 1", original, p, n, original)
 			}
-			t.Logf("%d values of %s in %d entries", len(paths), original, len(m.Values))
-		})
-	}
+		}
+		for _, e := range m.Values {
+			checkEntry(t, e, paths, ours)
+		}
+		for k := range m.Implied {
+			if _, ok := lookup(ours, k); !ok {
+				t.Errorf("implied %s is no value of this chart", k)
+			}
+		}
+		for _, r := range m.Required {
+			if _, ok := lookup(ours, r.Path); !ok || r.Note == "" {
+				t.Errorf("required %s: no value of this chart, or no note", r.Path)
+			}
+		}
+		t.Logf("%d values of %s in %d entries", len(paths), original, len(m.Values))
+	})
 }
 
 func checkEntry(t *testing.T, e valueMapping, paths []string, ours map[string]any) {
@@ -302,39 +307,34 @@ func leaves(v any, prefix string) []string {
 // the operator's and the agent's flag parsers accept the arguments, and
 // the API server takes the objects (server-side dry run).
 func TestMigrationExamplesRender(t *testing.T) {
-	c := newChart(t)
-	ours := chartValues(t, c)
-	for _, original := range originals {
-		t.Run(original, func(t *testing.T) {
-			m := loadMigration(t, c, original)
-			var theirs map[string]any
-			readYAML(t, filepath.Join(migrationDir(c), original+".example.yaml"), &theirs)
-			values := translate(t, m, ours, theirs)
-			// The values the original had no equivalent for are the user's
-			// to add; the test adds its own.
-			for _, r := range m.Required {
-				setPath(values, r.Path, "migrated")
-			}
-			b, err := yaml.Marshal(values)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file := filepath.Join(t.TempDir(), "values.yaml")
-			if err := os.WriteFile(file, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("translated values:\n%s", b)
-			objs := c.render(t, file)
-			for _, w := range migrationExpectations[original] {
-				w.check(t, objs)
-			}
-			checkOperatorArgs(t, containerArgs(t, find(t, objs, "Deployment", opName)))
-			if original == "aws-multi-eni-controller" {
-				checkAgentArgs(t, c, containerArgs(t, find(t, objs, "DaemonSet", agentName)))
-			}
-			apply(t, objs)
-		})
-	}
+	forEachMigration(t, func(t *testing.T, c chart, ours map[string]any, original string, m migration) {
+		var theirs map[string]any
+		readYAML(t, filepath.Join(migrationDir(c), original+".example.yaml"), &theirs)
+		values := translate(t, m, ours, theirs)
+		// The values the original had no equivalent for are the user's
+		// to add; the test adds its own.
+		for _, r := range m.Required {
+			setPath(values, r.Path, "migrated")
+		}
+		b, err := yaml.Marshal(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("translated values:\n%s", b)
+		objs := c.render(t, file)
+		for _, w := range migrationExpectations[original] {
+			w.check(t, objs)
+		}
+		checkOperatorArgs(t, containerArgs(t, find(t, objs, "Deployment", opName)))
+		if original == "aws-multi-eni-controller" {
+			checkAgentArgs(t, c, containerArgs(t, find(t, objs, "DaemonSet", agentName)))
+		}
+		apply(t, objs)
+	})
 }
 
 // want is one fact about a rendered object: the value at path (dotted;

@@ -159,7 +159,7 @@ func TestEveryAlertIsUnitTested(t *testing.T) {
 // dashboard ConfigMap (labelled for the Grafana sidecar) and the
 // PrometheusRule, both with the files' content unchanged.
 func TestChartRendersDashboardAndRules(t *testing.T) {
-	r := root(t)
+	r := testenv.Root(t)
 	helm, err := cachedbin.Helm(context.Background(), r, os.Stderr)
 	if err != nil {
 		t.Fatal(err)

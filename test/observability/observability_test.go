@@ -18,9 +18,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/testenv"
 	"sigs.k8s.io/yaml"
-
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
 )
 
 // The files, relative to the repository's root.
@@ -35,18 +34,9 @@ const (
 	runbookURLPrefix   = "https://github.com/eni-operator/eni-operator/blob/main/docs/operations.md#"
 )
 
-func root(t *testing.T) string {
-	t.Helper()
-	r, err := cachedbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func read(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root(t), rel))
+	b, err := os.ReadFile(filepath.Join(testenv.Root(t), rel))
 	if err != nil {
 		t.Fatal(err)
 	}

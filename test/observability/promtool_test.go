@@ -9,13 +9,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // promtool builds (once, then cached) and returns promtool of the version
 // the Makefile pins, through hack/promtool-binary.sh.
 func promtool(t *testing.T) string {
 	t.Helper()
-	r := root(t)
+	r := testenv.Root(t)
 	cmd := exec.Command(filepath.Join(r, "hack", "promtool-binary.sh"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -41,7 +43,7 @@ func runPromtool(t *testing.T, bin, dir string, args ...string) {
 // every dashboard query is valid PromQL (checked as a recording rule).
 func TestRulesPassPromtool(t *testing.T) {
 	bin := promtool(t)
-	dir := filepath.Join(root(t), "config", "prometheus")
+	dir := filepath.Join(testenv.Root(t), "config", "prometheus")
 	runPromtool(t, bin, dir, "check", "rules", "--lint=all", "--lint-fatal", "alerts.yaml")
 	runPromtool(t, bin, dir, "test", "rules", "alerts_test.yaml")
 
