@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
@@ -37,9 +38,8 @@ type restart struct {
 // restarts is tagged.
 func TestControlPlaneKilled(t *testing.T) {
 	if os.Getenv("ENI_BENCH") == "" {
-		// Opt-in until understood: one run on a clean clone saw 2 EC2
-		// writes (a CreateTags of a converged pod's full tag set) after
-		// the restarts; several before passed.
+		// Opt-in until it has passed five runs in a row with the EC2
+		// state's fix (a narrow refresh undid the tagger's writes).
 		t.Skip("etcd and kube-apiserver killed and restarted: run with ENI_BENCH=1")
 	}
 	cp := testenv.StartControlPlane(t)
@@ -56,10 +56,10 @@ func TestControlPlaneKilled(t *testing.T) {
 // restart. (A leader cannot: it gives its Lease up after
 // --leader-elect-renew-deadline without renewing, and exits, by design:
 // it cannot tell an outage from a partition in which a standby took
-// over.) Opt-in (ENI_BENCH): it takes over a minute.
+// over.) It takes about a minute and a half, most of it the outage.
 func TestAPIServerOutage60s(t *testing.T) {
 	if os.Getenv("ENI_BENCH") == "" {
-		t.Skip("a 60 s outage: run with ENI_BENCH=1")
+		t.Skip("a 60 s outage: run with ENI_BENCH=1 (opt-in until it has passed five runs in a row)")
 	}
 	cp := testenv.StartControlPlane(t)
 	c := newCluster(t, cp, restartPods, restartNodes, 0)
@@ -114,8 +114,12 @@ func (c *cluster) survivesRestarts(op *testenv.Process, restarts []restart) {
 // converged.
 func (c *cluster) checkNothingRewritten(mark time.Time, ec2Before int) {
 	c.t.Helper()
-	if w := c.ec2Writes("replica-a")[ec2Before:]; len(w) > 0 {
-		c.t.Errorf("%d EC2 writes after convergence, across the restarts; the first: %s %v", len(w), w[0].Action, w[0].Params)
+	all := c.ec2Writes("replica-a")
+	for _, w := range all[ec2Before:] {
+		// Whether it writes an ENI again or for the first time (the
+		// check declared convergence too early) is in the call log.
+		c.t.Errorf("an EC2 write after convergence, across the restarts, at %s, naming ENIs written %d times before: %s %v",
+			w.Time.Format("15:04:05.000"), eniNamedIn(all[:ec2Before], w), w.Action, w.Params)
 	}
 	for _, e := range c.cp.Audit(c.t) {
 		if e.User.Username == "replica-a" && e.Write() && e.Received.After(mark) &&
@@ -151,4 +155,16 @@ func (c *cluster) checkRelists(mark time.Time, restarts int) {
 	}
 	sort.Strings(seen)
 	c.t.Logf("full reads (LIST or streaming list) per resource across the restarts: %s", strings.Join(seen, " "))
+}
+
+// eniNamedIn counts the calls that name one of the ENIs call names.
+func eniNamedIn(calls []emulator.Call, call emulator.Call) int {
+	ids := enisOf(call)
+	n := 0
+	for _, o := range calls {
+		if slices.ContainsFunc(enisOf(o), func(id string) bool { return slices.Contains(ids, id) }) {
+			n++
+		}
+	}
+	return n
 }
