@@ -2,7 +2,6 @@ package failover
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -53,9 +52,6 @@ func TestControlPlaneKilled(t *testing.T) {
 // it cannot tell an outage from a partition in which a standby took
 // over.) It takes about a minute and a half, most of it the outage.
 func TestAPIServerOutage60s(t *testing.T) {
-	if os.Getenv("ENI_BENCH") == "" {
-		t.Skip("a 60 s outage: run with ENI_BENCH=1 (opt-in until it has passed five runs in a row)")
-	}
 	cp := testenv.StartControlPlane(t)
 	c := newCluster(t, cp, restartPods, restartNodes, 0)
 	op := c.startReplica("replica-a", "--leader-elect=false")
@@ -98,7 +94,11 @@ func (c *cluster) survivesRestarts(op *testenv.Process, restarts []restart) {
 	c.checkNothingRewritten(mark, ec2Before)
 	c.checkRelists(mark, len(restarts))
 	c.deletePods(10)
-	c.converge("a change after the restarts acted on", 2*time.Minute, func(i int) bool { return i < 10 })
+	// After a long outage the informers' watches come back only after
+	// client-go's reflector backoff (up to 30 s, jittered up to twice
+	// that): after the 60 s outage these deletions, made 5 s after the
+	// API server was back, were acted on 41-70 s after they were made.
+	c.converge("a change after the restarts acted on", 3*time.Minute, func(i int) bool { return i < 10 })
 	if op.Exited() {
 		c.t.Fatal("the operator exited")
 	}
