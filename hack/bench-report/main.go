@@ -139,7 +139,7 @@ func Render(figs []figure.Figure, base Baseline) (string, map[string]string) {
 		md.WriteString("\n## Earlier figures not measured in this run\n\n")
 		baselineTable(&md, rest)
 	}
-	fmt.Fprintf(&md, "\n%s\n\nRerun one figure: `make bench FIGURE=PodBurst` (or TaggingBurst, Churn, RestartAndMemory, NodeENIRollout, NodeENIRollout40, NewENIs).\n", base.About)
+	fmt.Fprintf(&md, "\n%s\n\nRerun one figure: `make bench FIGURE=PodBurst` (or TaggingBurst, Churn, RestartAndMemory, NodeENIRollout, NodeENIRollout40, NewENIs, LeaderTakeover).\n", base.About)
 	return md.String(), files
 }
 

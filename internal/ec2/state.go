@@ -255,9 +255,12 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 		merged = append(merged, listed...)
 	}
 	s.base = newSnapshot(merged, s.tagKeys)
+	seen := make(map[string]bool, len(listed))
+	for _, e := range listed {
+		seen[e.ID] = true
+	}
 	for id, l := range s.local {
-		_, inBase := s.base.byID[id]
-		if l.at.Before(taken) && (sc.contains(l.eni) || inBase || l.gone) && (inBase || !s.recent.createdUnseen(id, taken)) {
+		if l.at.Before(taken) && supersedes(sc, l, seen[id], s.base.ByID) && (seen[id] || !s.recent.createdUnseen(id, taken)) {
 			delete(s.local, id)
 		}
 	}
@@ -270,6 +273,23 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 		}
 	}
 	return covered
+}
+
+// supersedes tells whether a refresh of sc makes a local entry older
+// than it obsolete: the refresh listed the ENI (seen), or the scope
+// holds it (so not being listed means it is gone or left the scope), or
+// it is gone and no reading brings it back. An ENI outside the scope
+// that the base still holds is not superseded: the base holds it as an
+// older refresh of a wider scope read it, before this process's writes
+// (the NodeENI scope's refresh every resync interval reverted the pod
+// ENIs the tagger had just tagged to untagged, and the next reconcile
+// of such a pod wrote all its tags again).
+func supersedes(sc *scope, l localENI, seen bool, inBase func(string) (ENI, bool)) bool {
+	if seen || sc.contains(l.eni) {
+		return true
+	}
+	_, kept := inBase(l.eni.ID)
+	return l.gone && !kept
 }
 
 // Synced reports whether a refresh covering the scope has completed.

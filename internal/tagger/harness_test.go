@@ -53,6 +53,11 @@ type harness struct {
 	// kubeQPS, when set, is the manager client's rate limit (the
 	// operator's --kube-api-qps; its burst twice that).
 	kubeQPS float32
+	// scopes, when set, are watched by the EC2 state besides the
+	// tagger's, as the NodeENI controller's is in the operator; state is
+	// the running manager's.
+	scopes []ec2.Scope
+	state  *ec2.State
 }
 
 // newHarness loads VPC "main" with subnet "a" (dual-stack, us-east-1a)
@@ -120,9 +125,15 @@ func (h *harness) startManager(o tagger.Options) {
 		o.Registerer = reg
 		started = mgr
 		state := ec2.NewState(h.ec2Client(reg))
+		for _, sc := range h.scopes {
+			if err := state.Watch(sc); err != nil {
+				return err
+			}
+		}
 		if err := mgr.Add(state); err != nil {
 			return err
 		}
+		h.state = state
 		var err error
 		h.rec, err = tagger.Setup(mgr, state, o)
 		return err

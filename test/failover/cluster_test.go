@@ -161,13 +161,20 @@ func (c *cluster) ec2Writes(key string) []emulator.Call {
 func eniNamed(calls []emulator.Call) int {
 	n := 0
 	for _, call := range calls {
-		for k, v := range call.Params {
-			if strings.HasPrefix(k, "ResourceId") || strings.HasPrefix(k, "NetworkInterfaceId") {
-				n += len(v)
-			}
-		}
+		n += len(enisOf(call))
 	}
 	return n
+}
+
+// enisOf returns the ENIs a call names.
+func enisOf(call emulator.Call) []string {
+	var ids []string
+	for k, v := range call.Params {
+		if strings.HasPrefix(k, "ResourceId") || strings.HasPrefix(k, "NetworkInterfaceId") {
+			ids = append(ids, v...)
+		}
+	}
+	return ids
 }
 
 // waitEC2Writes waits until replica key's EC2 writes name at least n

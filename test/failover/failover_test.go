@@ -39,6 +39,19 @@ func start(t *testing.T) (c *cluster, a, b *testenv.Process, created <-chan stru
 	return c, a, b, created
 }
 
+// cutMidBurst waits until replica-a is in the middle of the burst (its
+// EC2 writes name a twentieth of the pods), sends it sig and returns
+// when.
+func (c *cluster) cutMidBurst(a *testenv.Process, sig syscall.Signal) time.Time {
+	c.t.Helper()
+	c.waitEC2Writes("replica-a", pods/20)
+	cut := time.Now()
+	if err := a.Signal(sig); err != nil {
+		c.t.Fatal(err)
+	}
+	return cut
+}
+
 // takeover waits for replica-b to take the Lease after cut and checks it
 // did not take it before replica-a's fence closed (its last renewal plus
 // the renew deadline: no write of replica-a passes it after that). The
@@ -109,12 +122,7 @@ func TestLeaderKilled(t *testing.T) {
 // NodeENI status patches and 247 Events.
 func TestLeaderPaused(t *testing.T) {
 	c, a, _, created := start(t)
-	c.waitEC2Writes("replica-a", pods/20)
-	cut := time.Now()
-	if err := a.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	f := c.takeover(cut)
+	f := c.takeover(c.cutMidBurst(a, syscall.SIGSTOP))
 	before := len(c.ec2Writes("replica-b"))
 	testenv.EventuallyEvery(t, "replica-b writing to EC2", time.Minute, 50*time.Millisecond, func() (bool, string) {
 		n := len(c.ec2Writes("replica-b"))
@@ -128,5 +136,29 @@ func TestLeaderPaused(t *testing.T) {
 		return a.Exited(), "still running"
 	})
 	t.Logf("replica-a exited %v after it resumed", time.Since(f.resumed).Round(time.Millisecond))
+	c.finish(created, f)
+}
+
+// The leader is stopped (SIGTERM, as a rolling update stops it) in the
+// middle of the pod burst and the rollout: it stops its controllers,
+// gives the Lease up (--leader-elect-release-on-cancel) and the standby
+// takes over without waiting for the Lease to expire — which client-go
+// cannot do unless the Lease was released, so a takeover less than a
+// lease duration after replica-a's last Lease write is the evidence of
+// the release — and finishes both, with nothing done twice and no write
+// of replica-a after the takeover.
+func TestLeaderStopped(t *testing.T) {
+	c, a, _, created := start(t)
+	cut := c.cutMidBurst(a, syscall.SIGTERM)
+	f := failover{cut: cut, takeover: c.waitLeader("replica-b", cut)}
+	f.lastRenewal = c.lastRenewal("replica-a", f.takeover)
+	if after := f.takeover.Sub(f.lastRenewal); after >= leaseDuration {
+		t.Errorf("replica-b took over %v after replica-a's last Lease write: the Lease expired, it was not given up", after)
+	}
+	t.Logf("replica-b took over %v after replica-a got SIGTERM, %v after its last Lease write (its release)",
+		f.takeover.Sub(cut).Round(time.Millisecond), f.takeover.Sub(f.lastRenewal).Round(time.Millisecond))
+	testenv.EventuallyEvery(t, "replica-a exiting", time.Minute, 50*time.Millisecond, func() (bool, string) {
+		return a.Exited(), "still running"
+	})
 	c.finish(created, f)
 }
