@@ -52,7 +52,7 @@ type Reconciler struct {
 	// not know; queue is the controller's own.
 	writer  *writer
 	lookups *lookups
-	queue  podQueue
+	queue   podQueue
 
 	limitMu  sync.Mutex
 	limiters map[string]*rate.Limiter
