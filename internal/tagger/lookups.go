@@ -27,8 +27,11 @@ type lookups struct {
 	lookup  func(context.Context, string) (ec2.ENI, error)
 	requeue func(key string)
 
-	mu  sync.Mutex
-	ctx context.Context // nil before Start: lookups are made in the reconcile
+	mu sync.Mutex
+	// ctx is Start's; before Start and once it ends (stopped), lookups
+	// are made in the reconcile.
+	ctx     context.Context
+	stopped bool
 	// running are the addresses being looked up, by pod key; done the
 	// results not yet taken.
 	running map[string]string
@@ -53,6 +56,9 @@ func (l *lookups) Start(ctx context.Context) error {
 	l.ctx = ctx
 	l.mu.Unlock()
 	<-ctx.Done()
+	l.mu.Lock()
+	l.stopped = true // no lookup starts after this: wg.Wait sees them all
+	l.mu.Unlock()
 	l.wg.Wait()
 	return nil
 }
@@ -74,7 +80,7 @@ func (l *lookups) get(ctx context.Context, key, ip string) (ec2.ENI, error) {
 		return ec2.ENI{}, errLookupPending
 	}
 	base := l.ctx
-	if base == nil || base.Err() != nil {
+	if base == nil || l.stopped {
 		l.mu.Unlock()
 		return l.lookup(ctx, ip)
 	}
