@@ -2,8 +2,12 @@ package ec2
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"sync"
+	"time"
 )
 
 // ipFamily is the key of the lookup-by-IP batch: the DescribeNetworkInterfaces
@@ -19,12 +23,45 @@ const (
 // maxLookupBatch leaves one of EC2's filter values to the vpc-id filter.
 const maxLookupBatch = maxFilterValues - 1
 
+// lookupCalls is how many describes one lookup batch may send at once
+// (each with as many addresses as one call takes).
+const lookupCalls = 5
+
+// The lookup batch's window. Lookups come in bursts (a deployment
+// scaled out: the VPC resource controller creates a branch ENI just
+// before each pod), and every lookup answered leads to a tag write, one
+// per tag set per batch of them: batches that go out every 200 ms while
+// pods keep arriving cost a describe per few dozen pods and split each
+// tag set's writes as finely. So the window adapts to the arrivals: a
+// batch goes out after a pause of lookupPause in them (a lone pod, or
+// the end of a burst, waits no longer than that), and while they keep
+// coming it stays open up to lookupMaxWait, gathering up to lookupCalls
+// describes' worth of addresses. The answers then come back together,
+// and the tag writes they lead to share their batches, one call per tag
+// set per wave (the tag batches go out after their own pause). The
+// ceiling trades latency for calls: at 200 new pods a second over 20 tag
+// sets, 2.5 s gives four waves in ten seconds, about 0.05 calls per pod,
+// with a median wait of half the window.
+const (
+	lookupPause   = 100 * time.Millisecond
+	lookupMaxWait = 2500 * time.Millisecond
+)
+
+// lookupWindow is the lookup batch's window: the reads' window, widened
+// to the lookups' own.
+func lookupWindow(reads batchWindow) batchWindow {
+	return batchWindow{idle: max(reads.idle, lookupPause), maxWait: max(reads.maxWait, lookupMaxWait)}
+}
+
 func newDescribeENIsByIPBatcher(c *Client, w batchWindow) *batcher[ipFamily, string, ENI] {
-	maxItems := maxFilterValues
+	perCall := maxFilterValues
 	if c.vpcID != "" {
-		maxItems = maxLookupBatch
+		perCall = maxLookupBatch
 	}
-	b := newBatcher(c, "lookup-ip", "DescribeNetworkInterfaces", w, maxItems, c.execDescribeENIsByIP)
+	b := newBatcher(c, "lookup-ip", "DescribeNetworkInterfaces", lookupWindow(w), lookupCalls*perCall,
+		func(ctx context.Context, family ipFamily, ips []string) (map[string]ENI, error) {
+			return c.execDescribeENIsByIP(ctx, family, ips, perCall)
+		})
 	b.missing = func(ip string) error {
 		return &notFoundError{code: "InvalidAddress.NotFound", id: "no network interface holds " + ip}
 	}
@@ -44,12 +81,20 @@ func ipBatchKey(ip string) (ipFamily, string, error) {
 	return ipv4, a.Unmap().String(), nil
 }
 
-// execDescribeENIsByIP answers each address with the ENI that holds it:
-// the filter matches any of an ENI's addresses, so one ENI may answer
-// several of them.
-func (c *Client) execDescribeENIsByIP(ctx context.Context, family ipFamily, ips []string) (map[string]ENI, error) {
-	enis, err := c.describeENIs(ctx, []Filter{{Name: string(family), Values: ips}}, true)
-	if err != nil {
+// execDescribeENIsByIP answers each address with the ENI that holds it,
+// with a describe per perCall addresses, sent together: the filter
+// matches any of an ENI's addresses, so one ENI may answer several of
+// them.
+func (c *Client) execDescribeENIsByIP(ctx context.Context, family ipFamily, ips []string, perCall int) (map[string]ENI, error) {
+	chunks := slices.Collect(slices.Chunk(ips, perCall))
+	found := make([][]ENI, len(chunks))
+	errs := make([]error, len(chunks))
+	var wg sync.WaitGroup
+	for i, chunk := range chunks {
+		wg.Go(func() { found[i], errs[i] = c.describeENIs(ctx, []Filter{{Name: string(family), Values: chunk}}, true) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	want := make(map[string]bool, len(ips))
@@ -57,7 +102,7 @@ func (c *Client) execDescribeENIsByIP(ctx context.Context, family ipFamily, ips 
 		want[ip] = true
 	}
 	out := make(map[string]ENI, len(ips))
-	for _, e := range enis {
+	for _, e := range slices.Concat(found...) {
 		for _, ip := range heldAddresses(e, family) {
 			if want[ip] {
 				out[ip] = e

@@ -33,6 +33,15 @@ type batcher[K comparable, I comparable, O any] struct {
 	// instead of waiting again (withPrepaidToken).
 	gate func() time.Duration
 	take func(context.Context) error
+	// pace, when set, is the refill rate (calls a second) of the bucket
+	// the batches' calls share. A new batch then stays open at least as
+	// long as the open batches take to get one call each at that rate:
+	// under a sustained load of many keys the calls go at the rate the
+	// bucket refills, from the start, instead of draining its burst
+	// first (fast for the first pods) and then queueing for the refill
+	// (each key waiting its turn: the same wait, now for everyone). The
+	// burst is kept for spikes, and for the account's other clients.
+	pace func() float64
 
 	mu      sync.Mutex
 	pending map[K]*pendingBatch[I, O]
@@ -76,7 +85,7 @@ func (b *batcher[K, I, O]) do(ctx context.Context, key K, item I) (O, error) {
 	if p == nil {
 		p = &pendingBatch[I, O]{waiters: map[I][]chan outcome[O]{}}
 		b.pending[key] = p
-		p.max = time.AfterFunc(b.maxWait, func() { b.flush(key, p) })
+		p.max = time.AfterFunc(b.windowLocked(), func() { b.flush(key, p) })
 	}
 	if _, dup := p.waiters[item]; !dup {
 		p.items = append(p.items, item)
@@ -102,6 +111,20 @@ func (b *batcher[K, I, O]) do(ctx context.Context, key K, item I) (O, error) {
 		var zero O
 		return zero, ctx.Err()
 	}
+}
+
+// windowLocked is the longest a new batch stays open: maxWait, or with
+// a pace, the time the open batches (this one included) take to get a
+// call each; b.mu must be held.
+func (b *batcher[K, I, O]) windowLocked() time.Duration {
+	if b.pace == nil {
+		return b.maxWait
+	}
+	r := b.pace()
+	if r <= 0 {
+		return b.maxWait
+	}
+	return max(b.maxWait, time.Duration(float64(len(b.pending))/r*float64(time.Second)))
 }
 
 // detach removes p from the pending set; b.mu must be held.

@@ -234,3 +234,29 @@ func TestBatcherServesDueBatchesOldestFirst(t *testing.T) {
 		}
 	}
 }
+
+// With a pace, a new batch stays open while the open batches take a call
+// each at the pace's rate (never less than maxWait); without one, or with
+// no rate known, maxWait.
+func TestBatchWindowFollowsThePace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pace func() float64
+		open int
+		want time.Duration
+	}{
+		{"no pace", nil, 20, time.Second},
+		{"no rate known", func() float64 { return 0 }, 20, time.Second},
+		{"20 tag sets at 10 calls a second", func() float64 { return 10 }, 20, 2 * time.Second},
+		{"5 tag sets at 10 calls a second: maxWait", func() float64 { return 10 }, 5, time.Second},
+		{"20 tag sets, the rate halved by throttling", func() float64 { return 5 }, 20, 4 * time.Second},
+	} {
+		b := &batcher[int, int, struct{}]{maxWait: time.Second, pace: tc.pace, pending: map[int]*pendingBatch[int, struct{}]{}}
+		for k := range tc.open {
+			b.pending[k] = &pendingBatch[int, struct{}]{}
+		}
+		if got := b.windowLocked(); got != tc.want {
+			t.Errorf("%s: window %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -72,6 +73,23 @@ func (b Bucket) scaled(share float64) Bucket {
 	return Bucket{Burst: max(1, int(float64(b.Burst)*share)), Refill: b.Refill * share}
 }
 
+// arrivalJitter is how much earlier than the one before it a request
+// may reach AWS, relative to when each took its client-side token.
+const arrivalJitter = 500 * time.Millisecond
+
+// clientBurst is the client's burst for AWS's bucket b: b's burst less
+// arrivalJitter's worth of refill. A client whose bucket mirrored AWS's
+// exactly would, while calling at the refill rate, leave AWS's bucket
+// near empty, and a request reaching AWS a little sooner after the one
+// before it than it took its token found no token there: throttled,
+// which halves the family's rate for seconds (the limiter's AIMD). That
+// was the 10,000-pod burst's tail: CreateTags at 10 a second throttled
+// once, then 5 a second for about seven seconds, each of 20 tag sets
+// waiting its turn twice as long. The tokens left over absorb the jitter.
+func (b Bucket) clientBurst() int {
+	return max(1, b.Burst-int(math.Ceil(b.Refill*arrivalJitter.Seconds())))
+}
+
 // familyOf returns the family of an operation; input is the operation's
 // input (nil when unknown), which decides whether a describe is
 // unfiltered.
@@ -130,7 +148,7 @@ func newLimits(cfg Config) limits {
 			b = AWSBucket(f)
 		}
 		b = b.scaled(cfg.Share)
-		l.family[f] = newAdaptiveLimiter(b.Refill, b.Burst)
+		l.family[f] = newAdaptiveLimiter(b.Refill, b.clientBurst())
 	}
 	if cfg.QPS > 0 {
 		l.ceiling = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -66,8 +67,10 @@ func TestFamiliesShareAWSBuckets(t *testing.T) {
 	c := w.client(t, Config{Share: 0.5, Registerer: reg})
 	for _, f := range Families() {
 		aws, l := AWSBucket(f), c.limits.family[f]
-		if b := l.bucket("Action"); b.Burst() != aws.Burst/2 || float64(b.Limit()) != aws.Refill/2 || l.rate() != aws.Refill/2 {
-			t.Errorf("%s: burst %d, rate %v; want half of AWS's %+v", f, b.Burst(), l.rate(), aws)
+		// The burst: half of AWS's, less half a second of the refill.
+		half := Bucket{Burst: aws.Burst / 2, Refill: aws.Refill / 2}
+		if b := l.bucket("Action"); b.Burst() != half.Burst-int(math.Ceil(half.Refill/2)) || float64(b.Limit()) != half.Refill || l.rate() != half.Refill {
+			t.Errorf("%s: burst %d, rate %v; want half of AWS's %+v, the burst less half a second's refill", f, b.Burst(), l.rate(), aws)
 		}
 	}
 	if c.limits.ceiling != nil {
@@ -81,8 +84,8 @@ func TestFamiliesShareAWSBuckets(t *testing.T) {
 	}
 	// A family whose limit AWS raised: its bucket, still shared.
 	raised := w.client(t, Config{Share: 0.5, Buckets: map[Family]Bucket{FamilyTags: {Burst: 1000, Refill: 50}}}).limits
-	if l := raised.family[FamilyTags]; l.burst != 500 || l.rate() != 25 {
-		t.Errorf("raised tags bucket: burst %d, rate %v; want 500 and 25", l.burst, l.rate())
+	if l := raised.family[FamilyTags]; l.burst != 487 || l.rate() != 25 {
+		t.Errorf("raised tags bucket: burst %d, rate %v; want 487 (500 less 13) and 25", l.burst, l.rate())
 	}
 	if l := raised.family[FamilyDescribe]; l.rate() != AWSBucket(FamilyDescribe).Refill/2 {
 		t.Errorf("describe rate %v changed with the tags bucket", l.rate())
@@ -147,7 +150,7 @@ func TestBucketsDoNotWaitForEachOther(t *testing.T) {
 		if n := tokenWaits(t, reg, tc.operation, tc.used); n != 1 {
 			t.Errorf("%s: %d token waits recorded under family %s, want 1", tc.operation, n, tc.used)
 		}
-		if tokens := c.limits.family[tc.used].bucket(tc.operation).Tokens(); tokens < float64(AWSBucket(tc.used).Burst)-1.5 {
+		if tokens := c.limits.family[tc.used].bucket(tc.operation).Tokens(); tokens < float64(c.limits.family[tc.used].burst)-1.5 {
 			t.Errorf("%s bucket has %v tokens, want all but the one call's", tc.operation, tokens)
 		}
 	}

@@ -30,10 +30,10 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Burst, "aws-rate-limit-burst", d.Burst, "burst of the overall ceiling (>= 1); only with --aws-rate-limit-qps")
 	fs.IntVar(&c.MaxAttempts, "aws-max-attempts", d.MaxAttempts, "attempts of one EC2 operation (>= 1); only throttling, 5xx and network errors are retried")
 	fs.DurationVar(&c.MaxBackoff, "aws-max-backoff", d.MaxBackoff, "longest delay between attempts (> 0)")
-	fs.DurationVar(&c.BatchIdle, "aws-batch-idle", d.BatchIdle, "a batched EC2 call goes out after this long without a new request (> 0)")
+	fs.DurationVar(&c.BatchIdle, "aws-batch-idle", d.BatchIdle, "a batched EC2 call goes out after this long without a new request (> 0; lookups by pod IP wait for a pause of at least 100ms)")
 	fs.DurationVar(&c.TagBatchIdle, "aws-tag-batch-idle", d.TagBatchIdle, "a batched CreateTags/DeleteTags goes out after this long without a new request (> 0)")
 	fs.DurationVar(&c.TagBatchMaxWait, "aws-tag-batch-max-wait", d.TagBatchMaxWait, "longest a tag write waits for others with the same tags (> 0)")
-	fs.DurationVar(&c.BatchMaxWait, "aws-batch-max-wait", d.BatchMaxWait, "longest a request waits for others to share its EC2 call (> 0)")
+	fs.DurationVar(&c.BatchMaxWait, "aws-batch-max-wait", d.BatchMaxWait, "longest a request waits for others to share its EC2 call (> 0; lookups by pod IP, which come in bursts of new ENIs, wait up to 2.5s while more keep arriving)")
 	c.bindHealthFlags(fs)
 }
 

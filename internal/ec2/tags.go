@@ -89,5 +89,9 @@ func newTagWriteBatcher(c *Client, kind, action string, w batchWindow,
 		return out, err
 	})
 	b.splittable = IsNotFound
+	// Many tag sets written at once (20 deployments scaling out) go at
+	// the rate the tags bucket refills: one call per tag set per turn.
+	tags := c.limits.family[familyOf(action, nil)]
+	b.pace = tags.rate
 	return b
 }

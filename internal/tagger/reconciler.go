@@ -48,9 +48,11 @@ type Reconciler struct {
 	opts      Options
 	policy    Policy
 	subnets   map[string]bool
-	// writer sends the planned writes; queue is the controller's own.
-	writer *writer
-	queue  podQueue
+	// writer sends the planned writes; lookups finds ENIs the state does
+	// not know; queue is the controller's own.
+	writer  *writer
+	lookups *lookups
+	queue   podQueue
 
 	limitMu  sync.Mutex
 	limiters map[string]*rate.Limiter
@@ -201,6 +203,9 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
 		return done(nil) // the IP's arrival is an update that brings the pod back
 	}
 	eni, err := r.resolve(ctx, w.key, w.ip, w.rec, w.hasRec)
+	if errors.Is(err, errLookupPending) {
+		return done(nil) // the lookup's end brings the pod back
+	}
 	if ec2.IsNotFound(err) {
 		retry := notFoundRetry(missingFor(&w.pod, time.Now()))
 		gone := ""
@@ -384,8 +389,11 @@ func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, ha
 			return e, nil
 		}
 	}
+	e, err := r.lookupByIP(ctx, key, ip)
+	if errors.Is(err, errLookupPending) {
+		return e, err
+	}
 	r.metrics.cache.WithLabelValues("miss").Inc()
-	e, err := r.ec2.LookupByIP(ctx, ip)
 	if err != nil && ec2.IsNotFound(err) && r.inventory {
 		// Addresses inside delegated prefixes are only found by the
 		// inventory; a refresh now is one paginated read for everyone.
@@ -396,6 +404,15 @@ func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, ha
 		}
 	}
 	return e, err
+}
+
+// lookupByIP looks the address up off the reconcile workers when the
+// lookup stage runs (errLookupPending until its result is in).
+func (r *Reconciler) lookupByIP(ctx context.Context, key, ip string) (ec2.ENI, error) {
+	if r.lookups == nil {
+		return r.ec2.LookupByIP(ctx, ip)
+	}
+	return r.lookups.get(ctx, key, ip)
 }
 
 // sharedDesired merges the tags of every pod on the same shared ENI.
@@ -746,6 +763,9 @@ func (r *Reconciler) dropLimiter(key string) {
 	delete(r.limiters, key)
 	r.limitMu.Unlock()
 	r.recent.forget(key)
+	if r.lookups != nil {
+		r.lookups.forget(key)
+	}
 }
 
 // requeue asks for a reconcile of a pod by key.

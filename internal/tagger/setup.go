@@ -60,6 +60,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	}
 	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, recorders,
 		writerStages{write: r.writeTags, record: r.recordWrite}, r.requeue)
+	r.lookups = newLookups(state.LookupByIP, r.requeue)
 	for _, s := range o.SubnetIDs {
 		r.subnets[s] = true
 	}
@@ -70,6 +71,9 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		r.metrics.shardBytes.WithLabelValues(fmt.Sprint(shard)).Set(float64(bytes))
 	}
 	if err := mgr.Add(r.writer); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(r.lookups); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(ledger); err != nil {

@@ -64,7 +64,7 @@ func TestFigurePodBurst(t *testing.T) {
 			"kubeWritesPerPod": writes / float64(n), "kubeWrites": writes, "kubeWritesPerSecond": writes / took.Seconds(),
 			"ec2CallsPerPod": float64(total) / float64(n), "ec2CallsTotal": total,
 			"p50IPToTags": p50.Round(time.Millisecond).String(), "p99IPToTags": p99.Round(time.Millisecond).String(), "longestPlateau": plateau.Round(time.Millisecond).String(), "samples": len(lat),
-			"rateLimiterWaits": b.limiterWaits()},
+			"rateLimiterWaits": b.limiterWaits(), "ec2Throttles": b.throttles()},
 		Checks: []figure.Check{
 			figure.AtMost("all Synced", took.Seconds(), 1.2*bound, "s", fmt.Sprintf(
 				"1.2 × max(%d writes per pod at --kube-api-qps %d: %.0f s, the last IP at %.0f s) (issue 16, part 2; the factor is this bench's)", writesPerPod, kubeQPS, qpsBound, arrival)),
@@ -110,12 +110,23 @@ func TestFigureNewENIs(t *testing.T) {
 		Parameters: map[string]any{"pods": n, "tagSets": sets, "enis": "created in EC2 just before each pod"},
 		Results: map[string]any{"secondsUntilAllSynced": took.Seconds(), "ec2CallsPerPod": float64(total) / n, "ec2CallsTotal": total,
 			"p50IPToTags": p50.Round(time.Millisecond).String(), "p99IPToTags": percentile(lat, 99).Round(time.Millisecond).String(), "samples": len(lat),
-			"rateLimiterWaits": b.limiterWaits()},
+			"rateLimiterWaits": b.limiterWaits(), "ec2Throttles": b.throttles()},
 		Checks: []figure.Check{
 			figure.AtMost("EC2 calls per pod", float64(total)/n, 0.05, "", "issue 16, part 3"),
 			figure.AtMost("p50 IP → tags", p50.Seconds(), 2, "s", "issue 16, part 3"),
 		},
 		EC2Calls: calls, Notes: []string{fmt.Sprintf("DescribeNetworkInterfaces by shape: %v", b.callShapes("DescribeNetworkInterfaces"))}})
+}
+
+// throttles is how many EC2 requests AWS (the emulator's buckets)
+// answered RequestLimitExceeded, as the operator's /metrics has it: each
+// slows its throttling family down for seconds (the limiter's AIMD).
+func (b *bed) throttles() float64 {
+	m, err := b.scrape()
+	if err != nil {
+		return -1
+	}
+	return sum(m, "eni_operator_ec2_api_throttles_total")
 }
 
 // ipToTags pairs each pod's IP time with its ENI's first tags: the
