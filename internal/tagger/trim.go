@@ -153,7 +153,7 @@ func (c *CachedPod) Pod() *corev1.Pod {
 	p := &corev1.Pod{TypeMeta: c.TypeMeta,
 		Spec:   corev1.PodSpec{NodeName: c.NodeName, HostNetwork: c.HostNetwork},
 		Status: corev1.PodStatus{Phase: c.Phase, PodIP: c.PodIP, PodIPs: slices.Clone(c.PodIPs), Conditions: slices.Clone(c.Conditions)}}
-	c.ObjectMeta.DeepCopyInto(&p.ObjectMeta)
+	c.DeepCopyInto(&p.ObjectMeta)
 	return p
 }
 
