@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/ec2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -337,28 +337,13 @@ type sharedTags struct {
 	refs int
 }
 
-// tagSetKey names a tag set: its pairs in key order, each string
-// preceded by its length, so no two sets share a name whatever bytes
-// their keys and values hold.
-func tagSetKey(tags map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		for _, part := range []string{k, tags[k]} {
-			b.WriteString(strconv.Itoa(len(part)))
-			b.WriteByte(':')
-			b.WriteString(part)
-		}
-	}
-	return b.String()
-}
-
 // shareTagsLocked returns the ledger's copy of a tag set equal to tags,
 // taking one reference; releaseTagsLocked gives it back.
 func (l *Ledger) shareTagsLocked(tags map[string]string) map[string]string {
 	if len(tags) == 0 {
 		return tags
 	}
-	key := tagSetKey(tags)
+	key := ec2.TagSetKey(tags)
 	s, ok := l.tagSets[key]
 	if !ok {
 		s = &sharedTags{tags: maps.Clone(tags)}
@@ -372,7 +357,7 @@ func (l *Ledger) releaseTagsLocked(tags map[string]string) {
 	if len(tags) == 0 {
 		return
 	}
-	key := tagSetKey(tags)
+	key := ec2.TagSetKey(tags)
 	if s, ok := l.tagSets[key]; ok {
 		if s.refs--; s.refs <= 0 {
 			delete(l.tagSets, key)

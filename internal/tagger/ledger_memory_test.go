@@ -60,13 +60,3 @@ func TestLedgerSharesTagSets(t *testing.T) {
 		t.Fatalf("empty ledger still holds %d tag sets, %d ENIs, %d records", len(l.tagSets), len(l.byENI), l.Len())
 	}
 }
-
-func TestTagSetKey(t *testing.T) {
-	// Length prefixes keep sets whose concatenations match apart.
-	if tagSetKey(map[string]string{"a": "bc"}) == tagSetKey(map[string]string{"ab": "c"}) {
-		t.Fatal("{a:bc} and {ab:c} named alike")
-	}
-	if tagSetKey(map[string]string{"x": "1", "y": "2"}) != tagSetKey(map[string]string{"y": "2", "x": "1"}) {
-		t.Fatal("one set named two ways")
-	}
-}
