@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,11 @@ func (b *bed) startProfiledOperator(extra ...string) string {
 // allocation sites.
 type memorySample struct {
 	rss, heapInuse, heapFree, other float64
-	top                             []string
+	// rssAnon and rssFile split RSS (/proc/<pid>/status, bytes): memory
+	// the process owns, and the binary's pages it has touched (clean,
+	// shared with the page cache, reclaimable under pressure).
+	rssAnon, rssFile float64
+	top              []string
 }
 
 func (m memorySample) notes(when string) []string {
@@ -109,6 +114,7 @@ func (b *bed) memory(pprofAddr, name string) memorySample {
 		b.t.Fatal(err)
 	}
 	return memorySample{rss: m["process_resident_memory_bytes"], heapInuse: m["go_memstats_heap_inuse_bytes"], top: topInuse(p, 12),
+		rssAnon: procStatusBytes(b.operatorPID(), "RssAnon"), rssFile: procStatusBytes(b.operatorPID(), "RssFile"),
 		heapFree: m["go_memstats_heap_idle_bytes"] - m["go_memstats_heap_released_bytes"],
 		other:    m["go_memstats_sys_bytes"] - m["go_memstats_heap_sys_bytes"]}
 }
@@ -119,7 +125,24 @@ func (b *bed) memory(pprofAddr, name string) memorySample {
 // RSS is the binary's pages.
 func (m memorySample) breakdown() map[string]any {
 	return map[string]any{"heapInuse": m.heapInuse / (1 << 20), "heapFreeNotReturned": m.heapFree / (1 << 20),
-		"runtimeOther": m.other / (1 << 20), "rss": m.rss / (1 << 20)}
+		"runtimeOther": m.other / (1 << 20), "rss": m.rss / (1 << 20),
+		"rssAnon": m.rssAnon / (1 << 20), "rssFileBinaryPages": m.rssFile / (1 << 20)}
+}
+
+// procStatusBytes reads one kB field of /proc/<pid>/status, in bytes; 0
+// when it cannot.
+func procStatusBytes(pid int, field string) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 func fetchHeapProfile(t *testing.T, addr string) []byte {
