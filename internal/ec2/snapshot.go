@@ -145,3 +145,24 @@ func (e ENI) clone() ENI {
 	}
 	return e
 }
+
+// shareTagMaps makes the ENIs of a listing whose tags are equal hold one
+// map: a deployment's pods give their ENIs the same tags, and a map per
+// ENI was a third of the state's bytes (100,000 ENIs: ~35 MiB). A
+// snapshot's ENIs are never written (clone copies the tags before a
+// change), so sharing is safe.
+func shareTagMaps(enis []ENI) {
+	seen := map[string]map[string]string{}
+	for i := range enis {
+		tags := enis[i].Tags
+		if len(tags) == 0 {
+			continue
+		}
+		key := TagSetKey(tags)
+		if shared, ok := seen[key]; ok {
+			enis[i].Tags = shared
+		} else {
+			seen[key] = tags
+		}
+	}
+}

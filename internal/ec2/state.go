@@ -230,6 +230,7 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	defer s.mu.Unlock()
 	s.recent.prune(time.Now())
 	listed = s.recent.correctAll(listed, taken)
+	shareTagMaps(listed)
 	// The listing becomes the snapshot's slice when no ENI of the old
 	// one is kept (a refresh of the whole VPC); otherwise one slice of
 	// the exact size: the ENIs are the biggest thing the state holds, and

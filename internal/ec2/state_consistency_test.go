@@ -159,3 +159,20 @@ func TestNarrowRefreshKeepsOwnWritesOutsideIt(t *testing.T) {
 		t.Errorf("the VPC holds %d ENIs, want 2", len(enis))
 	}
 }
+
+// Writes are forgotten once every reading is trusted to show them, at
+// the next write a window later, not only at the next refresh (which may
+// be minutes away after a burst).
+func TestRecentWritesPrunedAsWritesCome(t *testing.T) {
+	r := newRecentWrites()
+	t0 := time.Now()
+	r.noteTags("eni-1", tagWrite{at: t0, set: map[string]string{"A": "1"}})
+	r.noteTags("eni-2", tagWrite{at: t0.Add(consistencyWindow - time.Second), set: map[string]string{"B": "1"}})
+	if len(r.tags) != 2 {
+		t.Fatalf("writes within a window pruned: %v", r.tags)
+	}
+	r.noteTags("eni-3", tagWrite{at: t0.Add(consistencyWindow), set: map[string]string{"C": "1"}})
+	if _, ok := r.tags["eni-1"]; ok || len(r.tags) != 2 {
+		t.Fatalf("after a window, want eni-2 and eni-3 only: %v", r.tags)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -72,6 +73,21 @@ func tagMap(tags []types.Tag) map[string]string {
 		out[intern(aws.ToString(t.Key))] = intern(aws.ToString(t.Value))
 	}
 	return out
+}
+
+// TagSetKey names a tag set: its pairs in key order, each string preceded
+// by its length, so no two sets share a name whatever bytes their keys
+// and values hold. Equal sets have equal names (to share one copy).
+func TagSetKey(tags map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		for _, part := range []string{k, tags[k]} {
+			b.WriteString(strconv.Itoa(len(part)))
+			b.WriteByte(':')
+			b.WriteString(part)
+		}
+	}
+	return b.String()
 }
 
 // newTagWriteBatcher batches a tag write (CreateTags or DeleteTags) over

@@ -166,6 +166,11 @@ func newControllerManager(restCfg *rest.Config, c Config) (manager.Manager, *lea
 	if err := mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr.GetCache())); err != nil {
 		return nil, nil, err
 	}
+	// Free heap back to the OS after the initial LIST and after bursts
+	// (memory.go): without it RSS stays near the peak's heap goal.
+	if err := mgr.Add(newMemoryReleaser(mgr.GetCache())); err != nil {
+		return nil, nil, err
+	}
 	return mgr, fence, nil
 }
 

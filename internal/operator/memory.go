@@ -1,10 +1,13 @@
 package operator
 
 import (
+	"context"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // noCgroupLimit is above any real limit: cgroup v1 reports "unlimited"
@@ -55,4 +58,76 @@ func ApplyMemoryLimit(percent int) int64 {
 	}
 	debug.SetMemoryLimit(limit)
 	return limit
+}
+
+// releaseThreshold is how much heap the Go runtime may keep free, not yet
+// returned to the OS, before the operator returns it at once. The
+// runtime's background scavenger keeps up to about the next GC's goal
+// (twice the live heap with GOGC=100): after the initial LIST of every
+// pod, or a burst of tagging, that is tens of MiB of RSS doing nothing
+// until the next burst.
+const releaseThreshold = 16 << 20
+
+// releaseInterval is how often the operator looks at its free heap: a
+// forced collection and release costs a few milliseconds per 100 MiB of
+// live heap, once per interval at most.
+const releaseInterval = 30 * time.Second
+
+// shouldRelease decides, from the heap's free bytes not yet returned to
+// the OS and its live (in use) bytes, whether returning them is worth a
+// forced collection: more than releaseThreshold, and more than a quarter
+// of the live heap (below that the runtime's own pacing is close enough).
+func shouldRelease(freeNotReleased, inUse uint64) bool {
+	return freeNotReleased > releaseThreshold && freeNotReleased > inUse/4
+}
+
+// heapFree reads the heap's free bytes not yet returned to the OS and
+// the bytes in use, from runtime/metrics (no stop-the-world, unlike
+// runtime.ReadMemStats).
+func heapFree() (free, inUse uint64) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0, 0
+	}
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
+
+// memoryReleaser returns free heap to the OS once the informer caches
+// have synced (the initial LIST's objects, decoded before the cache's
+// transform trims them, are garbage by then) and then whenever a burst
+// has left more free heap than shouldRelease allows. It runs on every
+// replica: each holds the caches.
+type memoryReleaser struct {
+	synced   func(context.Context) bool
+	interval time.Duration
+	// release is debug.FreeOSMemory; tests count calls instead.
+	release func()
+	free    func() (free, inUse uint64)
+}
+
+func newMemoryReleaser(c interface{ WaitForCacheSync(context.Context) bool }) *memoryReleaser {
+	return &memoryReleaser{synced: c.WaitForCacheSync, interval: releaseInterval, release: debug.FreeOSMemory, free: heapFree}
+}
+
+// NeedLeaderElection is false: standby replicas hold the caches too.
+func (m *memoryReleaser) NeedLeaderElection() bool { return false }
+
+func (m *memoryReleaser) Start(ctx context.Context) error {
+	if !m.synced(ctx) {
+		return nil // stopped before the caches synced
+	}
+	m.release()
+	t := time.NewTicker(m.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if shouldRelease(m.free()) {
+				m.release()
+			}
+		}
+	}
 }

@@ -1,9 +1,12 @@
 package operator
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestMemoryLimit(t *testing.T) {
@@ -56,5 +59,61 @@ func TestCgroupMemoryLimit(t *testing.T) {
 		if got := cgroupMemoryLimit(c.files); got != c.want {
 			t.Errorf("cgroupMemoryLimit(%v) = %d, want %d", c.files, got, c.want)
 		}
+	}
+}
+
+func TestShouldRelease(t *testing.T) {
+	const mib = 1 << 20
+	cases := []struct {
+		name        string
+		free, inUse uint64
+		want        bool
+	}{
+		{"nothing free", 0, 60 * mib, false},
+		{"under the threshold", 15 * mib, 10 * mib, false},
+		{"over the threshold, a large share of live", 40 * mib, 60 * mib, true},
+		{"over the threshold, a small share of live", 60 * mib, 400 * mib, false},
+		{"a quarter of a large heap", 101 * mib, 400 * mib, true},
+	}
+	for _, c := range cases {
+		if got := shouldRelease(c.free, c.inUse); got != c.want {
+			t.Errorf("%s: shouldRelease(%d, %d) = %v, want %v", c.name, c.free, c.inUse, got, c.want)
+		}
+	}
+}
+
+// TestMemoryReleaser: one release once the caches synced, then one per
+// interval only while shouldRelease says so, none once stopped, and none
+// at all if the caches never synced.
+func TestMemoryReleaser(t *testing.T) {
+	var released atomic.Int32
+	var free atomic.Uint64
+	free.Store(100 << 20)
+	m := &memoryReleaser{synced: func(context.Context) bool { return true }, interval: 5 * time.Millisecond,
+		release: func() { released.Add(1); free.Store(0) }, free: func() (uint64, uint64) { return free.Load(), 60 << 20 }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Start(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	if n := released.Load(); n != 1 {
+		t.Fatalf("released %d times after the sync with nothing free since, want 1", n)
+	}
+	free.Store(100 << 20) // a burst's garbage
+	deadline := time.Now().Add(5 * time.Second)
+	for released.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := released.Load(); n != 2 {
+		t.Fatalf("released %d times after a burst, want 2", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	never := &memoryReleaser{synced: func(context.Context) bool { return false }, interval: time.Millisecond,
+		release: func() { t.Error("released before the caches synced") }, free: func() (uint64, uint64) { return 1 << 30, 0 }}
+	if err := never.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

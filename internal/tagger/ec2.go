@@ -18,6 +18,8 @@ type EC2 interface {
 	LookupByIP(ctx context.Context, ip string) (ec2.ENI, error)
 	// Fresh re-reads a watched scope unless it was read within maxAge.
 	Fresh(ctx context.Context, scope string, maxAge time.Duration) error
+	// Synced reports whether a watched scope has been read once.
+	Synced(scope string) bool
 	CreateTags(ctx context.Context, id string, tags map[string]string) error
 	DeleteTags(ctx context.Context, id string, tags map[string]string) error
 }

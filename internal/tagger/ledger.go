@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/ec2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -85,8 +86,14 @@ type Ledger struct {
 
 	mu    sync.Mutex
 	byUID map[string]Record
-	byPod map[string]string          // namespace/name -> UID
-	byENI map[string]map[string]bool // ENI ID -> UIDs
+	byPod map[string]string // namespace/name -> UID
+	// byENI lists the UIDs of the pods on each ENI: one in most cases (a
+	// slice, not a set: a map per ENI cost ~200 bytes a record).
+	byENI map[string][]string
+	// tagSets holds one copy of each distinct tag set the records carry,
+	// shared by every record with it (a deployment's pods have one):
+	// records are never changed in place, only replaced.
+	tagSets map[string]*sharedTags
 	// shards[i] holds the records of ConfigMap i (UID -> bytes), and
 	// unplaced those no shard had room for; where maps a UID to its shard.
 	shards   []map[string]int
@@ -118,7 +125,7 @@ func NewLedger(c client.Client, o LedgerOptions) *Ledger {
 		o.FieldOwner = "eni-operator"
 	}
 	l := &Ledger{c: c, o: o, loaded: make(chan struct{}), kick: make(chan struct{}, 1),
-		byUID: map[string]Record{}, byPod: map[string]string{}, byENI: map[string]map[string]bool{},
+		byUID: map[string]Record{}, byPod: map[string]string{}, byENI: map[string][]string{}, tagSets: map[string]*sharedTags{},
 		shards: make([]map[string]int, o.Shards), size: make([]int, o.Shards), unplaced: map[string]int{},
 		where: map[string]int{}, dirty: map[int]bool{}}
 	for i := range l.shards {
@@ -293,19 +300,69 @@ func (l *Ledger) OnENI(eni string) []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]Record, 0, len(l.byENI[eni]))
-	for uid := range l.byENI[eni] {
+	for _, uid := range l.byENI[eni] {
 		out = append(out, l.byUID[uid])
 	}
 	return out
 }
 
 func (l *Ledger) indexLocked(r Record) {
+	// ENI IDs and hashes recur (the EC2 state and pods of one tag set
+	// hold the same): one copy each.
+	r.ENI, r.Hash = intern(r.ENI), intern(r.Hash)
+	r.Tags = l.shareTagsLocked(r.Tags)
+	if old, ok := l.byUID[r.UID]; ok {
+		l.unindexENILocked(old)
+	}
 	l.byUID[r.UID] = r
 	l.byPod[r.Pod] = r.UID
-	if l.byENI[r.ENI] == nil {
-		l.byENI[r.ENI] = map[string]bool{}
+	if !slices.Contains(l.byENI[r.ENI], r.UID) {
+		l.byENI[r.ENI] = append(l.byENI[r.ENI], r.UID)
 	}
-	l.byENI[r.ENI][r.UID] = true
+}
+
+// unindexENILocked drops a replaced or removed record from byENI and
+// gives back its tag set.
+func (l *Ledger) unindexENILocked(r Record) {
+	l.releaseTagsLocked(r.Tags)
+	if uids := slices.DeleteFunc(l.byENI[r.ENI], func(u string) bool { return u == r.UID }); len(uids) > 0 {
+		l.byENI[r.ENI] = uids
+	} else {
+		delete(l.byENI, r.ENI)
+	}
+}
+
+type sharedTags struct {
+	tags map[string]string
+	refs int
+}
+
+// shareTagsLocked returns the ledger's copy of a tag set equal to tags,
+// taking one reference; releaseTagsLocked gives it back.
+func (l *Ledger) shareTagsLocked(tags map[string]string) map[string]string {
+	if len(tags) == 0 {
+		return tags
+	}
+	key := ec2.TagSetKey(tags)
+	s, ok := l.tagSets[key]
+	if !ok {
+		s = &sharedTags{tags: maps.Clone(tags)}
+		l.tagSets[key] = s
+	}
+	s.refs++
+	return s.tags
+}
+
+func (l *Ledger) releaseTagsLocked(tags map[string]string) {
+	if len(tags) == 0 {
+		return
+	}
+	key := ec2.TagSetKey(tags)
+	if s, ok := l.tagSets[key]; ok {
+		if s.refs--; s.refs <= 0 {
+			delete(l.tagSets, key)
+		}
+	}
 }
 
 // placeLocked puts a record of n bytes in shard prefer if it has room,
@@ -340,10 +397,7 @@ func (l *Ledger) removeLocked(uid string) {
 	if l.byPod[r.Pod] == uid {
 		delete(l.byPod, r.Pod)
 	}
-	delete(l.byENI[r.ENI], uid)
-	if len(l.byENI[r.ENI]) == 0 {
-		delete(l.byENI, r.ENI)
-	}
+	l.unindexENILocked(r)
 	if shard, ok := l.where[uid]; ok {
 		l.size[shard] -= l.shards[shard][uid]
 		delete(l.shards[shard], uid)

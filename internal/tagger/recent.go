@@ -83,3 +83,16 @@ func shows(pod *corev1.Pod, hash string) bool {
 	}
 	return false
 }
+
+// prune drops the entries older than recentWindow: wait would drop each
+// anyway, but only if the pod is reconciled again, and the writer's own
+// record does not bring it back (the predicate ignores it).
+func (r *recentRecords) prune(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, e := range r.byKey {
+		if now.Sub(e.at) >= recentWindow {
+			delete(r.byKey, k)
+		}
+	}
+}

@@ -18,7 +18,11 @@ type fakeEC2 struct {
 	inEC2   map[string]ec2.ENI // what a lookup or a refresh would find
 	lookups int
 	freshes int
+	// unsynced: the inventory has not been read yet (until a Fresh).
+	unsynced bool
 }
+
+func (f *fakeEC2) Synced(string) bool { return !f.unsynced || f.freshes > 0 }
 
 func (f *fakeEC2) ENI(id string) (ec2.ENI, bool) { e, ok := f.known[id]; return e, ok }
 
@@ -95,6 +99,31 @@ func TestResolveAsksEC2OnlyForWhatItDoesNotKnow(t *testing.T) {
 				t.Fatalf("%d lookups and %d refreshes, want %d and %d", f.lookups, f.freshes, c.lookups, c.freshes)
 			}
 		})
+	}
+}
+
+// Before the first inventory is read, a pod waits for it (Fresh joins
+// the read under way) instead of looking its address up; a pod whose
+// address the inventory does not know is then looked up as ever.
+func TestResolveWaitsForTheFirstInventory(t *testing.T) {
+	branch := ec2.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
+	outside := ec2.ENI{ID: "eni-o", PrimaryIP: "10.9.0.5"}
+	f := &fakeEC2{known: map[string]ec2.ENI{}, inEC2: map[string]ec2.ENI{branch.ID: branch}, unsynced: true}
+	r := &Reconciler{ec2: f, inventory: true, opts: DefaultOptions(), metrics: newMetrics(nil, nil)}
+	if e, err := r.resolve(context.Background(), "ns/p", "10.0.0.5", Record{}, false); err != nil || e.ID != "eni-b" {
+		t.Fatalf("resolved %q (%v), want eni-b", e.ID, err)
+	}
+	if f.lookups != 0 || f.freshes != 1 {
+		t.Fatalf("%d lookups and %d inventory reads, want 0 and 1", f.lookups, f.freshes)
+	}
+	// Read once: the next miss is looked up, and no second read waits.
+	f.inEC2[outside.ID] = outside
+	delete(f.known, outside.ID)
+	if e, err := r.resolve(context.Background(), "ns/q", "10.9.0.5", Record{}, false); err != nil || e.ID != "eni-o" {
+		t.Fatalf("resolved %q (%v), want eni-o", e.ID, err)
+	}
+	if f.lookups != 1 || f.freshes != 1 {
+		t.Fatalf("%d lookups and %d inventory reads, want 1 and 1", f.lookups, f.freshes)
 	}
 }
 

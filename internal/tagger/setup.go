@@ -79,6 +79,9 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	if err := mgr.Add(ledger); err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(r.housekeeping(pruneInterval)); err != nil {
+		return nil, err
+	}
 
 	if err := r.watchInventory(mgr, state, ledger); err != nil {
 		return nil, err
@@ -92,7 +95,10 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 
 	if o.AllowSharedENITagging {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameIndex, func(obj client.Object) []string {
-			return []string{obj.(*corev1.Pod).Spec.NodeName}
+			if p, ok := AsPod(obj); ok {
+				return []string{p.Spec.NodeName}
+			}
+			return nil
 		}); err != nil {
 			return nil, err
 		}
@@ -161,7 +167,7 @@ func (r *Reconciler) predicate() predicate.Funcs {
 		if annotated || applied || controllerutil.ContainsFinalizer(obj, Finalizer) {
 			return true
 		}
-		if p, ok := obj.(*corev1.Pod); ok && staleCondition(p) {
+		if staleCondition(podConditions(obj)) {
 			// A condition whose cause may be gone (the annotation removed
 			// while the operator was down, a dry run that has ended):
 			// the reconcile removes it.
@@ -185,8 +191,9 @@ func (r *Reconciler) predicate() predicate.Funcs {
 			if !relevant(e.ObjectOld) && !relevant(e.ObjectNew) {
 				return false
 			}
-			oldPod, ok1 := e.ObjectOld.(*corev1.Pod)
-			newPod, ok2 := e.ObjectNew.(*corev1.Pod)
+			// The cache holds CachedPods (trim.go).
+			oldPod, ok1 := AsPod(e.ObjectOld)
+			newPod, ok2 := AsPod(e.ObjectNew)
 			if !ok1 || !ok2 {
 				return true
 			}
@@ -201,13 +208,25 @@ func (r *Reconciler) predicate() predicate.Funcs {
 // staleCondition reports whether a pod carries the tagger's condition
 // with a reason other than TagsRemoved (the one condition that stays on a
 // pod with nothing asked and nothing applied).
-func staleCondition(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
+func staleCondition(conditions []corev1.PodCondition) bool {
+	for _, c := range conditions {
 		if c.Type == ConditionType && c.Reason != ReasonRemoved {
 			return true
 		}
 	}
 	return false
+}
+
+// podConditions returns the conditions of a cached pod (a Pod or a
+// CachedPod; none for a stub), without copying it.
+func podConditions(obj client.Object) []corev1.PodCondition {
+	switch p := obj.(type) {
+	case *corev1.Pod:
+		return p.Status.Conditions
+	case *CachedPod:
+		return p.Conditions
+	}
+	return nil
 }
 
 // RemoveFinalizers takes the tagger's finalizer off every pod — the

@@ -2,11 +2,13 @@ package tagger
 
 import (
 	"context"
+	"slices"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,9 +35,10 @@ func TrimPod(annotationKey string) toolscache.TransformFunc {
 	}
 }
 
-// StubPod returns the pod cache's transform: TrimPod for the pods the
-// tagger has business with, and for the others (most of a cluster's pods)
-// a PartialObjectMetadata stub of name, namespace, UID and resource
+// StubPod returns the pod cache's transform: a CachedPod (what TrimPod
+// keeps, in a third of a Pod's bytes) for the pods the tagger has
+// business with, and for the others (most of a cluster's pods) a
+// PartialObjectMetadata stub of name, namespace, UID and resource
 // version, a quarter of the smallest Pod's bytes. The stub is enough for
 // the informer (keys, events) and for the predicate, which lets no stub
 // through unless the ledger recorded the pod; a read of a stubbed pod
@@ -52,7 +55,7 @@ func StubPod(annotationKey string) toolscache.TransformFunc {
 			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion}}, nil
 		}
-		return trim(p), nil
+		return compact(trim(p)), nil
 	}
 }
 
@@ -86,7 +89,7 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 		out := &corev1.Pod{
 			TypeMeta: p.TypeMeta,
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: intern(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
-				Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp, Finalizers: p.Finalizers},
+				Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp, Finalizers: internAll(p.Finalizers)},
 			Spec:   corev1.PodSpec{NodeName: intern(p.Spec.NodeName), HostNetwork: p.Spec.HostNetwork},
 			Status: corev1.PodStatus{Phase: corev1.PodPhase(intern(string(p.Status.Phase))), PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 		}
@@ -114,8 +117,77 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 	}
 }
 
+// CachedPod is what the pod cache holds of a pod the tagger has business
+// with: the fields TrimPod keeps, without the rest of a Pod's struct
+// (a corev1.Pod is 1,240 bytes even when empty, a CachedPod 370; at
+// 100,000 pods that is 85 MiB).
+//
+// Readers never see one: its DeepCopyObject, which the cache's Get and
+// List call on every object they hand out, returns the *corev1.Pod that
+// TrimPod would have kept, so a Get or List of pods works unchanged.
+// Event handlers and predicates do get the cached object: AsPod reads
+// either.
+type CachedPod struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	NodeName    string
+	HostNetwork bool
+	Phase       corev1.PodPhase
+	PodIP       string
+	PodIPs      []corev1.PodIP
+	// Conditions are the tagger's own (ConditionType).
+	Conditions []corev1.PodCondition
+}
+
+var _ client.Object = &CachedPod{}
+
+func compact(p *corev1.Pod) *CachedPod {
+	return &CachedPod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta,
+		NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork, Phase: p.Status.Phase, PodIP: p.Status.PodIP,
+		PodIPs: p.Status.PodIPs, Conditions: p.Status.Conditions}
+}
+
+// Pod returns the trimmed Pod c stands for, sharing nothing changeable
+// with c.
+func (c *CachedPod) Pod() *corev1.Pod {
+	p := &corev1.Pod{TypeMeta: c.TypeMeta,
+		Spec:   corev1.PodSpec{NodeName: c.NodeName, HostNetwork: c.HostNetwork},
+		Status: corev1.PodStatus{Phase: c.Phase, PodIP: c.PodIP, PodIPs: slices.Clone(c.PodIPs), Conditions: slices.Clone(c.Conditions)}}
+	c.DeepCopyInto(&p.ObjectMeta)
+	return p
+}
+
+// DeepCopyObject returns the Pod (see CachedPod): a copy in the form
+// every reader of the cache asks for.
+func (c *CachedPod) DeepCopyObject() runtime.Object { return c.Pod() }
+
+// AsPod returns obj as a Pod: itself, or the Pod a CachedPod stands for;
+// false for anything else (a stub).
+func AsPod(obj any) (*corev1.Pod, bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o, true
+	case *CachedPod:
+		return o.Pod(), true
+	}
+	return nil, false
+}
+
 // intern returns the one copy of s the process keeps (unique.Make).
 func intern(s string) string { return unique.Make(s).Value() }
+
+// internAll returns a new slice of ss's strings, interned (finalizer
+// names: a handful shared by every pod).
+func internAll(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = intern(s)
+	}
+	return out
+}
 
 // NewPodCache returns a cache.NewCacheFunc for a cache whose pods are
 // transformed by StubPod: a Get of a pod that fails in the cache (the

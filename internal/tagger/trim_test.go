@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,13 +55,57 @@ func TestStubPodKeepsPodsWithTaggerState(t *testing.T) {
 			if !c.wantStub || o.Kind != "Pod" || o.APIVersion != "v1" || !equalMeta(o.ObjectMeta, want) {
 				t.Errorf("%s: stub %+v", name, o)
 			}
-		case *corev1.Pod:
-			if c.wantStub || o.Spec.NodeName != "n1" || o.Status.PodIP != "10.0.0.1" || o.Labels != nil || len(o.Spec.Containers) != 0 {
-				t.Errorf("%s: pod %+v", name, o)
+		case *tagger.CachedPod:
+			p := o.Pod()
+			if c.wantStub || p.Spec.NodeName != "n1" || p.Status.PodIP != "10.0.0.1" || p.Labels != nil || len(p.Spec.Containers) != 0 {
+				t.Errorf("%s: pod %+v", name, p)
 			}
 		default:
 			t.Errorf("%s: %T", name, out)
 		}
+	}
+}
+
+// A CachedPod hands every reader the Pod TrimPod keeps (its
+// DeepCopyObject is what the cache's Get and List call), and a reader
+// changing that Pod changes nothing in the cache.
+func TestCachedPodReadsAsTheTrimmedPod(t *testing.T) {
+	const key = "example.com/tags"
+	now := metav1.Now()
+	full := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7", Generation: 3,
+		DeletionTimestamp: &now, Finalizers: []string{tagger.Finalizer, "other"}, Labels: map[string]string{"app": "x"},
+		Annotations: map[string]string{key: "a=b", tagger.LastAppliedHashAnnotation: "h", "unrelated": "x"}},
+		Spec: corev1.PodSpec{NodeName: "n1", HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady}, {Type: tagger.ConditionType, Status: corev1.ConditionTrue, Reason: "Tagged", Message: "eni-1"}}}}
+	trimmed, err := tagger.TrimPod(key)(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cachedObj, err := tagger.StubPod(key)(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, ok := cachedObj.(*tagger.CachedPod)
+	if !ok {
+		t.Fatalf("StubPod kept a %T, want a CachedPod", cachedObj)
+	}
+	read, ok := cached.DeepCopyObject().(*corev1.Pod)
+	if !ok || !equality.Semantic.DeepEqual(read, trimmed) {
+		t.Fatalf("the cache hands out\n%+v\nwant TrimPod's\n%+v", read, trimmed)
+	}
+	read.Annotations[key] = "changed"
+	read.Finalizers[0] = "changed"
+	read.Status.PodIPs[0].IP = "changed"
+	read.Status.Conditions[0].Reason = "changed"
+	if again := cached.Pod(); !equality.Semantic.DeepEqual(again, trimmed) {
+		t.Fatalf("a reader's change reached the cache: %+v", again)
+	}
+	if p, ok := tagger.AsPod(cached); !ok || p.Spec.NodeName != "n1" {
+		t.Fatalf("AsPod(CachedPod) = %v, %v", p, ok)
+	}
+	if _, ok := tagger.AsPod(&metav1.PartialObjectMetadata{}); ok {
+		t.Fatal("AsPod took a stub for a pod")
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -180,17 +178,7 @@ func (b *bed) operatorRSS() float64 {
 	if pid == 0 {
 		return 0
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return procStatusBytes(pid, "VmRSS") / (1 << 20)
 }
 
 // charts are the sampler's series so far as the report's charts.
