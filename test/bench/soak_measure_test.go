@@ -15,6 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
 // soakSampleEvery is the soak's period (issue 18, part 5): 180 samples
@@ -128,6 +131,10 @@ func (s *soakSampler) sample() {
 	s.ledgerKiB = append(s.ledgerKiB, float64(bytes)/1024)
 	s.synced = append(s.synced, synced)
 	s.invAge = append(s.invAge, time.Since(s.lastInventory).Seconds())
+	if len(s.x)%6 == 0 { // a line a minute, to follow a 30-minute run
+		s.b.t.Logf("soak %4.0fs: RSS %.0f MiB, heap %.0f MiB, %.0f goroutines, ledger %d records (%d KiB), %.0f pods Synced, inventory %.0f s old",
+			s.x[len(s.x)-1], rss, s.heap[len(s.heap)-1], m["go_goroutines"], records, bytes/1024, synced, s.invAge[len(s.invAge)-1])
+	}
 }
 
 // isInventoryPage tells a page of the tagger's inventory, a read of the
@@ -307,15 +314,7 @@ func (c *churn) evidence(ctx context.Context) (soakEvidence, error) {
 	for _, e := range enis {
 		switch {
 		case e.InterfaceType == "branch":
-			want, onPod := onIP[e.PrimaryIP]
-			if got := e.Tags; !maps.Equal(got, want) && (onPod || len(got) > 0) {
-				if onPod {
-					ev.wrongTags++
-				} else {
-					ev.leftBehind++
-				}
-				ev.example("%s (%s): tags %v, pod's annotation %v", e.ID, e.PrimaryIP, got, want)
-			}
+			ev.checkPodENI(e, onIP, c.b.emu.Calls)
 		case e.Tags["eni-operator.io/cluster"] != "":
 			ev.nodeENIs++
 			if e.Status != "in-use" || e.Attachment == nil || !selected[e.Attachment.InstanceID] || attached[e.Attachment.InstanceID] > 0 {
@@ -334,6 +333,52 @@ func (c *churn) evidence(ctx context.Context) (soakEvidence, error) {
 	}
 	ev.ledgerRecords, _, err = c.b.ledgerSize(ctx)
 	return ev, err
+}
+
+// checkPodENI checks a pool ENI: with a pod on its IP, exactly the
+// pod's annotation and the tagger's ownership token (its value is the
+// operator's own digest, so only its presence is checked); with none,
+// no tags at all, the token included (a stale token makes the next pod
+// on the ENI a Conflict). The first ENI of each kind found wrong gets
+// its tag writes from the emulator's call log as an example.
+func (e *soakEvidence) checkPodENI(n ec2.ENI, onIP map[string]map[string]string, calls func() []emulator.Call) {
+	want, onPod := onIP[n.PrimaryIP]
+	got := maps.Clone(n.Tags)
+	_, token := got[tagger.HashTag]
+	delete(got, tagger.HashTag)
+	switch {
+	case onPod && (!token || !maps.Equal(got, want)):
+		e.wrongTags++
+		if e.wrongTags <= 3 {
+			e.example("%s (%s): tags %v, pod's annotation %v; %s", n.ID, n.PrimaryIP, n.Tags, want, tagHistory(n.ID, calls()))
+		}
+	case !onPod && len(n.Tags) > 0:
+		e.leftBehind++
+		if e.leftBehind <= 3 {
+			e.example("%s (%s): tags %v and no pod; %s", n.ID, n.PrimaryIP, n.Tags, tagHistory(n.ID, calls()))
+		}
+	}
+}
+
+// tagHistory is the successful CreateTags and DeleteTags calls naming
+// id in the emulator's log (its last 20,000 calls), with their keys.
+func tagHistory(id string, calls []emulator.Call) string {
+	var out []string
+	for _, c := range calls {
+		if (c.Action != "CreateTags" && c.Action != "DeleteTags") || c.Code != "" || !slices.ContainsFunc(slices.Collect(maps.Values(c.Params)),
+			func(v []string) bool { return len(v) > 0 && v[0] == id }) {
+			continue
+		}
+		var tags []string
+		for k, v := range c.Params {
+			if strings.HasPrefix(k, "Tag.") {
+				tags = append(tags, strings.TrimPrefix(k, "Tag.")+"="+v[0])
+			}
+		}
+		slices.Sort(tags)
+		out = append(out, fmt.Sprintf("%s %s %v", c.Time.Format("15:04:05.000"), c.Action, tags))
+	}
+	return "tag writes: " + strings.Join(out, "; ")
 }
 
 // selectedInstances are the instances of the nodes the NodeENI selects

@@ -19,6 +19,7 @@ import (
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
 // The soak's shape (issue 18, part 5).
@@ -37,9 +38,9 @@ const (
 	soakSettle    = 5 * time.Minute
 )
 
-// soakTagKeys are every key soakTags writes: an ENI carrying any of them
-// carries some pod's tags.
-var soakTagKeys = []string{"App", "Team", "CostCenter", "Env"}
+// soakTagKeys are every key soakTags writes and the tagger's ownership
+// token: an ENI carrying any of them carries some pod's tags.
+var soakTagKeys = []string{"App", "Team", "CostCenter", "Env", tagger.HashTag}
 
 // soakTags is pod i's annotation after edit edits: the first changes
 // Team, adds Env and removes CostCenter; later ones change Team and
