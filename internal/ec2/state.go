@@ -255,9 +255,19 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 		merged = append(merged, listed...)
 	}
 	s.base = newSnapshot(merged, s.tagKeys)
+	// A local change the refresh has seen goes: the ENI was listed, or
+	// is in the scope and was not (gone). One outside the scope that the
+	// snapshot holds from an earlier reading stays, written tags or
+	// deletion alike: dropping it would bring that older reading back.
+	seen := map[string]bool{}
+	for _, e := range listed {
+		if _, ok := s.local[e.ID]; ok {
+			seen[e.ID] = true
+		}
+	}
 	for id, l := range s.local {
 		_, inBase := s.base.byID[id]
-		if l.at.Before(taken) && (sc.contains(l.eni) || inBase || l.gone) && (inBase || !s.recent.createdUnseen(id, taken)) {
+		if l.at.Before(taken) && (sc.contains(l.eni) || seen[id] || (l.gone && !inBase)) && (inBase || !s.recent.createdUnseen(id, taken)) {
 			delete(s.local, id)
 		}
 	}

@@ -225,3 +225,48 @@ func TestWatchRefusesFiltersItCannotApply(t *testing.T) {
 		t.Fatal("a scope watched twice was accepted")
 	}
 }
+
+// A refresh of a narrow scope (the NodeENI controller's, by tag) keeps
+// this process's writes to ENIs outside it: it did not read them, so the
+// snapshot still holds their older reading. Dropping the writes brought
+// back a pod ENI's tags from before its last CreateTags, and the next
+// plan then missed a key to remove (found by the soak figure: tags left
+// on ENIs after their pods were gone).
+func TestNarrowRefreshKeepsOwnWritesOutsideIt(t *testing.T) {
+	w := newWorld(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "a", InterfaceType: "branch", Count: 2},
+		{Subnet: "a", Count: 1, Tags: map[string]string{"cluster": "c1"}},
+	}})
+	c := w.client(t, Config{})
+	s := watched(t, c, Scope{Name: "mine", Filters: []Filter{{Name: "tag:cluster", Values: []string{"c1"}}}}, Scope{Name: "vpc"})
+	ctx := context.Background()
+	if err := s.Refresh(ctx, "vpc"); err != nil {
+		t.Fatal(err)
+	}
+	tagged, deleted := w.loaded.NetworkInterfaces[0].ID, w.loaded.NetworkInterfaces[1].ID
+	if err := s.CreateTags(ctx, tagged, map[string]string{"team": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteENI(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // the refresh starts after the writes
+	if err := s.Refresh(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := s.ENI(tagged); e.Tags["team"] != "a" {
+		t.Fatalf("a refresh of another scope undid a CreateTags: tags %v", e.Tags)
+	}
+	if _, ok := s.ENI(deleted); ok {
+		t.Fatal("a refresh of another scope brought back a deleted ENI")
+	}
+	if err := s.Refresh(ctx, "vpc"); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := s.ENI(tagged); e.Tags["team"] != "a" {
+		t.Fatalf("after a refresh of the VPC: tags %v", e.Tags)
+	}
+	if _, ok := s.ENI(deleted); ok {
+		t.Fatal("a deleted ENI is back after a refresh of the VPC")
+	}
+}

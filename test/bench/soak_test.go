@@ -88,7 +88,8 @@ func TestFigureSoak(t *testing.T) {
 	b := newBed(t, w)
 	b.createSoakNodes()
 	t.Cleanup(b.removeNodeENIs) // after the operator stopped
-	b.startOperator()
+	flags := os.Getenv("BENCH_OPERATOR_FLAGS")
+	b.startOperator(strings.Fields(flags)...)
 	if err := b.k8s.Create(context.Background(), &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: soakNodeENI},
 		Spec: v1alpha1.NodeENISpec{NodeSelector: map[string]string{soakNodeLabel: "multus"}, SubnetNames: []string{"multus-a", "multus-b"},
 			SecurityGroupNames: []string{"multus"}, DeviceIndex: 1}}); err != nil {
@@ -111,7 +112,7 @@ func TestFigureSoak(t *testing.T) {
 	b.write(Figure{Name: "9-soak",
 		Parameters: map[string]any{"duration": d.String(), "podsPerSecond": rate, "podLifetime": fmt.Sprintf("%d-%d s", soakMinLife, soakMaxLife),
 			"annotationEdits": fmt.Sprintf("1 pod in %d", soakEditShare), "nodeENINodes": soakNodes, "labelFlipEvery": soakFlipEvery.String(),
-			"branchENIPool": pool, "sampleEvery": soakSampleEvery.String(), "operatorFlags": "defaults"},
+			"branchENIPool": pool, "sampleEvery": soakSampleEvery.String(), "operatorFlags": "defaults " + flags},
 		Results: c.results(ev, settled, total), Checks: s.checks(ev, rate), Charts: s.charts(), EC2Calls: calls,
 		Notes: append([]string{"goroutines and Go heap are the Go runtime's figures from the operator's /metrics; RSS from /proc; " +
 			"ledger from its ConfigMaps in the API server; inventory age from the emulator's call log"}, ev.examples...)})
@@ -367,9 +368,7 @@ func (c *churn) recycleLoop(ctx context.Context) {
 // taggedENIs are the ENIs carrying any of soakTagKeys, as the emulator
 // describes them.
 func (c *churn) taggedENIs(ctx context.Context) (map[string]bool, error) {
-	cl := c.b.ec2()
-	enis, err := cl.ListENIs(ctx, ec2.Filter{Name: "tag-key", Values: soakTagKeys})
-	c.ownReads.Add(int64(max(1, (len(enis)+999)/1000)))
+	enis, err := c.list(ctx, ec2.Filter{Name: "tag-key", Values: soakTagKeys})
 	if err != nil {
 		return nil, err
 	}
@@ -378,6 +377,14 @@ func (c *churn) taggedENIs(ctx context.Context) (map[string]bool, error) {
 		out[e.ID] = true
 	}
 	return out, nil
+}
+
+// list reads ENIs with the bench's own client, counting its calls (a
+// page holds up to 1,000 ENIs) to tell them from the operator's.
+func (c *churn) list(ctx context.Context, f ec2.Filter) ([]ec2.ENI, error) {
+	enis, err := c.b.ec2().ListENIs(ctx, f)
+	c.ownReads.Add(int64(1 + len(enis)/1000))
+	return enis, err
 }
 
 func (c *churn) results(ev soakEvidence, settled time.Duration, ec2Total int) map[string]any {
