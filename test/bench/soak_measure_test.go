@@ -44,9 +44,10 @@ const (
 // in the API server), pods Synced (a watch) and the inventory's age (the
 // emulator's call log).
 type soakSampler struct {
-	b          *bed
-	start      time.Time
-	stop, done chan struct{}
+	b      *bed
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu                                       sync.Mutex
 	x, rss, heap, goroutines                 []float64
@@ -58,31 +59,21 @@ type soakSampler struct {
 }
 
 func (b *bed) startSoakSampler() *soakSampler {
-	s := &soakSampler{b: b, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{}), lastInventory: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &soakSampler{b: b, start: time.Now(), cancel: cancel, done: make(chan struct{}), lastInventory: time.Now()}
 	go func() {
 		defer close(s.done)
-		tick := time.NewTicker(soakSampleEvery)
-		defer tick.Stop()
-		for {
-			s.sample()
-			select {
-			case <-s.stop:
-				return
-			case <-tick.C:
-			}
-		}
+		s.sample()
+		every(ctx, soakSampleEvery, func(int) { s.sample() })
 	}()
 	b.t.Cleanup(s.halt)
 	return s
 }
 
+// halt stops the sampler and waits for its last sample (again: nothing).
 func (s *soakSampler) halt() {
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-		<-s.done
-	}
+	s.cancel()
+	<-s.done
 }
 
 // mark labels this moment; "churn" and "churn stopped" bound the fits.

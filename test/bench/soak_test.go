@@ -262,56 +262,45 @@ func (c *churn) life(ctx context.Context, i int, e emulator.LoadedENI) {
 // editLoop edits the annotation of rate/soakEditShare living pods a
 // second.
 func (c *churn) editLoop(ctx context.Context) {
-	tick := time.NewTicker(time.Second * soakEditShare / time.Duration(c.rate))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		c.mu.Lock()
-		var name string
-		var sp *soakPod
-		for name, sp = range c.live { // a map's order: any living pod
-			break
-		}
-		var ann string
-		if sp != nil {
-			sp.edits++
-			ann = soakTags(sp.i, sp.edits)
-		}
-		c.mu.Unlock()
-		if sp == nil {
-			continue
-		}
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"eni-tagger.io/tags":%q}}}`, ann)
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.b.ns}}
-		err := c.b.k8s.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch))
-		switch {
-		case err == nil:
-			c.edits.Add(1)
-		case !apierrors.IsNotFound(err) && ctx.Err() == nil:
-			c.errs.Add(1)
-		}
+	every(ctx, time.Second*soakEditShare/time.Duration(c.rate), func(int) { c.edit(ctx) })
+}
+
+// edit edits the annotation of one living pod.
+func (c *churn) edit(ctx context.Context) {
+	c.mu.Lock()
+	var name string
+	var sp *soakPod
+	for name, sp = range c.live { // a map's order: any living pod
+		break
+	}
+	var ann string
+	if sp != nil {
+		sp.edits++
+		ann = soakTags(sp.i, sp.edits)
+	}
+	c.mu.Unlock()
+	if sp == nil {
+		return
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"eni-tagger.io/tags":%q}}}`, ann)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.b.ns}}
+	err := c.b.k8s.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch))
+	switch {
+	case err == nil:
+		c.edits.Add(1)
+	case !apierrors.IsNotFound(err) && ctx.Err() == nil:
+		c.errs.Add(1)
 	}
 }
 
 // flipLoop flips one node's label every soakFlipEvery, in turn: the
 // NodeENI's ENI is created and attached, or detached and deleted.
 func (c *churn) flipLoop(ctx context.Context) {
-	tick := time.NewTicker(soakFlipEvery)
-	defer tick.Stop()
-	for k := 0; ; k++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, soakFlipEvery, func(k int) {
 		var n corev1.Node
 		if err := c.b.k8s.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("soak-node-%d", k%soakNodes)}, &n); err != nil {
 			c.errs.Add(1)
-			continue
+			return
 		}
 		unset := n.DeepCopy()
 		if _, on := n.Labels[soakNodeLabel]; on {
@@ -321,48 +310,60 @@ func (c *churn) flipLoop(ctx context.Context) {
 		}
 		if err := c.b.k8s.Patch(ctx, &n, client.MergeFrom(unset)); err != nil {
 			c.errs.Add(1)
-			continue
+			return
 		}
 		c.flips.Add(1)
+	})
+}
+
+// every runs f every period until ctx ends; f is told how many runs
+// came before.
+func every(ctx context.Context, period time.Duration, f func(k int)) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		f(k)
 	}
 }
 
 // recycleLoop returns rested ENIs to the pool every 5 s once the
 // emulator shows them without any pod's tags.
 func (c *churn) recycleLoop(ctx context.Context) {
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		c.mu.Lock()
-		n := 0
-		for n < len(c.resting) && time.Since(c.resting[n].since) >= soakRest {
-			n++
-		}
-		c.mu.Unlock()
-		if n == 0 {
-			continue
-		}
-		tagged, err := c.taggedENIs(ctx)
-		if err != nil {
-			continue
-		}
-		c.mu.Lock()
-		keep := c.resting[:0]
-		for i, r := range c.resting {
-			if i < n && !tagged[r.eni.ID] {
-				c.free <- r.eni
-				continue
-			}
-			keep = append(keep, r)
-		}
-		c.resting = keep
-		c.mu.Unlock()
+	every(ctx, 5*time.Second, func(int) { c.recycle(ctx) })
+}
+
+// recycle returns the rested ENIs the emulator shows untagged to the
+// pool.
+func (c *churn) recycle(ctx context.Context) {
+	c.mu.Lock()
+	n := 0
+	for n < len(c.resting) && time.Since(c.resting[n].since) >= soakRest {
+		n++
 	}
+	c.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	tagged, err := c.taggedENIs(ctx)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	keep := c.resting[:0]
+	for i, r := range c.resting {
+		if i < n && !tagged[r.eni.ID] {
+			c.free <- r.eni
+			continue
+		}
+		keep = append(keep, r)
+	}
+	c.resting = keep
+	c.mu.Unlock()
 }
 
 // taggedENIs are the ENIs carrying any of soakTagKeys, as the emulator
