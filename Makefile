@@ -125,6 +125,13 @@ bench-100k: build control-plane ## opt-in figure: memory and restart with 100,00
 		$(GO) test -count=1 -v -timeout 120m -run 'TestFigureMemory100k' ./test/bench/ | grep --line-buffered -v '^I1' | tee bench/results/figures-100k.log
 	$(GO) run ./hack/bench-report bench/results
 
+.PHONY: bench-soak
+bench-soak: build control-plane ## opt-in figure: BENCH_SOAK (30m) of churn at 50 pods/s with annotation edits and NodeENI label flips; RSS, goroutines, ledger and inventory age every 10 s, and the end state, into bench/results
+	@mkdir -p bench/results
+	ENI_BENCH=1 BENCH_SOAK=$(or $(BENCH_SOAK),30m) ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
+		$(GO) test -count=1 -v -timeout 120m -run 'TestFigureSoak' ./test/bench/ | grep --line-buffered -v '^I1' | tee bench/results/figures-soak.log
+	$(GO) run ./hack/bench-report bench/results
+
 .PHONY: clean
 clean: ## remove bin/ (the control-plane cache in ~/.cache/eni-operator stays)
 	rm -rf $(BIN)

@@ -147,6 +147,15 @@ func (r *Reconciler) observe(ctx context.Context, w *podWork) *stop {
 		return done(err)
 	}
 	if err := r.client.Get(ctx, w.name, &w.pod); apierrors.IsNotFound(err) {
+		if r.writer.busy(w.key) {
+			// A write for the pod is still queued, in flight or being
+			// recorded: forgetting now would remove the tags of the
+			// record before it, and the write would land after. Its end
+			// brings the pod back, and its record then goes with the
+			// rest (found by the soak figure: tags left behind by pods
+			// deleted just after an annotation edit).
+			return done(nil)
+		}
 		return done(r.forget(ctx, w.key))
 	} else if err != nil {
 		return done(err)

@@ -132,3 +132,27 @@ func PerSecond(x, cumulative []float64) Series {
 	}
 	return s
 }
+
+// Slope is the least-squares slope of y over x (units of y per unit of
+// x) of the samples with x >= from: a soak's drift after its warm-up,
+// robust to the sawtooth of garbage collection and refreshes that a
+// first-to-last difference is not. 0 for fewer than two such samples
+// or no spread in x.
+func Slope(x, y []float64, from float64) float64 {
+	var n, sx, sy, sxx, sxy float64
+	for i := 0; i < len(x) && i < len(y); i++ {
+		if x[i] < from {
+			continue
+		}
+		n++
+		sx += x[i]
+		sy += y[i]
+		sxx += x[i] * x[i]
+		sxy += x[i] * y[i]
+	}
+	d := n*sxx - sx*sx
+	if n < 2 || d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}

@@ -1,6 +1,7 @@
 package figure
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -129,6 +130,30 @@ func TestCheck(t *testing.T) {
 			}
 			if c.Pass != (tc.value <= tc.bound) {
 				t.Errorf("Pass = %v for %v ≤ %v", c.Pass, tc.value, tc.bound)
+			}
+		})
+	}
+}
+
+func TestSlope(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		x, y []float64
+		from float64
+		want float64
+	}{
+		{"flat", []float64{0, 10, 20}, []float64{5, 5, 5}, 0, 0},
+		{"a line", []float64{0, 10, 20, 30}, []float64{1, 3, 5, 7}, 0, 0.2},
+		{"a short sawtooth ending high tilts up", []float64{0, 1, 2, 3}, []float64{0, 2, 0, 2}, 0, 0.4},
+		{"only from the warm-up's end", []float64{0, 10, 20, 30}, []float64{100, 0, 1, 2}, 10, 0.1},
+		{"falling", []float64{0, 1}, []float64{4, 2}, 0, -2},
+		{"one sample", []float64{0, 1}, []float64{4, 2}, 1, 0},
+		{"no spread in x", []float64{3, 3}, []float64{1, 2}, 0, 0},
+		{"no samples", nil, nil, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Slope(tc.x, tc.y, tc.from); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("Slope(%v, %v, %v) = %v, want %v", tc.x, tc.y, tc.from, got, tc.want)
 			}
 		})
 	}

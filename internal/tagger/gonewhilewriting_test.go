@@ -1,0 +1,32 @@
+package tagger_test
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/emulator"
+)
+
+// A pod deleted while the write of its annotation's edit is in flight
+// (EC2 answering in 1 s): its tags go after the write, all of them. Its
+// cleanup used to run at once with the record from before the edit, so
+// the keys and token the write then set stayed on the ENI for good
+// (found by the soak figure, make bench-soak).
+func TestPodGoneWhileItsWriteIsInFlight(t *testing.T) {
+	h, eni := syncedWebPod(t, "Team=Dev,Env=prod")
+	slow := emulator.Duration{Duration: time.Second}
+	if err := h.emu.Configure(emulator.Config{Latency: &slow}); err != nil {
+		t.Fatal(err)
+	}
+	h.emu.ResetCounts()
+	h.annotate("web", "Team=Ops")
+	h.eventually("the edit's CreateTags sent", func() bool { return len(h.emu.Calls()) > 0 }, nil)
+	h.deletePod("web")
+	want := map[string]string{"Name": "branch", "vpc.amazonaws.com/eni-owner": "cni"}
+	var got map[string]string
+	h.eventually("every tag of the pod removed", func() bool { got = h.eniTags(eni.ID); return maps.Equal(got, want) },
+		func() string { return fmt.Sprint("ENI tags ", got) })
+	h.eventually("ledger entry dropped", func() bool { return h.ledgerEntries() == 0 }, nil)
+}
