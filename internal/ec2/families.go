@@ -82,10 +82,11 @@ const arrivalJitter = 500 * time.Millisecond
 // exactly would, while calling at the refill rate, leave AWS's bucket
 // near empty, and a request reaching AWS a little sooner after the one
 // before it than it took its token found no token there: throttled,
-// which halves the family's rate for seconds (the limiter's AIMD). That
-// was the 10,000-pod burst's tail: CreateTags at 10 a second throttled
-// once, then 5 a second for about seven seconds, each of 20 tag sets
-// waiting its turn twice as long. The tokens left over absorb the jitter.
+// which halves the family's rate for seconds (the limiter's AIMD). The
+// 10,000-pod burst's tail looked so: CreateTags fell from 10 to 5 a
+// second for about seven seconds, each of 20 tag sets waiting its turn
+// twice as long; with the headroom it measured no throttle. The tokens
+// left over absorb the jitter.
 func (b Bucket) clientBurst() int {
 	return max(1, b.Burst-int(math.Ceil(b.Refill*arrivalJitter.Seconds())))
 }
