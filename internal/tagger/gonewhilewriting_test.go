@@ -13,7 +13,8 @@ import (
 // (EC2 answering in 1 s): its tags go after the write, all of them. Its
 // cleanup used to run at once with the record from before the edit, so
 // the keys and token the write then set stayed on the ENI for good
-// (found by the soak figure, make bench-soak).
+// (found by the soak figure, make bench-soak). The write's record is not
+// patched onto the pod already gone.
 func TestPodGoneWhileItsWriteIsInFlight(t *testing.T) {
 	h, eni := syncedWebPod(t, "Team=Dev,Env=prod")
 	slow := emulator.Duration{Duration: time.Second}
@@ -23,10 +24,18 @@ func TestPodGoneWhileItsWriteIsInFlight(t *testing.T) {
 	h.emu.ResetCounts()
 	h.annotate("web", "Team=Ops")
 	h.eventually("the edit's CreateTags sent", func() bool { return len(h.emu.Calls()) > 0 }, nil)
+	before := h.serverWrites()
 	h.deletePod("web")
 	want := map[string]string{"Name": "branch", "vpc.amazonaws.com/eni-owner": "cni"}
 	var got map[string]string
 	h.eventually("every tag of the pod removed", func() bool { got = h.eniTags(eni.ID); return maps.Equal(got, want) },
 		func() string { return fmt.Sprint("ENI tags ", got) })
 	h.eventually("ledger entry dropped", func() bool { return h.ledgerEntries() == 0 }, nil)
+	// The write's record went to the ledger only: no patch of the pod
+	// already gone (under churn such 404s spent the budget of the living
+	// pods' records).
+	writes := h.serverWrites().since(before)
+	if n := writes["pods PATCH"] + writes.resource("pods/status"); n != 0 {
+		t.Errorf("%v writes to the deleted pod or its status, want 0 (all writes: %v)", n, writes)
+	}
 }
