@@ -189,3 +189,22 @@ func TestInstanceTerminated(t *testing.T) {
 		t.Fatalf("Degraded %+v", c)
 	}
 }
+
+// A node that leaves the selector and comes back gets a new ENI at once,
+// with one create: the deleted ENI's ClientToken is not sent again (it
+// was, with another creation time: EC2 refused it as used with other
+// parameters, which reads as an ENI not visible yet, and the node waited
+// out the visibility window, its create retried all along).
+func TestNodeBackInTheSelectorGetsANewENIAtOnce(t *testing.T) {
+	h, _ := nodesHarness(t, 1, "back")
+	h.start(h.options())
+	h.createNodeENI("back", h.multusSpec(map[string]string{"ng": "back"}))
+	h.waitENIs(1)
+	h.relabel("n0", func(l map[string]string) { delete(l, "ng") })
+	h.waitENIs(0)
+	h.relabel("n0", func(l map[string]string) { l["ng"] = "back" })
+	h.waitENIs(1)
+	if n := h.calls("CreateNetworkInterface"); n != 2 {
+		t.Errorf("%d CreateNetworkInterface calls for two ENIs, want 2", n)
+	}
+}

@@ -271,10 +271,21 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 
 // remove deletes an available ENI that is no longer wanted.
 func (r *reconciler) remove(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+	e, known := r.ec2.ENI(a.ENI)
 	err := r.ec2.DeleteENI(ctx, a.ENI)
 	r.metrics.op(actDelete, err)
 	switch {
 	case err == nil, ec2.IsNotFound(err):
+		if o := ownedFrom(e); known && o.UID != "" && o.Base >= 0 {
+			// The ENI's ClientToken now names a deleted ENI: when its node
+			// is wanted again (a label flipped back), the create starts at
+			// the next token. Reusing this one got IdempotentParameterMismatch
+			// (another creation time), read as an ENI EC2 does not show
+			// yet, and the node went without its ENI for visibilityWindow
+			// while the create was retried (the soak figure: 1,027 creates
+			// for 23 attaches).
+			r.tokens.burn(tokenKey(o.UID, want{Node: o.Node, Instance: o.Instance, Subnet: e.SubnetID}, o.Base))
+		}
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
 		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
 		ev.add(corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason))
