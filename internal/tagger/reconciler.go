@@ -596,7 +596,11 @@ func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) er
 		// record of what that write applied.
 		return nil
 	}
-	r.recoverRecord(ctx, pod, key)
+	if r.recoverRecord(ctx, pod, key) {
+		// The ENI's lookup runs off the workers; its result requeues
+		// the pod. Releasing it now would leave its tags behind.
+		return nil
+	}
 	if err := r.forget(ctx, key); err != nil {
 		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", errorText(err))
 		return err
@@ -609,21 +613,26 @@ func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) er
 // was lost in a crash before the ledger's batch was written. Only if the
 // ENI that holds the pod's IP carries the token the annotations name —
 // the tags are then the ones this operator wrote for the pod — so forget
-// removes them instead of leaving them behind.
-func (r *Reconciler) recoverRecord(ctx context.Context, pod *corev1.Pod, key string) {
+// removes them instead of leaving them behind. It reports whether the
+// ENI's lookup is still pending.
+func (r *Reconciler) recoverRecord(ctx context.Context, pod *corev1.Pod, key string) (pending bool) {
 	if _, ok := r.ledger.Get(key); ok || r.opts.DryRun {
-		return
+		return false
 	}
 	applied, hash := recordedTags(pod, Record{}, false)
 	ip := podIP(pod)
 	if len(applied) == 0 || hash == "" || ip == "" {
-		return
+		return false
 	}
 	eni, err := r.resolve(ctx, key, ip, Record{}, false)
+	if errors.Is(err, errLookupPending) {
+		return true
+	}
 	if err != nil || eni.Tags[HashTag] != hash {
-		return
+		return false
 	}
 	r.ledger.Put(Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: applied, Hash: hash})
+	return false
 }
 
 func (r *Reconciler) dropFinalizer(ctx context.Context, pod *corev1.Pod) error {
