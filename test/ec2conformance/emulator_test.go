@@ -216,7 +216,9 @@ func TestEmulatorWorldLoad(t *testing.T) {
 	at := func(last byte) string { b := base; b[3] = last; return netipString(b) }
 	prefix := netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1], base[2] + 2, 0}), 28).String()
 	ipv6CIDR := fmt.Sprintf("2600:1f18:1:%x::/64", k)
-	ipv6Addr := fmt.Sprintf("2600:1f18:1:%x::10", k)
+	// Canonical (RFC 5952), as EC2 answers and matches it: block 0 would
+	// otherwise be "2600:1f18:1:0::10".
+	ipv6Addr := netip.MustParseAddr(fmt.Sprintf("2600:1f18:1:%x::10", k)).String()
 
 	res, err := admin.Load(t.Context(), emulator.World{
 		VPCs:           []emulator.VPCSpec{{Name: name, CIDR: block.String()}},
