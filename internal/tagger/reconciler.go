@@ -323,14 +323,7 @@ func (r *Reconciler) apply(ctx context.Context, w *podWork) *stop {
 
 // record keeps the outcome in the ledger and on the pod and reports it.
 func (r *Reconciler) record(ctx context.Context, w *podWork) error {
-	if len(w.own) == 0 {
-		r.ledger.Delete(w.key)
-	} else {
-		r.ledger.Put(Record{Pod: w.key, UID: string(w.pod.UID), ENI: w.eni.ID, Tags: w.own, Hash: w.plan.Hash})
-	}
-	if r.leaving(ctx, &w.pod) {
-		return nil
-	}
+	r.recordInLedger(w)
 	if err := r.recordOnPod(ctx, &w.pod, w.own, w.plan.Hash); err != nil {
 		return err
 	}
@@ -364,6 +357,16 @@ func (r *Reconciler) leaving(ctx context.Context, planned *corev1.Pod) bool {
 		return apierrors.IsNotFound(err)
 	}
 	return now.UID != planned.UID || (now.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(&now, Finalizer))
+}
+
+// recordInLedger keeps the outcome in the ledger (in memory; written in
+// batches).
+func (r *Reconciler) recordInLedger(w *podWork) {
+	if len(w.own) == 0 {
+		r.ledger.Delete(w.key)
+		return
+	}
+	r.ledger.Put(Record{Pod: w.key, UID: string(w.pod.UID), ENI: w.eni.ID, Tags: w.own, Hash: w.plan.Hash})
 }
 
 // changedEvent tells whether a Synced outcome gets a Normal event: only
@@ -509,6 +512,11 @@ func (r *Reconciler) writeTags(ctx context.Context, w *podWork) error {
 // meanwhile) is left to the next reconcile, which finds the tags on the
 // ENI and records them.
 func (r *Reconciler) recordWrite(ctx context.Context, w *podWork) {
+	if r.leaving(ctx, &w.pod) {
+		// Time passed since the plan: the pod may have gone meanwhile.
+		r.recordInLedger(w)
+		return
+	}
 	if err := r.record(ctx, w); err != nil {
 		log.FromContext(ctx).V(1).Info("recording a write failed; the next reconcile records it", "pod", w.key, "error", bounded.Error(err))
 		r.requeue(w.key)

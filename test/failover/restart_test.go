@@ -38,7 +38,7 @@ type restart struct {
 func TestControlPlaneKilled(t *testing.T) {
 	cp := testenv.StartControlPlane(t)
 	c := newCluster(t, cp, restartPods, restartNodes, 0)
-	op := c.startReplica("replica-a", "--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s")
+	op := c.startReplica("replica-a", chartTimings...)
 	c.survivesRestarts(op, []restart{
 		{name: "etcd", down: 2 * time.Second, kill: cp.KillEtcd, back: func() { cp.StartEtcd(t) }},
 		{name: "kube-apiserver", kill: cp.KillAPIServer, back: func() { cp.StartAPIServer(t) }},
