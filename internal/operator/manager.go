@@ -21,11 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/metricsauth"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
@@ -221,7 +221,7 @@ func metricsOptions(c Config) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: c.MetricsAddr}
 	if c.MetricsSecure {
 		o.SecureServing = true
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.FilterProvider = metricsauth.Provider
 	}
 	return o
 }

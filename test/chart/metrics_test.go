@@ -100,9 +100,7 @@ func TestSecureMetrics(t *testing.T) {
 		want                int
 	}{
 		{"no token", "https", "", http.StatusUnauthorized},
-		// controller-runtime answers a token the API server cannot
-		// review with 500; refused either way.
-		{"a bad token", "https", "not-a-token", http.StatusInternalServerError},
+		{"a bad token", "https", "not-a-token", http.StatusUnauthorized},
 		{"a ServiceAccount that is no metrics reader", "https", stranger, http.StatusForbidden},
 		{"a metrics reader", "https", scraper, http.StatusOK},
 	} {
