@@ -39,6 +39,12 @@ type State struct {
 	// recent are this process's writes EC2 may not describe yet
 	// (state_consistency.go).
 	recent recentWrites
+	// tagSets holds one map per distinct tag set written since the last
+	// refresh, shared by the local changes and the recent writes: a
+	// burst gives thousands of ENIs one of a few sets, and a map each
+	// cost half a KiB per ENI until the next refresh. A refresh starts
+	// it anew, which bounds it by the writes of one refresh interval.
+	tagSets map[string]map[string]string
 
 	catalog catalog
 }
@@ -73,7 +79,7 @@ type localENI struct {
 // NewState returns an empty state reading EC2 through c.
 func NewState(c *Client) *State {
 	return &State{client: c, types: c.NewInstanceTypes(), local: map[string]localENI{}, localIPs: map[netip.Addr]string{},
-		recent: newRecentWrites()}
+		recent: newRecentWrites(), tagSets: map[string]map[string]string{}}
 }
 
 // Health is the EC2 health of the state's client.
@@ -229,6 +235,7 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recent.prune(time.Now())
+	clear(s.tagSets)
 	listed = s.recent.correctAll(listed, taken)
 	shareTagMaps(listed)
 	// The listing becomes the snapshot's slice when no ENI of the old

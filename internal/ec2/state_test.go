@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,33 @@ func TestWatchRefusesFiltersItCannotApply(t *testing.T) {
 	}
 	if err := s.Watch(Scope{Name: "x"}); err == nil {
 		t.Fatal("a scope watched twice was accepted")
+	}
+}
+
+// A burst tags thousands of ENIs with a few tag sets: until the next
+// refresh the state holds one map per set for them, not one per ENI, and
+// a caller's map is never kept (it may reuse it).
+func TestOwnTagWritesShareTagSets(t *testing.T) {
+	w := newWorld(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a", InterfaceType: "branch", Count: 40}}})
+	s := watched(t, w.client(t, Config{}), Scope{Name: "vpc"})
+	ctx := context.Background()
+	if err := s.Refresh(ctx, "vpc"); err != nil {
+		t.Fatal(err)
+	}
+	maps := map[uintptr]bool{}
+	for i, e := range w.loaded.NetworkInterfaces {
+		tags := map[string]string{"team": string(rune('a' + i%2))}
+		if err := s.CreateTags(ctx, e.ID, tags); err != nil {
+			t.Fatal(err)
+		}
+		tags["team"] = "changed by its caller"
+		got, _ := s.ENI(e.ID)
+		if got.Tags["team"] != string(rune('a'+i%2)) {
+			t.Fatalf("ENI %d: tags %v; the caller's later change leaked in", i, got.Tags)
+		}
+		maps[reflect.ValueOf(got.Tags).Pointer()] = true
+	}
+	if len(maps) != 2 {
+		t.Errorf("40 ENIs tagged with 2 tag sets hold %d maps; want 2", len(maps))
 	}
 }

@@ -1,6 +1,7 @@
 package ec2
 
 import (
+	"maps"
 	"net/netip"
 	"time"
 )
@@ -135,7 +136,24 @@ func (s *State) update(id string, change func(*ENI)) {
 	}
 	e = e.clone()
 	change(&e)
+	e.Tags = s.shareTagsLocked(e.Tags)
 	s.putLocked(localENI{eni: e, at: time.Now()})
+}
+
+// shareTagsLocked returns the state's map equal to tags (see tagSets),
+// a copy of tags the first time. Nothing writes to a shared map: a
+// change to an ENI's tags clones them first (update, correct).
+func (s *State) shareTagsLocked(tags map[string]string) map[string]string {
+	if len(tags) == 0 {
+		return nil
+	}
+	key := TagSetKey(tags)
+	shared, ok := s.tagSets[key]
+	if !ok {
+		shared = maps.Clone(tags)
+		s.tagSets[key] = shared
+	}
+	return shared
 }
 
 func (s *State) putLocked(l localENI) {

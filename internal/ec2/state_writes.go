@@ -61,7 +61,7 @@ func (s *State) CreateTags(ctx context.Context, id string, tags map[string]strin
 	if err := s.client.CreateTags(ctx, id, tags); err != nil {
 		return err
 	}
-	s.noteWrite(id, tagWrite{at: time.Now(), set: maps.Clone(tags)})
+	s.noteWrite(id, tagWrite{at: time.Now(), set: tags})
 	s.update(id, func(e *ENI) {
 		for k, v := range tags {
 			e.Tags[intern(k)] = intern(v)
@@ -70,10 +70,13 @@ func (s *State) CreateTags(ctx context.Context, id string, tags map[string]strin
 	return nil
 }
 
-// noteWrite remembers a tag write for readings that may not show it yet.
+// noteWrite remembers a tag write for readings that may not show it yet,
+// in a copy of its own (shared with equal writes): the caller may reuse
+// its map.
 func (s *State) noteWrite(id string, w tagWrite) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w.set, w.del = s.shareTagsLocked(w.set), s.shareTagsLocked(w.del)
 	s.recent.noteTags(id, w)
 }
 
@@ -83,7 +86,7 @@ func (s *State) DeleteTags(ctx context.Context, id string, tags map[string]strin
 	if err := s.client.DeleteTags(ctx, id, tags); err != nil {
 		return err
 	}
-	s.noteWrite(id, tagWrite{at: time.Now(), del: maps.Clone(tags)})
+	s.noteWrite(id, tagWrite{at: time.Now(), del: tags})
 	s.update(id, func(e *ENI) {
 		for k, v := range tags {
 			if e.Tags[k] == v {
