@@ -35,6 +35,7 @@ var badValues = map[string][]string{
 	"kube-api-burst":                    {"0", "-5", "1.5"},
 	"enable-tagger":                     {"maybe"},
 	"memory-limit-percent":              {"-1", "101", "90%", "half"},
+	"gc-percent":                        {"0", "9", "1001", "-1", "off", "50%"},
 	"vpc-id":                            {"banana", "vpc-1", "vpc-0123456789ABCDEF0", "subnet-01234567", "vpc-0123456789"},
 	"aws-rate-limit-share":              {"0", "-0.5", "1.5", "NaN", "+Inf", "half"},
 	"aws-rate-limit-qps":                {"-1", "NaN", "+Inf"},

@@ -129,6 +129,9 @@ func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 		fmt.Printf("removed %s from %d pods\n", tagger.Finalizer, n)
 		return err
 	}
+	if operator.ApplyGCPercent(c.op.GCPercent) {
+		ctrl.Log.WithName("setup").V(1).Info("Go garbage collector's target heap growth set", "percent", c.op.GCPercent)
+	}
 	if limit := operator.ApplyMemoryLimit(c.op.MemoryLimitPercent); limit > 0 {
 		ctrl.Log.WithName("setup").Info("Go soft memory limit set from the container's", "bytes", limit, "percent", c.op.MemoryLimitPercent)
 	}

@@ -55,6 +55,9 @@ type Config struct {
 	// the container's memory limit (cgroup) at start; 0 leaves the Go
 	// runtime's default, and GOMEMLIMIT, when set, wins.
 	MemoryLimitPercent int
+	// GCPercent is the Go garbage collector's target heap growth (GOGC)
+	// set at start; GOGC, when set, wins.
+	GCPercent int
 }
 
 // LeaderElection configures the Lease that lets only one replica act.
@@ -93,6 +96,7 @@ func DefaultConfig() Config {
 		// Room for what the Go runtime does not count (stacks, the
 		// binary's mappings) and a margin under the OOM killer.
 		MemoryLimitPercent: 90,
+		GCPercent:          50,
 	}
 }
 
@@ -115,6 +119,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself (> 0; a synced pod costs two small patches)")
 	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests (>= 1)")
 	fs.BoolVar(&c.EnableTagger, "enable-tagger", c.EnableTagger, "run the pod ENI tagger")
+	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go garbage collector's target heap growth over the live heap, in percent (GOGC): below Go's 100, RSS stays closer to what the operator holds after bursts and restarts, for a little more GC CPU; the GOGC environment variable, when set, wins (10-1000)")
 	fs.IntVar(&c.MemoryLimitPercent, "memory-limit-percent", c.MemoryLimitPercent, "set the Go soft memory limit to this percent of the container's memory limit (cgroup v2 or v1), so garbage collection tightens before the OOM killer acts; 0 turns it off, and the GOMEMLIMIT environment variable, when set, wins (0-100)")
 	c.EC2.BindFlags(fs)
 	c.Tagger.BindFlags(fs)
@@ -158,6 +163,7 @@ func (c *Config) Validate() error {
 	}
 	p.Check(c.KubeQPS > 0 && cli.Finite(c.KubeQPS), "kube-api-qps", c.KubeQPS, "a number > 0 (Kubernetes API requests per second)")
 	p.Check(c.KubeBurst >= 1, "kube-api-burst", c.KubeBurst, "an integer >= 1")
+	p.Check(c.GCPercent >= 10 && c.GCPercent <= 1000, "gc-percent", c.GCPercent, "an integer from 10 to 1000")
 	p.Check(c.MemoryLimitPercent >= 0 && c.MemoryLimitPercent <= 100, "memory-limit-percent", c.MemoryLimitPercent, "an integer from 0 (off) to 100")
 	p.AddErr(c.EC2.Validate())
 	p.AddErr(c.Tagger.Validate())

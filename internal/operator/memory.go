@@ -60,6 +60,20 @@ func ApplyMemoryLimit(percent int) int64 {
 	return limit
 }
 
+// ApplyGCPercent sets the garbage collector's target heap growth to
+// percent unless GOGC is set, and says whether it did. With Go's 100 the
+// heap grows to twice the live heap between collections; a burst's
+// garbage then scatters what the caches keep over twice the pages, and
+// they stay resident: at 10,000 pods, 50 took RSS from 120 to 105 MiB
+// just after the burst and from 135 to 93 MiB after a restart.
+func ApplyGCPercent(percent int) bool {
+	if os.Getenv("GOGC") != "" {
+		return false
+	}
+	debug.SetGCPercent(percent)
+	return true
+}
+
 // releaseThreshold is how much heap the Go runtime may keep free, not yet
 // returned to the OS, before the operator returns it at once. The
 // runtime's background scavenger keeps up to about the next GC's goal

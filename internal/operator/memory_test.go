@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,5 +116,22 @@ func TestMemoryReleaser(t *testing.T) {
 		release: func() { t.Error("released before the caches synced") }, free: func() (uint64, uint64) { return 1 << 30, 0 }}
 	if err := never.Start(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// GOGC, when set, is the operator's user deciding; otherwise --gc-percent
+// is the collector's target.
+func TestApplyGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "200")
+	if ApplyGCPercent(42) {
+		t.Error("set the GC percent although GOGC is set")
+	}
+	t.Setenv("GOGC", "")
+	if !ApplyGCPercent(42) {
+		t.Fatal("did not set the GC percent")
+	}
+	if got := debug.SetGCPercent(100); got != 42 {
+		t.Errorf("GC percent %d; want 42", got)
 	}
 }
