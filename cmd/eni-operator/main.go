@@ -129,6 +129,7 @@ func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 		fmt.Printf("removed %s from %d pods\n", tagger.Finalizer, n)
 		return err
 	}
+	operator.SampleHeapOnlyWhenProfiled(c.op.PprofAddr)
 	if operator.ApplyGCPercent(c.op.GCPercent) {
 		ctrl.Log.WithName("setup").V(1).Info("Go garbage collector's target heap growth set", "percent", c.op.GCPercent)
 	}

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
@@ -72,6 +73,15 @@ func ApplyGCPercent(percent int) bool {
 	}
 	debug.SetGCPercent(percent)
 	return true
+}
+
+// SampleHeapOnlyWhenProfiled turns the runtime's heap sampling off when
+// no pprof endpoint serves it (pprofAddr "0"): the samples' call-stack
+// table is 1.6 MiB of RSS at 10,000 pods that nothing would read.
+func SampleHeapOnlyWhenProfiled(pprofAddr string) {
+	if pprofAddr == "0" || pprofAddr == "" {
+		runtime.MemProfileRate = 0
+	}
 }
 
 // releaseThreshold is how much heap the Go runtime may keep free, not yet

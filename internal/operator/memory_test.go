@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"testing"
@@ -133,5 +134,19 @@ func TestApplyGCPercent(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(100); got != 42 {
 		t.Errorf("GC percent %d; want 42", got)
+	}
+}
+
+func TestSampleHeapOnlyWhenProfiled(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	for _, tc := range []struct {
+		addr string
+		want int
+	}{{"127.0.0.1:6060", 512 * 1024}, {":6060", 512 * 1024}, {"0", 0}} {
+		runtime.MemProfileRate = 512 * 1024
+		SampleHeapOnlyWhenProfiled(tc.addr)
+		if runtime.MemProfileRate != tc.want {
+			t.Errorf("pprof at %q: heap sampling rate %d; want %d", tc.addr, runtime.MemProfileRate, tc.want)
+		}
 	}
 }
