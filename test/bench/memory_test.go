@@ -28,6 +28,13 @@ func TestFigureRestartAndMemory(t *testing.T) {
 	const n, sets = 10000, 20
 	b := newBed(t, branchENIs(n))
 	pprofAddr := b.startProfiledOperator()
+	// What the operator holds before any pod: the binary, the runtime,
+	// the client libraries' registries and the 10,000 ENIs' inventory.
+	b.waitFor("the ENI inventory's pages (1,000 ENIs each)", 2*time.Minute, func() bool {
+		calls, _ := b.calls()
+		return calls["DescribeNetworkInterfaces"] >= n/1000
+	})
+	noPods := b.memory(pprofAddr, "no-pods")
 	b.createPods("sync", n, func(i int) map[string]string { return tagSet(i, sets) },
 		func(i int) string { return b.loaded.NetworkInterfaces[i].PrivateIP })
 	firstSync := b.waitFor("10,000 pods Synced", 15*time.Minute, func() bool { return b.synced("sync") == n })
@@ -56,14 +63,16 @@ func TestFigureRestartAndMemory(t *testing.T) {
 			"ec2CallsTotal": total, "tagWrites": writes, "firstSyncSeconds": firstSync.Seconds()},
 		EC2Calls: calls, Notes: []string{"the DescribeNetworkInterfaces are the inventory's pages (1,000 ENIs each) and the startup DryRun permission checks"}})
 	perPod := (both.heapInuse - annotated.heapInuse) / n
+	perAnnotated := (annotated.heapInuse - noPods.heapInuse) / n
 	b.write(Figure{Name: "4-memory",
 		Parameters: map[string]any{"annotatedPods": n, "enis": n, "unannotatedPods": n},
 		Results: map[string]any{"rssMiB": annotated.rss / (1 << 20), "goHeapInuseMiB": annotated.heapInuse / (1 << 20),
 			"rssMiBWithUnannotated": both.rss / (1 << 20), "goHeapInuseMiBWithUnannotated": both.heapInuse / (1 << 20),
 			"heapBytesPerUnannotatedPod": perPod, "breakdownMiB": annotated.breakdown(),
+			"rssMiBNoPods": noPods.rss / (1 << 20), "breakdownMiBNoPods": noPods.breakdown(), "heapBytesPerAnnotatedPod": perAnnotated,
 			"rssMiBRestartedInSync": restarted.rss / (1 << 20), "goHeapInuseMiBRestartedInSync": restarted.heapInuse / (1 << 20),
 			"breakdownMiBRestartedInSync": restarted.breakdown()},
-		Notes: slices.Concat(annotated.notes("10,000 annotated pods just synced"), both.notes("10,000 unannotated pods more"),
+		Notes: slices.Concat(noPods.notes("no pods yet, 10,000 ENIs in the inventory"), annotated.notes("10,000 annotated pods just synced"), both.notes("10,000 unannotated pods more"),
 			restarted.notes("all 20,000 pods, after a restart"))})
 }
 
