@@ -55,7 +55,7 @@ func StubPod(annotationKey string) toolscache.TransformFunc {
 			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion}}, nil
 		}
-		return compact(trim(p)), nil
+		return compact(trim(p), annotationKey), nil
 	}
 }
 
@@ -137,14 +137,72 @@ type CachedPod struct {
 	PodIPs      []corev1.PodIP
 	// Conditions are the tagger's own (ConditionType).
 	Conditions []corev1.PodCondition
+	// annotations stand for ObjectMeta.Annotations, which compact leaves
+	// nil (GetAnnotations, Pod).
+	annotations unique.Handle[taggerAnnotations]
 }
 
 var _ client.Object = &CachedPod{}
 
-func compact(p *corev1.Pod) *CachedPod {
-	return &CachedPod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta,
+func compact(p *corev1.Pod, annotationKey string) *CachedPod {
+	c := &CachedPod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta,
 		NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork, Phase: p.Status.Phase, PodIP: p.Status.PodIP,
 		PodIPs: p.Status.PodIPs, Conditions: p.Status.Conditions}
+	c.Annotations = nil
+	c.annotations = newTaggerAnnotations(annotationKey, p.Annotations)
+	return c
+}
+
+// taggerAnnotations are the annotations the tagger reads of a pod (the
+// asked tags under the configured key, the applied tags and their hash),
+// held as one comparable value: once synced, the pods of a deployment
+// carry the same three, and unique.Make keeps one copy for all of them
+// instead of a map per pod (half a KiB each; 50 MiB at 100,000 pods).
+type taggerAnnotations struct {
+	askedKey             string
+	asked, applied, hash string
+	hasAsked, hasApplied bool
+	hasHash              bool
+}
+
+// newTaggerAnnotations returns the handle of a's tagger annotations; a
+// zero handle when it has none.
+func newTaggerAnnotations(askedKey string, a map[string]string) unique.Handle[taggerAnnotations] {
+	if len(a) == 0 {
+		return unique.Handle[taggerAnnotations]{}
+	}
+	t := taggerAnnotations{askedKey: askedKey}
+	t.asked, t.hasAsked = a[askedKey]
+	t.applied, t.hasApplied = a[LastAppliedTagsAnnotation]
+	t.hash, t.hasHash = a[LastAppliedHashAnnotation]
+	return unique.Make(t)
+}
+
+// toMap returns the annotations as a new map (nil when none).
+func (t taggerAnnotations) toMap() map[string]string {
+	var m map[string]string
+	for _, kv := range []struct {
+		key, value string
+		ok         bool
+	}{{t.askedKey, t.asked, t.hasAsked}, {LastAppliedTagsAnnotation, t.applied, t.hasApplied}, {LastAppliedHashAnnotation, t.hash, t.hasHash}} {
+		if kv.ok {
+			if m == nil {
+				m = make(map[string]string, 3)
+			}
+			m[kv.key] = kv.value
+		}
+	}
+	return m
+}
+
+// GetAnnotations returns the pod's tagger annotations in a new map:
+// predicates read the cached object itself. Annotations set on it since
+// (SetAnnotations) win.
+func (c *CachedPod) GetAnnotations() map[string]string {
+	if c.Annotations != nil || c.annotations == (unique.Handle[taggerAnnotations]{}) {
+		return c.Annotations
+	}
+	return c.annotations.Value().toMap()
 }
 
 // Pod returns the trimmed Pod c stands for, sharing nothing changeable
@@ -154,6 +212,9 @@ func (c *CachedPod) Pod() *corev1.Pod {
 		Spec:   corev1.PodSpec{NodeName: c.NodeName, HostNetwork: c.HostNetwork},
 		Status: corev1.PodStatus{Phase: c.Phase, PodIP: c.PodIP, PodIPs: slices.Clone(c.PodIPs), Conditions: slices.Clone(c.Conditions)}}
 	c.DeepCopyInto(&p.ObjectMeta)
+	if p.Annotations == nil {
+		p.Annotations = c.GetAnnotations()
+	}
 	return p
 }
 

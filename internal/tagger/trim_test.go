@@ -142,3 +142,39 @@ func TestStrippedRecordedPodIsReadThroughTheAPIServer(t *testing.T) {
 		func() string { return fmt.Sprint("tags: ", h.eniTags(eni.ID)) })
 	h.eventually("ledger entry dropped", func() bool { return h.ledgerEntries() == 0 }, nil)
 }
+
+// Synced pods of one deployment carry the same three tagger annotations:
+// their cached forms share one copy, and each read still gets a map of
+// its own.
+func TestCachedPodsShareEqualAnnotations(t *testing.T) {
+	const key = "example.com/tags"
+	pod := func(name string) *tagger.CachedPod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+			Annotations: map[string]string{key: "a=b", tagger.LastAppliedTagsAnnotation: `{"a":"b"}`, tagger.LastAppliedHashAnnotation: "h", "other": "x"}}}
+		c, err := tagger.StubPod(key)(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.(*tagger.CachedPod)
+	}
+	one, two := pod("one"), pod("two")
+	if one.Annotations != nil {
+		t.Errorf("the cached pod holds a map of its own: %v", one.Annotations)
+	}
+	want := map[string]string{key: "a=b", tagger.LastAppliedTagsAnnotation: `{"a":"b"}`, tagger.LastAppliedHashAnnotation: "h"}
+	a, b := one.GetAnnotations(), two.GetAnnotations()
+	if !maps.Equal(a, want) || !maps.Equal(b, want) {
+		t.Fatalf("annotations %v and %v; want %v", a, b, want)
+	}
+	a[key] = "changed"
+	if got := one.Pod().Annotations[key]; got != "a=b" {
+		t.Errorf("a reader's change reached the cache: %q", got)
+	}
+	one.SetAnnotations(map[string]string{key: "set"})
+	if got := one.GetAnnotations()[key]; got != "set" {
+		t.Errorf("after SetAnnotations: %q", got)
+	}
+	if got := one.Pod().Annotations; !maps.Equal(got, map[string]string{key: "set"}) {
+		t.Errorf("Pod() after SetAnnotations: %v", got)
+	}
+}
