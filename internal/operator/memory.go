@@ -87,7 +87,7 @@ func SampleHeapOnlyWhenProfiled(pprofAddr string) {
 // releaseThreshold is how much heap the Go runtime may keep free, not yet
 // returned to the OS, before the operator returns it at once. The
 // runtime's background scavenger keeps up to about the next GC's goal
-// (twice the live heap with GOGC=100): after the initial LIST of every
+// (up to the next collection's goal, 1.5 times the live heap at --gc-percent 50): after the initial LIST of every
 // pod, or a burst of tagging, that is tens of MiB of RSS doing nothing
 // until the next burst.
 const releaseThreshold = 16 << 20
@@ -95,7 +95,7 @@ const releaseThreshold = 16 << 20
 // releaseInterval is how often the operator looks at its free heap: a
 // forced collection and release costs a few milliseconds per 100 MiB of
 // live heap, once per interval at most.
-const releaseInterval = 30 * time.Second
+const releaseInterval = 10 * time.Second
 
 // shouldRelease decides, from the heap's free bytes not yet returned to
 // the OS and its live (in use) bytes, whether returning them is worth a
