@@ -86,10 +86,10 @@ func SampleHeapOnlyWhenProfiled(pprofAddr string) {
 
 // releaseThreshold is how much heap the Go runtime may keep free, not yet
 // returned to the OS, before the operator returns it at once. The
-// runtime's background scavenger keeps up to about the next GC's goal
-// (up to the next collection's goal, 1.5 times the live heap at --gc-percent 50): after the initial LIST of every
-// pod, or a burst of tagging, that is tens of MiB of RSS doing nothing
-// until the next burst.
+// runtime's background scavenger keeps up to about the next collection's
+// goal (1.5 times the live heap at --gc-percent 50): after the initial
+// LIST of every pod, or a burst of tagging, that is tens of MiB of RSS
+// doing nothing until the next burst.
 const releaseThreshold = 16 << 20
 
 // releaseInterval is how often the operator looks at its free heap: a
