@@ -267,11 +267,16 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	for _, e := range listed {
 		seen[e.ID] = true
 	}
+	// A new map, not deletes in place: a Go map keeps the room of its
+	// peak, and a burst's local changes are superseded all at once.
+	local := make(map[string]localENI)
 	for id, l := range s.local {
-		if l.at.Before(taken) && supersedes(sc, l, seen[id], s.base.ByID) && (seen[id] || !s.recent.createdUnseen(id, taken)) {
-			delete(s.local, id)
+		superseded := l.at.Before(taken) && supersedes(sc, l, seen[id], s.base.ByID) && (seen[id] || !s.recent.createdUnseen(id, taken))
+		if !superseded {
+			local[id] = l
 		}
 	}
+	s.local = local
 	s.reindexLocalLocked()
 	var covered []*scope
 	for _, other := range s.scopes {

@@ -106,25 +106,32 @@ func (r *recentWrites) createdUnseen(id string, taken time.Time) bool {
 	return ok && !trusted(taken, at)
 }
 
-// prune forgets the writes every reading from now on is trusted to show.
+// prune forgets the writes every reading from now on is trusted to show,
+// into new maps: a Go map keeps the room of its peak, and a burst's
+// writes all become trusted within one window.
 func (r *recentWrites) prune(now time.Time) {
 	r.pruned = now
+	tags := make(map[string][]tagWrite)
 	for id, ws := range r.tags {
 		i := 0
 		for i < len(ws) && trusted(now, ws[i].at) {
 			i++
 		}
-		if i == len(ws) {
-			delete(r.tags, id)
-		} else {
-			r.tags[id] = ws[i:]
+		if i < len(ws) {
+			tags[id] = ws[i:]
 		}
 	}
-	for _, m := range []map[string]time.Time{r.created, r.deleted} {
-		for id, at := range m {
-			if trusted(now, at) {
-				delete(m, id)
-			}
+	r.tags = tags
+	r.created, r.deleted = untrusted(r.created, now), untrusted(r.deleted, now)
+}
+
+// untrusted returns the entries of m a reading now may not show yet.
+func untrusted(m map[string]time.Time, now time.Time) map[string]time.Time {
+	out := make(map[string]time.Time)
+	for id, at := range m {
+		if !trusted(now, at) {
+			out[id] = at
 		}
 	}
+	return out
 }

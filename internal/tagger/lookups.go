@@ -69,7 +69,7 @@ func (l *lookups) Start(ctx context.Context) error {
 func (l *lookups) get(ctx context.Context, key, ip string) (ec2.ENI, error) {
 	l.mu.Lock()
 	if res, ok := l.done[key]; ok {
-		delete(l.done, key)
+		l.done = without(l.done, key)
 		if res.ip == ip {
 			l.mu.Unlock()
 			return res.eni, res.err
@@ -93,7 +93,7 @@ func (l *lookups) get(ctx context.Context, key, ip string) (ec2.ENI, error) {
 		e, err := l.lookup(lctx, ip)
 		cancel()
 		l.mu.Lock()
-		delete(l.running, key)
+		l.running = without(l.running, key)
 		l.done[key] = lookupResult{ip: ip, eni: e, err: err}
 		l.mu.Unlock()
 		l.requeue(key)
@@ -104,6 +104,6 @@ func (l *lookups) get(ctx context.Context, key, ip string) (ec2.ENI, error) {
 // forget drops a pod's result not taken (the pod is gone).
 func (l *lookups) forget(key string) {
 	l.mu.Lock()
-	delete(l.done, key)
+	l.done = without(l.done, key)
 	l.mu.Unlock()
 }

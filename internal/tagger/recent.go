@@ -90,9 +90,5 @@ func shows(pod *corev1.Pod, hash string) bool {
 func (r *recentRecords) prune(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, e := range r.byKey {
-		if now.Sub(e.at) >= recentWindow {
-			delete(r.byKey, k)
-		}
-	}
+	r.byKey = keepWhere(r.byKey, func(e recentRecord) bool { return now.Sub(e.at) < recentWindow })
 }

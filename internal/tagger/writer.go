@@ -70,7 +70,7 @@ func newWriter(name string, maxWrites, recorders int, stages writerStages, reque
 func (w *writer) submit(pw *podWork) {
 	w.mu.Lock()
 	w.jobs[pw.key] = pw
-	delete(w.failed, pw.key)
+	w.failed = without(w.failed, pw.key)
 	w.mu.Unlock()
 	w.queue.Add(pw.key)
 }
@@ -92,7 +92,7 @@ func (w *writer) failure(key string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.failed[key]
-	delete(w.failed, key)
+	w.failed = without(w.failed, key)
 	return err
 }
 
@@ -181,9 +181,8 @@ func (w *writer) recordLoop(ctx context.Context) {
 // which is asked for, as it is for a reconcile turned away meanwhile.
 func (w *writer) finish(key string, err error) {
 	w.mu.Lock()
-	delete(w.jobs, key)
 	revisit := w.revisit[key]
-	delete(w.revisit, key)
+	w.jobs, w.revisit = without(w.jobs, key), without(w.revisit, key)
 	if err != nil {
 		w.failed[key] = err
 	}
