@@ -109,7 +109,10 @@ func (m memorySample) notes(when string) []string {
 // profile. The raw profile goes next to the figures as heap-<name>.pb.gz.
 func (b *bed) memory(pprofAddr, name string) memorySample {
 	b.t.Helper()
-	time.Sleep(10 * time.Second) // let the ledger flush and the informers settle
+	// Let the ledger flush, the informers settle and the operator's
+	// memory releaser take its next look (every 10 s): the figure is the
+	// memory held in sync, not a burst's garbage on its way back to the OS.
+	time.Sleep(25 * time.Second)
 	raw := fetchHeapProfile(b.t, pprofAddr)
 	if dir := resultsDir(); dir != "" {
 		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("heap-%s-%s.pb.gz", strings.ToLower(strings.TrimPrefix(b.t.Name(), "TestFigure")), name)), raw, 0o644)
