@@ -119,7 +119,7 @@ bench: build control-plane ## figures (tagging burst, churn, restart, memory, No
 	$(GO) run ./hack/bench-report bench/results
 
 .PHONY: bench-100k
-bench-100k: build control-plane ## opt-in figure: memory and restart with 100,000 annotated pods and ENIs (about 20 minutes) into bench/results
+bench-100k: build control-plane ## opt-in figure: memory and restart with 100,000 annotated pods and ENIs (about 15 minutes) into bench/results
 	@mkdir -p bench/results
 	ENI_BENCH=1 ENI_BENCH_100K=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
 		$(GO) test -count=1 -v -timeout 120m -run 'TestFigureMemory100k' ./test/bench/ | grep --line-buffered -v '^I1' | tee bench/results/figures-100k.log
