@@ -1,0 +1,110 @@
+package ownership
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func ring(t *testing.T, keys map[string]string) *KeyRing {
+	t.Helper()
+	m := map[string][]byte{}
+	for id, k := range keys {
+		m[id] = []byte(k)
+	}
+	r, err := NewKeyRing(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var (
+	keyA = strings.Repeat("a", 32)
+	keyB = strings.Repeat("b", 32)
+)
+
+func claim() Claim {
+	return Claim{ENI: "eni-0001", Cluster: "prod", NodeENI: "multus", NodeENIUID: "uid-1", Node: "node-a", Instance: "i-1",
+		DeviceIndex: "1", DeviceIndexBase: "1", CreatedAt: "2026-11-27T01:00:00Z"}
+}
+
+func TestProofBindsEveryField(t *testing.T) {
+	r := ring(t, map[string]string{"k1": keyA})
+	proof := r.Sign(claim())
+	if id, err := r.Verify(claim(), proof); err != nil || id != "k1" {
+		t.Fatalf("own proof: key %q, %v", id, err)
+	}
+	changes := map[string]func(*Claim){
+		"another ENI (a complete copy of the tags)": func(c *Claim) { c.ENI = "eni-0002" },
+		"cluster":                         func(c *Claim) { c.Cluster = "other" },
+		"NodeENI name":                    func(c *Claim) { c.NodeENI = "x" },
+		"NodeENI UID":                     func(c *Claim) { c.NodeENIUID = "uid-2" },
+		"node":                            func(c *Claim) { c.Node = "node-b" },
+		"instance":                        func(c *Claim) { c.Instance = "i-2" },
+		"device index":                    func(c *Claim) { c.DeviceIndex = "2" },
+		"device index base":               func(c *Claim) { c.DeviceIndexBase = "2" },
+		"backdated created-at":            func(c *Claim) { c.CreatedAt = "2020-01-01T00:00:00Z" },
+		"a boundary moved between fields": func(c *Claim) { c.ENI, c.Cluster = "eni-0001p", "rod" },
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			c := claim()
+			change(&c)
+			if _, err := r.Verify(c, proof); err != ErrMismatch {
+				t.Fatalf("Verify = %v, want ErrMismatch", err)
+			}
+		})
+	}
+}
+
+func TestProofFromAnotherKeyOrMalformed(t *testing.T) {
+	r := ring(t, map[string]string{"k1": keyA})
+	other := ring(t, map[string]string{"k1": keyB})
+	if _, err := r.Verify(claim(), other.Sign(claim())); err != ErrMismatch {
+		t.Errorf("proof under another secret with the same ID: %v, want ErrMismatch", err)
+	}
+	unknown := ring(t, map[string]string{"k9": keyB})
+	if _, err := r.Verify(claim(), unknown.Sign(claim())); err != ErrUnknownKey {
+		t.Errorf("proof under an unknown key ID: %v, want ErrUnknownKey", err)
+	}
+	for _, bad := range []string{"", "v1", "v1.k1", "v1.k1.", "v2.k1." + strings.Repeat("A", 43), "v1.k1.!!!", "v1.k1.AAAA"} {
+		if _, err := r.Verify(claim(), bad); err != ErrMalformed {
+			t.Errorf("Verify(%q) = %v, want ErrMalformed", bad, err)
+		}
+	}
+}
+
+func TestRotationKeepsOldProofsValid(t *testing.T) {
+	old := ring(t, map[string]string{"k20260101t000000": keyA})
+	proof := old.Sign(claim())
+	rotated := ring(t, map[string]string{"k20260101t000000": keyA, "k20261127t000000": keyB})
+	if rotated.Current() != "k20261127t000000" {
+		t.Fatalf("current = %s, want the later key", rotated.Current())
+	}
+	if id, err := rotated.Verify(claim(), proof); err != nil || id != "k20260101t000000" {
+		t.Fatalf("old proof after rotation: key %q, %v", id, err)
+	}
+	if id, err := rotated.Verify(claim(), rotated.Sign(claim())); err != nil || id != rotated.Current() {
+		t.Fatalf("new proof: key %q, %v", id, err)
+	}
+}
+
+func TestNewKeyRingRefusesWeakOrBadKeys(t *testing.T) {
+	for name, keys := range map[string]map[string][]byte{
+		"empty":     {},
+		"short key": {"k1": []byte("short")},
+		"bad ID":    {"K 1": []byte(keyA)},
+	} {
+		if _, err := NewKeyRing(keys); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	id, key, err := NewKey(time.Date(2026, 11, 27, 1, 2, 3, 0, time.UTC))
+	if err != nil || id != "k20261127t010203" || len(key) != MinKeyBytes {
+		t.Fatalf("NewKey = %q, %d bytes, %v", id, len(key), err)
+	}
+	if _, err := NewKeyRing(map[string][]byte{id: key}); err != nil {
+		t.Fatalf("a new key is refused: %v", err)
+	}
+}
