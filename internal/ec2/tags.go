@@ -2,10 +2,9 @@ package ec2
 
 import (
 	"context"
+	"encoding/binary"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -35,35 +34,69 @@ func (c *Client) DeleteTags(ctx context.Context, eniID string, tags map[string]s
 	return err
 }
 
-// tagSet is a tag set encoded as a batch key: equal sets, equal keys, so
-// writes of the same tags share a call.
+// tagSet is a tag set encoded as a batch key (encodeTags): equal sets,
+// equal keys, so writes of the same tags share a call.
 type tagSet string
 
-// encodeTags separates keys and values with NUL, which cannot occur in
-// tag keys or values, so the encoding is unambiguous.
+// encodeTags is the one encoding of a tag set: its pairs in key order,
+// each key and each value preceded by its length in bytes as a uvarint.
+// Lengths, not delimiters, so no byte a key or value holds can be read
+// back as a boundary: a NUL-joined key once let one value decode into
+// reserved tags of its own (issue 25). FuzzTagSetKeyRoundTrip holds it.
 func encodeTags(tags map[string]string) tagSet {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(tags[k])
-		b.WriteByte(0)
+	size := 0
+	for k, v := range tags {
+		size += len(k) + len(v) + 2*binary.MaxVarintLen64
 	}
-	return tagSet(b.String())
+	b := make([]byte, 0, size)
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(tags[k])))
+		b = append(b, tags[k]...)
+	}
+	return tagSet(b)
 }
 
+// decodeTags reads encodeTags's encoding back, in key order. Its input
+// only ever comes from encodeTags; a truncated or malformed rest (which
+// that never produces) ends the list rather than being guessed at.
 func decodeTags(key tagSet) []types.Tag {
-	parts := strings.Split(string(key), "\x00")
 	var out []types.Tag
-	for i := 0; i+1 < len(parts); i += 2 {
-		out = append(out, types.Tag{Key: aws.String(parts[i]), Value: aws.String(parts[i+1])})
+	for rest := string(key); rest != ""; {
+		k, after, ok := cutString(rest)
+		if !ok {
+			break
+		}
+		v, after, ok := cutString(after)
+		if !ok {
+			break
+		}
+		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(v)})
+		rest = after
 	}
 	return out
 }
 
+// cutString reads one length-prefixed string off the front of s.
+func cutString(s string) (string, string, bool) {
+	n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
+	if w <= 0 || n > uint64(len(s)-w) {
+		return "", "", false
+	}
+	end := w + int(n)
+	return s[w:end], s[end:], true
+}
+
 // sdkTags returns the tags sorted by key, the order every request of the
 // operator sends them in.
-func sdkTags(tags map[string]string) []types.Tag { return decodeTags(encodeTags(tags)) }
+func sdkTags(tags map[string]string) []types.Tag {
+	out := make([]types.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
+}
 
 func tagMap(tags []types.Tag) map[string]string {
 	out := make(map[string]string, len(tags))
@@ -75,20 +108,10 @@ func tagMap(tags []types.Tag) map[string]string {
 	return out
 }
 
-// TagSetKey names a tag set: its pairs in key order, each string preceded
-// by its length, so no two sets share a name whatever bytes their keys
-// and values hold. Equal sets have equal names (to share one copy).
-func TagSetKey(tags map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		for _, part := range []string{k, tags[k]} {
-			b.WriteString(strconv.Itoa(len(part)))
-			b.WriteByte(':')
-			b.WriteString(part)
-		}
-	}
-	return b.String()
-}
+// TagSetKey names a tag set by its one encoding (encodeTags), so no two
+// sets share a name whatever bytes their keys and values hold, and equal
+// sets have equal names (to share one copy).
+func TagSetKey(tags map[string]string) string { return string(encodeTags(tags)) }
 
 // newTagWriteBatcher batches a tag write (CreateTags or DeleteTags) over
 // up to 1,000 ENIs. The call has one outcome for all of them; one ENI
