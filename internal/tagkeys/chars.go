@@ -65,4 +65,3 @@ func checkText(what, s string) error {
 	}
 	return nil
 }
-
