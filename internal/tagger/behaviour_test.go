@@ -345,7 +345,7 @@ func TestSharedENIs(t *testing.T) {
 	}
 }
 
-// hostNetwork pods are never touched; IPv6 pods are tagged.
+// hostNetwork pods are never tagged (told why); IPv6 pods are tagged.
 func TestHostNetworkSkippedAndIPv6Tagged(t *testing.T) {
 	h := newHarness(t, emulator.World{
 		Instances:         []emulator.InstanceSpec{{Type: "m5.large", Subnet: "a"}},
@@ -374,8 +374,9 @@ func TestHostNetworkSkippedAndIPv6Tagged(t *testing.T) {
 	if h.eniTags(h.loaded.NetworkInterfaces[0].ID)["Team"] != "Dev" {
 		t.Fatal("IPv6 pod's ENI not tagged")
 	}
-	if condition(h.get("host")) != nil || len(h.eniTags(h.loaded.Instances[0].PrimaryENI)) != 0 {
-		t.Fatal("a hostNetwork pod was handled")
+	h.waitCondition("host", tagger.ReasonHostNetwork, "")
+	if len(h.eniTags(h.loaded.Instances[0].PrimaryENI)) != 0 {
+		t.Fatal("a hostNetwork pod's ENI (its node's) was tagged")
 	}
 }
 

@@ -44,3 +44,19 @@ func dedicated(e ec2.ENI, ip string) bool {
 	// An IPv6-only branch ENI: its single IPv6 address is the pod's.
 	return e.InterfaceType == "branch" && len(e.IPv6Addresses) == 1 && e.IPv6Addresses[0] == a.String()
 }
+
+// nodeAddress reports whether ip is the primary address of an instance's
+// primary ENI (attached at device index 0): the node's own address,
+// which only a hostNetwork pod shares. Its ENI carries the node's
+// traffic and is never a pod's to tag, whatever a pod's status claims.
+func nodeAddress(e ec2.ENI, ip string) bool {
+	if e.Attachment == nil || e.Attachment.InstanceID == "" || e.Attachment.DeviceIndex != 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	p, err := netip.ParseAddr(e.PrimaryIP)
+	return err == nil && p == a.Unmap()
+}

@@ -34,8 +34,14 @@ const (
 	// ReasonNodeENIInterface: the pod's IP is on an ENI of the NodeENI
 	// controller, which its NodeENI's spec.tags tag.
 	ReasonNodeENIInterface = "NodeENIInterface"
-	ReasonENINotFound      = "ENINotFound"
-	ReasonAWSError         = "AWSError"
-	ReasonDryRun           = "DryRun"
-	ReasonRemoved          = "TagsRemoved"
+	// ReasonHostNetwork: the pod is on the host network, so its address
+	// is its node's and its ENI the node's own, never a pod's to tag.
+	ReasonHostNetwork = "HostNetwork"
+	// ReasonNodeAddress: the pod's IP is the primary address of an
+	// instance's primary ENI (device index 0), the node's own interface.
+	ReasonNodeAddress = "NodeAddress"
+	ReasonENINotFound = "ENINotFound"
+	ReasonAWSError    = "AWSError"
+	ReasonDryRun      = "DryRun"
+	ReasonRemoved     = "TagsRemoved"
 )

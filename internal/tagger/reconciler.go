@@ -140,8 +140,8 @@ func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *sto
 	return done(r.report(ctx, &w.pod, o))
 }
 
-// observe reads the pod and its record; a pod that is gone, finished or
-// on the host network ends here.
+// observe reads the pod and its record; a pod that is gone or finished
+// ends here.
 func (r *Reconciler) observe(ctx context.Context, w *podWork) *stop {
 	if err := r.ledger.WaitLoaded(ctx); err != nil {
 		return done(err)
@@ -171,9 +171,6 @@ func (r *Reconciler) observe(ctx context.Context, w *podWork) *stop {
 	if w.pod.DeletionTimestamp != nil || w.pod.Status.Phase == corev1.PodSucceeded || w.pod.Status.Phase == corev1.PodFailed {
 		return done(r.finish(ctx, &w.pod, w.key))
 	}
-	if w.pod.Spec.HostNetwork {
-		return done(nil) // the node's own ENI: never ours to tag
-	}
 	return nil
 }
 
@@ -191,6 +188,14 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *stop {
 			return done(err)
 		}
 		return done(r.dropFinalizer(ctx, &w.pod))
+	}
+	if w.pod.Spec.HostNetwork {
+		// Its address is the node's, and so is the ENI that holds it:
+		// told before anything is parsed or looked up, so the pod costs
+		// no EC2 call (finding 5 of issue 25).
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonHostNetwork,
+			message: fmt.Sprintf("the pod uses the host network: it shares its node's network and address, and the node's ENI is never tagged for a pod; annotation %s is ignored", r.opts.AnnotationKey),
+			event:   true, warning: true})
 	}
 	asked, err := ParseAnnotation(raw)
 	if err == nil {
@@ -255,6 +260,11 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
 // merged with the other pods of a shared one.
 func (r *Reconciler) decide(ctx context.Context, w *podWork) *stop {
 	w.desired, w.own = w.asked, w.asked
+	if nodeAddress(w.eni, w.ip) {
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonNodeAddress,
+			message: fmt.Sprintf("pod IP %s is the primary address of ENI %s, its instance's primary interface (device index 0): the node's own address and ENI, never tagged for a pod", w.ip, w.eni.ID),
+			event:   true, warning: true})
+	}
 	w.shared = !dedicated(w.eni, w.ip)
 	if w.shared {
 		if s := r.decideShared(ctx, w); s != nil {
@@ -472,7 +482,7 @@ func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2
 			continue
 		}
 		ip := podIP(p)
-		if ip == "" || !eni.Holds(ip) {
+		if ip == "" || !eni.Holds(ip) || nodeAddress(eni, ip) {
 			continue
 		}
 		tags, err := ParseAnnotation(raw)
@@ -624,7 +634,9 @@ func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) er
 // removes them instead of leaving them behind. It reports whether the
 // ENI's lookup is still pending.
 func (r *Reconciler) recoverRecord(ctx context.Context, pod *corev1.Pod, key string) (pending bool) {
-	if _, ok := r.ledger.Get(key); ok || r.opts.DryRun {
+	if _, ok := r.ledger.Get(key); ok || r.opts.DryRun || pod.Spec.HostNetwork {
+		// A hostNetwork pod was never tagged: its last-applied
+		// annotations are not worth an EC2 lookup of the node's address.
 		return false
 	}
 	applied, hash := recordedTags(pod, Record{}, false)
