@@ -163,13 +163,30 @@ type NodeENISpec struct {
 	// Tags are AWS tags put on the ENIs besides the operator's own. Keys
 	// with a reserved prefix (the operator's own, AWS's, and those other
 	// AWS and Kubernetes components act on; internal/tagkeys lists them
-	// with the reasons) are refused, in any letter case.
+	// with the reasons) are refused, in any letter case. Keys and values
+	// may not hold control characters (U+0000-U+001F, U+007F-U+009F) and
+	// keys may not begin or end with white space: the character rule of
+	// internal/tagkeys (CheckTag), which the controller applies too.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=40
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.matches(r'\p{Cc}'))`,message="tag keys may not hold control characters (U+0000-U+001F, U+007F-U+009F): remove them"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.matches(r'^\p{Z}|\p{Z}$'))`,message="tag keys may not begin or end with white space: remove it"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 127 && size(self[k]) <= 256)",message="tag keys must be 1-127 characters and values at most 256"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !['eni-operator.io/', 'eni-tagger.io/', 'aws:', 'kubernetes.io/', 'k8s.io/', 'node.k8s.amazonaws.com/', 'cluster.k8s.amazonaws.com/', 'cni.networking.k8s.aws/', 'vpcresources.k8s.aws/', 'eks:', 'eks-cluster-name', 'karpenter.sh/', 'karpenter.k8s.aws/', 'elbv2.k8s.aws/', 'service.k8s.aws/', 'ingress.k8s.aws/'].exists(p, k.lowerAscii().startsWith(p)))",message="tag keys starting with a reserved prefix (eni-operator.io/, eni-tagger.io/, aws:, kubernetes.io/, k8s.io/, node.k8s.amazonaws.com/, cluster.k8s.amazonaws.com/, cni.networking.k8s.aws/, vpcresources.k8s.aws/, eks:, eks-cluster-name, karpenter.sh/, karpenter.k8s.aws/, elbv2.k8s.aws/, service.k8s.aws/, ingress.k8s.aws/) are not allowed: the operator or another AWS/Kubernetes component acts on them"
-	Tags map[string]string `json:"tags,omitempty"`
+	Tags map[string]TagValue `json:"tags,omitempty"`
 }
+
+// TagValue is an alias, so code keeps a plain map[string]string; it exists
+// to carry the value's own rules. A rule over the whole map cannot afford
+// to read values, nor can one on a value without a maximum length: CEL's
+// cost estimate for 40 values of unbounded length is over the API
+// server's budget.
+
+// TagValue is the value of a tag: at most 256 characters of text
+// without control characters.
+// +kubebuilder:validation:MaxLength=256
+// +kubebuilder:validation:XValidation:rule=`!self.matches(r'\p{Cc}')`,message="tag values may not hold control characters (U+0000-U+001F, U+007F-U+009F): remove them"
+type TagValue = string
 
 // ENIAttachment is one ENI the operator manages for one node. The
 // controller owns these entries; the node agent reads them.

@@ -99,7 +99,21 @@ func TestAdmissionRefusesInvalidSpecs(t *testing.T) {
 		{"reserved tag of the LB controller", func(s map[string]any) { s["tags"] = map[string]any{"elbv2.k8s.aws/cluster": "x"} }, "reserved"},
 		{"reserved tag of EKS", func(s map[string]any) { s["tags"] = map[string]any{"eks-cluster-name": "x"} }, "reserved"},
 		{"tag key too long", func(s map[string]any) { s["tags"] = map[string]any{strings.Repeat("k", 128): "x"} }, "tag keys must be"},
-		{"tag value too long", func(s map[string]any) { s["tags"] = map[string]any{"team": strings.Repeat("v", 257)} }, "tag keys must be"},
+		{"tag value too long", func(s map[string]any) { s["tags"] = map[string]any{"team": strings.Repeat("v", 257)} }, "spec.tags.team: Too long"},
+		// Issue 25: NULs made the controller's NUL-joined tag encoding
+		// write kubernetes.io/cluster/victim-cluster=owned.
+		{"tag value smuggling reserved keys with NUL", func(s map[string]any) {
+			s["tags"] = map[string]any{"Team": "x\x00kubernetes.io/cluster/victim-cluster\x00owned\x00karpenter.sh/nodepool\x00evil"}
+		}, "control characters"},
+		{"tag key smuggling a reserved key with NUL", func(s map[string]any) {
+			s["tags"] = map[string]any{"x\x00kubernetes.io/cluster/victim-cluster": "owned"}
+		}, "control characters"},
+		{"tag value with a newline", func(s map[string]any) { s["tags"] = map[string]any{"Team": "a\nb"} }, "control characters"},
+		{"tag key with a tab", func(s map[string]any) { s["tags"] = map[string]any{"a\tb": "x"} }, "control characters"},
+		{"tag value with DEL", func(s map[string]any) { s["tags"] = map[string]any{"Team": "a\x7f"} }, "control characters"},
+		{"tag value with a C1 control", func(s map[string]any) { s["tags"] = map[string]any{"Team": "a\u009b"} }, "control characters"},
+		{"tag key with a leading space", func(s map[string]any) { s["tags"] = map[string]any{" Team": "x"} }, "white space"},
+		{"tag key with a trailing no-break space", func(s map[string]any) { s["tags"] = map[string]any{"Team\u00a0": "x"} }, "white space"},
 		{"description too long", func(s map[string]any) { s["description"] = strings.Repeat("d", 256) }, "spec.description"},
 		{"no nodeSelector", func(s map[string]any) { delete(s, "nodeSelector") }, "spec.nodeSelector"},
 		{"interfaceName too long for a suffix", func(s map[string]any) { s["interfaceName"] = "abcdefghijklmn" }, "spec.interfaceName"},
@@ -142,6 +156,9 @@ func TestAdmissionAcceptsValidSpecs(t *testing.T) {
 		"interfaceName": func(s map[string]any) { s["interfaceName"] = "multus_data-1" },
 		"user tags": func(s map[string]any) {
 			s["tags"] = map[string]any{"Team": "net", "Name": "multus", "cost-center": "42"}
+		},
+		"user tags with inner and value white space, not ASCII": func(s map[string]any) {
+			s["tags"] = map[string]any{"Cost center": " 42 ", "équipe/日本": "naïve ✓", "empty": ""}
 		},
 	}
 	i := 0
