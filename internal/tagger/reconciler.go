@@ -58,6 +58,9 @@ type Reconciler struct {
 	limiters map[string]*rate.Limiter
 	// recent are the records the writer has just written on pods.
 	recent recentRecords
+	// waiting are the pods refused as Conflict, by ENI, brought back when
+	// a record on that ENI is released.
+	waiting waiting
 
 	warned warnings
 }
@@ -184,6 +187,7 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *stop {
 		// that has ended, Synced on an ENI whose record is gone) no longer
 		// describes anything, so it goes. TagsRemoved stays: it is true.
 		r.warned.clear(w.key)
+		r.waiting.stop(w.key)
 		if err := r.clearCondition(ctx, &w.pod); err != nil {
 			return done(err)
 		}
@@ -275,6 +279,9 @@ func (r *Reconciler) decide(ctx context.Context, w *podWork) *stop {
 		IgnoreOwnership: r.opts.AllowSharedENITagging})
 	switch {
 	case w.plan.Conflict != "":
+		// Another pod's tags may hold the ENI: its release brings this
+		// pod back (waiting.go).
+		r.waiting.wait(w.key, w.eni.ID)
 		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
 			message: fmt.Sprintf("not tagging ENI %s: %s. Use --allow-shared-eni-tagging if several owners are intended", w.eni.ID, w.plan.Conflict), event: true, warning: true})
 	case w.plan.TooMany != nil:
@@ -339,6 +346,7 @@ func (r *Reconciler) record(ctx context.Context, w *podWork) error {
 	}
 	switch {
 	case len(w.conflicts) > 0:
+		r.waiting.wait(w.key, w.eni.ID)
 		return r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
 			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", w.eni.ID, conflictsText(w.conflicts)), event: true, warning: true})
 	case len(w.desired) == 0:
@@ -374,6 +382,7 @@ func (r *Reconciler) leaving(ctx context.Context, planned *corev1.Pod) bool {
 func (r *Reconciler) recordInLedger(w *podWork) {
 	if len(w.own) == 0 {
 		r.ledger.Delete(w.key)
+		r.release(w.eni.ID)
 		return
 	}
 	r.ledger.Put(Record{Pod: w.key, UID: string(w.pod.UID), ENI: w.eni.ID, Tags: w.own, Hash: w.plan.Hash})
@@ -602,6 +611,7 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 	if !r.opts.DryRun {
 		r.ledger.Delete(key)
 	}
+	r.release(rec.ENI)
 	log.FromContext(ctx).Info("removed the tags of a pod that is gone", "eni", rec.ENI, "tags", len(remove))
 	return nil
 }
@@ -704,6 +714,9 @@ func (r *Reconciler) report(ctx context.Context, pod *corev1.Pod, o outcome) err
 	o.message = bounded.Truncate(o.message, bounded.Message)
 	r.metrics.outcomes.WithLabelValues(o.reason).Inc()
 	key := client.ObjectKeyFromObject(pod).String()
+	if o.reason != ReasonConflict {
+		r.waiting.stop(key) // no longer waiting on another pod's tags
+	}
 	cond := corev1.PodCondition{Type: ConditionType, Status: o.status, Reason: o.reason, Message: o.message,
 		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now()}
 	current := hasCondition(pod, cond)
@@ -829,6 +842,7 @@ func (r *Reconciler) dropLimiter(key string) {
 	delete(r.limiters, key)
 	r.limitMu.Unlock()
 	r.recent.forget(key)
+	r.waiting.stop(key)
 	if r.lookups != nil {
 		r.lookups.forget(key)
 	}
@@ -836,6 +850,16 @@ func (r *Reconciler) dropLimiter(key string) {
 
 // requeue asks for a reconcile of a pod by key.
 func (r *Reconciler) requeue(key string) { r.queue.add(key) }
+
+// release requeues the pods waiting in Conflict on an ENI whose record
+// was just removed, with its tags: the ENI may be theirs to tag now. The
+// inventory would not bring them back, as they have no record of their
+// own (finding 7 of issue 25: six minutes in Conflict on an untagged ENI).
+func (r *Reconciler) release(eni string) {
+	for _, key := range r.waiting.release(eni) {
+		r.requeue(key)
+	}
+}
 
 // onRefresh runs after every refresh of the tagger's inventory scope: it
 // requeues pods whose ENI drifted from what was applied,
@@ -862,6 +886,11 @@ func (r *Reconciler) onRefresh(ctx context.Context) {
 			r.metrics.drift.Inc()
 			r.requeue(rec.Pod)
 		}
+	}
+	// A token someone removed by hand (the README's fix for a stale one)
+	// frees an ENI without any release: its waiting pods look again.
+	for _, key := range r.waiting.pods() {
+		r.requeue(key)
 	}
 	r.sweep(ctx)
 }
