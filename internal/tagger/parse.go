@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // MaxAnnotationBytes bounds the tag annotation the tagger reads; a longer
@@ -27,6 +31,15 @@ const MaxAnnotationBytes = 32 << 10
 // blank annotation asks for no tags. Errors say exactly what is wrong so
 // the pod's owner can fix the annotation from the condition message alone.
 //
+// Both formats end in one character rule, tagkeys.CheckTag: the
+// annotation is UTF-8, keys and values hold no control character (C0,
+// DEL, C1; a JSON escape such as \u0000 counts), and keys are not empty
+// and neither begin nor end with white space. The k=v form trims white
+// space around keys and values, where it is layout; a JSON key is quoted,
+// so white space at its ends would be part of it, and it is refused
+// rather than trimmed ("Team " would be a second tag that reads "Team").
+// Every offending tag is reported, not just the first.
+//
 // An annotation over MaxAnnotationBytes is refused without being read, and
 // errors quote the input only in short pieces (bounded.Quoted).
 func ParseAnnotation(s string) (map[string]string, error) {
@@ -36,6 +49,12 @@ func ParseAnnotation(s string) (map[string]string, error) {
 	}
 	if over {
 		return nil, fmt.Errorf("it is %d bytes, over the limit of %d (50 tags of the longest keys and values AWS allows fit in about 20 KB); not read", size, MaxAnnotationBytes)
+	}
+	// encoding/json would read invalid UTF-8 as U+FFFD: refused here, as
+	// in the k=v form, rather than written as something not asked for.
+	if !utf8.ValidString(s) {
+		i := invalidUTF8At(s)
+		return nil, fmt.Errorf("it is not valid UTF-8 (byte 0x%02X at byte %d): write it as UTF-8 text", s[i], i)
 	}
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -53,12 +72,33 @@ func ParseAnnotation(s string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for k := range tags {
-		if k == "" {
-			return nil, errors.New("a tag key is empty")
-		}
+	if err := checkChars(tags); err != nil {
+		return nil, err
 	}
 	return tags, nil
+}
+
+// checkChars applies the character rule to every tag, in key order.
+func checkChars(tags map[string]string) error {
+	var problems []error
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if err := tagkeys.CheckTag(k, tags[k]); err != nil {
+			problems = append(problems, fmt.Errorf("tag %s: %w", bounded.Quoted(k), err))
+		}
+	}
+	return errors.Join(problems...)
+}
+
+// invalidUTF8At is the offset of s's first byte that is not UTF-8.
+func invalidUTF8At(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 // oversizeMarker starts the stand-in TrimPod keeps in the cache for an

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 func TestParseAnnotation(t *testing.T) {
@@ -29,7 +31,24 @@ func TestParseAnnotation(t *testing.T) {
 		{name: "json null", in: `{"On":null}`, err: "got null"},
 		{name: "json object value", in: `{"On":{}}`, err: "got an object"},
 		{name: "json duplicate", in: `{"a":"1","a":"2"}`, err: `duplicate key "a"`},
-		{name: "json empty key", in: `{"":"x"}`, err: "a tag key is empty"},
+		{name: "json empty key", in: `{"":"x"}`, err: `tag "": the key is empty`},
+		// Issue 25: NULs smuggled reserved ownership tags through the
+		// NUL-joined tag-set encoding.
+		{name: "json NUL smuggling reserved keys", in: attackAnnotation, err: `tag "A": the value holds U+0000, a control character, at byte 1`},
+		{name: "json NUL in a key", in: `{"x\u0000Note":"v"}`, err: "the key holds U+0000"},
+		{name: "json escaped control character", in: `{"Team":"a\u001bb"}`, err: "U+001B"},
+		{name: "json C1 control character", in: `{"Team":"a\u0085"}`, err: "U+0085"},
+		{name: "json DEL", in: "{\"Team\":\"a\x7f\"}", err: "U+007F"},
+		{name: "json invalid UTF-8", in: "{\"Team\":\"\xff\"}", err: "not valid UTF-8"},
+		{name: "json key with a leading space", in: `{" Team":"Dev"}`, err: `tag " Team": the key begins with white space (U+0020)`},
+		{name: "json key with a trailing space", in: `{"Team ":"Dev"}`, err: "the key ends with white space (U+0020)"},
+		{name: "json key with a trailing no-break space", in: `{"Team\u00a0":"Dev"}`, err: "ends with white space (U+00A0)"},
+		{name: "json key with inner spaces", in: `{"Cost center":" Dev "}`, want: map[string]string{"Cost center": " Dev "}},
+		{name: "json every problem", in: `{"a":"\u0000","b ":"x"}`, err: `tag "a": the value holds U+0000`},
+		{name: "pairs NUL smuggling reserved keys", in: "A=x\x00eni-operator.io/cluster\x00sandbox,D=x\x00Note", err: "U+0000"},
+		{name: "pairs newline inside", in: "A=x\ny", err: "U+000A"},
+		{name: "pairs key trimmed of no-break space", in: "Team\u00a0=Dev", want: map[string]string{"Team": "Dev"}},
+		{name: "pairs invalid UTF-8", in: "\xff=\xfe", err: "not valid UTF-8"},
 		{name: "json array", in: `["a"]`, err: "not key=value"},
 		{name: "pairs duplicate", in: "a=1,a=2", err: `duplicate key "a"`},
 		{name: "pairs empty key", in: "=x", err: "has an empty key"},
@@ -56,10 +75,15 @@ func TestParseAnnotation(t *testing.T) {
 	}
 }
 
+// attackAnnotation is issue 25's annotation: a value and a key holding
+// NULs, so a NUL-joined encoding read them as the NodeENI controller's
+// ownership tags and the tagger's hash as a value.
+const attackAnnotation = `{"A":"x\u0000eni-operator.io/cluster\u0000sandbox\u0000eni-operator.io/nodeeni\u0000n\u0000eni-operator.io/node\u0000ip-10-0-0-1\u0000","D":"x\u0000Note"}`
+
 // FuzzParseAnnotation checks that no input panics and that every accepted
-// input yields non-empty keys.
+// input yields keys and values the character rule accepts.
 func FuzzParseAnnotation(f *testing.F) {
-	for _, s := range []string{"", "a=b", "a=b,c=d", `{"a":"b"}`, `{"a":1}`, `{"a":"b"`, "=,=", `{"":""}`, `{"a":"b"}}`, "a==b", "\xff=\xfe"} {
+	for _, s := range []string{"", "a=b", "a=b,c=d", `{"a":"b"}`, `{"a":1}`, `{"a":"b"`, "=,=", `{"":""}`, `{"a":"b"}}`, "a==b", "\xff=\xfe", attackAnnotation, "a=\x00", `{" a":"b"}`, "\u0085a=b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -67,9 +91,9 @@ func FuzzParseAnnotation(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for k := range tags {
-			if k == "" {
-				t.Fatalf("accepted an empty key from %q", s)
+		for k, v := range tags {
+			if err := tagkeys.CheckTag(k, v); err != nil {
+				t.Fatalf("accepted %q=%q from %q: %v", k, v, s, err)
 			}
 		}
 		_, _ = Policy{Namespacing: NamespacingPodNamespace}.Desired("ns", tags)

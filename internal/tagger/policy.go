@@ -83,9 +83,12 @@ func (p Policy) Desired(podNamespace string, asked map[string]string) (map[strin
 	for _, k := range keys {
 		v := asked[k]
 		full := prefix + k
+		// ParseAnnotation applies the character rule already; this
+		// holds it for any other caller of Desired.
+		charsErr := tagkeys.CheckTag(k, v)
 		switch {
-		case !utf8.ValidString(k) || !utf8.ValidString(v):
-			problems = append(problems, fmt.Errorf("tag %s: key and value must be valid UTF-8", bounded.Quoted(k)))
+		case charsErr != nil:
+			problems = append(problems, fmt.Errorf("tag %s: %w", bounded.Quoted(k), charsErr))
 		case reserved(k) || reserved(full):
 			problems = append(problems, reservedProblem(k, full))
 		case !p.allowed(k):
