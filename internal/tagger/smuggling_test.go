@@ -26,7 +26,7 @@ func TestSmuggledTagsAreRefusedAndConditionsClaimOnlyHashesTheENICarries(t *test
 	initial := h.eniTags(enis[0].ID)
 	h.startManager(h.options())
 	attacks := map[string]string{
-		"json-nul": `{"A":"x\u0000eni-operator.io/cluster\u0000sandbox\u0000eni-operator.io/nodeeni\u0000n\u0000eni-operator.io/node\u0000ip-10-0-0-1\u0000","D":"x\u0000Note"}`,
+		"json-nul":  `{"A":"x\u0000eni-operator.io/cluster\u0000sandbox\u0000eni-operator.io/nodeeni\u0000n\u0000eni-operator.io/node\u0000ip-10-0-0-1\u0000","D":"x\u0000Note"}`,
 		"pairs-nul": "A=x\x00eni-operator.io/cluster\x00sandbox\x00,D=x\x00Note",
 	}
 	h.pod("json-nul", enis[0].PrivateIP, map[string]string{tagger.DefaultAnnotationKey: attacks["json-nul"]})
