@@ -65,7 +65,7 @@ func intTag(tags map[string]string, k string) int {
 func ownershipTags(cluster, nodeENI, uid string, w want, index, base int, created time.Time, user map[string]string) map[string]string {
 	tags := make(map[string]string, len(user)+9)
 	for k, v := range user {
-		if !reservedTag(k) {
+		if userTag(k, v) {
 			tags[k] = v
 		}
 	}
@@ -88,7 +88,7 @@ func ownershipTags(cluster, nodeENI, uid string, w want, index, base int, create
 func userTagDiff(have, want map[string]string) map[string]string {
 	var set map[string]string
 	for k, v := range want {
-		if reservedTag(k) {
+		if !userTag(k, v) {
 			continue
 		}
 		if cur, ok := have[k]; !ok || cur != v {
