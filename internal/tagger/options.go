@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eni-operator/eni-operator/internal/cli"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // Options configure the tagger. Flag names and defaults follow
@@ -135,6 +136,11 @@ func (o Options) Validate() error {
 		for _, k := range l.keys {
 			p.Check(strings.TrimSpace(k) != "" && len(k) <= maxTagKey, l.name, k,
 				"comma-separated tag key patterns ('*' wildcard), each 1-128 characters like the keys it matches")
+			// A pattern outside the keys' character rule matches no key
+			// a pod may write: refused rather than silently useless.
+			if err := tagkeys.CheckKey(k); err != nil && strings.TrimSpace(k) != "" {
+				p.Add(l.name, k, "a tag key pattern that keeps the tag keys' character rule; "+err.Error())
+			}
 		}
 	}
 	if err := o.policy().Validate(); err != nil {
