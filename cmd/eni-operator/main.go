@@ -28,6 +28,8 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create,namespace=eni-operator
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=eni-operator.eni-operator.io,namespace=eni-operator
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=eni-operator
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,resourceNames=eni-operator-ownership-keys,namespace=eni-operator
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=eni-operator
 
 // Authenticated metrics (--metrics-secure): the endpoint asks the API
 // server who a scraper is and whether it may get /metrics.

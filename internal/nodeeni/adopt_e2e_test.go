@@ -285,7 +285,7 @@ func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 		nodeeni.TagNoManage: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	h.Emulator.ResetCounts()
+	h.prove(eni)
 	o := h.options()
 	o.ResyncInterval = 3 * time.Second // see TestAdoptOriginalENIs
 	h.start(o)

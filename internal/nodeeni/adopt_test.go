@@ -155,7 +155,7 @@ func TestAdoption(t *testing.T) {
 			t.Errorf("tag %s = %q, want %q", k, a.Tags[k], v)
 		}
 	}
-	if reason, detail := distrust(o.ENI, "prod", "multus"); reason != "" {
+	if reason, detail := distrustShape(o.ENI, "prod", "multus"); reason != "" {
 		t.Errorf("adopted ENI not trusted: %s: %s", reason, detail)
 	}
 	if o.Node != "n1" || o.Instance != "i-1" || o.Index != 3 || o.Base != 1 || o.Tags[OriginalTagNodeENI] != "multus" {

@@ -31,8 +31,9 @@ type collector struct {
 	refreshes chan struct{}
 
 	log logr.Logger
-	// cluster is the operator's cluster name, for the trust check.
-	cluster string
+	// trust is the trust check: only proven ENIs are collected, and only
+	// a proven ENI's created-at counts.
+	trust trustCheck
 	// dryRun: say what would be deleted, delete nothing.
 	dryRun bool
 	// distrusted logs each untrusted ENI skipped once per reason.
@@ -123,7 +124,7 @@ func (c *collector) collect(ctx context.Context) error {
 // is logged once per reason.
 func (c *collector) trusted(ctx context.Context, all []ec2.ENI) []ec2.ENI {
 	// The NodeENIs of orphans are gone: no name to compare with.
-	out, v := splitTrusted(all, func(e ec2.ENI) ec2.ENI { return e }, c.cluster, func(ec2.ENI) string { return "" })
+	out, v := splitTrusted(c.trust, all, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return "" })
 	for _, id := range c.distrusted.update("collector", v.reasons) {
 		log.FromContext(ctx).Info("not collecting an ENI that fails the trust check", "eni", id, "reason", v.reasons[id], "detail", v.details[id])
 	}

@@ -25,12 +25,12 @@ func TestCollector(t *testing.T) {
 		return tags
 	}
 	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
-		{Subnet: "multus-a", Tags: ours(map[string]string{nodeeni.TagCreatedAt: old})}, // 0: old orphan
-		{Subnet: "multus-a", Tags: ours(nil)},                                          // 1: orphan of unknown age: grace from first sighting
-		{Subnet: "multus-a"},                                                           // 2: not ours: no tags
-		{Subnet: "multus-a", Tags: map[string]string{nodeeni.TagCluster: "another-cluster", nodeeni.TagCreatedAt: old}}, // 3: another cluster's
-		{Subnet: "multus-a", Tags: map[string]string{nodeeni.TagNodeENIUID: "x", nodeeni.TagCreatedAt: old}},            // 4: no cluster tag
-		{Subnet: "nodes-a", Instance: "i0", DeviceIndex: 1, Tags: ours(map[string]string{nodeeni.TagCreatedAt: old})},   // 5: ours but attached
+		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", Tags: ours(map[string]string{nodeeni.TagCreatedAt: old})}), // 0: old orphan
+		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", Tags: ours(nil)}),                                          // 1: orphan of unknown age: grace from first sighting
+		{Subnet: "multus-a"}, // 2: not ours: no tags
+		{Subnet: "multus-a", Tags: map[string]string{nodeeni.TagCluster: "another-cluster", nodeeni.TagCreatedAt: old}},                                    // 3: another cluster's
+		{Subnet: "multus-a", Tags: map[string]string{nodeeni.TagNodeENIUID: "x", nodeeni.TagCreatedAt: old}},                                               // 4: no cluster tag
+		proven(emulator.NetworkInterfaceSpec{Subnet: "nodes-a", Instance: "i0", DeviceIndex: 1, Tags: ours(map[string]string{nodeeni.TagCreatedAt: old})}), // 5: ours but attached
 	}})
 	if err != nil {
 		t.Fatal(err)

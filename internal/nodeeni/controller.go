@@ -42,6 +42,10 @@ type reconciler struct {
 	metrics  *metrics
 	recorder recorder.EventRecorder
 	tokens   *tokens
+	// trust decides which ENIs are the operator's (trust.go); unsigned
+	// are those this process created whose proof is not written yet.
+	trust    trustCheck
+	unsigned *unsigned
 	// distrusted reports each untrusted ENI of a NodeENI once per reason
 	// (and each ENI of aws-multi-eni-controller not adopted).
 	distrusted *distrustLog
@@ -142,7 +146,7 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 	o.failures, o.execErr = r.execute(ctx, ne, p.Actions)
 	// Status describes the state after the actions: plan again from the
 	// EC2 state, which now holds their results (no EC2 call).
-	in.ENIs = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
+	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	adopting := in.Adopt
 	in.Adopt = nil // adopted ENIs are now among the NodeENI's own
 	o.after = makePlan(*in)
@@ -191,8 +195,8 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		Nodes:               map[string]bool{},
 		NodeInstances:       map[string]string{},
 		CIDRs:               map[string]string{},
-		ENIs:                r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID))),
 	}
+	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	if in.Base < 1 {
 		in.Base = 1
 	}
@@ -304,7 +308,8 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 	}
 	trustedLeft := 0
 	for _, e := range left {
-		if reason, _ := distrust(e, r.opts.ClusterName, ne.Name); reason == "" {
+		reason, _ := r.trust.distrust(e, ne.Name)
+		if reason == "" || reason == UntrustedUnproven && vouched(e, ne.Status.Attachments, r.unsigned.has(e.ID)) {
 			trustedLeft++
 		}
 	}
@@ -323,15 +328,21 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 }
 
 // trusted returns the ENIs of a NodeENI that pass the trust check
-// (trust.go). The others are left alone entirely: out of the plan, out of
-// the status, never detached, deleted, modified or tagged. Each is
-// reported once per reason: a Warning event on the NodeENI and a log line.
-func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []owned) []owned {
-	out, v := splitTrusted(list, func(o owned) ec2.ENI { return o.ENI }, r.opts.ClusterName, func(ec2.ENI) string { return ne.Name })
+// (trust.go), with the unproven ones the operator can vouch for, and the
+// proofs to write first (proofs.go). The others are left alone entirely:
+// out of the plan, out of the status, never detached, deleted, modified
+// or tagged. Each is reported once per reason: a Warning event on the
+// NodeENI and a log line.
+func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []owned) ([]owned, []action) {
+	out, v := splitTrusted(r.trust, list, func(o owned) ec2.ENI { return o.ENI }, func(ec2.ENI) string { return ne.Name })
+	out, prove := r.proving(ne, out, list, v)
+	for _, a := range prove {
+		delete(v.reasons, a.ENI)
+	}
 	r.reportLeftAlone(ctx, ne, string(ne.UID), v.reasons, v.details, leftAlone{
 		log: "ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone", reason: "UntrustedENI", action: "Ignore",
 		note: "%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s"})
-	return out
+	return out, prove
 }
 
 // leftAlone says how ENIs the controller will not act on are reported.

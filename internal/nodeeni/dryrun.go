@@ -67,6 +67,8 @@ func dryRunItem(a action) (string, string) {
 		return "delete", fmt.Sprintf("delete %s of node %s once detached (%s)", a.ENI, a.Node, a.Reason)
 	case actDelete:
 		return "delete", fmt.Sprintf("delete %s of node %s (%s)", a.ENI, a.Node, a.Reason)
+	case actProve:
+		return "prove", fmt.Sprintf("write the ownership proof of %s on node %s", a.ENI, a.Node)
 	case actAdopt:
 		return "adopt", fmt.Sprintf("adopt %s of aws-multi-eni-controller on node %s at device index %d", a.ENI, a.Node, a.Index)
 	}

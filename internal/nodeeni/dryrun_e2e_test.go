@@ -79,11 +79,11 @@ func TestDryRunChangesNothing(t *testing.T) {
 			nodeeni.TagCreatedAt: old, nodeeni.TagNoManage: "true"}
 	}
 	_, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
-		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: "i0", DeviceIndex: 1, DeleteOnTermination: true,
-			Tags: tags("n0", h.instance(0), uid, "dry")},
-		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: "i1", DeviceIndex: 1, DeleteOnTermination: true,
-			Tags: tags("n1", h.instance(1), uid, "dry")},
-		{Subnet: "multus-a", Tags: tags("n9", h.instance(0), "6f0c1d2e-dead-4bee-8000-000000000000", "gone")},
+		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: "i0", DeviceIndex: 1, DeleteOnTermination: true,
+			Tags: tags("n0", h.instance(0), uid, "dry")}),
+		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: "i1", DeviceIndex: 1, DeleteOnTermination: true,
+			Tags: tags("n1", h.instance(1), uid, "dry")}),
+		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", Tags: tags("n9", h.instance(0), "6f0c1d2e-dead-4bee-8000-000000000000", "gone")}),
 	}})
 	if err != nil {
 		t.Fatal(err)

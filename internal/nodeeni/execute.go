@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,8 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 		return r.remove(ctx, a, ev)
 	case actAdopt:
 		return r.adoptENI(ctx, a, ev)
+	case actProve:
+		return r.prove(ctx, a, ev)
 	}
 	return nil, nil
 }
@@ -112,6 +115,22 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 	log.FromContext(ctx).Info("created ENI", "node", a.Node, "eni", e.ID, "subnet", e.SubnetID)
 	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
 	a.ENI = e.ID
+	if _, proven := e.Tags[TagProof]; proven {
+		return r.attach(ctx, ne, a, ev)
+	}
+	// Signed before anything else is done with it: until then only this
+	// process knows the ENI is its own, and a restart finds it again only
+	// while it is detached (findExisting). EC2 may not know a new ENI for
+	// a moment: then it is signed and attached shortly (actProve).
+	r.unsigned.set(e.ID, true)
+	err = r.writeProof(ctx, e.ID, proofTag(r.trust.keys, e.ID, e.Tags))
+	switch {
+	case ec2.IsNotFound(err):
+		log.FromContext(ctx).Info("ENI not known to EC2 yet; signing and attaching it shortly", "node", a.Node, "eni", e.ID)
+		return nil, nil
+	case err != nil:
+		return r.failed(ev, a, "writing the ownership proof of "+e.ID, err)
+	}
 	return r.attach(ctx, ne, a, ev)
 }
 
@@ -170,15 +189,16 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 	for range maxTokenAttempts {
 		attempt, created := r.tokens.current(key)
 		tags := ownershipTags(r.opts.ClusterName, ne.Name, uid, a.Want, a.Index, int(ne.Spec.DeviceIndex), created, a.Tags)
-		e, err := r.ec2.CreateENI(ctx, ec2.CreateENIInput{
+		in := ec2.CreateENIInput{
 			SubnetID: a.Want.Subnet, SecurityGroups: a.Groups, Description: a.Description, Tags: tags,
 			ClientToken: clientToken(uid, a.Want.Node, a.Want.Instance, a.Want.Subnet, int(ne.Spec.DeviceIndex), attempt),
-		})
+		}
+		e, err := r.ec2.CreateENI(ctx, in)
 		if ec2.Code(err) == "IdempotentParameterMismatch" {
 			// The token was used with other parameters (the spec or the
 			// creation time changed since a create lost to a crash): find
 			// that ENI by its tags, or move past the token if it is gone.
-			found, ferr := r.findExisting(ctx, uid, a.Want, int(ne.Spec.DeviceIndex))
+			found, ferr := r.findExisting(ctx, in, a.Want, int(ne.Spec.DeviceIndex))
 			if ferr != nil {
 				return ec2.ENI{}, ferr
 			}
@@ -214,10 +234,15 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 // it yet; the create is tried again shortly.
 var errTokenENIUnseen = errors.New("the ENI this ClientToken made is not visible yet")
 
-// findExisting looks an ENI for a want up in EC2 directly.
-func (r *reconciler) findExisting(ctx context.Context, uid string, w want, base int) (*ec2.ENI, error) {
+// findExisting looks the ENI an earlier create with in's ClientToken
+// made up in EC2 directly. It is found by its tags, which anyone can
+// copy, so only an ENI that is proven, or that EC2 itself names as the
+// token's, is taken: a process stopped between a create and its proof
+// left the ENI unproven, and the same create sent again with the
+// creation time that ENI carries makes EC2 answer with the token's ENI.
+func (r *reconciler) findExisting(ctx context.Context, in ec2.CreateENIInput, w want, base int) (*ec2.ENI, error) {
 	list, err := r.ec2.ListENIs(ctx,
-		ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{uid}},
+		ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{in.Tags[TagNodeENIUID]}},
 		ec2.Filter{Name: "tag:" + TagNode, Values: []string{w.Node}},
 		ec2.Filter{Name: "tag:" + TagInstance, Values: []string{w.Instance}},
 		ec2.Filter{Name: "subnet-id", Values: []string{w.Subnet}})
@@ -225,11 +250,30 @@ func (r *reconciler) findExisting(ctx context.Context, uid string, w want, base 
 		return nil, err
 	}
 	for _, e := range list {
-		if ownedFrom(e).Base == base {
+		if ownedFrom(e).Base != base {
+			continue
+		}
+		switch reason, _ := r.trust.distrust(e, ""); reason {
+		case "":
 			return &e, nil
+		case UntrustedUnproven:
+			if r.tokensENI(ctx, in, e) {
+				r.unsigned.set(e.ID, true)
+				return &e, nil
+			}
 		}
 	}
 	return nil, nil
+}
+
+// tokensENI reports whether EC2 names e as the ENI in's ClientToken
+// made, by sending the create again as it was sent then (the creation
+// time e carries).
+func (r *reconciler) tokensENI(ctx context.Context, in ec2.CreateENIInput, e ec2.ENI) bool {
+	in.Tags = maps.Clone(in.Tags)
+	in.Tags[TagCreatedAt] = e.Tags[TagCreatedAt]
+	got, err := r.ec2.CreateENI(ctx, in)
+	return err == nil && got.ID == e.ID
 }
 
 // attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
@@ -286,6 +330,7 @@ func (r *reconciler) remove(ctx context.Context, a action, ev *nodeEvents) (*blo
 			// for 23 attaches).
 			r.tokens.burn(tokenKey(o.UID, want{Node: o.Node, Instance: o.Instance, Subnet: e.SubnetID}, o.Base))
 		}
+		r.unsigned.set(a.ENI, false)
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
 		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
 		ev.add(corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason))

@@ -2,7 +2,10 @@ package nodeeni_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -83,7 +86,7 @@ func (h *harness) ec2Client() *ec2.Client { return h.Client(ec2Config()) }
 
 func (h *harness) options() nodeeni.Options {
 	return nodeeni.Options{
-		ClusterName: h.cluster, ResyncInterval: resync, CatalogInterval: time.Minute, MinCatalogRefresh: 200 * time.Millisecond,
+		ClusterName: h.cluster, Keys: testenv.OwnershipKeys(), ResyncInterval: resync, CatalogInterval: time.Minute, MinCatalogRefresh: 200 * time.Millisecond,
 		DetachPollInterval: 50 * time.Millisecond, CollectorGracePeriod: time.Second, MaxConcurrentReconciles: 2,
 	}
 }
@@ -279,4 +282,30 @@ func (h *harness) deleteNodeENI(name string) {
 		}
 		return false, fmt.Sprintf("finalizers %v status %+v", ne.Finalizers, ne.Status)
 	})
+}
+
+// proven gives an ENI a test loads into the emulator an ID and the
+// ownership proof the operator would have written on it.
+func proven(s emulator.NetworkInterfaceSpec) emulator.NetworkInterfaceSpec {
+	b := make([]byte, 9)
+	_, _ = rand.Read(b)
+	s.ID = "eni-" + hex.EncodeToString(b)[:17]
+	s.Tags = maps.Clone(s.Tags)
+	maps.Copy(s.Tags, nodeeni.ProofTag(testenv.OwnershipKeys(), ec2.ENI{ID: s.ID, Tags: s.Tags}))
+	return s
+}
+
+// prove writes the ownership proof on an ENI a test tagged as the
+// operator would have, and resets the call counts.
+func (h *harness) prove(id string) {
+	h.t.Helper()
+	c := h.ec2Client()
+	e, err := c.GetENI(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := c.CreateTags(context.Background(), id, nodeeni.ProofTag(testenv.OwnershipKeys(), e)); err != nil {
+		h.t.Fatal(err)
+	}
+	h.Emulator.ResetCounts()
 }

@@ -55,8 +55,8 @@ func (m *metrics) op(kind actionKind, err error) {
 // countUntrusted sets the untrusted-ENIs gauge from an inventory and
 // returns the untrusted ENIs (ID -> reason) with their details; names maps
 // the known NodeENIs' UIDs to their names.
-func (m *metrics) countUntrusted(all []ec2.ENI, cluster string, names map[string]string) (map[string]string, map[string]string) {
-	_, v := splitTrusted(all, func(e ec2.ENI) ec2.ENI { return e }, cluster, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
+func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]string) (map[string]string, map[string]string) {
+	_, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
 	count := map[string]int{}
 	for _, reason := range v.reasons {
 		count[reason]++

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eni-operator/eni-operator/internal/cli"
+	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
 // Options configure the NodeENI controller, its ENI inventory and the
@@ -18,6 +19,10 @@ type Options struct {
 	// and scopes the inventory: ENIs of another cluster in the same VPC
 	// are never read or touched. Required.
 	ClusterName string
+	// Keys sign and verify the proofs that ENIs are the operator's own
+	// (internal/ownership); the operator reads them from the Secret
+	// --ownership-key-secret names. Required.
+	Keys *ownership.KeyRing
 	// ResyncInterval is how often the inventory of the operator's ENIs is
 	// refreshed (one paginated DescribeNetworkInterfaces for the whole
 	// cluster) and every NodeENI re-checked against it (default 1m).

@@ -3,6 +3,7 @@ package nodeeni
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -86,6 +87,10 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 			continue
 		}
 		a, o := adoption(e, r.opts.ClusterName, ne.Name, string(ne.UID), in.Base, created, in.Tags)
+		// The proof goes in the same CreateTags as the ownership tags.
+		proof := proofTag(r.trust.keys, e.ID, a.Tags)
+		maps.Copy(a.Tags, proof)
+		maps.Copy(o.Tags, proof)
 		in.Adopt = append(in.Adopt, a)
 		in.ENIs = append(in.ENIs, o)
 	}

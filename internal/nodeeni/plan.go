@@ -61,11 +61,12 @@ const (
 	actPoll                        // re-read a detaching ENI; delete it once available if unwanted
 	actDelete                      // delete an available ENI (cleanup)
 	actAdopt                       // tag an ENI of aws-multi-eni-controller as this operator's (adopt.go)
+	actProve                       // write an ENI's ownership proof (proofs.go)
 )
 
 var actionNames = map[actionKind]string{actCreate: "create", actAttach: "attach", actSetDOT: "set-delete-on-termination",
 	actSetGroups: "set-security-groups", actSetDesc: "set-description", actSetTags: "set-tags", actDetach: "detach",
-	actPoll: "poll", actDelete: "delete", actAdopt: "adopt"}
+	actPoll: "poll", actDelete: "delete", actAdopt: "adopt", actProve: "prove"}
 
 func (k actionKind) String() string { return actionNames[k] }
 
@@ -125,6 +126,9 @@ type planInput struct {
 	// ENIs holds those ENIs as they will be once adopted, so the plan
 	// treats them as the NodeENI's own.
 	Adopt []action
+	// Prove are the proofs to write before anything else is done to those
+	// ENIs (proofs.go): ENIs of earlier versions and of rotated keys.
+	Prove []action
 }
 
 // plan is what one NodeENI needs done, and how it stands.
@@ -198,7 +202,7 @@ func planClassified(in planInput, c classified) plan {
 	var p plan
 	// Adoptions come first: a node's later steps (a removal of an adopted
 	// ENI the spec no longer wants) run only once its tags are written.
-	p.Actions = append(p.Actions, in.Adopt...)
+	p.Actions = append(append(p.Actions, in.Prove...), in.Adopt...)
 	keep := p.decideSuperseded(in, c)
 	p.removals(in, c, keep)
 	p.placement(in, c)

@@ -34,6 +34,10 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	if o.ClusterName == "" {
 		return errors.New("nodeeni: a cluster name is required: it tags and scopes the operator's ENIs (--cluster-name)")
 	}
+	if o.Keys == nil {
+		return errors.New("nodeeni: an ownership key ring is required: it proves which ENIs are the operator's (--ownership-key-secret)")
+	}
+	trust := trustCheck{cluster: o.ClusterName, keys: o.Keys}
 	o = o.withDefaults()
 	if o.DisableController && o.DisableCollector {
 		return nil
@@ -60,13 +64,13 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	var col *collector
 	if !o.DisableCollector {
 		col = newCollector(mgr.GetClient(), state, o.CollectorGracePeriod, m)
-		col.cluster, col.dryRun = o.ClusterName, o.DryRun
+		col.trust, col.dryRun = trust, o.DryRun
 		col.log = mgr.GetLogger().WithName("eni-collector")
 		if err := mgr.Add(col); err != nil {
 			return err
 		}
 	}
-	onRefresh := refreshHandler{client: mgr.GetClient(), state: state, cluster: o.ClusterName, metrics: m,
+	onRefresh := refreshHandler{client: mgr.GetClient(), state: state, trust: trust, metrics: m,
 		distrusted: distrusted, log: lg, collector: col, resync: resync}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return onRefresh.run(ctx, refreshed) })); err != nil {
 		return err
@@ -78,7 +82,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
-		distrusted: distrusted,
+		distrusted: distrusted, trust: trust, unsigned: newUnsigned(),
 	}
 	return register(mgr, r, resync, o.MaxConcurrentReconciles)
 }
@@ -89,7 +93,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 type refreshHandler struct {
 	client     client.Reader
 	state      EC2
-	cluster    string
+	trust      trustCheck
 	metrics    *metrics
 	distrusted *distrustLog
 	log        logr.Logger
@@ -120,7 +124,7 @@ func (h refreshHandler) refreshed() {
 	h.metrics.attached.Set(float64(attached))
 	// ENIs that carry the cluster's tag but fail the trust check are
 	// never acted on; each is logged once per reason.
-	reasons, details := h.metrics.countUntrusted(all, h.cluster, nodeENINames(h.client))
+	reasons, details := h.metrics.countUntrusted(all, h.trust, nodeENINames(h.client))
 	for _, id := range h.distrusted.update("inventory", reasons) {
 		h.log.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
 			"eni", id, "reason", reasons[id], "detail", details[id])

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ownership"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
@@ -24,6 +25,11 @@ const (
 	// TagDeviceIndexBase is the NodeENI's deviceIndex at creation: when the
 	// spec's changes, the ENI is replaced.
 	TagDeviceIndexBase = "eni-operator.io/device-index-base"
+	// TagProof carries the proof that the operator created or adopted
+	// the ENI (internal/ownership): an HMAC over the ENI's ID and the tags
+	// above. It is written right after the create, and with the others
+	// at adoption.
+	TagProof = "eni-operator.io/proof"
 	// TagNoManage tells the VPC CNI to leave the ENI alone.
 	TagNoManage = "node.k8s.amazonaws.com/no_manage"
 )
@@ -50,6 +56,21 @@ func ownedFrom(e ec2.ENI) owned {
 		o.CreatedAt = t
 	}
 	return o
+}
+
+// claimOf is what an ENI's proof binds: its ID and its ownership tags
+// as they are.
+func claimOf(e ec2.ENI) ownership.Claim {
+	t := e.Tags
+	return ownership.Claim{ENI: e.ID, Cluster: t[TagCluster], NodeENI: t[TagNodeENI], NodeENIUID: t[TagNodeENIUID],
+		Node: t[TagNode], Instance: t[TagInstance], DeviceIndex: t[TagDeviceIndex], DeviceIndexBase: t[TagDeviceIndexBase],
+		CreatedAt: t[TagCreatedAt]}
+}
+
+// proofTag is the tag that proves e (with tags as they will be once
+// written) is the operator's, signed with the ring's current key.
+func proofTag(keys *ownership.KeyRing, id string, tags map[string]string) map[string]string {
+	return map[string]string{TagProof: keys.Sign(claimOf(ec2.ENI{ID: id, Tags: tags}))}
 }
 
 func intTag(tags map[string]string, k string) int {
@@ -99,4 +120,10 @@ func userTagDiff(have, want map[string]string) map[string]string {
 		}
 	}
 	return set
+}
+
+// ProofTag returns the tag proving that e, with its tags as given, is the
+// operator's: for tools and tests that make ENIs as the operator would.
+func ProofTag(keys *ownership.KeyRing, e ec2.ENI) map[string]string {
+	return proofTag(keys, e.ID, e.Tags)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ownership"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
@@ -20,25 +21,47 @@ const (
 	UntrustedDeviceIndexTag    = "BadDeviceIndexTag"
 	UntrustedAttachedElsewhere = "AttachedElsewhere"
 	UntrustedNodeENIName       = "NodeENINameMismatch"
+	// UntrustedUnproven: every tag is right but the ENI carries no proof
+	// (tag eni-operator.io/proof): a copy without it, an ENI of an earlier
+	// version not yet signed, or one whose proof write was lost.
+	UntrustedUnproven = "Unproven"
+	// UntrustedBadProof: the proof is not this ENI's (a complete copy of
+	// another ENI's tags), an ownership tag changed since it was signed,
+	// or its key is no longer in the key ring.
+	UntrustedBadProof = "BadProof"
 )
 
 // untrustedReasons lists every reason, for the metric's reset.
 var untrustedReasons = []string{UntrustedInterfaceType, UntrustedRequesterManaged, UntrustedTaggerTag, UntrustedCluster,
-	UntrustedMissingTag, UntrustedDeviceIndexTag, UntrustedAttachedElsewhere, UntrustedNodeENIName}
+	UntrustedMissingTag, UntrustedDeviceIndexTag, UntrustedAttachedElsewhere, UntrustedNodeENIName, UntrustedUnproven, UntrustedBadProof}
+
+// trustCheck decides which ENIs carrying the cluster's tag are the
+// operator's own.
+type trustCheck struct {
+	cluster string
+	keys    *ownership.KeyRing
+}
 
 // distrust says why an ENI is not to be acted on, or "" when it is the
 // operator's own. The ownership tags are only evidence: anyone allowed to
 // tag ENIs can copy them onto an interface the operator never made (a
 // pod's, a branch ENI, an AWS service's). So an ENI is trusted only when
-// it looks exactly like what CreateNetworkInterface made for a NodeENI:
-// a plain "interface" (EC2 and the emulator always report the type of an
-// ENI they list, so an empty type is not trusted), not managed by an AWS
-// service, without the pod tagger's bookkeeping, carrying every ownership
-// tag for this cluster, attached (if at all) to the instance its tag
-// names, and, when the caller knows the NodeENI its UID names (nodeENI
-// non-empty), tagged with that NodeENI's name. The detail names what was
+// it looks exactly like what CreateNetworkInterface made for a NodeENI
+// (a plain "interface", not managed by an AWS service, without the pod
+// tagger's bookkeeping, carrying every ownership tag for this cluster,
+// attached if at all to the instance its tag names, and, when the caller
+// knows the NodeENI its UID names, tagged with that NodeENI's name) and
+// its proof verifies: an HMAC over its ID and those tags under a key only
+// the operator holds (internal/ownership). The detail names what was
 // wrong, for logs and events.
-func distrust(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
+func (t trustCheck) distrust(e ec2.ENI, nodeENI string) (reason, detail string) {
+	if reason, detail = distrustShape(e, t.cluster, nodeENI); reason != "" {
+		return reason, detail
+	}
+	return t.distrustProof(e)
+}
+
+func distrustShape(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
 	if e.InterfaceType != "interface" {
 		return UntrustedInterfaceType, fmt.Sprintf("interface type %s, not \"interface\"", bounded.Quoted(e.InterfaceType))
 	}
@@ -71,6 +94,18 @@ func distrust(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
 	return "", ""
 }
 
+// distrustProof checks the ENI's proof of ownership.
+func (t trustCheck) distrustProof(e ec2.ENI) (reason, detail string) {
+	proof, ok := e.Tags[TagProof]
+	if !ok {
+		return UntrustedUnproven, fmt.Sprintf("carries no ownership proof (tag %s)", TagProof)
+	}
+	if _, err := t.keys.Verify(claimOf(e), proof); err != nil {
+		return UntrustedBadProof, fmt.Sprintf("its ownership proof (tag %s) %v", TagProof, err)
+	}
+	return "", ""
+}
+
 // verdicts are the trust check's reasons and details by ENI ID, for the
 // ENIs it refused.
 type verdicts struct{ reasons, details map[string]string }
@@ -78,12 +113,12 @@ type verdicts struct{ reasons, details map[string]string }
 // splitTrusted keeps the items whose ENI passes the trust check, and says
 // why of the others. nodeENIName gives the name of the NodeENI an ENI's
 // UID tag names, "" when unknown.
-func splitTrusted[T any](list []T, eniOf func(T) ec2.ENI, cluster string, nodeENIName func(ec2.ENI) string) ([]T, verdicts) {
+func splitTrusted[T any](t trustCheck, list []T, eniOf func(T) ec2.ENI, nodeENIName func(ec2.ENI) string) ([]T, verdicts) {
 	out := make([]T, 0, len(list))
 	v := verdicts{reasons: map[string]string{}, details: map[string]string{}}
 	for _, item := range list {
 		e := eniOf(item)
-		if reason, detail := distrust(e, cluster, nodeENIName(e)); reason != "" {
+		if reason, detail := t.distrust(e, nodeENIName(e)); reason != "" {
 			v.reasons[e.ID], v.details[e.ID] = reason, detail
 			continue
 		}

@@ -2,10 +2,13 @@ package nodeeni
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
 // TestDistrust applies every combination of the trust check's faults to
@@ -14,13 +17,19 @@ import (
 // check's order.
 func TestDistrust(t *testing.T) {
 	const cluster, name = "prod", "multus"
+	check := trustCheck{cluster: cluster, keys: testKeys(t, "k1")}
 	good := func() ec2.ENI {
-		return ec2.ENI{ID: "eni-1", InterfaceType: "interface", Status: "in-use",
+		e := ec2.ENI{ID: "eni-1", InterfaceType: "interface", Status: "in-use",
 			Attachment: &ec2.Attachment{ID: "attach-1", InstanceID: "i-1", DeviceIndex: 2, Status: "attached"},
 			Tags: map[string]string{TagCluster: cluster, TagNodeENI: name, TagNodeENIUID: "uid-1", TagNode: "n1",
 				TagInstance: "i-1", TagDeviceIndex: "2", TagDeviceIndexBase: "2", TagCreatedAt: "2026-11-23T12:00:00Z", TagNoManage: "true",
 				"Team": "net"}}
+		e.Tags[TagProof] = check.keys.Sign(claimOf(e))
+		return e
 	}
+	copied := good()
+	copied.ID = "eni-2"
+	copied.Tags[TagProof] = check.keys.Sign(claimOf(copied))
 	type fault struct {
 		name   string
 		reason string
@@ -42,6 +51,7 @@ func TestDistrust(t *testing.T) {
 		{"negative base", UntrustedDeviceIndexTag, func(e *ec2.ENI) { e.Tags[TagDeviceIndexBase] = "-1" }},
 		{"attached elsewhere", UntrustedAttachedElsewhere, func(e *ec2.ENI) { e.Attachment.InstanceID = "i-2" }},
 		{"other NodeENI's name", UntrustedNodeENIName, func(e *ec2.ENI) { e.Tags[TagNodeENI] = "storage" }},
+		{"another ENI's proof (a complete copy of its tags)", UntrustedBadProof, func(e *ec2.ENI) { e.Tags[TagProof] = copied.Tags[TagProof] }},
 	}
 	n := len(faults)
 	for mask := 0; mask < 1<<n; mask++ {
@@ -70,7 +80,7 @@ func TestDistrust(t *testing.T) {
 			want = f.reason
 			break
 		}
-		reason, detail := distrust(e, cluster, name)
+		reason, detail := check.distrust(e, name)
 		if reason != want {
 			t.Fatalf("%s: reason %q, want %q (%s)", strings.Join(names, " + "), reason, want, detail)
 		}
@@ -110,7 +120,7 @@ func TestDistrustEdges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := base()
 			tc.mutate(&e)
-			reason, detail := distrust(e, "prod", tc.nodeENI)
+			reason, detail := distrustShape(e, "prod", tc.nodeENI)
 			if reason != tc.want {
 				t.Fatalf("reason %q (%s), want %q", reason, detail, tc.want)
 			}
@@ -137,6 +147,89 @@ func TestDistrustLogReportsChangesOnce(t *testing.T) {
 		got := d.update("scope", s.now)
 		if g := fmt.Sprint(got); g != s.want && (g != "[]" || s.want != "[]") {
 			t.Fatalf("step %d: changed %v, want %s", i, got, s.want)
+		}
+	}
+}
+
+func testKeys(t *testing.T, ids ...string) *ownership.KeyRing {
+	t.Helper()
+	m := map[string][]byte{}
+	for _, id := range ids {
+		m[id] = []byte(strings.Repeat(id, 32))
+	}
+	k, err := ownership.NewKeyRing(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestProofCheck: the review's copies of a genuine ENI's complete tag set
+// onto ENIs someone else created are not trusted, whatever they are
+// tagged with; a genuine ENI stays trusted across a key rotation.
+func TestProofCheck(t *testing.T) {
+	check := trustCheck{cluster: "prod", keys: testKeys(t, "k1")}
+	genuine := ec2.ENI{ID: "eni-genuine", InterfaceType: "interface", Status: "in-use",
+		Attachment: &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 1, Status: "attached"},
+		Tags: map[string]string{TagCluster: "prod", TagNodeENI: "multus", TagNodeENIUID: "uid-1", TagNode: "n1",
+			TagInstance: "i-1", TagDeviceIndex: "1", TagDeviceIndexBase: "1", TagCreatedAt: "2026-11-27T01:00:00Z"}}
+	genuine.Tags[TagProof] = check.keys.Sign(claimOf(genuine))
+	other := testKeys(t, "k9")
+	copyOnto := func(id string, att *ec2.Attachment, mutate func(map[string]string)) ec2.ENI {
+		e := ec2.ENI{ID: id, InterfaceType: "interface", Status: "available", Attachment: att, Tags: maps.Clone(genuine.Tags)}
+		if att != nil {
+			e.Status = "in-use"
+		}
+		if mutate != nil {
+			mutate(e.Tags)
+		}
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		e    ec2.ENI
+		want string
+	}{
+		{"genuine", genuine, ""},
+		{"copy attached to the same node at a free index", copyOnto("eni-foreign", &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 2, Status: "attached"}, nil), UntrustedBadProof},
+		{"detached copy (a duplicate)", copyOnto("eni-dup", nil, nil), UntrustedBadProof},
+		{"detached copy with a backdated created-at", copyOnto("eni-old", nil, func(t map[string]string) { t[TagCreatedAt] = "2020-01-01T00:00:00Z" }), UntrustedBadProof},
+		{"copy without the proof", copyOnto("eni-bare", nil, func(t map[string]string) { delete(t, TagProof) }), UntrustedUnproven},
+		{"genuine with its created-at backdated", copyOnto("eni-genuine", genuine.Attachment, func(t map[string]string) { t[TagCreatedAt] = "2020-01-01T00:00:00Z" }), UntrustedBadProof},
+		{"genuine with a proof of an unknown key", copyOnto("eni-genuine", genuine.Attachment, func(t map[string]string) {
+			t[TagProof] = other.Sign(claimOf(genuine))
+		}), UntrustedBadProof},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if reason, detail := check.distrust(tc.e, "multus"); reason != tc.want {
+				t.Fatalf("reason %q (%s), want %q", reason, detail, tc.want)
+			}
+		})
+	}
+	rotated := trustCheck{cluster: "prod", keys: testKeys(t, "k1", "k2")}
+	if reason, detail := rotated.distrust(genuine, "multus"); reason != "" {
+		t.Fatalf("after rotation: %s (%s)", reason, detail)
+	}
+}
+
+func TestVouched(t *testing.T) {
+	e := ec2.ENI{ID: "eni-1", Tags: map[string]string{TagNode: "n1", TagInstance: "i-1"}}
+	rec := []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n1", InstanceID: "i-1"}}
+	for _, tc := range []struct {
+		name    string
+		records []v1alpha1.ENIAttachment
+		here    bool
+		want    bool
+	}{
+		{"created by this process", nil, true, true},
+		{"named by the status on its node and instance", rec, false, true},
+		{"named on another node", []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n2", InstanceID: "i-1"}}, false, false},
+		{"named for another instance", []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n1", InstanceID: "i-2"}}, false, false},
+		{"status names another ENI", []v1alpha1.ENIAttachment{{ENIID: "eni-2", NodeID: "n1", InstanceID: "i-1"}}, false, false},
+		{"no evidence", nil, false, false},
+	} {
+		if got := vouched(e, tc.records, tc.here); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

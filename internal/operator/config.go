@@ -38,6 +38,10 @@ type Config struct {
 	// ClusterName scopes and tags the NodeENI controller's ENIs; without
 	// it the NodeENI controller and the collector stay off.
 	ClusterName string
+	// OwnershipKeySecret names the Secret, in the operator's namespace
+	// (--cache-namespace), whose keys sign and verify the proofs that ENIs
+	// are the NodeENI controller's own; created with one key if missing.
+	OwnershipKeySecret string
 	// KubeQPS and KubeBurst bound the operator's Kubernetes API requests.
 	KubeQPS   float64
 	KubeBurst int
@@ -87,6 +91,7 @@ func DefaultConfig() Config {
 		},
 		GracefulShutdownTimeout: 30 * time.Second,
 		ClusterName:             os.Getenv("CLUSTER_NAME"),
+		OwnershipKeySecret:      DefaultOwnershipKeySecret,
 		KubeQPS:                 100, KubeBurst: 200,
 		EnableTagger: true,
 		EC2:          ec2.DefaultConfig(),
@@ -116,6 +121,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&le.ReleaseOnCancel, "leader-elect-release-on-cancel", le.ReleaseOnCancel, "give the Lease up on a clean shutdown so the next replica takes over at once")
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "how long running work may take to finish after SIGTERM (>= 0)")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name written on and scoping the ENIs the NodeENI controller creates (env CLUSTER_NAME): 1-100 letters, digits, - and _, starting with a letter or digit, no placeholder such as CHANGE-ME; the NodeENI controller and collector stay off without it")
+	fs.StringVar(&c.OwnershipKeySecret, "ownership-key-secret", c.OwnershipKeySecret, "Secret in the operator's namespace (--cache-namespace) holding the keys that prove which ENIs the NodeENI controller created or adopted; created with one random key when missing; the key whose name sorts last signs, all verify (rotation: README, Security model)")
 	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself (> 0; a synced pod costs two small patches)")
 	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests (>= 1)")
 	fs.BoolVar(&c.EnableTagger, "enable-tagger", c.EnableTagger, "run the pod ENI tagger")
@@ -156,6 +162,7 @@ func (c *Config) Validate() error {
 			le.LeaseDuration, le.RenewDeadline, le.RetryPeriod))
 	}
 	p.Check(c.GracefulShutdownTimeout >= 0, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "a duration >= 0, such as 30s (0: do not wait for running work)")
+	p.Check(cli.DNSLabel(c.OwnershipKeySecret), "ownership-key-secret", c.OwnershipKeySecret, "a Secret name (lowercase letters, digits and '-', at most 63)")
 	if c.ClusterName != "" {
 		if why := cli.ClusterName(c.ClusterName); why != "" {
 			p.Add("cluster-name", c.ClusterName, why)

@@ -59,6 +59,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	if reg == nil {
 		reg = metrics.Registry
 	}
+	c.Registerer = reg
 	mgr, fence, err := newControllerManager(restCfg, c)
 	if err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 		}
 		log.Info("pod tagger enabled", "annotation", c.Tagger.AnnotationKey, "dryRun", c.Tagger.DryRun)
 	}
-	nodeENIOn, err := addNodeENI(mgr, state, c, reg)
+	nodeENIOn, err := addNodeENI(ctx, restCfg, mgr, state, c)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func newControllerManager(restCfg *rest.Config, c Config) (manager.Manager, *lea
 
 // addNodeENI adds the NodeENI controller and the collector when they are
 // on and a cluster name scopes them, and says whether it did.
-func addNodeENI(mgr manager.Manager, state *ec2.State, c Config, reg prometheus.Registerer) (bool, error) {
+func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, state *ec2.State, c Config) (bool, error) {
 	log := ctrl.Log.WithName("setup")
 	switch {
 	case c.NodeENI.DisableController && c.NodeENI.DisableCollector:
@@ -187,7 +188,12 @@ func addNodeENI(mgr manager.Manager, state *ec2.State, c Config, reg prometheus.
 	}
 	c.NodeENI.ClusterName = c.ClusterName
 	c.NodeENI.DryRun = c.Tagger.DryRun
-	c.NodeENI.Registerer = reg
+	c.NodeENI.Registerer = c.Registerer
+	keys, err := loadOwnershipKeys(ctx, restCfg, c.Tagger.Namespace, c.OwnershipKeySecret)
+	if err != nil {
+		return false, fmt.Errorf("NodeENI controller: %w", err)
+	}
+	c.NodeENI.Keys = keys
 	if err := nodeeni.Setup(mgr, state, c.NodeENI); err != nil {
 		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}

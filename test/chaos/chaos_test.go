@@ -144,7 +144,7 @@ func (w *world) start(cfg *rest.Config) *testenv.Manager {
 		if _, err := tagger.Setup(mgr, state, to); err != nil {
 			return err
 		}
-		return nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: cluster, ResyncInterval: 2 * time.Second,
+		return nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: cluster, Keys: testenv.OwnershipKeys(), ResyncInterval: 2 * time.Second,
 			DetachPollInterval: 100 * time.Millisecond, CollectorGracePeriod: 2 * time.Second, MinCatalogRefresh: 200 * time.Millisecond,
 			Registerer: reg})
 	})

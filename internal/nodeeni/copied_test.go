@@ -1,0 +1,90 @@
+package nodeeni_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+// The review's three copies of a working ENI's complete tag set, proof
+// included, onto ENIs someone else created: one attached to the same node
+// at a free index, a detached duplicate, and a detached orphan whose
+// created-at is backdated past the collector's grace. The operator
+// changes none of them (no call names them but reads), keeps its own ENI
+// attached, reports them as BadProof, and still collects a genuine leak.
+func TestCopiedOwnershipTags(t *testing.T) {
+	h, _ := nodesHarness(t, 1, "copied")
+	o := h.options()
+	o.CollectorGracePeriod = 500 * time.Millisecond
+	m := h.start(o)
+	h.createNodeENI("copied", h.multusSpec(map[string]string{"ng": "copied"}))
+	h.ready("copied", 1)
+	genuine := h.enis()[0]
+	if genuine.Tags[nodeeni.TagProof] == "" {
+		t.Fatalf("the operator's ENI carries no proof: %v", genuine.Tags)
+	}
+
+	backdated := maps.Clone(genuine.Tags)
+	backdated[nodeeni.TagCreatedAt] = time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+	leak := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "gone", nodeeni.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000",
+		nodeeni.TagNode: "n9", nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
+		nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}
+	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "multus-a", Tags: genuine.Tags, Instance: h.instance(0), DeviceIndex: 2}, // attached at a free index
+		{Subnet: "multus-a", Tags: genuine.Tags},                                          // detached duplicate
+		{Subnet: "multus-a", Tags: backdated},                                             // detached, backdated
+		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", Tags: leak}),             // a genuine leak
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := []string{res.NetworkInterfaces[0].ID, res.NetworkInterfaces[1].ID, res.NetworkInterfaces[2].ID}
+	leaked := res.NetworkInterfaces[3].ID
+	h.Emulator.ResetCounts()
+
+	h.eventually("the genuine leak collected", waitFor, func() (bool, string) {
+		for _, e := range h.enis() {
+			if e.ID == leaked {
+				return false, "still there"
+			}
+		}
+		return true, ""
+	})
+	h.eventually("the copies reported as BadProof", waitFor, func() (bool, string) {
+		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof})
+		return n == 3, fmt.Sprint(n)
+	})
+	time.Sleep(6 * resync) // several passes of the controller and the collector
+	for _, c := range h.Emulator.Calls() {
+		if c.Action == "DescribeNetworkInterfaces" || c.Action == "DescribeInstances" {
+			continue
+		}
+		for _, vs := range c.Params {
+			for _, v := range vs {
+				if slices.Contains(foreign, v) {
+					t.Errorf("%s names copy %s: %v", c.Action, v, c.Params)
+				}
+			}
+		}
+	}
+	list := h.enis()
+	var still bool
+	for _, e := range list {
+		if e.ID == genuine.ID {
+			still = e.Attachment != nil && e.Attachment.Status == "attached" && e.Attachment.DeviceIndex == 1
+		}
+	}
+	if !still {
+		t.Errorf("the genuine ENI %s is no longer attached at index 1: %+v", genuine.ID, list)
+	}
+	if n := len(list); n != 4 {
+		t.Errorf("%d ENIs carry the cluster's tag, want 4 (the genuine one and the three copies)", n)
+	}
+	h.ready("copied", 1)
+}
