@@ -65,6 +65,7 @@ var badValues = map[string][]string{
 	"tag-deny":                          {strings.Repeat("k", 129), "Secret\u009b*", "a\x7f"},
 	"eni-inventory-interval":            {"-5m"},
 	"cache-namespace":                   {"", "Kube-System"},
+	"ownership-key-secret":              {"", "Keys", "-keys"},
 	"nodeeni-resync-interval":           {"-1s", "0"},
 	"nodeeni-catalog-interval":          {"-1s", "0"},
 	"nodeeni-detach-poll-interval":      {"-1s", "0"},
