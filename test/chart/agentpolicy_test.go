@@ -2,6 +2,7 @@ package chart
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -117,6 +118,19 @@ func checkAgentPolicy(t *testing.T, ns, saName, prefix string) {
 	if e := entryOf(get(), "node-a"); e == nil || e.MTU != 9001 {
 		t.Fatalf("node-a's entry %+v", e)
 	}
+
+	// The hostile agent of issue 25: 1,450 entries of about 1 KiB for its
+	// own node would grow the object past what etcd takes and stall every
+	// node's status. Only ENIs status.attachments lists for the node pass.
+	flood := []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 9001)}
+	for i := range 1450 {
+		e := interfaceEntry("node-a", fmt.Sprintf("eni-%017x", i), 1500)
+		e.State, e.Message = v1alpha1.InterfaceFailed, strings.Repeat("x", 1000)
+		flood = append(flood, e)
+	}
+	refused("agent of node-a reporting 1,450 ENIs not attached to node-a", agent.ApplyInterfaces(ctx, nodeA, "node-a", name, flood))
+	refused("agent of node-a reporting one ENI attached to node-b as its own",
+		agent.ApplyInterfaces(ctx, nodeA, "node-a", name, []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 9001), interfaceEntry("node-a", "eni-b", 1500)}))
 
 	// Another node's entry: changed, added, removed.
 	refused("agent of node-a changing node-b's entry (as node-b's field manager)",
