@@ -115,7 +115,7 @@ bench: build control-plane ## figures (tagging burst, churn, restart, memory, No
 	@mkdir -p bench/results
 	ENI_BENCH=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
 		$(GO) test -count=1 -v -timeout 40m -p 1 -run 'TestFigure$(FIGURE)' ./test/bench/ ./test/failover/ | grep --line-buffered -v '^I1' | tee bench/results/figures.log
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/ec2/ | tee bench/results/go-bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/ec2/ ./api/v1alpha1/ | tee bench/results/go-bench.txt
 	$(GO) run ./hack/bench-report bench/results
 
 .PHONY: bench-100k
