@@ -60,16 +60,22 @@ func readNodeENI(path string) (*v1alpha1.NodeENI, error) {
 	return ne, nil
 }
 
-// applyDemo creates the namespaces, the demo pods and the NodeENI. Each
+// createNamespace creates a namespace.
+func createNamespace(ctx context.Context, k8s client.Client, ns string) error {
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// applyDemo creates the demo's namespace, the demo pods and the NodeENI. Each
 // pod gets the primary IP of one of the world's branch ENIs (security
 // groups for pods: one ENI per pod, the case the tagger tags) and a node
 // in that ENI's zone. With no kubelet, the sandbox writes the pod status
 // (Running, podIP) a kubelet and the VPC CNI would.
 func applyDemo(ctx context.Context, k8s client.Client, ec2c *ec2.Client, nodes []node, ne *v1alpha1.NodeENI) error {
-	for _, ns := range []string{operatorNamespace, demoNamespace} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return fmt.Errorf("namespace %s: %w", ns, err)
-		}
+	if err := createNamespace(ctx, k8s, demoNamespace); err != nil {
+		return err
 	}
 	enis, err := ec2c.ListENIs(ctx, ec2.Filter{Name: "interface-type", Values: []string{"branch"}})
 	if err != nil {

@@ -138,6 +138,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 
+	// The operator's namespace holds its key ring, which it reads at start.
+	if err := createNamespace(ctx, k8s, operatorNamespace); err != nil {
+		return err
+	}
 	op, err := startOperator(ctx, o, restCfg, emu.loaded.VPCs[0])
 	if err != nil {
 		return err
