@@ -8,7 +8,10 @@ package iam
 //     values of one key are ORed (NOR for a negated operator);
 //   - a key missing from the request context makes a positive operator
 //     false and a negated one (StringNotEquals) true;
-//   - ForAnyValue is false when the key is missing or empty;
+//   - ForAnyValue is false when the key is missing or empty; ForAllValues
+//     is true then;
+//   - ...IfExists is true when the key is missing;
+//   - ArnLike/ArnEquals match each of an ARN's six parts separately;
 //   - Null "true" holds when the key is missing, "false" when present;
 //   - context key names are case-insensitive, values case-sensitive.
 //
@@ -172,38 +175,90 @@ func applies(st Statement, action, resource string, ctx map[string][]string) (bo
 	return true, nil
 }
 
+// condition decides one operator on one key. A set operator prefix
+// (ForAllValues:, ForAnyValue:) and the IfExists suffix wrap a base
+// operator that decides a single value.
 func condition(op string, want []string, have []string, present bool) (bool, error) {
-	switch op {
-	case "StringEquals", "StringNotEquals", "StringLike":
-		if len(have) > 1 {
-			return false, fmt.Errorf("single-valued operator on a multivalued key; use ForAnyValue/ForAllValues")
-		}
-		if !present || len(have) == 0 {
-			return op == "StringNotEquals", nil
-		}
-		match := slices.ContainsFunc(want, func(w string) bool {
-			if op == "StringLike" {
-				return globMatch(w, have[0])
-			}
-			return w == have[0]
-		})
-		if op == "StringNotEquals" {
-			return !match, nil
-		}
-		return match, nil
-	case "ForAnyValue:StringLike":
-		for _, h := range have {
-			if slices.ContainsFunc(want, func(w string) bool { return globMatch(w, h) }) {
-				return true, nil
-			}
-		}
-		return false, nil // also when missing or empty
-	case "Null":
+	if op == "Null" {
 		if len(want) != 1 || (want[0] != "true" && want[0] != "false") {
 			return false, fmt.Errorf("Null takes \"true\" or \"false\"")
 		}
 		return (want[0] == "true") == !present, nil
-	default:
-		return false, fmt.Errorf("operator the test's evaluator does not know; extend eval_test.go with AWS's semantics for it")
 	}
+	set, base, _ := strings.Cut(op, ":")
+	if base == "" {
+		set, base = "", op
+	}
+	base, ifExists := strings.CutSuffix(base, "IfExists")
+	match, negated, err := baseOperator(base)
+	if err != nil {
+		return false, err
+	}
+	// A value satisfies a positive operator when it matches one of the
+	// condition's values (OR), a negated one when it matches none (NOR).
+	holds := func(v string) bool {
+		m := slices.ContainsFunc(want, func(w string) bool { return match(w, v) })
+		return m != negated
+	}
+	switch set {
+	case "ForAllValues":
+		if ifExists {
+			return false, fmt.Errorf("IfExists with a set operator is not modelled")
+		}
+		// True when the key is missing or empty: every value (none) holds.
+		return !slices.ContainsFunc(have, func(v string) bool { return !holds(v) }), nil
+	case "ForAnyValue":
+		if ifExists {
+			return false, fmt.Errorf("IfExists with a set operator is not modelled")
+		}
+		return slices.ContainsFunc(have, holds), nil // false when missing or empty
+	case "":
+	default:
+		return false, fmt.Errorf("set operator %q the test's evaluator does not know", set)
+	}
+	if len(have) > 1 {
+		return false, fmt.Errorf("single-valued operator on a multivalued key; use ForAnyValue/ForAllValues")
+	}
+	if !present || len(have) == 0 {
+		return ifExists || negated, nil
+	}
+	return holds(have[0]), nil
+}
+
+// baseOperator returns how a single-valued operator compares a condition
+// value with a request value, and whether it is negated.
+func baseOperator(op string) (match func(want, have string) bool, negated bool, err error) {
+	equals := func(w, h string) bool { return w == h }
+	switch op {
+	case "StringEquals":
+		return equals, false, nil
+	case "StringNotEquals":
+		return equals, true, nil
+	case "StringLike":
+		return globMatch, false, nil
+	case "StringNotLike":
+		return globMatch, true, nil
+	case "ArnEquals", "ArnLike":
+		return arnLike, false, nil
+	case "ArnNotEquals", "ArnNotLike":
+		return arnLike, true, nil
+	}
+	return nil, false, fmt.Errorf("operator %q the test's evaluator does not know; extend eval_test.go with AWS's semantics for it", op)
+}
+
+// arnLike is ArnLike (and ArnEquals, which IAM treats alike): each of
+// the six colon-separated parts of the ARN is matched on its own, with *
+// and ? wildcards, so a * never spans a colon. A value that is not an
+// ARN does not match.
+func arnLike(pattern, arn string) bool {
+	pp, ap := strings.SplitN(pattern, ":", 6), strings.SplitN(arn, ":", 6)
+	if len(pp) != 6 || len(ap) != 6 {
+		return false
+	}
+	for i := range pp {
+		if !globMatch(pp[i], ap[i]) {
+			return false
+		}
+	}
+	return true
 }

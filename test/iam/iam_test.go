@@ -26,6 +26,18 @@ const (
 	// placeholder is what the documents say in place of --cluster-name.
 	placeholder = "CLUSTER"
 	cluster     = "prod"
+	// vpcPlaceholder stands for the ID of the cluster's VPC, and
+	// nodesPlaceholder for the name in the kubernetes.io/cluster/<name>
+	// tag of the cluster's instances.
+	vpcPlaceholder   = "VPC_ID"
+	nodesPlaceholder = "EKSNAME"
+	clusterVPCID     = "vpc-0cluster"
+	eksName          = "eks-prod"
+	clusterVPC       = "arn:aws:ec2:eu-west-1:111122223333:vpc/" + clusterVPCID
+	otherVPC         = "arn:aws:ec2:eu-west-1:111122223333:vpc/vpc-0other"
+	// nodeTag is the instance tag the NodeENI document attaches by.
+	nodeTag = "kubernetes.io/cluster/" + eksName
+	vpcKey  = "ec2:Vpc"
 
 	eniARN      = "arn:aws:ec2:*:*:network-interface/*"
 	createTags  = "ec2:CreateTags"
@@ -45,6 +57,8 @@ func load(t *testing.T, name, clusterName string) Policy {
 	}
 	if clusterName != "" {
 		raw = bytes.ReplaceAll(raw, []byte(placeholder), []byte(clusterName))
+		raw = bytes.ReplaceAll(raw, []byte(vpcPlaceholder), []byte(clusterVPCID))
+		raw = bytes.ReplaceAll(raw, []byte(nodesPlaceholder), []byte(eksName))
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -178,17 +192,13 @@ func TestTaggerDenyCoversEveryReservedPrefix(t *testing.T) {
 	p := load(t, "tagger.json", "")
 	want := reservedPatterns(t)
 	for _, action := range []string{createTags, deleteTags} {
-		var found bool
+		var got []string
 		for _, st := range denies(p, action) {
 			patterns, ok := st.Condition[tagKeysLike][tagKeys]
 			if !ok {
 				continue
 			}
-			found = true
-			if got := sorted(patterns); !slices.Equal(got, want) {
-				t.Errorf("%s: deny of %s lists %v; tagkeys.Prefixes() (less the tagger's own %q) gives %v",
-					st.Sid, action, got, ownPrefix(t), want)
-			}
+			got = append(got, patterns...)
 			for _, pat := range patterns {
 				if globMatch(pat, tagger.HashTag) {
 					t.Errorf("%s: pattern %q denies the tagger's own token %s", st.Sid, pat, tagger.HashTag)
@@ -197,23 +207,11 @@ func TestTaggerDenyCoversEveryReservedPrefix(t *testing.T) {
 			if !slices.Contains(st.Resource, "*") {
 				t.Errorf("%s: a deny covers every resource (*), not %v", st.Sid, st.Resource)
 			}
-			// The only exemption allowed: tags set while the NodeENI
-			// controller creates an ENI (ec2:CreateAction present), and
-			// only on CreateTags. DeleteTags of a reserved key is never
-			// the product's: nothing may remove one.
-			for op, keys := range st.Condition {
-				for key, vals := range keys {
-					switch {
-					case op == tagKeysLike && key == tagKeys:
-					case action == createTags && op == "Null" && key == createActn && slices.Equal(vals, []string{"true"}):
-					default:
-						t.Errorf("%s: condition %s %s %v narrows the deny of %s", st.Sid, op, key, vals, action)
-					}
-				}
-			}
+			checkDenyExemptions(t, st, action, patterns)
 		}
-		if !found {
-			t.Errorf("no Deny of %s on reserved tag keys (%s %s)", action, tagKeysLike, tagKeys)
+		if got = sorted(got); !slices.Equal(got, want) {
+			t.Errorf("the denies of %s list %v; tagkeys.Prefixes() (less the tagger's own %q) gives %v",
+				action, got, ownPrefix(t), want)
 		}
 	}
 	// DeleteTags without tag keys deletes every user-defined tag of the
@@ -230,6 +228,29 @@ func TestTaggerDenyCoversEveryReservedPrefix(t *testing.T) {
 	}
 }
 
+// checkDenyExemptions allows a reserved-key deny only two exemptions:
+// tags set while the NodeENI controller creates an ENI (ec2:CreateAction
+// present), and a CreateTags of the NodeENI proof alone, which the
+// controller writes right after the create: its own prefix's deny
+// holds for any other of its keys in the request. DeleteTags of a
+// reserved key is never the product's: nothing may remove one.
+func checkDenyExemptions(t *testing.T, st Statement, action string, patterns []string) {
+	t.Helper()
+	proofOnly := slices.Equal(patterns, []string{tagkeys.NodeENIPrefix + "*"})
+	for op, keys := range st.Condition {
+		for key, vals := range keys {
+			switch {
+			case op == tagKeysLike && key == tagKeys:
+			case action == createTags && op == "Null" && key == createActn && slices.Equal(vals, []string{"true"}):
+			case action == createTags && proofOnly && op == "ForAnyValue:StringNotEquals" && key == tagKeys &&
+				slices.Equal(vals, []string{nodeeni.TagProof}):
+			default:
+				t.Errorf("%s: condition %s %s %v narrows the deny of %s", st.Sid, op, key, vals, action)
+			}
+		}
+	}
+}
+
 func TestTaggerTagsOnlyENIs(t *testing.T) {
 	p := load(t, "tagger.json", "")
 	for _, st := range p.Statement {
@@ -242,6 +263,9 @@ func TestTaggerTagsOnlyENIs(t *testing.T) {
 				if !slices.Equal(st.Resource, []string{eniARN}) {
 					t.Errorf("%s: %s on %v; the tagger may tag network interfaces only (%s)", st.Sid, a, st.Resource, eniARN)
 				}
+				if !inClusterVPC(st) || len(st.Condition) != 1 {
+					t.Errorf("%s: %s must be conditioned on the cluster's VPC alone (%s %s), has %v", st.Sid, a, vpcOp, vpcKey, st.Condition)
+				}
 			case strings.HasPrefix(a, "ec2:Describe"):
 			default:
 				t.Errorf("%s: the tagger needs no %s", st.Sid, a)
@@ -250,66 +274,125 @@ func TestTaggerTagsOnlyENIs(t *testing.T) {
 	}
 }
 
-// Every grant of the NodeENI document that changes something is either
-// on network interfaces and conditioned on the cluster's ownership tag
-// (on the request at creation, on the resource afterwards) or on tag-on-
-// create, or it is on a companion resource (instance, subnet, security
-// group) of an action that is also conditioned that way on the ENI: EC2
-// authorizes every resource of a call, so the companion grant alone never
-// suffices.
-func TestNodeENIMutationsAreScopedToTheCluster(t *testing.T) {
-	p := load(t, "nodeeni.json", "")
-	owned := map[string]bool{} // actions granted on the cluster's ENIs only
-	type companion struct{ sid, action string }
-	var companions []companion
-	for _, st := range p.Statement {
-		if st.Effect != "Allow" {
-			t.Errorf("%s: the NodeENI document only grants", st.Sid)
-			continue
+// The VPC condition of the grants on subnets, security groups and (the
+// tagger's) network interfaces. IfExists because EC2 has no VPC for the
+// placeholder IDs of the start-up DryRun checks; every existing subnet,
+// security group and VPC ENI has one, so the key is always there for a
+// real resource.
+const vpcOp = "ArnLikeIfExists"
+
+var vpcPattern = "arn:aws:ec2:*:*:vpc/" + vpcPlaceholder
+
+func inClusterVPC(st Statement) bool {
+	return slices.Equal(st.Condition[vpcOp][vpcKey], []string{vpcPattern})
+}
+
+// foreignPatterns are the reserved prefixes the NodeENI controller never
+// sets: all but its own and the VPC CNI's (for no_manage).
+func foreignPatterns() []string {
+	var out []string
+	for _, p := range tagkeys.Prefixes() {
+		if p != tagkeys.NodeENIPrefix && !strings.HasPrefix(nodeeni.TagNoManage, p) {
+			out = append(out, p+"*")
 		}
+	}
+	return out
+}
+
+// Every write grant of the NodeENI document names one resource type and
+// carries the condition for it: ENIs the cluster's tag (on the request
+// at creation, on the resource afterwards) or tag-on-create, with the
+// tag keys limited; subnets and security groups the cluster's VPC;
+// instances the cluster's node tag. A companion grant (subnet, security
+// group, instance) is also granted on the cluster's ENIs: EC2 authorizes
+// every resource of a call, so it never suffices alone.
+func TestNodeENIWritesAreScopedOnEveryResource(t *testing.T) {
+	p := load(t, "nodeeni.json", "")
+	owned := map[string]bool{} // actions granted on the cluster's ENIs
+	companions := map[string]string{}
+	for _, st := range p.Statement {
 		var mutating []string
 		for _, a := range st.Action {
 			if !strings.HasPrefix(a, "ec2:Describe") {
 				mutating = append(mutating, a)
 			}
 		}
-		if len(mutating) == 0 {
+		switch {
+		case st.Effect != "Allow":
+			t.Errorf("%s: the NodeENI document only grants", st.Sid)
+			continue
+		case len(mutating) == 0:
+			continue
+		case len(st.Resource) != 1:
+			t.Errorf("%s: %v on %v: one resource type per write grant, each with its condition", st.Sid, mutating, st.Resource)
 			continue
 		}
-		if slices.Contains(st.Resource, "*") {
-			t.Errorf("%s: %v on every resource", st.Sid, mutating)
-			continue
-		}
-		onENIs := slices.ContainsFunc(st.Resource, func(r string) bool {
-			return globMatch(r, "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-0123")
-		})
-		if !onENIs {
-			for _, a := range mutating {
-				companions = append(companions, companion{st.Sid, a})
+		switch st.Resource[0] {
+		case eniARN:
+			if checkENIGrant(t, st, mutating) {
+				for _, a := range mutating {
+					owned[a] = true
+				}
 			}
 			continue
-		}
-		if !slices.Equal(st.Resource, []string{eniARN}) {
-			t.Errorf("%s: ENI grants name %s alone, not %v", st.Sid, eniARN, st.Resource)
-		}
-		eq := st.Condition["StringEquals"]
-		scoped := slices.Equal(eq["aws:ResourceTag/"+nodeeni.TagCluster], []string{placeholder}) ||
-			slices.Equal(eq["aws:RequestTag/"+nodeeni.TagCluster], []string{placeholder}) ||
-			(len(eq[createActn]) > 0 && !slices.Contains(eq[createActn], "*"))
-		if !scoped || len(st.Condition) != 1 {
-			t.Errorf("%s: %v on ENIs must be conditioned (StringEquals, alone) on %s = %s or on %s; has %v",
-				st.Sid, mutating, nodeeni.TagCluster, placeholder, createActn, st.Condition)
-			continue
+		case "arn:aws:ec2:*:*:subnet/*", "arn:aws:ec2:*:*:security-group/*":
+			if !inClusterVPC(st) || len(st.Condition) != 1 {
+				t.Errorf("%s: %v on %s must be conditioned on the cluster's VPC alone (%s %s %s), has %v",
+					st.Sid, mutating, st.Resource[0], vpcOp, vpcKey, vpcPattern, st.Condition)
+			}
+		case "arn:aws:ec2:*:*:instance/*":
+			key := "aws:ResourceTag/kubernetes.io/cluster/" + nodesPlaceholder
+			if !slices.Equal(st.Condition["StringEquals"][key], []string{"owned"}) || len(st.Condition) != 1 {
+				t.Errorf("%s: %v on instances must be conditioned on %s = owned alone, has %v", st.Sid, mutating, key, st.Condition)
+			}
+		default:
+			t.Errorf("%s: %v on %s, which no NodeENI call touches", st.Sid, mutating, st.Resource[0])
 		}
 		for _, a := range mutating {
-			owned[a] = true
+			companions[a] = st.Sid
 		}
 	}
-	for _, c := range companions {
-		if !owned[c.action] {
-			t.Errorf("%s: %s on companion resources, but not also limited to the cluster's ENIs", c.sid, c.action)
+	for a, sid := range companions {
+		if !owned[a] {
+			t.Errorf("%s: %s on companion resources, but not also limited to the cluster's ENIs", sid, a)
 		}
 	}
+}
+
+// checkENIGrant checks a grant on network interfaces: scoped to the
+// cluster (request tag, resource tag or tag-on-create), and, when it
+// writes tags, limited in the keys it may write.
+func checkENIGrant(t *testing.T, st Statement, mutating []string) bool {
+	t.Helper()
+	eq := st.Condition["StringEquals"]
+	scoped := slices.Equal(eq["aws:ResourceTag/"+nodeeni.TagCluster], []string{placeholder}) ||
+		slices.Equal(eq["aws:RequestTag/"+nodeeni.TagCluster], []string{placeholder}) ||
+		(len(eq[createActn]) > 0 && !slices.Contains(eq[createActn], "*"))
+	if !scoped || len(eq) != 1 {
+		t.Errorf("%s: %v on ENIs must be conditioned (StringEquals) on %s = %s or on %s; has %v",
+			st.Sid, mutating, nodeeni.TagCluster, placeholder, createActn, st.Condition)
+		return false
+	}
+	// Once an ENI exists, the cluster's tag is not enough: anyone allowed
+	// ec2:CreateTags can copy it onto an ENI of another VPC.
+	if len(eq[createActn]) == 0 && len(eq["aws:RequestTag/"+nodeeni.TagCluster]) == 0 && !inClusterVPC(st) {
+		t.Errorf("%s: %v on existing ENIs must also be conditioned on the cluster's VPC (%s %s)", st.Sid, mutating, vpcOp, vpcKey)
+	}
+	writesTags := slices.Contains(mutating, createTags) || slices.Contains(mutating, "ec2:CreateNetworkInterface")
+	if !writesTags {
+		if len(st.Condition) != 2 {
+			t.Errorf("%s: unexpected conditions %v", st.Sid, st.Condition)
+		}
+		return true
+	}
+	notLike := st.Condition["ForAllValues:StringNotLike"][tagKeys]
+	proofOnly := slices.Equal(st.Condition["ForAllValues:StringEquals"][tagKeys], []string{nodeeni.TagProof})
+	for _, f := range foreignPatterns() {
+		if !proofOnly && !slices.Contains(notLike, f) {
+			t.Errorf("%s: %v may write keys matching %s (ForAllValues:StringNotLike %s lists %v)", st.Sid, mutating, f, tagKeys, notLike)
+		}
+	}
+	return true
 }
 
 func TestChartShipsTheDocuments(t *testing.T) {
@@ -344,13 +427,34 @@ const (
 	instance = "arn:aws:ec2:eu-west-1:111122223333:instance/i-0node"
 	subnet   = "arn:aws:ec2:eu-west-1:111122223333:subnet/subnet-0a"
 	secGroup = "arn:aws:ec2:eu-west-1:111122223333:security-group/sg-0a"
+	// Resources outside the cluster: another VPC's, another cluster's
+	// instance, an instance without tags.
+	foreignENI    = "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-0vpc2"
+	otherSubnet   = "arn:aws:ec2:eu-west-1:111122223333:subnet/subnet-0vpc2"
+	otherSG       = "arn:aws:ec2:eu-west-1:111122223333:security-group/sg-0vpc2"
+	otherInstance = "arn:aws:ec2:eu-west-1:111122223333:instance/i-0other"
+	bareInstance  = "arn:aws:ec2:eu-west-1:111122223333:instance/i-0bare"
+	// The start-up check's placeholders (internal/ec2): no such resources.
+	dryRunENI    = "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-00000000000000000"
+	dryRunSubnet = "arn:aws:ec2:eu-west-1:111122223333:subnet/subnet-00000000000000000"
+	dryRunSG     = "arn:aws:ec2:eu-west-1:111122223333:security-group/sg-00000000000000000"
 )
 
-// resourceTags are the tags each ENI carries in the scenarios.
+// resourceTags are the tags each resource carries in the scenarios.
 var resourceTags = map[string]map[string]string{
-	podENI:   {"Team": "shop"},
-	ownENI:   {nodeeni.TagCluster: cluster, nodeeni.TagNode: "node-1", nodeeni.TagNoManage: "true"},
-	otherENI: {nodeeni.TagCluster: "staging"},
+	podENI:        {"Team": "shop"},
+	ownENI:        {nodeeni.TagCluster: cluster, nodeeni.TagNode: "node-1", nodeeni.TagNoManage: "true"},
+	otherENI:      {nodeeni.TagCluster: "staging"},
+	foreignENI:    {nodeeni.TagCluster: cluster, "Team": "shop"},
+	instance:      {nodeTag: "owned", "eks:cluster-name": eksName},
+	otherInstance: {"kubernetes.io/cluster/staging": "owned"},
+}
+
+// resourceVPC is each resource's VPC, EC2's ec2:Vpc (instances have none
+// as a condition key).
+var resourceVPC = map[string]string{
+	podENI: clusterVPC, ownENI: clusterVPC, otherENI: clusterVPC, subnet: clusterVPC, secGroup: clusterVPC,
+	foreignENI: otherVPC, otherSubnet: otherVPC, otherSG: otherVPC,
 }
 
 // on builds the request for an action on a resource with tag keys.
@@ -359,6 +463,9 @@ func on(action, resource string, keys ...string) Request {
 	for k, v := range resourceTags[resource] {
 		ctx["aws:ResourceTag/"+k] = []string{v}
 	}
+	if vpc, ok := resourceVPC[resource]; ok {
+		ctx[vpcKey] = []string{vpc}
+	}
 	if keys != nil {
 		ctx[tagKeys] = keys
 	}
@@ -366,9 +473,13 @@ func on(action, resource string, keys ...string) Request {
 }
 
 // createENI is the authorization of one CreateNetworkInterface with
+// TagSpecifications in the cluster's subnet with its security group.
+func createENI(tags map[string]string) []Request { return createENIIn(tags, subnet, secGroup) }
+
+// createENIIn is the authorization of one CreateNetworkInterface with
 // TagSpecifications: the call on the new ENI (request tags), its subnet
 // and security group, and CreateTags with ec2:CreateAction.
-func createENI(tags map[string]string) []Request {
+func createENIIn(tags map[string]string, inSubnet, withGroup string) []Request {
 	ctx := map[string][]string{}
 	var keys []string
 	for k, v := range tags {
@@ -382,8 +493,8 @@ func createENI(tags map[string]string) []Request {
 	}
 	return []Request{
 		{Action: "ec2:CreateNetworkInterface", Resource: newENI, Context: ctx},
-		{Action: "ec2:CreateNetworkInterface", Resource: subnet, Context: map[string][]string{}},
-		{Action: "ec2:CreateNetworkInterface", Resource: secGroup, Context: map[string][]string{}},
+		on("ec2:CreateNetworkInterface", inSubnet),
+		on("ec2:CreateNetworkInterface", withGroup),
 		{Action: createTags, Resource: newENI, Context: tagCtx},
 	}
 }
@@ -409,16 +520,27 @@ func scenarios(t *testing.T) []scenario {
 		{"tagger: describe", []Request{{Action: "ec2:DescribeNetworkInterfaces", Resource: "*"}}, A, A, A},
 		{"tagger: first tags and token", []Request{on(createTags, podENI, "Team", "CostCenter", tagger.HashTag)}, A, I, A},
 		{"tagger: remove a tag and the token", []Request{on(deleteTags, podENI, "Team", tagger.HashTag)}, A, I, A},
-		{"tagger: start-up DryRun CreateTags", []Request{on(createTags, podENI, "eni-operator/permission-check")}, A, I, A},
-		{"tagger: start-up DryRun DeleteTags", []Request{on(deleteTags, podENI, "eni-operator/permission-check")}, A, I, A},
+		// The start-up DryRun names a placeholder ENI that does not exist,
+		// so EC2 knows no VPC for it.
+		{"tagger: start-up DryRun CreateTags", []Request{on(createTags, dryRunENI, "eni-operator/permission-check")}, A, I, A},
+		{"tagger: start-up DryRun DeleteTags", []Request{on(deleteTags, dryRunENI, "eni-operator/permission-check")}, A, I, A},
 		{"tagger: tags on an instance", []Request{on(createTags, instance, "Team")}, I, I, I},
+		{"tagger: tags on an ENI of another VPC", []Request{on(createTags, foreignENI, "Team")}, I, I, I},
 		// Forging and stripping ownership.
 		{"forge the cluster tag on a pod's ENI", []Request{on(createTags, podENI, nodeeni.TagCluster)}, D, I, D},
 		{"forge the cluster tag on another cluster's ENI", []Request{on(createTags, otherENI, nodeeni.TagCluster)}, D, I, D},
-		// The NodeENI document alone lets the controller tag its own ENIs
-		// (it never writes reserved keys after creation, but IAM does not
-		// stop it); attached with the tagger's, the deny does.
-		{"rewrite an ownership tag of the cluster's ENI", []Request{on(createTags, ownENI, nodeeni.TagNode)}, D, A, D},
+		// After creation the NodeENI document lets the controller write
+		// user tags and its proof alone on its own ENIs, no other
+		// ownership key.
+		{"rewrite an ownership tag of the cluster's ENI", []Request{on(createTags, ownENI, nodeeni.TagNode)}, D, I, D},
+		{"rewrite an ownership tag with the proof", []Request{on(createTags, ownENI, nodeeni.TagProof, nodeeni.TagNode)}, D, I, D},
+		{"rewrite the proof and a user tag in one call", []Request{on(createTags, ownENI, nodeeni.TagProof, "Team")}, D, I, D},
+		{"nodeeni: sign its ENI (proof alone)", []Request{on(createTags, ownENI, nodeeni.TagProof)}, A, A, A},
+		// The tagger's grant reaches the proof key on any ENI of the VPC
+		// (IAM has no "all of eni-operator.io/ but proof"); a proof is an
+		// HMAC only the operator's key makes, and an ENI without the
+		// cluster's tag is never the controller's, so it unlocks nothing.
+		{"the proof alone on a pod's ENI", []Request{on(createTags, podENI, nodeeni.TagProof)}, A, I, A},
 		{"strip the cluster tag of the cluster's ENI", []Request{on(deleteTags, ownENI, nodeeni.TagCluster)}, D, I, D},
 		{"strip no_manage", []Request{on(deleteTags, ownENI, nodeeni.TagNoManage)}, D, I, D},
 		{"delete every tag (no keys)", []Request{on(deleteTags, podENI)}, D, I, D},
@@ -505,14 +627,37 @@ func TestEvaluatorSemantics(t *testing.T) {
 		{"ForAnyValue:StringLike", []string{"eks:*"}, []string{"EKS:x"}, true, false}, // case-sensitive
 		{"Null", []string{"true"}, nil, false, true},
 		{"Null", []string{"true"}, []string{"CreateNetworkInterface"}, true, false},
+		// ForAllValues: true on a missing or empty key; every value must
+		// match one of the list (positive) or none of it (negated).
+		{"ForAllValues:StringEquals", []string{"a", "b"}, nil, false, true},
+		{"ForAllValues:StringEquals", []string{"a", "b"}, []string{"a", "b"}, true, true},
+		{"ForAllValues:StringEquals", []string{"a"}, []string{"a", "c"}, true, false},
+		{"ForAllValues:StringNotLike", []string{"eks:*", "k8s.io/*"}, []string{"Team", "Cost"}, true, true},
+		{"ForAllValues:StringNotLike", []string{"eks:*", "k8s.io/*"}, []string{"Team", "k8s.io/x"}, true, false},
+		// ForAnyValue with a negated operator: some value matches none.
+		{"ForAnyValue:StringNotEquals", []string{"p"}, []string{"p"}, true, false},
+		{"ForAnyValue:StringNotEquals", []string{"p"}, []string{"p", "q"}, true, true},
+		{"ForAnyValue:StringNotEquals", []string{"p"}, nil, false, false},
+		// ArnLike: parts matched separately, * never spans a colon.
+		{"ArnLike", []string{"arn:aws:ec2:*:*:vpc/vpc-1"}, []string{"arn:aws:ec2:eu-west-1:111122223333:vpc/vpc-1"}, true, true},
+		{"ArnLike", []string{"arn:aws:ec2:*:*:vpc/vpc-1"}, []string{"arn:aws:ec2:eu-west-1:111122223333:vpc/vpc-2"}, true, false},
+		{"ArnLike", []string{"arn:aws:ec2:*:vpc/vpc-1"}, []string{"arn:aws:ec2:eu-west-1:111122223333:vpc/vpc-1"}, true, false},
+		{"ArnLike", []string{"arn:aws:ec2:*:*:vpc/vpc-1"}, []string{"vpc-1"}, true, false},
+		{"ArnLike", []string{"arn:aws:ec2:*:*:vpc/vpc-1"}, nil, false, false},
+		// ...IfExists: true when the key is missing, else the operator.
+		{"ArnLikeIfExists", []string{"arn:aws:ec2:*:*:vpc/vpc-1"}, nil, false, true},
+		{"ArnLikeIfExists", []string{"arn:aws:ec2:*:*:vpc/vpc-1"}, []string{"arn:aws:ec2:eu-west-1:1:vpc/vpc-2"}, true, false},
+		{"StringEqualsIfExists", []string{"x"}, []string{"x"}, true, true},
 	} {
 		got, err := condition(c.op, c.want, c.have, c.present)
 		if err != nil || got != c.wantMatch {
 			t.Errorf("%s %v against %v (present %v) = %v, %v; want %v", c.op, c.want, c.have, c.present, got, err, c.wantMatch)
 		}
 	}
-	if _, err := condition("StringEqualsIgnoreCase", []string{"x"}, nil, false); err == nil {
-		t.Error("an unknown operator must fail")
+	for _, op := range []string{"StringEqualsIgnoreCase", "ForOneValue:StringEquals", "ForAllValues:StringLikeIfExists"} {
+		if _, err := condition(op, []string{"x"}, nil, false); err == nil {
+			t.Errorf("%s: an operator the evaluator does not model must fail", op)
+		}
 	}
 }
 
@@ -525,9 +670,11 @@ func TestEvaluatorSemantics(t *testing.T) {
 func TestStartUpCheckAgreesWithTheDocument(t *testing.T) {
 	tg := load(t, "tagger.json", cluster)
 	ne := load(t, "nodeeni.json", cluster)
-	const placeholder = "arn:aws:ec2:eu-west-1:111122223333:network-interface/eni-00000000000000000"
+	const placeholder = dryRunENI
+	// The placeholder subnet and group do not exist: EC2 knows no VPC
+	// for them (ec2:Vpc missing), so this also checks the IfExists.
 	dryRun := map[string][]Request{
-		"ec2:CreateNetworkInterface": createENI(map[string]string{nodeeni.TagCluster: cluster}),
+		"ec2:CreateNetworkInterface": createENIIn(map[string]string{nodeeni.TagCluster: cluster}, dryRunSubnet, dryRunSG),
 	}
 	for _, a := range nodeeni.PreflightIAMActions() {
 		reqs, ok := dryRun[a]
