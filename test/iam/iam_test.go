@@ -710,3 +710,23 @@ func TestStartUpCheckAgreesWithTheDocument(t *testing.T) {
 		t.Errorf("preflight and scoped actions (%d) do not make up RequiredIAMActions (%d)", got, len(nodeeni.RequiredIAMActions()))
 	}
 }
+
+// Each placeholder a document holds is one the README's sed commands
+// fill, so a user who follows them creates a policy with none left.
+func TestPlaceholdersAreDocumented(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(docsDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tagger.json", "nodeeni.json"} {
+		raw, _ := os.ReadFile(filepath.Join(docsDir, name))
+		for _, ph := range []string{placeholder, vpcPlaceholder, nodesPlaceholder} {
+			if !bytes.Contains(raw, []byte(ph)) {
+				continue
+			}
+			if !bytes.Contains(readme, []byte("s/"+ph+"/")) || !bytes.Contains(readme, []byte("`"+ph+"`")) {
+				t.Errorf("%s holds %s; docs/iam/README.md neither explains it nor fills it in its sed commands", name, ph)
+			}
+		}
+	}
+}
