@@ -35,6 +35,7 @@ type reconciler struct {
 	client        client.Client
 	node          string
 	host          host
+	guard         guard // which links an attachment's MAC address may name
 	sys           SysFS
 	defaultDriver string
 	sriovPath     string // "" turns SR-IOV publishing off
@@ -184,7 +185,7 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 	if conflict != "" {
 		return failed(w, "%s", conflict), false
 	}
-	l, found, err := findLink(links, w.MAC)
+	l, found, err := r.eniLink(w, links)
 	if err != nil {
 		return failed(w, "%v", err), false
 	}
@@ -293,11 +294,28 @@ func (r *reconciler) leaveDPDK(ctx context.Context, w want, rec *deviceRecord, n
 	if fresh, err := r.host.links(); err == nil {
 		links = fresh
 	}
-	l, found, _ := findLink(links, w.MAC)
+	l, found, err := r.eniLink(w, links)
+	if err != nil {
+		return links, l, stopWith(failed(w, "%v", err)), true
+	}
 	if !found {
 		return links, l, stopWith(pending(w, "%s", msg)), true
 	}
 	return links, l, nil, true
+}
+
+// eniLink is w's interface among links (findLink), refused with an error
+// when it is not one the agent may configure (guard.refusal): the MAC
+// address comes from a status anyone allowed to patch it can rewrite.
+func (r *reconciler) eniLink(w want, links []link) (link, bool, error) {
+	l, found, err := findLink(links, w.MAC)
+	if err != nil || !found {
+		return l, found, err
+	}
+	if why := r.guard.refusal(l, links); why != "" {
+		return link{}, false, errors.New(refusedMessage(w, why))
+	}
+	return l, true, nil
 }
 
 // applyLink carries out the link's actions (rename, MTU, up). A rename
@@ -547,7 +565,9 @@ func (r *reconciler) release(ctx context.Context, wanted map[string]bool, links 
 			did = true
 		}
 		if rec.OriginalName != "" {
-			if l, found, _ := findLink(links, rec.MAC); found && l.Name != rec.OriginalName {
+			// The record was made for a link the guard passed; it is asked
+			// again, so no record can ever rename the node's own interface.
+			if l, found, _ := findLink(links, rec.MAC); found && l.Name != rec.OriginalName && r.guard.refusal(l, links) == "" {
 				if idx, taken := namesOf(links)[rec.OriginalName]; taken && idx != l.Index {
 					logger.Info("released interface keeps its name: its kernel name is taken", "eni", id, "interface", l.Name, "kernelName", rec.OriginalName)
 				} else {

@@ -280,9 +280,11 @@ func (w *world) sriovConfig(content string) string {
 }
 
 // options are the agent's options for this world; the state file lives
-// in the world's directory, so a restarted agent finds it.
+// in the world's directory, so a restarted agent finds it. The world's
+// ENIs are dummy links (veth where the kernel has no dummy driver).
 func (w *world) options() Options {
-	return Options{StateFile: filepath.Join(w.dir, "state.json"), RetryBase: 100 * time.Millisecond, RetryMax: 2 * time.Second}
+	return Options{StateFile: filepath.Join(w.dir, "state.json"), RetryBase: 100 * time.Millisecond, RetryMax: 2 * time.Second,
+		linkKinds: []string{"device", "dummy", "veth"}}
 }
 
 // start runs an agent for this world's node in its namespace, connected

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 )
@@ -16,6 +17,8 @@ type link struct {
 	Type     string // netlink's kind: device, dummy, veth, vlan, bond, ...
 	Parent   int    // IFLA_LINK: the lower link of a VLAN, macvlan or ipvlan, a veth's peer
 	Loopback bool
+	Master   int      // IFLA_MASTER: the bridge, bond or switch the link is a port of
+	Addrs    []string // its IP addresses, canonical
 	// DefaultRoute is true when a default route leaves through the link:
 	// the node's primary interface, which the agent never touches.
 	DefaultRoute bool
@@ -58,6 +61,92 @@ func findLink(links []link, mac string) (l link, found bool, err error) {
 	}
 	slices.Sort(names)
 	return link{}, false, fmt.Errorf("several interfaces carry MAC address %s (%s); touching none", mac, strings.Join(names, ", "))
+}
+
+// guard tells the interface of an ENI the operator attached from the
+// node's own interfaces. The MAC address that finds the link comes from
+// a NodeENI's status, which whoever may patch it can rewrite (issue 25,
+// finding 8): a MAC address alone is not enough to rename a link, change
+// its MTU, set it down or up, or bind its device to DPDK.
+type guard struct {
+	nodeIPs map[string]bool // the node's addresses, canonical
+	kinds   []string        // the netlink kinds an ENI's interface has
+}
+
+// eniLinkKinds are the kinds of an ENI's interface: an ENA or Intel VF
+// netdev has no rtnetlink kind, which netlink reports as "device".
+func eniLinkKinds() []string { return []string{"device"} }
+
+func newGuard(nodeIPs, kinds []string) guard {
+	g := guard{nodeIPs: map[string]bool{}, kinds: kinds}
+	for _, s := range nodeIPs {
+		if ip := net.ParseIP(strings.TrimSpace(s)); ip != nil {
+			g.nodeIPs[ip.String()] = true
+		}
+	}
+	if len(g.kinds) == 0 {
+		g.kinds = eniLinkKinds()
+	}
+	return g
+}
+
+// refusal says why l, the link carrying an ENI's MAC address, is not
+// one the agent may configure, or "". Refused are the node's primary
+// interface (a default route leaves through it, or it holds one of the
+// node's addresses), a port of another device (a bridge or bond holding
+// the node's address makes its port the primary; a port is its master's
+// to configure in any case), and any link that is not a network device
+// of its own (loopback, veth, tun, a dummy...). Several links with the
+// MAC address are refused by findLink.
+func (g guard) refusal(l link, links []link) string {
+	if l.DefaultRoute {
+		return fmt.Sprintf("interface %s carries a default route, so it looks like the node's primary interface", l.Name)
+	}
+	if ip := g.nodeAddress(l); ip != "" {
+		return fmt.Sprintf("interface %s holds the node's address %s: it is the node's primary interface", l.Name, ip)
+	}
+	if l.Master != 0 {
+		m := link{Name: fmt.Sprintf("index %d", l.Master)}
+		for _, c := range links {
+			if c.Index == l.Master {
+				m = c
+			}
+		}
+		why := "its master configures it"
+		if ip := g.nodeAddress(m); m.DefaultRoute || ip != "" {
+			why = "the master is the node's primary network"
+		}
+		return fmt.Sprintf("interface %s is a port of %s (%s)", l.Name, m.Name, why)
+	}
+	if l.Loopback || !slices.Contains(g.kinds, l.Type) {
+		return fmt.Sprintf("interface %s is a %s link, not an ENI's network device", l.Name, kindName(l))
+	}
+	return ""
+}
+
+// nodeAddress is the first of the node's addresses l holds, or "".
+func (g guard) nodeAddress(l link) string {
+	for _, a := range l.Addrs {
+		if g.nodeIPs[a] {
+			return a
+		}
+	}
+	return ""
+}
+
+func kindName(l link) string {
+	if l.Loopback {
+		return "loopback"
+	}
+	return l.Type
+}
+
+// refusedMessage is the status message of an ENI whose link is refused:
+// what was found, that nothing was changed, and what to check.
+func refusedMessage(w want, why string) string {
+	return fmt.Sprintf("%s; the agent does not touch it. The attachment's macAddress %s does not name the interface of ENI %s: "+
+		"compare it with EC2 (aws ec2 describe-network-interfaces --network-interface-ids %s) and check who may patch NodeENI status (the operator restores its own entries)",
+		why, w.MAC, w.ENIID, w.ENIID)
 }
 
 // linkActionKind is one change of a link.

@@ -14,6 +14,7 @@ import (
 // already as wanted is only read.
 type netlinkOps interface {
 	LinkList() ([]netlink.Link, error)
+	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
 	RouteList(link netlink.Link, family int) ([]netlink.Route, error)
 	LinkByIndex(index int) (netlink.Link, error)
 	LinkSetDown(link netlink.Link) error
@@ -33,8 +34,8 @@ type host struct {
 // interrupted because the set changed meanwhile.
 const dumpRetries = 5
 
-// links lists the namespace's links, with which of them carry a default
-// route of the main table.
+// links lists the namespace's links, with their addresses and which of
+// them carry a default route of the main table.
 func (n host) links() ([]link, error) {
 	var nls []netlink.Link
 	var err error
@@ -50,14 +51,40 @@ func (n host) links() ([]link, error) {
 	if err != nil {
 		return nil, err
 	}
+	addrs, err := n.addresses()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]link, 0, len(nls))
 	for _, nl := range nls {
 		a := nl.Attrs()
 		out = append(out, link{
 			Index: a.Index, Name: a.Name, MAC: normalizeMAC(a.HardwareAddr.String()), MTU: a.MTU,
-			Up: a.Flags&net.FlagUp != 0, Type: nl.Type(), Parent: a.ParentIndex,
-			Loopback: a.Flags&net.FlagLoopback != 0, DefaultRoute: defaults[a.Index],
+			Up: a.Flags&net.FlagUp != 0, Type: nl.Type(), Parent: a.ParentIndex, Master: a.MasterIndex,
+			Loopback: a.Flags&net.FlagLoopback != 0, DefaultRoute: defaults[a.Index], Addrs: addrs[a.Index],
 		})
+	}
+	return out, nil
+}
+
+// addresses maps link indexes to their IP addresses (IPv4 and IPv6),
+// one dump for the namespace.
+func (n host) addresses() (map[int][]string, error) {
+	var as []netlink.Addr
+	var err error
+	for i := 0; i < dumpRetries; i++ {
+		if as, err = n.h.AddrList(nil, netlink.FAMILY_ALL); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing addresses: %w", err)
+	}
+	out := map[int][]string{}
+	for _, a := range as {
+		if a.IPNet != nil {
+			out[a.LinkIndex] = append(out[a.LinkIndex], a.IP.String())
+		}
 	}
 	return out, nil
 }

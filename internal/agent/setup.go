@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +70,12 @@ type Options struct {
 	// Registerer receives the eni_agent_* metrics; nil leaves them
 	// unregistered.
 	Registerer prometheus.Registerer
+	// NodeIPs are the node's own addresses (the downward API's
+	// status.hostIPs: its InternalIPs). A link holding one is the node's
+	// primary interface, which the agent never touches, whatever MAC
+	// address a NodeENI's status names. Empty: only the default route
+	// and the link's kind tell the primary interface apart.
+	NodeIPs []string
 
 	// sysfsWrite replaces sysfs writes (tests: a fake kernel).
 	sysfsWrite func(path, value string) error
@@ -77,6 +85,9 @@ type Options struct {
 	// netlink, when set, is used instead of Netlink (tests: a handle
 	// that counts the writes).
 	netlink netlinkOps
+	// linkKinds replaces the link kinds an ENI's interface may have
+	// (tests: their stand-in ENIs are dummy or veth links).
+	linkKinds []string
 }
 
 func (o Options) withDefaults() Options {
@@ -114,6 +125,9 @@ func (o Options) Validate() error {
 	case !cli.DNSSubdomain(o.NodeName):
 		p.Add("node-name", o.NodeName, "a Kubernetes node name (lowercase letters, digits, '-' and '.', at most 253)")
 	}
+	for _, ip := range o.NodeIPs {
+		p.Check(net.ParseIP(strings.TrimSpace(ip)) != nil, "node-ip", ip, "an IP address of the node, such as the downward API's status.hostIPs")
+	}
 	p.Check(filepath.IsAbs(o.SysfsRoot), "sysfs-root", o.SysfsRoot, "an absolute path, such as /sys")
 	p.Check(driverName.MatchString(o.DefaultDPDKDriver), "dpdk-driver", o.DefaultDPDKDriver,
 		"a kernel driver name of letters, digits, '-' and '_', such as vfio-pci, igb_uio or uio_pci_generic")
@@ -149,7 +163,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	r := &reconciler{
-		client: mgr.GetClient(), node: o.NodeName, host: host{h: h},
+		client: mgr.GetClient(), node: o.NodeName, host: host{h: h}, guard: newGuard(o.NodeIPs, o.linkKinds),
 		sys:           SysFS{Root: o.SysfsRoot, write: o.sysfsWrite},
 		defaultDriver: o.DefaultDPDKDriver, sriovPath: o.SRIOVConfig, reload: o.SRIOVReload,
 		statePath: o.StateFile, watch: w, metrics: newMetrics(o.Registerer),
