@@ -52,6 +52,9 @@ type reconciler struct {
 	// originals lists aws-multi-eni-controller's ENIs while any may be
 	// left to adopt (originals.go).
 	originals originals
+	// own is the controller's part of each status as last written
+	// (status.go): a change by anyone else is reconciled at once.
+	own *ownStatus
 }
 
 // Reconcile implements reconcile.Reconciler.

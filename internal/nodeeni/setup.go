@@ -82,7 +82,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
-		distrusted: distrusted, trust: trust, unsigned: newUnsigned(),
+		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), own: newOwnStatus(),
 	}
 	return register(mgr, r, resync, o.MaxConcurrentReconciles)
 }
@@ -162,12 +162,38 @@ func register(mgr ctrl.Manager, r *reconciler, resync chan event.GenericEvent, w
 		// status writes do not and need no reconcile. The agents' reports
 		// do not either, but the InterfacesConfigured condition aggregates
 		// them: those updates pass on their own predicate, which the
-		// operator's writes never satisfy.
-		For(&v1alpha1.NodeENI{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, interfacesChanged()))).
+		// operator's writes never satisfy. Someone else's write of the
+		// operator's part of the status passes too, to be written back
+		// (first in the list: it forgets deleted NodeENIs).
+		For(&v1alpha1.NodeENI{}, builder.WithPredicates(predicate.Or[client.Object](
+			ownStatusTampered(r.own), predicate.GenerationChangedPredicate{}, interfacesChanged()))).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(source.Channel(resync, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// ownStatusTampered passes the updates that leave the controller's part
+// of a NodeENI's status other than this process last wrote or planned
+// it (ownStatus). Comparing old and new first keeps the digest off the
+// bulk of the updates, the agents' reports.
+func ownStatusTampered(own *ownStatus) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			own.forget(e.Object.GetName())
+			return false
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*v1alpha1.NodeENI)
+			n, okNew := e.ObjectNew.(*v1alpha1.NodeENI)
+			if !okOld || !okNew {
+				return true
+			}
+			return !sameOwnStatus(o.Status, n.Status) && own.foreign(n.Name, n.Status)
+		},
+	}
 }
 
 // nodeENINames maps the UIDs of the NodeENIs in the manager's cache to

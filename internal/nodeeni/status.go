@@ -3,9 +3,12 @@ package nodeeni
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -235,6 +238,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 	if equality.Semantic.DeepEqual(st, ne.Status) {
 		// The usual outcome of an agent's report: the aggregate did not
 		// change, so nothing is written.
+		r.own.remember(ne.Name, st)
 		return recheck, nil
 	}
 	oldDeg := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionDegraded)
@@ -245,7 +249,73 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 	}
 	old := ne.DeepCopy()
 	ne.Status = st
-	return recheck, r.client.Status().Patch(ctx, ne, client.MergeFrom(old))
+	// Remembered before the write: its watch event may come first.
+	r.own.remember(ne.Name, st)
+	if err := r.client.Status().Patch(ctx, ne, client.MergeFrom(old)); err != nil {
+		r.own.forget(ne.Name)
+		return recheck, err
+	}
+	return recheck, nil
+}
+
+// ownStatus remembers, per NodeENI, the controller's part of its status
+// (everything but the agents' status.interfaces) as this process last
+// wrote it or found it as planned. Anyone allowed to patch NodeENI status
+// can rewrite that part, and the agents act on its attachments (issue
+// 25, finding 8); an update that makes it differ from what is remembered
+// is someone else's and is reconciled at once, which writes the plan
+// back. The controller's own writes match and wake nobody up. It holds a
+// digest of the JSON, the API's form (times in seconds), not the status.
+type ownStatus struct {
+	mu      sync.Mutex
+	digests map[string][sha256.Size]byte
+}
+
+func newOwnStatus() *ownStatus { return &ownStatus{digests: map[string][sha256.Size]byte{}} }
+
+// ownDigest is the digest of the controller's part of st.
+func ownDigest(st v1alpha1.NodeENIStatus) [sha256.Size]byte {
+	st.Interfaces = nil
+	b, _ := json.Marshal(st) // plain data: cannot fail
+	return sha256.Sum256(b)
+}
+
+func (o *ownStatus) remember(name string, st v1alpha1.NodeENIStatus) {
+	if o == nil {
+		return
+	}
+	d := ownDigest(st)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.digests[name] = d
+}
+
+func (o *ownStatus) forget(name string) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.digests, name)
+}
+
+// foreign tells whether st, the status of NodeENI name, is not what this
+// process last wrote or planned for it (nothing remembered: foreign).
+func (o *ownStatus) foreign(name string, st v1alpha1.NodeENIStatus) bool {
+	if o == nil {
+		return true
+	}
+	d := ownDigest(st)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	last, ok := o.digests[name]
+	return !ok || last != d
+}
+
+// sameOwnStatus compares the controller's part of two statuses.
+func sameOwnStatus(a, b v1alpha1.NodeENIStatus) bool {
+	a.Interfaces, b.Interfaces = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 func countStatus(as []v1alpha1.ENIAttachment, s string) int {
