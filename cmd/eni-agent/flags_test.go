@@ -15,6 +15,7 @@ import (
 // a flag without any names why in none.
 var badValues = map[string][]string{
 	"node-name":                 {"", "Node_1", "-n", strings.Repeat("n", 254)},
+	"node-ip":                   {"10.0.0", "node"},
 	"sysfs-root":                {"", "sys", "./sys"},
 	"dpdk-driver":               {"", "../vfio", "vfio pci", "a/b"},
 	"sriov-config":              {"config.json", "etc/pcidp/config.json"},

@@ -54,6 +54,13 @@ type config struct {
 func flags(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("eni-agent", flag.ContinueOnError)
 	fs.StringVar(&c.agent.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node this agent configures (env NODE_NAME, from the downward API's spec.nodeName)")
+	fs.Func("node-ip", "an address of this node; the agent never configures the link holding one (comma-separated or repeated; env HOST_IPS, from the downward API's status.hostIPs)", func(s string) error {
+		c.agent.NodeIPs = append(c.agent.NodeIPs, strings.Split(s, ",")...)
+		return nil
+	})
+	if ips := os.Getenv("HOST_IPS"); ips != "" {
+		c.agent.NodeIPs = strings.Split(ips, ",")
+	}
 	fs.StringVar(&c.agent.SysfsRoot, "sysfs-root", agent.DefaultSysfsRoot, "where sysfs is mounted (an absolute path); DPDK driver binding writes below it")
 	fs.StringVar(&c.agent.DefaultDPDKDriver, "dpdk-driver", agent.DefaultDPDKDriver, "DPDK driver of NodeENIs that enable DPDK without dpdkDriver (env DEFAULT_DPDK_DRIVER, the ENI Manager's name)")
 	fs.StringVar(&c.agent.SRIOVConfig, "sriov-config", "", "the SR-IOV network device plugin's config.json (an absolute path) to publish NodeENI interfaces in (dpdkResourceName: DPDK-bound devices, and with DPDK off the kernel-driver device named by dpdkPCIAddress); empty: publishing off (env SRIOV_DP_CONFIG_PATH, the ENI Manager's name)")
