@@ -87,4 +87,7 @@ func TestCopiedOwnershipTags(t *testing.T) {
 		t.Errorf("%d ENIs carry the cluster's tag, want 4 (the genuine one and the three copies)", n)
 	}
 	h.ready("copied", 1)
+	if n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_proven_enis", map[string]string{"key": testenv.OwnershipKeys().Current()}); n != 1 {
+		t.Errorf("proven ENIs by the current key: %v, want 1 (the genuine one)", n)
+	}
 }

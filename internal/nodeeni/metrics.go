@@ -15,6 +15,7 @@ type metrics struct {
 	operations *prometheus.CounterVec // EC2 mutations by operation and result
 	cleanups   *prometheus.CounterVec // ENIs removed, by reason and outcome
 	untrusted  *prometheus.GaugeVec   // ENIs with the cluster's tag that fail the trust check, by reason
+	proven     *prometheus.GaugeVec   // trusted ENIs by the key that signed their proof
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -37,9 +38,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		untrusted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eni_operator_nodeeni_untrusted_enis", Help: "ENIs carrying the cluster's ownership tag that fail the trust check (wrong interface type, requester-managed, the pod tagger's tag, ownership tags missing or disagreeing) in the latest inventory, by reason; the operator never changes them.",
 		}, []string{"reason"}),
+		proven: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eni_operator_nodeeni_proven_enis", Help: "Trusted ENIs in the latest inventory by the key ring's key that signed their ownership proof: after a rotation, an old key may be removed once its count is 0.",
+		}, []string{"key"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups, m.untrusted)
+		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups, m.untrusted, m.proven)
 	}
 	return m
 }
@@ -56,7 +60,8 @@ func (m *metrics) op(kind actionKind, err error) {
 // returns the untrusted ENIs (ID -> reason) with their details; names maps
 // the known NodeENIs' UIDs to their names.
 func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]string) (map[string]string, map[string]string) {
-	_, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
+	trusted, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
+	m.countProven(trusted, t)
 	count := map[string]int{}
 	for _, reason := range v.reasons {
 		count[reason]++
@@ -65,4 +70,19 @@ func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]s
 		m.untrusted.WithLabelValues(r).Set(float64(count[r]))
 	}
 	return v.reasons, v.details
+}
+
+// countProven sets the proven-ENIs gauge: every key of the ring is shown,
+// 0 included, so a rotation can be watched to its end.
+func (m *metrics) countProven(trusted []ec2.ENI, t trustCheck) {
+	count := map[string]int{}
+	for _, e := range trusted {
+		if id, err := t.keys.Verify(claimOf(e), e.Tags[TagProof]); err == nil {
+			count[id]++
+		}
+	}
+	m.proven.Reset()
+	for _, id := range t.keys.IDs() {
+		m.proven.WithLabelValues(id).Set(float64(count[id]))
+	}
 }
