@@ -1,0 +1,81 @@
+package nodeeni_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+// ENIs of a version before proofs gain their proof once, where the
+// evidence agrees: the NodeENI's status, which only the operator writes,
+// names the ENI on the node and instance its tags name. A copy of its
+// tags onto another ENI of the same node, which no status entry names,
+// stays unproven and untouched.
+func TestENIsOfEarlierVersionsGainTheirProofOnce(t *testing.T) {
+	h, names := nodesHarness(t, 1, "upgrade")
+	ne := h.createNodeENI("upgrade", h.multusSpec(map[string]string{"ng": "upgrade"}))
+	ne = h.get("upgrade")
+	tags := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "upgrade", nodeeni.TagNodeENIUID: string(ne.UID),
+		nodeeni.TagNode: names[0], nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
+		nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nodeeni.TagNoManage: "true"}
+	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: h.instance(0), DeviceIndex: 1, DeleteOnTermination: true, Tags: tags},
+		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: h.instance(0), DeviceIndex: 2, Tags: tags},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier, copied := res.NetworkInterfaces[0], res.NetworkInterfaces[1]
+	// The status the earlier version wrote.
+	old := ne.DeepCopy()
+	ne.Status.ObservedGeneration = ne.Generation
+	ne.Status.Attachments = []v1alpha1.ENIAttachment{{NodeID: names[0], InstanceID: h.instance(0), ENIID: earlier.ID,
+		SubnetID: h.Subnets["multus-a"], DeviceIndex: 1, Status: v1alpha1.AttachmentAttached}}
+	if err := h.k8s.Status().Patch(context.Background(), ne, client.MergeFrom(old)); err != nil {
+		t.Fatal(err)
+	}
+	h.Emulator.ResetCounts()
+
+	m := h.start(h.options())
+	h.ready("upgrade", 1)
+	h.eventually("the copy reported as unproven", waitFor, func() (bool, string) {
+		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedUnproven})
+		return n == 1, fmt.Sprint(n)
+	})
+	time.Sleep(4 * resync)
+	for _, e := range h.enis() {
+		switch e.ID {
+		case earlier.ID:
+			if e.Tags[nodeeni.TagProof] == "" || e.Attachment == nil || e.Attachment.DeviceIndex != 1 {
+				t.Errorf("the earlier version's ENI: proof %q, attachment %+v", e.Tags[nodeeni.TagProof], e.Attachment)
+			}
+		case copied.ID:
+			if e.Tags[nodeeni.TagProof] != "" || e.Attachment == nil || e.Attachment.DeviceIndex != 2 {
+				t.Errorf("the copy: proof %q, attachment %+v", e.Tags[nodeeni.TagProof], e.Attachment)
+			}
+		}
+	}
+	_, calls := h.totalCalls()
+	if calls["CreateTags"] != 1 || calls["CreateNetworkInterface"]+calls["DetachNetworkInterface"]+calls["DeleteNetworkInterface"] != 0 {
+		t.Errorf("calls %v, want one CreateTags (the proof) and no create, detach or delete", calls)
+	}
+	for _, c := range h.Emulator.Calls() {
+		if c.Action != "DescribeNetworkInterfaces" && c.Action != "DescribeInstances" {
+			for _, vs := range c.Params {
+				for _, v := range vs {
+					if v == copied.ID {
+						t.Errorf("%s names the copy", c.Action)
+					}
+				}
+			}
+		}
+	}
+}
