@@ -114,6 +114,10 @@ type Call struct {
 	// (empty when unsigned), as CloudTrail names who made a call: tests
 	// that run several clients attribute each call to one of them.
 	AccessKeyID string `json:"accessKeyId,omitempty"`
+	// Auth is what IAM would authorize for the call (authcontext.go),
+	// computed from the world before the call changed it; empty for
+	// actions it does not model and calls refused before dispatch.
+	Auth []AuthRequest `json:"auth,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes JSON as "1.5s".

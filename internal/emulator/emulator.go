@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -34,6 +35,8 @@ type Emulator struct {
 	counts  map[string]*ActionCount
 	calls   []Call
 	reqSeq  uint64
+
+	recordAuth atomic.Bool // RecordAuth
 }
 
 type runtimeConfig struct {
@@ -215,7 +218,11 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestID, apiErr("InvalidAction", "The action %s is not valid for this web service.", action))
 		return
 	}
-	e.countCall(action, p, accessKeyID(r))
+	var auth []AuthRequest
+	if e.recordAuth.Load() {
+		auth = e.authContext(action, p)
+	}
+	e.countCall(action, p, accessKeyID(r), auth...)
 	resp, err := e.serve(r.Context(), action, h, p)
 	if err != nil {
 		e.countError(action, err.Code)
@@ -373,7 +380,7 @@ func defaultBucket(action string, p params) (string, Bucket) {
 	return action, Bucket{Size: 50, Refill: 5}
 }
 
-func (e *Emulator) countCall(action string, p params, caller string) {
+func (e *Emulator) countCall(action string, p params, caller string, auth ...AuthRequest) {
 	e.statsMu.Lock()
 	defer e.statsMu.Unlock()
 	c, ok := e.counts[action]
@@ -391,7 +398,7 @@ func (e *Emulator) countCall(action string, p params, caller string) {
 			cp[k] = v
 		}
 	}
-	e.calls = append(e.calls, Call{Time: time.Now(), Action: action, Params: cp, AccessKeyID: caller})
+	e.calls = append(e.calls, Call{Time: time.Now(), Action: action, Params: cp, AccessKeyID: caller, Auth: auth})
 }
 
 // accessKeyID reads the access key ID from a SigV4 Authorization header
