@@ -19,8 +19,8 @@ func ec2Post(t *testing.T, srv *httptest.Server, form url.Values) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
 	return body
 }
 
