@@ -176,17 +176,16 @@ type NodeENISpec struct {
 	Tags map[string]TagValue `json:"tags,omitempty"`
 }
 
-// TagValue is an alias, so code keeps a plain map[string]string; it exists
-// to carry the value's own rules. A rule over the whole map cannot afford
-// to read values, nor can one on a value without a maximum length: CEL's
-// cost estimate for 40 values of unbounded length is over the API
-// server's budget.
+// A type of its own carries the value's rules: a rule over the whole map
+// cannot afford to read values of unbounded length (CEL's cost estimate
+// is over the API server's budget), and controller-gen cannot generate
+// code for an alias.
 
 // TagValue is the value of a tag: at most 256 characters of text
 // without control characters.
 // +kubebuilder:validation:MaxLength=256
 // +kubebuilder:validation:XValidation:rule=`!self.matches(r'\p{Cc}')`,message="tag values may not hold control characters (U+0000-U+001F, U+007F-U+009F): remove them"
-type TagValue = string
+type TagValue string
 
 // ENIAttachment is one ENI the operator manages for one node. The
 // controller owns these entries; the node agent reads them.

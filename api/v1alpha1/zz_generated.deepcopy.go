@@ -137,7 +137,7 @@ func (in *NodeENISpec) DeepCopyInto(out *NodeENISpec) {
 	}
 	if in.Tags != nil {
 		in, out := &in.Tags, &out.Tags
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]TagValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

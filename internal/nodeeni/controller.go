@@ -191,7 +191,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		Base:                int(ne.Spec.DeviceIndex),
 		DeleteOnTermination: ne.Spec.DeleteOnTermination == nil || *ne.Spec.DeleteOnTermination,
 		Description:         ne.Spec.Description,
-		Tags:                ne.Spec.Tags,
+		Tags:                specTags(ne.Spec.Tags),
 		Deleting:            deleting,
 		SubnetsComplete:     true,
 		MTU:                 ne.Spec.MTU,

@@ -42,7 +42,7 @@ func TestCreateAndAttach(t *testing.T) {
 	spec.DeviceIndex = 2
 	spec.Description = "Multus"
 	spec.MTU = 9001
-	spec.Tags = map[string]string{"Team": "net"}
+	spec.Tags = map[string]v1alpha1.TagValue{"Team": "net"}
 	start := time.Now()
 	multi := h.createNodeENI("multi", spec)
 	got := h.ready("multi", 3)

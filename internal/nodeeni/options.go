@@ -63,6 +63,9 @@ type Options struct {
 	// dry-run keeps its finalizer, since its ENIs stay. The operator sets it
 	// from --dry-run.
 	DryRun bool
+	// SkipNameValidation allows several managers with this controller in
+	// one process (tests).
+	SkipNameValidation bool
 	// Registerer receives the eni_operator_nodeeni_* metrics; nil leaves
 	// them unregistered. The operator passes controller-runtime's
 	// metrics.Registry; tests pass a fresh registry per manager.

@@ -84,7 +84,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
 		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), own: newOwnStatus(),
 	}
-	return register(mgr, r, resync, o.MaxConcurrentReconciles)
+	return register(mgr, r, resync, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation})
 }
 
 // refreshHandler is told of each refresh of the cluster's ENIs: it sets
@@ -143,7 +143,7 @@ func (h refreshHandler) refreshed() {
 // register builds the controller: NodeENI changes that matter, node
 // changes, and the resync channel (inventory refreshes, EC2 health)
 // re-checking every NodeENI.
-func register(mgr ctrl.Manager, r *reconciler, resync chan event.GenericEvent, workers int) error {
+func register(mgr ctrl.Manager, r *reconciler, resync chan event.GenericEvent, co controller.Options) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &v1alpha1.NodeENIList{}
 		if err := mgr.GetClient().List(ctx, list); err != nil {
@@ -169,7 +169,7 @@ func register(mgr ctrl.Manager, r *reconciler, resync chan event.GenericEvent, w
 			ownStatusTampered(r.own), predicate.GenerationChangedPredicate{}, interfacesChanged()))).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(source.Channel(resync, all)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(co).
 		Complete(r)
 }
 

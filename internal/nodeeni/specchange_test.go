@@ -36,7 +36,7 @@ func TestSpecChanges(t *testing.T) {
 		s.SecurityGroupNames = nil
 		s.SecurityGroupIDs = []string{h.Groups["storage"], h.Groups["multus"]}
 		s.Description = "v2"
-		s.Tags = map[string]string{"Env": "prod"}
+		s.Tags = map[string]v1alpha1.TagValue{"Env": "prod"}
 	})
 	h.eventually("changes applied in place", waitFor, func() (bool, string) {
 		for _, e := range h.enis() {

@@ -182,7 +182,7 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 
 	cl := operatorenv.NewOneNode(t, replayCluster, instance)
 	ctx, k8s := context.Background(), cl.K8s
-	testenv.UpdateNodeENISpec(t, k8s, cl.NodeENI.Name, func(s *v1alpha1.NodeENISpec) { s.Tags = map[string]string{"Team": "net"} })
+	testenv.UpdateNodeENISpec(t, k8s, cl.NodeENI.Name, func(s *v1alpha1.NodeENISpec) { s.Tags = map[string]v1alpha1.TagValue{"Team": "net"} })
 	cl.Pod(t, "app", podENI.PrivateIP, "CostCenter=42")
 	cl.Start(t, e.URL, cl.Config(e.VPC))
 	// The test's own reads carry an access key of their own, so the
@@ -198,7 +198,7 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 
 	testenv.UpdateNodeENISpec(t, k8s, cl.NodeENI.Name, func(s *v1alpha1.NodeENISpec) {
 		s.SecurityGroupNames = []string{"multus", "multus-b"}
-		s.Tags = map[string]string{"Team": "net", "Owner": "platform"}
+		s.Tags = map[string]v1alpha1.TagValue{"Team": "net", "Owner": "platform"}
 	})
 	waitENI(t, reader, own, "the new security groups and spec.tags", func(n ec2.ENI) bool {
 		return len(n.SecurityGroups) == 2 && n.Tags["Owner"] == "platform"

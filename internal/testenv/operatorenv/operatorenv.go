@@ -32,6 +32,8 @@ func Config(cluster, vpc, namespace string) operator.Config {
 	c.Tagger.Namespace = namespace
 	c.Tagger.InventoryInterval = time.Second
 	c.Tagger.CacheBatchInterval = 100 * time.Millisecond
+	// Several tests of one package run the whole operator in turn.
+	c.Tagger.SkipNameValidation, c.NodeENI.SkipNameValidation = true, true
 	c.NodeENI.ResyncInterval = time.Second
 	c.NodeENI.CollectorGracePeriod = time.Second
 	c.NodeENI.DetachPollInterval = 100 * time.Millisecond
