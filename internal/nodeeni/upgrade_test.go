@@ -21,8 +21,8 @@ import (
 // stays unproven and untouched.
 func TestENIsOfEarlierVersionsGainTheirProofOnce(t *testing.T) {
 	h, names := nodesHarness(t, 1, "upgrade")
-	ne := h.createNodeENI("upgrade", h.multusSpec(map[string]string{"ng": "upgrade"}))
-	ne = h.get("upgrade")
+	h.createNodeENI("upgrade", h.multusSpec(map[string]string{"ng": "upgrade"}))
+	ne := h.get("upgrade")
 	tags := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "upgrade", nodeeni.TagNodeENIUID: string(ne.UID),
 		nodeeni.TagNode: names[0], nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
 		nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nodeeni.TagNoManage: "true"}
