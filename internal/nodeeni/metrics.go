@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
 // metrics are the NodeENI Prometheus collectors. Names are part of the
@@ -60,8 +61,8 @@ func (m *metrics) op(kind actionKind, err error) {
 // returns the untrusted ENIs (ID -> reason) with their details; names maps
 // the known NodeENIs' UIDs to their names.
 func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]string) (map[string]string, map[string]string) {
-	trusted, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
-	m.countProven(trusted, t)
+	_, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
+	m.countProven(v.signedBy, t.keys)
 	count := map[string]int{}
 	for _, reason := range v.reasons {
 		count[reason]++
@@ -74,15 +75,13 @@ func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]s
 
 // countProven sets the proven-ENIs gauge: every key of the ring is shown,
 // 0 included, so a rotation can be watched to its end.
-func (m *metrics) countProven(trusted []ec2.ENI, t trustCheck) {
+func (m *metrics) countProven(signedBy map[string]string, keys *ownership.KeyRing) {
 	count := map[string]int{}
-	for _, e := range trusted {
-		if id, err := t.keys.Verify(claimOf(e), e.Tags[TagProof]); err == nil {
-			count[id]++
-		}
+	for _, key := range signedBy {
+		count[key]++
 	}
 	m.proven.Reset()
-	for _, id := range t.keys.IDs() {
+	for _, id := range keys.IDs() {
 		m.proven.WithLabelValues(id).Set(float64(count[id]))
 	}
 }

@@ -72,10 +72,8 @@ func (r *reconciler) proving(ne *v1alpha1.NodeENI, trusted []owned, all []owned,
 		acts = append(acts, r.proveAction(o))
 	}
 	for _, o := range trusted {
-		if p, ok := o.Tags[TagProof]; ok {
-			if id, err := r.trust.keys.Verify(claimOf(o.ENI), p); err == nil && id != r.trust.keys.Current() {
-				acts = append(acts, r.proveAction(o))
-			}
+		if key, ok := v.signedBy[o.ID]; ok && key != r.trust.keys.Current() {
+			acts = append(acts, r.proveAction(o))
 		}
 	}
 	return trusted, acts

@@ -2,26 +2,11 @@ package nodeeni_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
-	"github.com/eni-operator/eni-operator/internal/ownership"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
-
-func ring(t *testing.T, ids ...string) *ownership.KeyRing {
-	t.Helper()
-	m := map[string][]byte{}
-	for _, id := range ids {
-		m[id] = []byte(strings.Repeat(id, 16))
-	}
-	k, err := ownership.NewKeyRing(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // A key rotation keeps every ENI trusted: with a key added, the operator
 // signs its ENIs again with it (one CreateTags each, nothing detached or
@@ -29,14 +14,14 @@ func ring(t *testing.T, ids ...string) *ownership.KeyRing {
 func TestKeyRotationKeepsENIsTrusted(t *testing.T) {
 	h, _ := nodesHarness(t, 2, "rotate")
 	o := h.options()
-	o.Keys = ring(t, "k1")
+	o.Keys = testenv.KeyRing("k1")
 	first := h.start(o)
 	h.createNodeENI("rotate", h.multusSpec(map[string]string{"ng": "rotate"}))
 	h.ready("rotate", 2)
 	_ = first.Stop()
 	h.Emulator.ResetCounts()
 
-	o.Keys = ring(t, "k1", "k2")
+	o.Keys = testenv.KeyRing("k1", "k2")
 	m := h.start(o)
 	h.eventually("every ENI signed with k2", waitFor, func() (bool, string) {
 		k1 := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_proven_enis", map[string]string{"key": "k1"})
@@ -56,7 +41,7 @@ func TestKeyRotationKeepsENIsTrusted(t *testing.T) {
 
 	// The old key removed: every ENI still proven.
 	h.Emulator.ResetCounts()
-	o.Keys = ring(t, "k2")
+	o.Keys = testenv.KeyRing("k2")
 	m = h.start(o)
 	h.eventually("every ENI proven by k2 alone", waitFor, func() (bool, string) {
 		k2 := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_proven_enis", map[string]string{"key": "k2"})

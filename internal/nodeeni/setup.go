@@ -84,7 +84,11 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
 		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), own: newOwnStatus(),
 	}
-	return register(mgr, r, resync, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation})
+	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if o.SkipNameValidation {
+		co.SkipNameValidation = &o.SkipNameValidation // unset, the manager's setting holds
+	}
+	return register(mgr, r, resync, co)
 }
 
 // refreshHandler is told of each refresh of the cluster's ENIs: it sets

@@ -55,8 +55,15 @@ type trustCheck struct {
 // the operator holds (internal/ownership). The detail names what was
 // wrong, for logs and events.
 func (t trustCheck) distrust(e ec2.ENI, nodeENI string) (reason, detail string) {
+	reason, detail, _ = t.judge(e, nodeENI)
+	return reason, detail
+}
+
+// judge is distrust that also names the key that signed a trusted ENI's
+// proof.
+func (t trustCheck) judge(e ec2.ENI, nodeENI string) (reason, detail, key string) {
 	if reason, detail = distrustShape(e, t.cluster, nodeENI); reason != "" {
-		return reason, detail
+		return reason, detail, ""
 	}
 	return t.distrustProof(e)
 }
@@ -94,34 +101,38 @@ func distrustShape(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
 	return "", ""
 }
 
-// distrustProof checks the ENI's proof of ownership.
-func (t trustCheck) distrustProof(e ec2.ENI) (reason, detail string) {
+// distrustProof checks the ENI's proof of ownership and names the key
+// that signed it.
+func (t trustCheck) distrustProof(e ec2.ENI) (reason, detail, key string) {
 	proof, ok := e.Tags[TagProof]
 	if !ok {
-		return UntrustedUnproven, fmt.Sprintf("carries no ownership proof (tag %s)", TagProof)
+		return UntrustedUnproven, fmt.Sprintf("carries no ownership proof (tag %s)", TagProof), ""
 	}
-	if _, err := t.keys.Verify(claimOf(e), proof); err != nil {
-		return UntrustedBadProof, fmt.Sprintf("its ownership proof (tag %s) %v", TagProof, err)
+	key, err := t.keys.Verify(claimOf(e), proof)
+	if err != nil {
+		return UntrustedBadProof, fmt.Sprintf("its ownership proof (tag %s) %v", TagProof, err), ""
 	}
-	return "", ""
+	return "", "", key
 }
 
 // verdicts are the trust check's reasons and details by ENI ID, for the
-// ENIs it refused.
-type verdicts struct{ reasons, details map[string]string }
+// ENIs it refused, and the key that signed each trusted ENI's proof.
+type verdicts struct{ reasons, details, signedBy map[string]string }
 
 // splitTrusted keeps the items whose ENI passes the trust check, and says
 // why of the others. nodeENIName gives the name of the NodeENI an ENI's
 // UID tag names, "" when unknown.
 func splitTrusted[T any](t trustCheck, list []T, eniOf func(T) ec2.ENI, nodeENIName func(ec2.ENI) string) ([]T, verdicts) {
 	out := make([]T, 0, len(list))
-	v := verdicts{reasons: map[string]string{}, details: map[string]string{}}
+	v := verdicts{reasons: map[string]string{}, details: map[string]string{}, signedBy: map[string]string{}}
 	for _, item := range list {
 		e := eniOf(item)
-		if reason, detail := t.distrust(e, nodeENIName(e)); reason != "" {
+		reason, detail, key := t.judge(e, nodeENIName(e))
+		if reason != "" {
 			v.reasons[e.ID], v.details[e.ID] = reason, detail
 			continue
 		}
+		v.signedBy[e.ID] = key
 		out = append(out, item)
 	}
 	return out, v

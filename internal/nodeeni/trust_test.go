@@ -8,7 +8,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/ownership"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // TestDistrust applies every combination of the trust check's faults to
@@ -17,7 +17,7 @@ import (
 // check's order.
 func TestDistrust(t *testing.T) {
 	const cluster, name = "prod", "multus"
-	check := trustCheck{cluster: cluster, keys: testKeys(t, "k1")}
+	check := trustCheck{cluster: cluster, keys: testenv.KeyRing("k1")}
 	good := func() ec2.ENI {
 		e := ec2.ENI{ID: "eni-1", InterfaceType: "interface", Status: "in-use",
 			Attachment: &ec2.Attachment{ID: "attach-1", InstanceID: "i-1", DeviceIndex: 2, Status: "attached"},
@@ -151,30 +151,17 @@ func TestDistrustLogReportsChangesOnce(t *testing.T) {
 	}
 }
 
-func testKeys(t *testing.T, ids ...string) *ownership.KeyRing {
-	t.Helper()
-	m := map[string][]byte{}
-	for _, id := range ids {
-		m[id] = []byte(strings.Repeat(id, 32))
-	}
-	k, err := ownership.NewKeyRing(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // TestProofCheck: the review's copies of a genuine ENI's complete tag set
 // onto ENIs someone else created are not trusted, whatever they are
 // tagged with; a genuine ENI stays trusted across a key rotation.
 func TestProofCheck(t *testing.T) {
-	check := trustCheck{cluster: "prod", keys: testKeys(t, "k1")}
+	check := trustCheck{cluster: "prod", keys: testenv.KeyRing("k1")}
 	genuine := ec2.ENI{ID: "eni-genuine", InterfaceType: "interface", Status: "in-use",
 		Attachment: &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 1, Status: "attached"},
 		Tags: map[string]string{TagCluster: "prod", TagNodeENI: "multus", TagNodeENIUID: "uid-1", TagNode: "n1",
 			TagInstance: "i-1", TagDeviceIndex: "1", TagDeviceIndexBase: "1", TagCreatedAt: "2026-11-27T01:00:00Z"}}
 	genuine.Tags[TagProof] = check.keys.Sign(claimOf(genuine))
-	other := testKeys(t, "k9")
+	other := testenv.KeyRing("k9")
 	copyOnto := func(id string, att *ec2.Attachment, mutate func(map[string]string)) ec2.ENI {
 		e := ec2.ENI{ID: id, InterfaceType: "interface", Status: "available", Attachment: att, Tags: maps.Clone(genuine.Tags)}
 		if att != nil {
@@ -206,7 +193,7 @@ func TestProofCheck(t *testing.T) {
 			}
 		})
 	}
-	rotated := trustCheck{cluster: "prod", keys: testKeys(t, "k1", "k2")}
+	rotated := trustCheck{cluster: "prod", keys: testenv.KeyRing("k1", "k2")}
 	if reason, detail := rotated.distrust(genuine, "multus"); reason != "" {
 		t.Fatalf("after rotation: %s (%s)", reason, detail)
 	}
