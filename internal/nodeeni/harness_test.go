@@ -309,3 +309,21 @@ func (h *harness) prove(id string) {
 	}
 	h.Emulator.ResetCounts()
 }
+
+// onlyReads checks that no call since the counts were last reset, but
+// the describes, names one of ids.
+func (h *harness) onlyReads(ids ...string) {
+	h.t.Helper()
+	for _, c := range h.Emulator.Calls() {
+		if c.Action == "DescribeNetworkInterfaces" || c.Action == "DescribeInstances" {
+			continue
+		}
+		for _, vs := range c.Params {
+			for _, v := range vs {
+				if slices.Contains(ids, v) {
+					h.t.Errorf("%s names %s: %v", c.Action, v, c.Params)
+				}
+			}
+		}
+	}
+}

@@ -196,11 +196,27 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes := map[string]bool{"DetachNetworkInterface": true, "DeleteNetworkInterface": true, "AttachNetworkInterface": true,
-		"ModifyNetworkInterfaceAttribute": true, "CreateTags": true, "DeleteTags": true}
+	noWriteNames(t, calls, watched)
 	seen := map[string]int{}
 	for _, c := range calls {
 		seen[c.Action]++
+	}
+	t.Logf("EC2 calls: %v; %d NodeENI inventory refreshes", seen, len(clusterListings(t, admin)))
+	if seen["AttachNetworkInterface"] == 0 {
+		t.Error("no AttachNetworkInterface at all: the NodeENI controller did not do its work")
+	}
+	if g := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedTaggerTag}); g < 2 {
+		t.Errorf("untrusted ENIs with the tagger's tag: %v, want the 2 forged ones", g)
+	}
+}
+
+// noWriteNames checks that no call that changes an ENI names one of
+// watched (ID -> what it is).
+func noWriteNames(t *testing.T, calls []emulator.Call, watched map[string]string) {
+	t.Helper()
+	changes := map[string]bool{"DetachNetworkInterface": true, "DeleteNetworkInterface": true, "AttachNetworkInterface": true,
+		"ModifyNetworkInterfaceAttribute": true, "CreateTags": true, "DeleteTags": true}
+	for _, c := range calls {
 		if !changes[c.Action] {
 			continue
 		}
@@ -211,13 +227,6 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 				}
 			}
 		}
-	}
-	t.Logf("EC2 calls: %v; %d NodeENI inventory refreshes", seen, len(clusterListings(t, admin)))
-	if seen["AttachNetworkInterface"] == 0 {
-		t.Error("no AttachNetworkInterface at all: the NodeENI controller did not do its work")
-	}
-	if g := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedTaggerTag}); g < 2 {
-		t.Errorf("untrusted ENIs with the tagger's tag: %v, want the 2 forged ones", g)
 	}
 }
 
