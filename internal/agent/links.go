@@ -65,9 +65,9 @@ func findLink(links []link, mac string) (l link, found bool, err error) {
 
 // guard tells the interface of an ENI the operator attached from the
 // node's own interfaces. The MAC address that finds the link comes from
-// a NodeENI's status, which whoever may patch it can rewrite (issue 25,
-// finding 8): a MAC address alone is not enough to rename a link, change
-// its MTU, set it down or up, or bind its device to DPDK.
+// a NodeENI's status, which whoever may patch it can rewrite: a MAC
+// address alone is not enough to rename a link, change its MTU, set it
+// down or up, or bind its device to DPDK.
 type guard struct {
 	nodeIPs map[string]bool // the node's addresses, canonical
 	kinds   []string        // the netlink kinds an ENI's interface has

@@ -41,8 +41,7 @@ type tagSet string
 // encodeTags is the one encoding of a tag set: its pairs in key order,
 // each key and each value preceded by its length in bytes as a uvarint.
 // Lengths, not delimiters, so no byte a key or value holds can be read
-// back as a boundary: a NUL-joined key once let one value decode into
-// reserved tags of its own (issue 25). FuzzTagSetKeyRoundTrip holds it.
+// back as a boundary between tags (FuzzTagSetKeyRoundTrip).
 func encodeTags(tags map[string]string) tagSet {
 	size := 0
 	for k, v := range tags {

@@ -196,7 +196,7 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *stop {
 	if w.pod.Spec.HostNetwork {
 		// Its address is the node's, and so is the ENI that holds it:
 		// told before anything is parsed or looked up, so the pod costs
-		// no EC2 call (finding 5 of issue 25).
+		// no EC2 call.
 		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonHostNetwork,
 			message: fmt.Sprintf("the pod uses the host network: it shares its node's network and address, and the node's ENI is never tagged for a pod; annotation %s is ignored", r.opts.AnnotationKey),
 			event:   true, warning: true})
@@ -854,7 +854,7 @@ func (r *Reconciler) requeue(key string) { r.queue.add(key) }
 // release requeues the pods waiting in Conflict on an ENI whose record
 // was just removed, with its tags: the ENI may be theirs to tag now. The
 // inventory would not bring them back, as they have no record of their
-// own (finding 7 of issue 25: six minutes in Conflict on an untagged ENI).
+// own.
 func (r *Reconciler) release(eni string) {
 	for _, key := range r.waiting.release(eni) {
 		r.requeue(key)

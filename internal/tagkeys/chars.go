@@ -12,8 +12,8 @@ import (
 // control characters, and keys without white space at either end.
 //
 // Control characters are refused because nobody means them in a tag and
-// they are how input is made to read as something else: a NUL split one
-// value into reserved tags once (issue 25), newlines forge log lines, and
+// they are how input is made to read as something else: a NUL can pass
+// for a separator, newlines forge log lines, and
 // a person reading the tag never sees them. White space at a key's ends
 // makes "Team " a tag a person reads as "Team".
 
