@@ -312,7 +312,7 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 	trustedLeft := 0
 	for _, e := range left {
 		reason, _ := r.trust.distrust(e, ne.Name)
-		if reason == "" || reason == UntrustedUnproven && vouched(e, ne.Status.Attachments, r.unsigned.has(e.ID)) {
+		if reason == "" || reason == UntrustedUnproven && r.vouches(ne, e) {
 			trustedLeft++
 		}
 	}

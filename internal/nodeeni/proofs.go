@@ -59,13 +59,19 @@ func vouched(e ec2.ENI, records []v1alpha1.ENIAttachment, createdHere bool) bool
 	return false
 }
 
+// vouches is vouched for an ENI of ne: its status and this process's
+// creates.
+func (r *reconciler) vouches(ne *v1alpha1.NodeENI, e ec2.ENI) bool {
+	return vouched(e, ne.Status.Attachments, r.unsigned.has(e.ID))
+}
+
 // proving returns the actions that sign the NodeENI's ENIs needing it:
 // the vouched-for unproven ones (which join the trusted list) and those
 // proven with a key other than the ring's current one (rotation).
 func (r *reconciler) proving(ne *v1alpha1.NodeENI, trusted []owned, all []owned, v verdicts) ([]owned, []action) {
 	var acts []action
 	for _, o := range all {
-		if v.reasons[o.ID] != UntrustedUnproven || !vouched(o.ENI, ne.Status.Attachments, r.unsigned.has(o.ID)) {
+		if v.reasons[o.ID] != UntrustedUnproven || !r.vouches(ne, o.ENI) {
 			continue
 		}
 		trusted = append(trusted, o)

@@ -261,11 +261,11 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 // ownStatus remembers, per NodeENI, the controller's part of its status
 // (everything but the agents' status.interfaces) as this process last
 // wrote it or found it as planned. Anyone allowed to patch NodeENI status
-// can rewrite that part, and the agents act on its attachments (issue
-// 25, finding 8); an update that makes it differ from what is remembered
-// is someone else's and is reconciled at once, which writes the plan
-// back. The controller's own writes match and wake nobody up. It holds a
-// digest of the JSON, the API's form (times in seconds), not the status.
+// can rewrite that part, and the agents act on its attachments; an
+// update that makes it differ from what is remembered is someone else's
+// and is reconciled at once, which writes the plan back. The
+// controller's own writes match and wake nobody up. It holds a digest of
+// the JSON, the API's form (times in seconds), not the status.
 type ownStatus struct {
 	mu      sync.Mutex
 	digests map[string][sha256.Size]byte
