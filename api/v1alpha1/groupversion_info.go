@@ -1,5 +1,7 @@
 // Package v1alpha1 is the networking.k8s.aws/v1alpha1 API: the NodeENI
-// resource, which gives every matching node an extra ENI in chosen subnets.
+// resource, which gives every matching node an extra ENI in chosen
+// subnets, and the ENINode, one per node, which holds that node's ENIs
+// and its agent's report.
 // Its group, kind and spec field names are those of aws-multi-eni-controller,
 // so that project's manifests apply unchanged.
 //
@@ -21,14 +23,14 @@ var (
 	// (apimachinery's pattern; api/ depends on nothing else).
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-	// AddToScheme adds NodeENI and NodeENIList to a scheme.
+	// AddToScheme adds NodeENI, ENINode and their lists to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-// addKnownTypes registers NodeENI and NodeENIList under GroupVersion, with
+// addKnownTypes registers NodeENI, ENINode and their lists under GroupVersion, with
 // the meta/v1 types every group version carries (ListOptions, ...).
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &NodeENI{}, &NodeENIList{})
+	s.AddKnownTypes(GroupVersion, &NodeENI{}, &NodeENIList{}, &ENINode{}, &ENINodeList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -23,7 +23,7 @@ const (
 	// its message names the nodes and what to do.
 	ConditionDegraded = "Degraded"
 	// ConditionInterfacesConfigured aggregates the node agents' reports
-	// (status.interfaces) over the attached ENIs: True when the agent of
+	// (ENINode status.interfaces) over the attached ENIs: True when the agent of
 	// every node configured all its attached ENIs, False when one failed
 	// or has not been reported configured yet, Unknown when no ENI is
 	// attached. It does not affect Ready, which is about EC2 only.
@@ -187,14 +187,22 @@ type NodeENISpec struct {
 // +kubebuilder:validation:XValidation:rule=`!self.matches(r'\p{Cc}')`,message="tag values may not hold control characters (U+0000-U+001F, U+007F-U+009F): remove them"
 type TagValue string
 
-// ENIAttachment is one ENI the operator manages for one node. The
-// controller owns these entries; the node agent reads them.
+// ENIAttachment is one ENI the operator manages for one node: an entry
+// of ENINode spec.attachments, which the controller owns and the node
+// agent reads (and, in NodeENI status.attachments, of earlier versions).
 type ENIAttachment struct {
+	// NodeENI is the NodeENI the ENI serves.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	NodeENI string `json:"nodeENI,omitempty"`
 	// NodeID is the node's name.
+	// +kubebuilder:validation:MaxLength=253
 	NodeID string `json:"nodeID"`
 	// InstanceID is the node's EC2 instance.
+	// +kubebuilder:validation:MaxLength=32
 	InstanceID string `json:"instanceID"`
 	// ENIID is the ENI.
+	// +kubebuilder:validation:MaxLength=32
 	ENIID string `json:"eniID"`
 	// AttachmentID is the EC2 attachment, when attached.
 	// +optional
@@ -222,19 +230,17 @@ type ENIAttachment struct {
 	Status string `json:"status"`
 	// Message explains a failed or pending state.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 	// LastUpdated is when this entry last changed.
 	// +optional
 	LastUpdated metav1.Time `json:"lastUpdated,omitempty"`
 }
 
-// InterfaceStatus is what the node agent configured on a node for one
-// ENI. The agent owns these entries (server-side apply, one field manager
-// per node) and prunes its own; the controller never writes them.
+// InterfaceStatus is what the node agent configured on its node for one
+// ENI: an entry of ENINode status.interfaces. The agent owns these
+// entries; the controller never writes them.
 type InterfaceStatus struct {
-	// NodeID is the node's name.
-	// +kubebuilder:validation:MaxLength=253
-	NodeID string `json:"nodeID"`
 	// ENIID is the ENI the interface belongs to.
 	// +kubebuilder:validation:MaxLength=32
 	ENIID string `json:"eniID"`
@@ -294,18 +300,15 @@ type NodeENIStatus struct {
 	// +optional
 	// +kubebuilder:default=0
 	ReadyNodes int32 `json:"readyNodes"`
-	// Attachments lists the ENIs the operator manages for this NodeENI.
+	// Attachments are the ENIs as earlier versions and
+	// aws-multi-eni-controller recorded them, which grew with the nodes
+	// past what etcd stores. Deprecated: each node's ENIs are in its
+	// ENINode. The operator reads these entries once, to prove and adopt
+	// the ENIs they name, and then clears them.
 	// +optional
 	// +listType=map
 	// +listMapKey=eniID
 	Attachments []ENIAttachment `json:"attachments,omitempty"`
-	// Interfaces is what node agents configured, one entry per node and
-	// ENI, written by the agents.
-	// +optional
-	// +listType=map
-	// +listMapKey=nodeID
-	// +listMapKey=eniID
-	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
 	// Conditions are Ready, Progressing, Degraded and
 	// InterfacesConfigured.
 	// +optional
@@ -332,6 +335,63 @@ type NodeENI struct {
 
 	Spec   NodeENISpec   `json:"spec"`
 	Status NodeENIStatus `json:"status,omitempty"`
+}
+
+// ENINodeSpec is what the operator manages on one node.
+type ENINodeSpec struct {
+	// Attachments are the ENIs the operator manages on the node, for
+	// every NodeENI, each naming its NodeENI. Written by the operator
+	// (one server-side apply field manager per NodeENI); the node agent
+	// configures the attached ones.
+	// +optional
+	// +listType=map
+	// +listMapKey=eniID
+	// +kubebuilder:validation:MaxItems=128
+	Attachments []ENIAttachment `json:"attachments,omitempty"`
+}
+
+// ENINodeStatus is what the node's eni-agent configured.
+type ENINodeStatus struct {
+	// Interfaces is the agent's report, one entry per attached ENI of
+	// spec.attachments. Written only by the agent of this node (an
+	// admission policy checks its token's node name).
+	// +optional
+	// +listType=map
+	// +listMapKey=eniID
+	// +kubebuilder:validation:MaxItems=64
+	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
+}
+
+// ENINode is one node's share of every NodeENI: the ENIs the operator
+// manages on the node (spec, written by the operator) and what the
+// node's eni-agent configured (status, written by that agent only). It
+// is named after its node and deleted with it, as a kubelet's Lease is.
+// One object per node keeps each write small however many nodes a
+// NodeENI selects, and confines each agent to its own node's object.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:printcolumn:name="NodeENIs",type=string,JSONPath=`.spec.attachments[*].nodeENI`,description="NodeENIs with an ENI on the node"
+// +kubebuilder:printcolumn:name="Attached",type=string,JSONPath=`.spec.attachments[?(@.status=="attached")].eniID`,description="ENIs attached to the node"
+// +kubebuilder:printcolumn:name="Configured",type=string,JSONPath=`.status.interfaces[?(@.state=="Configured")].eniID`,description="ENIs the node's eni-agent configured"
+// +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.interfaces[?(@.state=="Failed")].eniID`,description="ENIs the eni-agent failed to configure (see status.interfaces[].message)"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ENINode struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ENINodeSpec   `json:"spec,omitempty"`
+	Status ENINodeStatus `json:"status,omitempty"`
+}
+
+// ENINodeList is a list of ENINodes.
+//
+// +kubebuilder:object:root=true
+type ENINodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ENINode `json:"items"`
 }
 
 // NodeENIList is a list of NodeENIs.
