@@ -79,7 +79,7 @@ func legacySettings() []legacySetting {
 		{Env: "INTERFACE_MTUS", Action: legacyIgnored,
 			Replacement: "each NodeENI's spec.mtu (the ENI Manager applied only spec.mtu too)"},
 		{Env: "ENI_PATTERN", Action: legacyIgnored, agrees: is(enimgrENIPattern, enimgrChartENIPattern),
-			Replacement: "nothing: the agent finds each ENI's interface by the MAC address in the NodeENI's status, never by name"},
+			Replacement: "nothing: the agent finds each ENI's interface by the MAC address in its node's ENINode, never by name"},
 		{Env: "IGNORE_INTERFACES", Action: legacyRefused, agrees: onlyTunnels, refuses: notOnlyTunnels,
 			Replacement: "keeping the ENI's NodeENI off the node (spec.nodeSelector): the agent touches exactly the interfaces of the NodeENI ENIs attached to its node (found by MAC) and no other"},
 		{Env: "INTERFACE_UP_TIMEOUT", Action: legacyIgnored,

@@ -2,7 +2,7 @@
 // configures the interfaces of the ENIs that NodeENIs attached to the
 // node: found by MAC address, MTU, up, optional stable name, optional
 // DPDK driver binding and SR-IOV device plugin config. It holds no AWS
-// credentials and reports into the NodeENIs' status.
+// credentials and reports into its node's ENINode status.
 package main
 
 import (
@@ -20,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -76,7 +74,7 @@ func flags(c *config) *flag.FlagSet {
 	fs.StringVar(&c.probe, "probe", "", "check a health endpoint and exit: 0 when http://host:port/path answers 200 within 2s, 1 otherwise (for exec probes, so /healthz and /readyz can listen on the node's loopback); nothing else runs")
 	cli.BindLogFlags(fs, &c.zap)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: eni-agent [flags]\n\nConfigures this node's NodeENI interfaces (found by MAC address): MTU, up, stable\nname, DPDK driver binding, SR-IOV device plugin config; reports into the NodeENIs'\nstatus. Runs as a DaemonSet with hostNetwork; holds no AWS credentials.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: eni-agent [flags]\n\nConfigures this node's NodeENI interfaces (found by MAC address): MTU, up, stable\nname, DPDK driver binding, SR-IOV device plugin config; reports into its node's\nENINode status. Runs as a DaemonSet with hostNetwork; holds no AWS credentials.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -179,9 +177,7 @@ func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},
 		HealthProbeBindAddress: c.probeAddr,
 		// Every node's agent acts on its own node: no leader election.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.NodeENI{}: {Transform: cache.TransformStripManagedFields()},
-		}},
+		Cache: agent.CacheOptions(c.agent.NodeName),
 	})
 	if err != nil {
 		return err
@@ -189,14 +185,14 @@ func run(ctx context.Context, restCfg *rest.Config, c *config) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	// Ready once the NodeENI cache is filled: before that the agent has not
+	// Ready once the cache is filled: before that the agent has not
 	// looked at its node yet. Liveness is only the ping, so an API outage
 	// never restarts the agent (a restart would fix nothing).
 	if err := mgr.AddReadyzCheck("cache-sync", func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), 500*time.Millisecond)
 		defer cancel()
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return errors.New("NodeENI cache not synced yet")
+			return errors.New("ENINode and NodeENI cache not synced yet")
 		}
 		return nil
 	}); err != nil {

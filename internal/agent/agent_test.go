@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
@@ -55,7 +53,7 @@ func TestConfiguresInterfacesByMAC(t *testing.T) {
 			t.Errorf("ENI %d's link: %+v; want %s, MTU 9001, up", i, l, name)
 		}
 		e := w.entries(data)[w.enis[i].ID]
-		if e.InterfaceName != name || e.MTU != 9001 || !e.Up || e.NodeID != w.node || e.LastUpdated.IsZero() {
+		if e.InterfaceName != name || e.MTU != 9001 || !e.Up || e.LastUpdated.IsZero() {
 			t.Errorf("ENI %d's status: %+v", i, e)
 		}
 	}
@@ -79,9 +77,9 @@ func TestConfiguresInterfacesByMAC(t *testing.T) {
 		t.Errorf("eni_agent_interfaces{state=Configured} = %v", g)
 	}
 	// The entries are owned by the node's field manager (server-side
-	// apply on the status subresource).
+	// apply on the status subresource of the node's ENINode).
 	found := false
-	for _, mf := range w.get(data).ManagedFields {
+	for _, mf := range w.eniNode().ManagedFields {
 		if mf.Manager == FieldManager(w.node) && mf.Operation == "Apply" && mf.Subresource == "status" {
 			found = true
 		}
@@ -191,9 +189,10 @@ func TestRemovalReAddAndRestart(t *testing.T) {
 	})
 }
 
-// Agents of two nodes write into one NodeENI at once, each only its own
-// entries: no conflicts, and one node's pruning leaves the other's alone.
-func TestNodesShareANodeENIWithoutConflicts(t *testing.T) {
+// Agents of two nodes serving one NodeENI each report into their own
+// ENINode: one node's pruning leaves the other's report alone, and the
+// operator's writes of the spec leave the report alone.
+func TestNodesReportIntoTheirOwnENINodes(t *testing.T) {
 	a, b := newWorld(t, "a", 1), newWorld(t, "b", 1)
 	a.addLink("ens5", a.mac(0), 1500)
 	b.addLink("ens5", b.mac(0), 1500)
@@ -202,40 +201,37 @@ func TestNodesShareANodeENIWithoutConflicts(t *testing.T) {
 		a.attachment(0, v1alpha1.AttachmentAttached), b.attachment(0, v1alpha1.AttachmentAttached))
 	a.start(a.options(), nil)
 	b.start(b.options(), nil)
-	a.eventually("both nodes report", func() (bool, string) {
-		st := a.get(name).Status.Interfaces
-		ok := len(st) == 2
-		for _, s := range st {
-			ok = ok && s.State == v1alpha1.InterfaceConfigured && s.MTU == 9001
+	for _, w := range []*world{a, b} {
+		w.eventually("the node reports its ENI", func() (bool, string) {
+			st := w.eniNode().Status.Interfaces
+			return len(st) == 1 && st[0].ENIID == w.enis[0].ID && st[0].State == v1alpha1.InterfaceConfigured && st[0].MTU == 9001, fmt.Sprintf("%+v", st)
+		})
+		managers := map[string]bool{}
+		for _, mf := range w.eniNode().ManagedFields {
+			managers[mf.Manager] = true
 		}
-		return ok, fmt.Sprintf("%+v", st)
-	})
-	managers := map[string]bool{}
-	for _, mf := range a.get(name).ManagedFields {
-		managers[mf.Manager] = true
-	}
-	if !managers[FieldManager(a.node)] || !managers[FieldManager(b.node)] {
-		t.Fatalf("managers %v", managers)
+		other := map[*world]*world{a: b, b: a}[w]
+		if !managers[FieldManager(w.node)] || managers[FieldManager(other.node)] {
+			t.Fatalf("ENINode %s's managers %v; want its own agent's, not the other's", w.node, managers)
+		}
 	}
 	before := a.entries(name)[a.enis[0].ID]
 	// Node b's ENI goes away: only b's entry goes.
 	a.setAttachments(name, a.attachment(0, v1alpha1.AttachmentAttached))
-	a.eventually("b's entry pruned, a's kept", func() (bool, string) {
-		st := a.get(name).Status.Interfaces
-		return len(st) == 1 && st[0].NodeID == a.node, fmt.Sprintf("%+v", st)
+	b.eventually("b's entry pruned", func() (bool, string) {
+		st := b.eniNode().Status.Interfaces
+		return len(st) == 0, fmt.Sprintf("%+v", st)
 	})
 	if after := a.entries(name)[a.enis[0].ID]; !after.LastUpdated.Equal(&before.LastUpdated) {
 		t.Errorf("a's entry was rewritten: %v -> %v", before.LastUpdated, after.LastUpdated)
 	}
-	// The operator's own status writes (merge patches of attachments and
-	// conditions) leave the agents' entries alone.
-	ne := a.get(name)
-	old := ne.DeepCopy()
-	ne.Status.ReadyNodes = 1
-	if err := a.k8s.Status().Patch(context.Background(), ne, client.MergeFrom(old)); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(a.get(name).Status.Interfaces); n != 1 {
-		t.Fatalf("%d entries after the operator's status write", n)
+	// The operator's own write of the spec (another NodeENI's ENI,
+	// still being created) leaves the agent's report alone.
+	extra := a.attachment(0, v1alpha1.AttachmentCreated)
+	extra.ENIID, extra.MACAddress = "eni-0aaaaaaaaaaaaaaaa", ""
+	a.setAttachments(a.name("other"), extra)
+	time.Sleep(300 * time.Millisecond)
+	if st := a.eniNode().Status.Interfaces; len(st) != 1 || !st[0].LastUpdated.Equal(&before.LastUpdated) {
+		t.Fatalf("a's report after the operator's spec write: %+v", st)
 	}
 }

@@ -20,14 +20,17 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
-// The agent reads NodeENIs and writes only its own entries of their
-// status (server-side apply); it needs nothing else from the API. These
-// markers are generated into config/agent/role.yaml, not into the
+// The agent reads its node's ENINode and the NodeENIs' specs, and writes
+// only its ENINode's status (server-side apply; the admission policy
+// holds each agent to its own node); it needs nothing else from the API.
+// These markers are generated into config/agent/role.yaml, not into the
 // operator's role.
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=eninodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=eninodes/status,verbs=patch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=patch
 
-// reconciler brings one node's interfaces to what the NodeENIs ask for.
+// reconciler brings one node's interfaces to what its ENINode and the
+// NodeENIs ask for.
 // There is one request key, the node: links, names, driver bindings and
 // the device plugin config are shared by all NodeENIs of the node, so
 // one pass decides them together.
@@ -75,12 +78,21 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		r.state = st
 	}
+	en := &v1alpha1.ENINode{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: r.node}, en); apierrors.IsNotFound(err) {
+		// The operator creates it; until then (a new node, an upgrade
+		// under way) the host is left as it is: releasing would undo
+		// interfaces the operator still manages.
+		logger.V(1).Info("no ENINode for this node yet; leaving its interfaces as they are")
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
 	list := &v1alpha1.NodeENIList{}
 	if err := r.client.List(ctx, list); err != nil {
 		return reconcile.Result{}, err
 	}
-	slices.SortFunc(list.Items, func(a, b v1alpha1.NodeENI) int { return cmp.Compare(a.Name, b.Name) })
-	wants := desired(r.node, list.Items, r.defaultDriver)
+	wants := desired(en, list.Items, r.defaultDriver)
 	r.watch.setMACs(r.watchedMACs(wants))
 
 	links, err := r.host.links()
@@ -118,7 +130,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 
-	statusErr := r.report(ctx, list.Items, wants, entries)
+	statusErr := r.report(ctx, en, wants, entries)
 	counts := map[string]int{v1alpha1.InterfaceConfigured: 0, v1alpha1.InterfacePending: 0, v1alpha1.InterfaceFailed: 0}
 	for _, e := range entries {
 		counts[e.State]++
@@ -589,7 +601,7 @@ func (r *reconciler) release(ctx context.Context, wanted map[string]bool, links 
 
 // entry is the status entry of one interface, from the host as it is now.
 func (r *reconciler) entry(o outcome, links []link) v1alpha1.InterfaceStatus {
-	e := v1alpha1.InterfaceStatus{NodeID: r.node, ENIID: o.w.ENIID, State: o.state, Message: o.message}
+	e := v1alpha1.InterfaceStatus{ENIID: o.w.ENIID, State: o.state, Message: o.message}
 	if o.dpdk != nil {
 		e.InterfaceName = o.dpdk.Name
 		e.DPDKBound, e.DPDKDriver, e.DPDKPCIAddress = true, o.dpdk.BoundDriver, o.dpdk.PCIAddress
@@ -794,41 +806,33 @@ func unionSorted(a, b []string) []string {
 	return out
 }
 
-// report writes this node's entries into every NodeENI whose part
-// changed, logging interfaces that went wrong (once, when their message
-// changes, not on every pass).
-func (r *reconciler) report(ctx context.Context, nes []v1alpha1.NodeENI, wants []want, entries map[string]v1alpha1.InterfaceStatus) error {
-	byNodeENI := map[string][]v1alpha1.InterfaceStatus{}
+// report writes the node's entries into its ENINode when they changed,
+// logging interfaces that went wrong (once, when their message changes,
+// not on every pass).
+func (r *reconciler) report(ctx context.Context, en *v1alpha1.ENINode, wants []want, entries map[string]v1alpha1.InterfaceStatus) error {
+	cur := make([]v1alpha1.InterfaceStatus, 0, len(wants))
 	for _, w := range wants {
-		byNodeENI[w.NodeENI] = append(byNodeENI[w.NodeENI], entries[w.ENIID])
+		cur = append(cur, entries[w.ENIID])
+	}
+	old := en.Status.Interfaces
+	if sameInterfaces(old, cur) {
+		return nil
+	}
+	prev := make(map[string]v1alpha1.InterfaceStatus, len(old))
+	for _, o := range old {
+		prev[o.ENIID] = o
 	}
 	logger := log.FromContext(ctx)
-	now := metav1.Now()
-	var errs []error
-	for i := range nes {
-		ne := &nes[i]
-		old := interfacesOf(ne, r.node)
-		cur := byNodeENI[ne.Name]
-		if sameInterfaces(old, cur) {
-			continue
-		}
-		prev := map[string]v1alpha1.InterfaceStatus{}
-		for _, o := range old {
-			prev[o.ENIID] = o
-		}
-		for _, c := range cur {
-			if c.State != v1alpha1.InterfaceConfigured && prev[c.ENIID].Message != c.Message {
-				logger.Info("interface not configured", "nodeENI", ne.Name, "eni", c.ENIID, "state", c.State, "reason", c.Message)
-			}
-		}
-		err := ApplyInterfaces(ctx, r.client, r.node, ne.Name, stamp(old, cur, now))
-		if apierrors.IsNotFound(err) {
-			continue // deleted meanwhile
-		}
-		r.metrics.op("status-apply", err)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reporting interfaces in NodeENI %s: %w", ne.Name, err))
+	for _, w := range wants {
+		c := entries[w.ENIID]
+		if c.State != v1alpha1.InterfaceConfigured && prev[c.ENIID].Message != c.Message {
+			logger.Info("interface not configured", "nodeENI", w.NodeENI, "eni", c.ENIID, "state", c.State, "reason", c.Message)
 		}
 	}
-	return errors.Join(errs...)
+	err := ApplyInterfaces(ctx, r.client, r.node, stamp(old, cur, metav1.Now()))
+	r.metrics.op("status-apply", err)
+	if err != nil {
+		return fmt.Errorf("reporting interfaces in ENINode %s: %w", r.node, err)
+	}
+	return nil
 }

@@ -28,7 +28,7 @@ type want struct {
 	Resource    string // SR-IOV device plugin resource (prefix/name), optional
 	PCIAddress  string // from the spec; "" means: found through the interface
 	// ReportedPCI is the device this node's agent last reported bound for
-	// the ENI (its status.interfaces entry): how a bound device, whose
+	// the ENI (its ENINode's status.interfaces entry): how a bound device, whose
 	// interface is gone, is found again when the state file was lost.
 	ReportedPCI string
 }
@@ -42,53 +42,54 @@ func (w want) kernelSRIOV() bool {
 	return !w.DPDK && w.Resource != "" && w.PCIAddress != ""
 }
 
-// desired lists what this node should have, from every NodeENI: one want
-// per ENI attached to the node, sorted by NodeENI and device index.
-// Attachments still being created have nothing on the host yet;
-// attachments being detached or deleted, and NodeENIs being deleted, are
-// left out, so their interfaces are released as if already gone.
-func desired(node string, nes []v1alpha1.NodeENI, defaultDriver string) []want {
+// desired lists what this node should have, from its ENINode: one want
+// per ENI attached to the node, joined to the spec of the NodeENI it
+// serves, sorted by NodeENI and device index. Attachments still being
+// created have nothing on the host yet; attachments being detached or
+// deleted, and those whose NodeENI is gone or being deleted, are left
+// out, so their interfaces are released as if already gone.
+func desired(en *v1alpha1.ENINode, nes []v1alpha1.NodeENI, defaultDriver string) []want {
+	if en == nil {
+		return nil
+	}
 	if defaultDriver == "" {
 		defaultDriver = DefaultDPDKDriver
 	}
-	var out []want
+	live := make(map[string]*v1alpha1.NodeENI, len(nes))
 	for i := range nes {
-		ne := &nes[i]
-		if !ne.DeletionTimestamp.IsZero() {
+		if nes[i].DeletionTimestamp.IsZero() {
+			live[nes[i].Name] = &nes[i]
+		}
+	}
+	reported := map[string]string{}
+	for _, e := range en.Status.Interfaces {
+		if e.DPDKBound && pciAddressPattern.MatchString(e.DPDKPCIAddress) {
+			reported[e.ENIID] = e.DPDKPCIAddress
+		}
+	}
+	var out []want
+	for _, a := range en.Spec.Attachments {
+		ne := live[a.NodeENI]
+		// An entry naming another node is not this node's to configure,
+		// whoever wrote it into this node's ENINode.
+		if ne == nil || a.NodeID != en.Name || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" {
 			continue
 		}
-		base := ne.Spec.DeviceIndex
-		if base < 1 {
-			base = 1
+		base := max(ne.Spec.DeviceIndex, 1)
+		w := want{
+			NodeENI: ne.Name, ENIID: a.ENIID, MAC: normalizeMAC(a.MACAddress), DeviceIndex: a.DeviceIndex,
+			MTU: ne.Spec.MTU, Name: stableName(ne.Spec.InterfaceName, a.DeviceIndex, base),
+			DPDK: ne.Spec.EnableDPDK, Resource: ne.Spec.DPDKResourceName,
 		}
-		reported := map[string]string{}
-		for _, e := range interfacesOf(ne, node) {
-			if e.DPDKBound && pciAddressPattern.MatchString(e.DPDKPCIAddress) {
-				reported[e.ENIID] = e.DPDKPCIAddress
-			}
+		// The address matters to DPDK (the device to bind) and to SR-IOV
+		// without DPDK (the kernel device to publish, as the original's
+		// case 2 asks for it).
+		w.PCIAddress = strings.ToLower(ne.Spec.DPDKPCIAddress)
+		if w.DPDK {
+			w.Driver = cmp.Or(ne.Spec.DPDKDriver, defaultDriver)
+			w.ReportedPCI = reported[a.ENIID]
 		}
-		for _, a := range ne.Status.Attachments {
-			if a.NodeID != node || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" {
-				continue
-			}
-			w := want{
-				NodeENI: ne.Name, ENIID: a.ENIID, MAC: normalizeMAC(a.MACAddress), DeviceIndex: a.DeviceIndex,
-				MTU: ne.Spec.MTU, Name: stableName(ne.Spec.InterfaceName, a.DeviceIndex, base),
-				DPDK: ne.Spec.EnableDPDK, Resource: ne.Spec.DPDKResourceName,
-			}
-			// The address matters to DPDK (the device to bind) and to SR-IOV
-			// without DPDK (the kernel device to publish, as the original's
-			// case 2 asks for it).
-			w.PCIAddress = strings.ToLower(ne.Spec.DPDKPCIAddress)
-			if w.DPDK {
-				w.Driver = ne.Spec.DPDKDriver
-				if w.Driver == "" {
-					w.Driver = defaultDriver
-				}
-				w.ReportedPCI = reported[a.ENIID]
-			}
-			out = append(out, w)
-		}
+		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b want) int {
 		return cmp.Or(cmp.Compare(a.NodeENI, b.NodeENI), cmp.Compare(a.DeviceIndex, b.DeviceIndex), cmp.Compare(a.ENIID, b.ENIID))

@@ -1,11 +1,13 @@
 // Package agent is the node side of NodeENI: it configures, on one node,
 // the interfaces of the ENIs the operator attached to that node, and
 // reports what it did. It holds no AWS credentials; everything it needs
-// is in the NodeENIs' status (node, ENI, MAC address, device index).
+// is in its node's ENINode (ENI, MAC address, device index, NodeENI) and
+// the specs of those NodeENIs.
 //
 // The parts, one job each:
-//   - desired.go turns the NodeENIs into what this node should have: one
-//     want per attached ENI (MAC, MTU, name, DPDK, SR-IOV resource);
+//   - desired.go joins the ENINode's attachments to their NodeENIs into
+//     what this node should have: one want per attached ENI (MAC, MTU,
+//     name, DPDK, SR-IOV resource);
 //   - links.go matches wants to the host's links by MAC address and plans
 //     the link changes (rename, MTU, up) as pure functions; netlink.go
 //     reads the links and carries the changes out through a
@@ -21,12 +23,13 @@
 //     back from the host (original drivers and names, PCI addresses of
 //     bound devices, the config entries the agent owns) in a node-local
 //     file;
-//   - status.go reports each interface in the NodeENI's status with
-//     server-side apply, one field manager per node, so agents on many
-//     nodes never conflict;
-//   - controller.go and setup.go are the thin controller: NodeENI events
-//     and link events of the namespace enqueue the node, and one
-//     reconcile brings the whole node to the desired state.
+//   - status.go reports each interface in the ENINode's status.interfaces
+//     with server-side apply, the node's own object, so one agent's
+//     report never weighs on another's;
+//   - controller.go and setup.go are the thin controller: events of the
+//     node's ENINode, NodeENI spec changes and link events of the
+//     namespace enqueue the node, and one reconcile brings the whole node
+//     to the desired state.
 //
 // Every decision reads the host as it is (names, MTUs and up state
 // through netlink, drivers through sysfs, the plugin's config), not what

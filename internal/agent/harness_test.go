@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,10 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -81,7 +83,7 @@ type world struct {
 	t      *testing.T
 	k8s    client.Client
 	node   string
-	prefix string // of the test's NodeENI names (the API server is shared)
+	prefix string // of the test's NodeENI and node names (the API server is shared)
 	ns     netns.NsHandle
 	nl     *netlink.Handle
 	enis   []emulator.LoadedENI
@@ -114,13 +116,19 @@ func newWorld(t *testing.T, suffix string, n int) *world {
 	}
 	t.Cleanup(nl.Close)
 	prefix := strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
-	return &world{t: t, k8s: testenv.Client(t, env.Config), node: prefix + "-" + suffix, prefix: prefix, ns: ns, nl: nl,
+	k8s := testenv.Client(t, env.Config)
+	node := prefix + "-" + suffix
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	})
+	return &world{t: t, k8s: k8s, node: node, prefix: prefix, ns: ns, nl: nl,
 		enis: e.World.NetworkInterfaces, inst: e.World.Instances[0].ID, subnet: e.Subnets["multus-a"], sg: e.Groups["multus"], dir: t.TempDir()}
 }
 
 func (w *world) mac(i int) string { return w.enis[i].MAC }
 
-// attachment is the status entry the operator writes for ENI i at index.
+// attachment is the ENINode entry the operator writes for ENI i at
+// index; setAttachments names its NodeENI.
 func (w *world) attachment(i int, status string) v1alpha1.ENIAttachment {
 	return v1alpha1.ENIAttachment{NodeID: w.node, InstanceID: w.inst, ENIID: w.enis[i].ID, SubnetID: w.subnet,
 		MACAddress: w.enis[i].MAC, PrivateIP: w.enis[i].PrivateIP, DeviceIndex: int32(i + 1), Status: status}
@@ -128,8 +136,8 @@ func (w *world) attachment(i int, status string) v1alpha1.ENIAttachment {
 
 func (w *world) name(s string) string { return w.prefix + "-" + s }
 
-// createNodeENI creates a NodeENI and writes its attachments into its
-// status, as the operator does once it attached the ENIs.
+// createNodeENI creates a NodeENI and writes its attachments into the
+// ENINodes of their nodes, as the operator does once it attached the ENIs.
 func (w *world) createNodeENI(name string, mutate func(*v1alpha1.NodeENISpec), atts ...v1alpha1.ENIAttachment) {
 	w.t.Helper()
 	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeENISpec{
@@ -144,29 +152,48 @@ func (w *world) createNodeENI(name string, mutate func(*v1alpha1.NodeENISpec), a
 	w.setAttachments(name, atts...)
 }
 
-// setAttachments replaces a NodeENI's attachments with a merge patch of
-// status.attachments alone, as the operator's status writes do.
+// operatorManager is the field manager the tests write a NodeENI's
+// attachments with, one per NodeENI as the operator's.
+func operatorManager(nodeENI string) string { return "eni-operator/" + nodeENI }
+
+// setAttachments makes atts the whole of NodeENI name's attachments:
+// each node's share is applied to its ENINode (created when missing),
+// and nodes that held entries of name and have none now lose them.
 func (w *world) setAttachments(name string, atts ...v1alpha1.ENIAttachment) {
 	w.t.Helper()
-	ne := w.get(name)
-	old := ne.DeepCopy()
-	ne.Status.Attachments = atts
-	if err := w.k8s.Status().Patch(context.Background(), ne, client.MergeFrom(old)); err != nil {
+	ctx := context.Background()
+	byNode := map[string][]any{}
+	list := &v1alpha1.ENINodeList{}
+	if err := w.k8s.List(ctx, list); err != nil {
 		w.t.Fatal(err)
+	}
+	for _, en := range list.Items {
+		if slices.ContainsFunc(en.Spec.Attachments, func(a v1alpha1.ENIAttachment) bool { return a.NodeENI == name }) {
+			byNode[en.Name] = []any{}
+		}
+	}
+	for _, a := range atts {
+		a.NodeENI, a.LastUpdated = name, metav1.Now()
+		m, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(&a)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		byNode[a.NodeID] = append(byNode[a.NodeID], m)
+	}
+	for node, items := range byNode {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(), "kind": "ENINode",
+			"metadata": map[string]any{"name": node},
+			"spec":     map[string]any{"attachments": items},
+		}}
+		if err := w.k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(operatorManager(name)), client.ForceOwnership); err != nil {
+			w.t.Fatalf("writing NodeENI %s's attachments into ENINode %s: %v", name, node, err)
+		}
 	}
 }
 
 func (w *world) updateSpec(name string, f func(*v1alpha1.NodeENISpec)) {
 	testenv.UpdateNodeENISpec(w.t, w.k8s, name, f)
-}
-
-func (w *world) get(name string) *v1alpha1.NodeENI {
-	w.t.Helper()
-	ne := testenv.GetNodeENI(w.t, w.k8s, name)
-	if ne == nil {
-		w.t.Fatalf("NodeENI %s not found", name)
-	}
-	return ne
 }
 
 func (w *world) deleteNodeENI(name string) {
@@ -176,13 +203,26 @@ func (w *world) deleteNodeENI(name string) {
 	}
 }
 
-// entries returns this node's entries of a NodeENI's status.interfaces,
-// by ENI ID.
+// eniNode reads this node's ENINode.
+func (w *world) eniNode() *v1alpha1.ENINode {
+	w.t.Helper()
+	en := &v1alpha1.ENINode{}
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Name: w.node}, en); err != nil {
+		w.t.Fatalf("ENINode %s: %v", w.node, err)
+	}
+	return en
+}
+
+// entries returns the node's reported interfaces of the ENIs of NodeENI
+// name, by ENI ID.
 func (w *world) entries(name string) map[string]v1alpha1.InterfaceStatus {
 	w.t.Helper()
+	en := w.eniNode()
 	out := map[string]v1alpha1.InterfaceStatus{}
-	for _, s := range interfacesOf(w.get(name), w.node) {
-		out[s.ENIID] = s
+	for _, s := range en.Status.Interfaces {
+		if slices.ContainsFunc(en.Spec.Attachments, func(a v1alpha1.ENIAttachment) bool { return a.ENIID == s.ENIID && a.NodeENI == name }) {
+			out[s.ENIID] = s
+		}
 	}
 	return out
 }
@@ -296,9 +336,7 @@ func (w *world) start(o Options, cfg *rest.Config) *testenv.Manager {
 	}
 	return testenv.StartManager(w.t, cfg, ctrl.Options{
 		Logger: log.Log.WithName(w.node),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.NodeENI{}: {Transform: cache.TransformStripManagedFields()},
-		}},
+		Cache:  CacheOptions(w.node),
 	}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
 		o.NodeName, o.Netlink, o.NetNS, o.Registerer = w.node, w.nl, &w.ns, reg
 		return Setup(mgr, o)

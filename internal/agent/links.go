@@ -65,7 +65,7 @@ func findLink(links []link, mac string) (l link, found bool, err error) {
 
 // guard tells the interface of an ENI the operator attached from the
 // node's own interfaces. The MAC address that finds the link comes from
-// a NodeENI's status, which whoever may patch it can rewrite: a MAC
+// the node's ENINode, which whoever may patch it can rewrite: a MAC
 // address alone is not enough to rename a link, change its MTU, set it
 // down or up, or bind its device to DPDK.
 type guard struct {

@@ -6,55 +6,66 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
 )
 
-func nodeENI(name string, spec v1alpha1.NodeENISpec, atts ...v1alpha1.ENIAttachment) v1alpha1.NodeENI {
-	return v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec,
-		Status: v1alpha1.NodeENIStatus{Attachments: atts}}
+func nodeENI(name string, spec v1alpha1.NodeENISpec) v1alpha1.NodeENI {
+	return v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 }
 
-func att(node, eni, mac string, index int32, status string) v1alpha1.ENIAttachment {
-	return v1alpha1.ENIAttachment{NodeID: node, ENIID: eni, MACAddress: mac, DeviceIndex: index, Status: status}
+func eniNode(node string, atts ...v1alpha1.ENIAttachment) *v1alpha1.ENINode {
+	return &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.ENINodeSpec{Attachments: atts}}
+}
+
+func att(nodeENI, node, eni, mac string, index int32, status string) v1alpha1.ENIAttachment {
+	return v1alpha1.ENIAttachment{NodeENI: nodeENI, NodeID: node, ENIID: eni, MACAddress: mac, DeviceIndex: index, Status: status}
 }
 
 func TestDesired(t *testing.T) {
-	deleting := nodeENI("gone", v1alpha1.NodeENISpec{}, att("n1", "eni-gone", "02:00:00:00:00:09", 1, v1alpha1.AttachmentAttached))
+	deleting := nodeENI("gone", v1alpha1.NodeENISpec{})
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
 	cases := []struct {
 		name string
+		en   *v1alpha1.ENINode
 		nes  []v1alpha1.NodeENI
 		want []want
 	}{
-		{"nothing", nil, nil},
-		{"only this node's attached ENIs, MAC normalized", []v1alpha1.NodeENI{
-			nodeENI("a", v1alpha1.NodeENISpec{MTU: 9001, DeviceIndex: 2},
-				att("n1", "eni-1", "02:AA:BB:CC:DD:01", 2, v1alpha1.AttachmentAttached),
-				att("n2", "eni-2", "02:aa:bb:cc:dd:02", 2, v1alpha1.AttachmentAttached),
-				att("n1", "eni-3", "02:aa:bb:cc:dd:03", 3, v1alpha1.AttachmentCreated),
-				att("n1", "eni-4", "02:aa:bb:cc:dd:04", 4, v1alpha1.AttachmentDetaching),
-				att("n1", "eni-5", "", 5, v1alpha1.AttachmentAttached)),
-		}, []want{{NodeENI: "a", ENIID: "eni-1", MAC: "02:aa:bb:cc:dd:01", DeviceIndex: 2, MTU: 9001}}},
-		{"a NodeENI being deleted wants nothing", []v1alpha1.NodeENI{deleting}, nil},
-		{"stable names from the base index; DPDK defaults", []v1alpha1.NodeENI{
-			nodeENI("b", v1alpha1.NodeENISpec{InterfaceName: "multus", EnableDPDK: true, DPDKResourceName: "intel.com/dpdk", DPDKPCIAddress: "0000:00:06.0"},
-				att("n1", "eni-b2", "02:00:00:00:00:02", 2, v1alpha1.AttachmentAttached),
-				att("n1", "eni-b1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached)),
-			nodeENI("a", v1alpha1.NodeENISpec{InterfaceName: "data", DeviceIndex: 3, DPDKDriver: "igb_uio"},
-				att("n1", "eni-a", "02:00:00:00:00:03", 3, v1alpha1.AttachmentAttached)),
-		}, []want{
-			{NodeENI: "a", ENIID: "eni-a", MAC: "02:00:00:00:00:03", DeviceIndex: 3, Name: "data"},
-			{NodeENI: "b", ENIID: "eni-b1", MAC: "02:00:00:00:00:01", DeviceIndex: 1, Name: "multus", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
-			{NodeENI: "b", ENIID: "eni-b2", MAC: "02:00:00:00:00:02", DeviceIndex: 2, Name: "multus1", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
-		}},
+		{"no ENINode", nil, []v1alpha1.NodeENI{nodeENI("a", v1alpha1.NodeENISpec{})}, nil},
+		{"no attachments", eniNode("n1"), []v1alpha1.NodeENI{nodeENI("a", v1alpha1.NodeENISpec{})}, nil},
+		{"only attached ENIs with a MAC, MAC normalized", eniNode("n1",
+			att("a", "n1", "eni-1", "02:AA:BB:CC:DD:01", 2, v1alpha1.AttachmentAttached),
+			att("a", "n1", "eni-3", "02:aa:bb:cc:dd:03", 3, v1alpha1.AttachmentCreated),
+			att("a", "n1", "eni-4", "02:aa:bb:cc:dd:04", 4, v1alpha1.AttachmentDetaching),
+			att("a", "n1", "eni-5", "", 5, v1alpha1.AttachmentAttached)),
+			[]v1alpha1.NodeENI{nodeENI("a", v1alpha1.NodeENISpec{MTU: 9001, DeviceIndex: 2})},
+			[]want{{NodeENI: "a", ENIID: "eni-1", MAC: "02:aa:bb:cc:dd:01", DeviceIndex: 2, MTU: 9001}}},
+		{"an entry naming another node is not this node's", eniNode("n1",
+			att("a", "n2", "eni-2", "02:aa:bb:cc:dd:02", 2, v1alpha1.AttachmentAttached)),
+			[]v1alpha1.NodeENI{nodeENI("a", v1alpha1.NodeENISpec{})}, nil},
+		{"a NodeENI missing or being deleted wants nothing", eniNode("n1",
+			att("gone", "n1", "eni-gone", "02:00:00:00:00:09", 1, v1alpha1.AttachmentAttached),
+			att("missing", "n1", "eni-missing", "02:00:00:00:00:08", 1, v1alpha1.AttachmentAttached),
+			att("", "n1", "eni-unnamed", "02:00:00:00:00:07", 1, v1alpha1.AttachmentAttached)),
+			[]v1alpha1.NodeENI{deleting}, nil},
+		{"each ENI joined to its NodeENI's spec: stable names from the base index; DPDK defaults", eniNode("n1",
+			att("b", "n1", "eni-b2", "02:00:00:00:00:02", 2, v1alpha1.AttachmentAttached),
+			att("a", "n1", "eni-a", "02:00:00:00:00:03", 3, v1alpha1.AttachmentAttached),
+			att("b", "n1", "eni-b1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached)),
+			[]v1alpha1.NodeENI{
+				nodeENI("b", v1alpha1.NodeENISpec{InterfaceName: "multus", EnableDPDK: true, DPDKResourceName: "intel.com/dpdk", DPDKPCIAddress: "0000:00:06.0"}),
+				nodeENI("a", v1alpha1.NodeENISpec{InterfaceName: "data", DeviceIndex: 3, DPDKDriver: "igb_uio"}),
+			}, []want{
+				{NodeENI: "a", ENIID: "eni-a", MAC: "02:00:00:00:00:03", DeviceIndex: 3, Name: "data"},
+				{NodeENI: "b", ENIID: "eni-b1", MAC: "02:00:00:00:00:01", DeviceIndex: 1, Name: "multus", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
+				{NodeENI: "b", ENIID: "eni-b2", MAC: "02:00:00:00:00:02", DeviceIndex: 2, Name: "multus1", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := desired("n1", c.nes, "")
+			got := desired(c.en, c.nes, "")
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("desired:\n got %+v\nwant %+v", got, c.want)
 			}
@@ -219,8 +230,8 @@ func TestParseReload(t *testing.T) {
 
 func TestStatusEntriesCompareWithoutTime(t *testing.T) {
 	t0, t1 := metav1.Unix(100, 0), metav1.Unix(200, 0)
-	a := []v1alpha1.InterfaceStatus{{NodeID: "n", ENIID: "e2", State: "Configured", LastUpdated: t0}, {NodeID: "n", ENIID: "e1", MTU: 9001, LastUpdated: t0}}
-	b := []v1alpha1.InterfaceStatus{{NodeID: "n", ENIID: "e1", MTU: 9001, LastUpdated: t1}, {NodeID: "n", ENIID: "e2", State: "Configured", LastUpdated: t1}}
+	a := []v1alpha1.InterfaceStatus{{ENIID: "e2", State: "Configured", LastUpdated: t0}, {ENIID: "e1", MTU: 9001, LastUpdated: t0}}
+	b := []v1alpha1.InterfaceStatus{{ENIID: "e1", MTU: 9001, LastUpdated: t1}, {ENIID: "e2", State: "Configured", LastUpdated: t1}}
 	if !sameInterfaces(a, b) {
 		t.Fatal("same entries in another order at another time differ")
 	}
@@ -232,46 +243,33 @@ func TestStatusEntriesCompareWithoutTime(t *testing.T) {
 	if got[0].ENIID != "e1" || !got[0].LastUpdated.Equal(&t1) || !got[1].LastUpdated.Equal(&t0) {
 		t.Fatalf("stamp kept the time of the unchanged entry only? %+v", got)
 	}
-	long := []v1alpha1.InterfaceStatus{{NodeID: "n", ENIID: "e1", State: "Failed", Message: strings.Repeat("x", 5000)}}
+	long := []v1alpha1.InterfaceStatus{{ENIID: "e1", State: "Failed", Message: strings.Repeat("x", 5000)}}
 	if got := stamp(nil, long, t1); len(got[0].Message) > bounded.Message {
 		t.Fatalf("a %d-byte message is reported; the CRD refuses more than %d", len(got[0].Message), bounded.Message)
 	}
 }
 
-// Events of other nodes' entries and attachments wake nobody up.
-func TestConcernsPredicate(t *testing.T) {
-	p := concerns("n1")
-	mine := nodeENI("a", v1alpha1.NodeENISpec{}, att("n1", "e1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached),
-		att("n2", "e2", "02:00:00:00:00:02", 1, v1alpha1.AttachmentAttached))
-	other := nodeENI("b", v1alpha1.NodeENISpec{}, att("n2", "e3", "02:00:00:00:00:03", 1, v1alpha1.AttachmentAttached))
-	if !p.Create(event.CreateEvent{Object: &mine}) || p.Create(event.CreateEvent{Object: &other}) {
-		t.Fatal("create events")
-	}
-	upd := func(o, n v1alpha1.NodeENI) bool { return p.Update(event.UpdateEvent{ObjectOld: &o, ObjectNew: &n}) }
-	n2 := *mine.DeepCopy()
-	n2.Status.Interfaces = append(n2.Status.Interfaces, v1alpha1.InterfaceStatus{NodeID: "n2", ENIID: "e2", State: "Configured"})
-	if upd(mine, n2) {
-		t.Fatal("another node's report woke this node up")
-	}
-	n1 := *mine.DeepCopy()
-	n1.Status.Interfaces = append(n1.Status.Interfaces, v1alpha1.InterfaceStatus{NodeID: "n1", ENIID: "e1", State: "Configured", LastUpdated: metav1.Now()})
-	if !upd(mine, n1) {
-		t.Fatal("this node's entry changed (say, removed by hand) and the node is not told")
-	}
-	n1b := *n1.DeepCopy()
-	n1b.Status.Interfaces[0].LastUpdated = metav1.Unix(5, 0)
-	if upd(n1, n1b) {
-		t.Fatal("a lastUpdated change woke the node up")
-	}
-	gone := *mine.DeepCopy()
-	gone.Status.Attachments = gone.Status.Attachments[1:]
-	if !upd(mine, gone) {
-		t.Fatal("this node's attachment went away and the node is not told")
-	}
-	spec := *mine.DeepCopy()
-	spec.Generation = 2
-	if !upd(mine, spec) || upd(other, *other.DeepCopy()) {
-		t.Fatal("spec changes")
+// NodeENI updates wake the agents only when the spec or the deletion
+// state changes: the operator's status writes wake nobody.
+func TestSpecOrDeletionChanged(t *testing.T) {
+	base := nodeENI("a", v1alpha1.NodeENISpec{})
+	base.Generation = 1
+	now := metav1.Now()
+	for _, c := range []struct {
+		name   string
+		change func(*v1alpha1.NodeENI)
+		wake   bool
+	}{
+		{"status only", func(n *v1alpha1.NodeENI) { n.Status.ReadyNodes = 3; n.ResourceVersion = "9" }, false},
+		{"labels", func(n *v1alpha1.NodeENI) { n.Labels = map[string]string{"team": "a"} }, false},
+		{"spec", func(n *v1alpha1.NodeENI) { n.Spec.MTU = 9001; n.Generation = 2 }, true},
+		{"deletion", func(n *v1alpha1.NodeENI) { n.DeletionTimestamp = &now }, true},
+	} {
+		cur := base.DeepCopy()
+		c.change(cur)
+		if got := specOrDeletionChanged(&base, cur); got != c.wake {
+			t.Errorf("%s: wakes %v; want %v", c.name, got, c.wake)
+		}
 	}
 }
 

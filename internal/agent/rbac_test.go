@@ -17,7 +17,8 @@ import (
 
 // The generated agent role (config/agent/role.yaml) is enough to run the
 // agent, as a ServiceAccount bound to nothing else — and it allows
-// nothing beyond reading NodeENIs and patching their status.
+// nothing beyond reading ENINodes and NodeENIs and patching ENINodes'
+// status.
 func TestAgentRoleIsEnough(t *testing.T) {
 	w := newWorld(t, "n", 1)
 	cfg := testenv.AsRole(t, env.Config, "config/agent/role.yaml", w.name("agent-role"),
@@ -42,12 +43,24 @@ func TestAgentRoleIsEnough(t *testing.T) {
 	}
 	old := ne.DeepCopy()
 	ne.Spec.MTU = 1500
+	en := &v1alpha1.ENINode{}
+	if err := as.Get(ctx, client.ObjectKey{Name: w.node}, en); err != nil {
+		t.Fatal(err)
+	}
+	oldEN := en.DeepCopy()
+	en.Spec.Attachments = nil
+	status := ne.DeepCopy()
+	status.Status.ReadyNodes = 7
 	checks := map[string]error{
-		"patch spec": as.Patch(ctx, ne, client.MergeFrom(old)),
-		"delete":     as.Delete(ctx, old),
-		"create":     as.Create(ctx, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.name("x")}, Spec: old.Spec}),
-		"list pods":  as.List(ctx, &corev1.PodList{}),
-		"get nodes":  as.Get(ctx, client.ObjectKey{Name: w.node}, &corev1.Node{}),
+		"patch spec":           as.Patch(ctx, ne, client.MergeFrom(old)),
+		"patch NodeENI status": as.Status().Patch(ctx, status, client.MergeFrom(old)),
+		"delete":               as.Delete(ctx, old),
+		"create":               as.Create(ctx, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.name("x")}, Spec: old.Spec}),
+		"patch ENINode spec":   as.Patch(ctx, en, client.MergeFrom(oldEN)),
+		"delete ENINode":       as.Delete(ctx, oldEN),
+		"create ENINode":       as.Create(ctx, &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: w.name("x")}}),
+		"list pods":            as.List(ctx, &corev1.PodList{}),
+		"get nodes":            as.Get(ctx, client.ObjectKey{Name: w.node}, &corev1.Node{}),
 	}
 	for what, err := range checks {
 		if !apierrors.IsForbidden(err) {

@@ -16,9 +16,11 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -73,7 +75,7 @@ type Options struct {
 	// NodeIPs are the node's own addresses (the downward API's
 	// status.hostIPs: its InternalIPs). A link holding one is the node's
 	// primary interface, which the agent never touches, whatever MAC
-	// address a NodeENI's status names. Empty: only the default route
+	// address an ENINode's attachment names. Empty: only the default route
 	// and the link's kind tell the primary interface apart.
 	NodeIPs []string
 
@@ -144,10 +146,22 @@ func (o Options) Validate() error {
 
 var driverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// CacheOptions are the cache the agent needs: its node's ENINode alone
+// (a field selector, so no agent holds or is woken by other nodes') and
+// the NodeENIs, whose specs it joins to its attachments. Managed fields
+// are dropped; the agent never reads them.
+func CacheOptions(node string) cache.Options {
+	strip := cache.TransformStripManagedFields()
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&v1alpha1.ENINode{}: {Field: fields.OneTermEqualSelector("metadata.name", node), Transform: strip},
+		&v1alpha1.NodeENI{}: {Transform: strip},
+	}}
+}
+
 // Setup registers the agent with the manager: a controller watching the
-// NodeENIs that concern the node and the link events of its namespace,
-// and the link watcher. The manager's scheme must include v1alpha1, and
-// its cache should hold NodeENIs only (the agent reads nothing else).
+// node's ENINode, the NodeENIs' specs and the link events of its
+// namespace, and the link watcher. The manager's scheme must include
+// v1alpha1, and its cache should be CacheOptions(o.NodeName).
 func Setup(mgr ctrl.Manager, o Options) error {
 	if o.NodeName == "" {
 		return errors.New("agent: the node name is required (--node-name, or NODE_NAME from the downward API)")
@@ -174,7 +188,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("eni-agent").
-		Watches(&v1alpha1.NodeENI{}, toNode, builder.WithPredicates(concerns(o.NodeName))).
+		Watches(&v1alpha1.ENINode{}, toNode).
+		Watches(&v1alpha1.NodeENI{}, toNode, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return specOrDeletionChanged(e.ObjectOld, e.ObjectNew) },
+		})).
 		WatchesRawSource(source.Channel(w.events, toNode)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
@@ -203,53 +220,12 @@ func openNetlink(o Options) (netlinkOps, error) {
 	return h, nil
 }
 
-// concerns passes the NodeENI events that can change what the node has
-// or reports: NodeENIs with an attachment for the node or an entry of
-// the node in status.interfaces, and of their updates those that change
-// the spec, the deletion state, the node's attachments or the node's
-// entries. Other nodes' entries and attachments, the bulk of the updates
-// in a large cluster, wake nobody up.
-func concerns(node string) predicate.Funcs {
-	relevant := func(o client.Object) bool {
-		ne, ok := o.(*v1alpha1.NodeENI)
-		if !ok {
-			return false
-		}
-		for _, a := range ne.Status.Attachments {
-			if a.NodeID == node {
-				return true
-			}
-		}
-		return len(interfacesOf(ne, node)) > 0
-	}
-	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return relevant(e.Object) },
-		DeleteFunc: func(e event.DeleteEvent) bool { return relevant(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			if !relevant(e.ObjectOld) && !relevant(e.ObjectNew) {
-				return false
-			}
-			o, n := e.ObjectOld.(*v1alpha1.NodeENI), e.ObjectNew.(*v1alpha1.NodeENI)
-			return nodeView(o, node) != nodeView(n, node)
-		},
-		GenericFunc: func(event.GenericEvent) bool { return true },
-	}
-}
-
-// nodeView is what of a NodeENI matters to one node's agent, as a
-// comparable string.
-func nodeView(ne *v1alpha1.NodeENI, node string) string {
-	s := fmt.Sprintf("%d|%t|", ne.Generation, ne.DeletionTimestamp.IsZero())
-	for _, a := range ne.Status.Attachments {
-		if a.NodeID == node {
-			s += fmt.Sprintf("a:%s,%s,%s,%d;", a.ENIID, a.MACAddress, a.Status, a.DeviceIndex)
-		}
-	}
-	for _, i := range interfacesOf(ne, node) {
-		i.LastUpdated = metav1.Time{}
-		s += fmt.Sprintf("i:%+v;", i)
-	}
-	return s
+// specOrDeletionChanged tells whether a NodeENI update matters to the
+// agents: its spec (the generation) or its deletion state. Status
+// changes, the operator's frequent writes, wake nobody.
+func specOrDeletionChanged(old, cur client.Object) bool {
+	return old.GetGeneration() != cur.GetGeneration() ||
+		old.GetDeletionTimestamp().IsZero() != cur.GetDeletionTimestamp().IsZero()
 }
 
 // linkWatch turns link events of the namespace into reconciles: a
@@ -280,7 +256,7 @@ func (w *linkWatch) interesting(mac string) bool {
 
 func (w *linkWatch) trigger() {
 	select {
-	case w.events <- event.GenericEvent{Object: &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.node}}}:
+	case w.events <- event.GenericEvent{Object: &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: w.node}}}:
 	default: // one pending wake-up covers this one
 	}
 }

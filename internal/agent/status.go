@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,23 +19,10 @@ import (
 // agent; the node name follows.
 const FieldManagerPrefix = "eni-agent/"
 
-// FieldManager is the field manager of the agent of node. One manager per
-// node owns exactly that node's entries of status.interfaces (a map list
-// keyed by nodeID and eniID), so agents never overwrite each other and
-// never need the object's resourceVersion: no conflict loop however many
-// nodes write at once.
+// FieldManager is the field manager of the agent of node: the only
+// writer of its ENINode's status.interfaces, so a forced apply never
+// takes a field from anyone and needs no resourceVersion.
 func FieldManager(node string) string { return FieldManagerPrefix + node }
-
-// interfacesOf returns node's entries of a NodeENI's status.interfaces.
-func interfacesOf(ne *v1alpha1.NodeENI, node string) []v1alpha1.InterfaceStatus {
-	var out []v1alpha1.InterfaceStatus
-	for _, s := range ne.Status.Interfaces {
-		if s.NodeID == node {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 func sortInterfaces(s []v1alpha1.InterfaceStatus) {
 	slices.SortFunc(s, func(a, b v1alpha1.InterfaceStatus) int { return cmp.Compare(a.ENIID, b.ENIID) })
@@ -83,11 +71,11 @@ func stamp(old, cur []v1alpha1.InterfaceStatus, now metav1.Time) []v1alpha1.Inte
 	return out
 }
 
-// ApplyInterfaces makes entries the whole of node's part of a NodeENI's
+// ApplyInterfaces makes entries the whole of node's ENINode's
 // status.interfaces, with server-side apply on the status subresource:
-// entries this node applied before and leaves out now are removed, other
-// nodes' entries and every other status field are untouched.
-func ApplyInterfaces(ctx context.Context, c client.Client, node, name string, entries []v1alpha1.InterfaceStatus) error {
+// entries applied before and left out now are removed. An ENINode that
+// does not exist has nothing to report into: that is not an error.
+func ApplyInterfaces(ctx context.Context, c client.Client, node string, entries []v1alpha1.InterfaceStatus) error {
 	items := make([]any, 0, len(entries))
 	for i := range entries {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&entries[i])
@@ -98,11 +86,14 @@ func ApplyInterfaces(ctx context.Context, c client.Client, node, name string, en
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(),
-		"kind":       "NodeENI",
-		"metadata":   map[string]any{"name": name},
+		"kind":       "ENINode",
+		"metadata":   map[string]any{"name": node},
 		"status":     map[string]any{"interfaces": items},
 	}}
-	// Force: an entry of this node edited by hand is this agent's to
-	// correct; no other agent ever holds this node's keys.
-	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager(node)), client.ForceOwnership)
+	// Force: an entry edited by hand is this agent's to correct.
+	err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager(node)), client.ForceOwnership)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

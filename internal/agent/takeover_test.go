@@ -60,7 +60,7 @@ func caseTwoSpec(s *v1alpha1.NodeENISpec) {
 func TestKernelSRIOVWants(t *testing.T) {
 	spec := v1alpha1.NodeENISpec{}
 	caseTwoSpec(&spec)
-	got := desired("n1", []v1alpha1.NodeENI{nodeENI("k", spec, att("n1", "eni-k", "02:00:00:00:00:07", 2, v1alpha1.AttachmentAttached))}, "")
+	got := desired(eniNode("n1", att("k", "n1", "eni-k", "02:00:00:00:00:07", 2, v1alpha1.AttachmentAttached)), []v1alpha1.NodeENI{nodeENI("k", spec)}, "")
 	exp := []want{{NodeENI: "k", ENIID: "eni-k", MAC: "02:00:00:00:00:07", DeviceIndex: 2, MTU: 9001,
 		Resource: "intel.com/sriov_kernel_1", PCIAddress: "0000:00:07.0"}}
 	if !reflect.DeepEqual(got, exp) {
@@ -384,20 +384,20 @@ func TestDPDKStateFileLostFoundThroughOwnReport(t *testing.T) {
 	}
 }
 
-// The device this node's agent reported bound is remembered in the want;
-// other nodes' reports, unbound entries and malformed addresses are not.
+// The device the agent reported bound (its ENINode's status) is
+// remembered in the want; unbound entries and malformed addresses are not.
 func TestDesiredReportedPCI(t *testing.T) {
-	ne := nodeENI("d", v1alpha1.NodeENISpec{EnableDPDK: true},
-		att("n1", "eni-1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached),
-		att("n1", "eni-2", "02:00:00:00:00:02", 2, v1alpha1.AttachmentAttached),
-		att("n1", "eni-3", "02:00:00:00:00:03", 3, v1alpha1.AttachmentAttached))
-	ne.Status.Interfaces = []v1alpha1.InterfaceStatus{
-		{NodeID: "n1", ENIID: "eni-1", DPDKBound: true, DPDKPCIAddress: "0000:00:06.0"},
-		{NodeID: "n2", ENIID: "eni-2", DPDKBound: true, DPDKPCIAddress: "0000:00:07.0"},
-		{NodeID: "n1", ENIID: "eni-3", DPDKBound: true, DPDKPCIAddress: "../../x"},
+	en := eniNode("n1",
+		att("d", "n1", "eni-1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached),
+		att("d", "n1", "eni-2", "02:00:00:00:00:02", 2, v1alpha1.AttachmentAttached),
+		att("d", "n1", "eni-3", "02:00:00:00:00:03", 3, v1alpha1.AttachmentAttached))
+	en.Status.Interfaces = []v1alpha1.InterfaceStatus{
+		{ENIID: "eni-1", DPDKBound: true, DPDKPCIAddress: "0000:00:06.0"},
+		{ENIID: "eni-2", DPDKPCIAddress: "0000:00:07.0"},
+		{ENIID: "eni-3", DPDKBound: true, DPDKPCIAddress: "../../x"},
 	}
 	got := map[string]string{}
-	for _, w := range desired("n1", []v1alpha1.NodeENI{ne}, "") {
+	for _, w := range desired(en, []v1alpha1.NodeENI{nodeENI("d", v1alpha1.NodeENISpec{EnableDPDK: true})}, "") {
 		got[w.ENIID] = w.ReportedPCI
 	}
 	if want := map[string]string{"eni-1": "0000:00:06.0", "eni-2": "", "eni-3": ""}; !reflect.DeepEqual(got, want) {
