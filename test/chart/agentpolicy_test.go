@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -25,10 +26,10 @@ var policyKinds = []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding"
 
 // The agents' admission policy, from the chart and from config/agent,
 // installed in a real API server: an agent's ServiceAccount, with its
-// token's node name node-a, writes node-a's status.interfaces entries
-// (with the agent's own ApplyInterfaces) and nothing else: not node-b's
-// entries, not status.attachments or conditions; without a node name
-// it writes nothing.
+// token's node name, writes its own node's ENINode status (with the
+// agent's own ApplyInterfaces) and nothing else: not another node's
+// ENINode, not ENIs its spec does not list, not the spec or metadata,
+// even where RBAC would allow it; without a node name it writes nothing.
 func TestAgentAdmissionPolicy(t *testing.T) {
 	c := newChart(t)
 	t.Run("chart", func(t *testing.T) {
@@ -43,35 +44,60 @@ func TestAgentAdmissionPolicy(t *testing.T) {
 	})
 }
 
-func interfaceEntry(node, eni string, mtu int32) v1alpha1.InterfaceStatus {
-	return v1alpha1.InterfaceStatus{NodeID: node, ENIID: eni, InterfaceName: "multus0", MTU: mtu, Up: true, State: v1alpha1.InterfaceConfigured,
+func interfaceEntry(eni string, mtu int32) v1alpha1.InterfaceStatus {
+	return v1alpha1.InterfaceStatus{ENIID: eni, InterfaceName: "multus0", MTU: mtu, Up: true, State: v1alpha1.InterfaceConfigured,
 		LastUpdated: metav1.NewTime(time.Now().Truncate(time.Second))}
 }
+
+// attachedENI is the operator's entry of an ENI attached to node.
+func attachedENI(node, eni string) v1alpha1.ENIAttachment {
+	return v1alpha1.ENIAttachment{NodeENI: "multus", NodeID: node, InstanceID: "i-0123456789abcdef0", ENIID: eni,
+		SubnetID: "subnet-0123456789abcdef0", MACAddress: "02:00:00:00:00:01", DeviceIndex: 2, Status: v1alpha1.AttachmentAttached,
+		LastUpdated: metav1.NewTime(time.Now().Truncate(time.Second))}
+}
+
+// listedENIs is how many ENIs the test's ENINode of node-a lists: more
+// than the 64 entries status.interfaces takes, so the count is refused
+// for itself, not for naming unlisted ENIs.
+const listedENIs = 70
 
 func checkAgentPolicy(t *testing.T, ns, saName, prefix string) {
 	ctx := context.Background()
 	admin := adminClient(t)
-	nodeA := serviceAccount(t, ns, saName, map[string][]string{nodeNameExtra: {"node-a"}})
+	nodeA, nodeB := prefix+"-node-a", prefix+"-node-b"
+	agentA := serviceAccount(t, ns, saName, map[string][]string{nodeNameExtra: {nodeA}})
 	noNode := serviceAccount(t, ns, saName, nil)
 
-	newNodeENI := func(name string) {
+	// The operator's ENINodes: node-a's lists eni-a and more, node-b's
+	// eni-b, reported by node-b's agent.
+	newENINode := func(node string, atts []v1alpha1.ENIAttachment, report []v1alpha1.InterfaceStatus) {
 		t.Helper()
-		ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeENISpec{
-			NodeSelector: map[string]string{"ng": "multi-eni"}, SubnetID: "subnet-0123456789abcdef0",
-			SecurityGroupIDs: []string{"sg-0123456789abcdef0"}, DeviceIndex: 2}}
-		if err := admin.Create(ctx, ne); err != nil {
+		en := &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"team": "a"}},
+			Spec: v1alpha1.ENINodeSpec{Attachments: atts}}
+		if err := admin.Create(ctx, en); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = admin.Delete(ctx, ne) })
-		// The operator's part of the status and another node's report.
-		ne.Status.Attachments = []v1alpha1.ENIAttachment{
-			{NodeID: "node-a", InstanceID: "i-a", ENIID: "eni-a", SubnetID: "subnet-0123456789abcdef0", DeviceIndex: 2, Status: v1alpha1.AttachmentAttached},
-			{NodeID: "node-b", InstanceID: "i-b", ENIID: "eni-b", SubnetID: "subnet-0123456789abcdef0", DeviceIndex: 2, Status: v1alpha1.AttachmentAttached}}
-		ne.Status.Interfaces = []v1alpha1.InterfaceStatus{interfaceEntry("node-b", "eni-b", 1500)}
-		meta.SetStatusCondition(&ne.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Attached", Message: "ok"})
-		if err := admin.Status().Update(ctx, ne); err != nil {
+		t.Cleanup(func() { _ = admin.Delete(ctx, en) })
+		if report != nil {
+			en.Status.Interfaces = report
+			if err := admin.Status().Update(ctx, en); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	atts := []v1alpha1.ENIAttachment{attachedENI(nodeA, "eni-a")}
+	for i := range listedENIs - 1 {
+		atts = append(atts, attachedENI(nodeA, fmt.Sprintf("eni-%017x", i)))
+	}
+	newENINode(nodeA, atts, nil)
+	newENINode(nodeB, []v1alpha1.ENIAttachment{attachedENI(nodeB, "eni-b")}, []v1alpha1.InterfaceStatus{interfaceEntry("eni-b", 1500)})
+	get := func(node string) *v1alpha1.ENINode {
+		t.Helper()
+		en := &v1alpha1.ENINode{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: node}, en); err != nil {
 			t.Fatal(err)
 		}
+		return en
 	}
 	refused := func(what string, err error) {
 		t.Helper()
@@ -79,104 +105,133 @@ func checkAgentPolicy(t *testing.T, ns, saName, prefix string) {
 	}
 
 	// The policy reaches the admission plugin through an informer: wait
-	// until it refuses, on an object of its own.
-	probe := prefix + "-probe"
-	newNodeENI(probe)
+	// until it refuses.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		err := agent.ApplyInterfaces(ctx, nodeA, "node-b", probe, []v1alpha1.InterfaceStatus{interfaceEntry("node-b", "eni-b", 9001)})
+		err := agent.ApplyInterfaces(ctx, agentA, nodeB, []v1alpha1.InterfaceStatus{interfaceEntry("eni-b", 9001)})
 		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
 	}); err != nil {
-		t.Fatal("the admission policy never refused an agent writing another node's entry")
+		t.Fatal("the admission policy never refused an agent writing another node's ENINode")
 	}
 
-	name := prefix + "-neni"
-	newNodeENI(name)
-	get := func() *v1alpha1.NodeENI {
-		t.Helper()
-		ne := &v1alpha1.NodeENI{}
-		if err := admin.Get(ctx, client.ObjectKey{Name: name}, ne); err != nil {
-			t.Fatal(err)
-		}
-		return ne
+	// Its own node: added, changed.
+	if err := agent.ApplyInterfaces(ctx, agentA, nodeA, []v1alpha1.InterfaceStatus{interfaceEntry("eni-a", 1500)}); err != nil {
+		t.Fatalf("agent of node-a reporting its ENI: %v", err)
 	}
-	entryOf := func(ne *v1alpha1.NodeENI, node string) *v1alpha1.InterfaceStatus {
-		for i := range ne.Status.Interfaces {
-			if ne.Status.Interfaces[i].NodeID == node {
-				return &ne.Status.Interfaces[i]
-			}
-		}
-		return nil
+	if err := agent.ApplyInterfaces(ctx, agentA, nodeA, []v1alpha1.InterfaceStatus{interfaceEntry("eni-a", 9001)}); err != nil {
+		t.Fatalf("agent of node-a changing its report: %v", err)
+	}
+	if st := get(nodeA).Status.Interfaces; len(st) != 1 || st[0].MTU != 9001 {
+		t.Fatalf("node-a's report %+v", st)
 	}
 
-	// Its own node: added, changed, removed.
-	if err := agent.ApplyInterfaces(ctx, nodeA, "node-a", name, []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 1500)}); err != nil {
-		t.Fatalf("agent of node-a adding its entry: %v", err)
-	}
-	if err := agent.ApplyInterfaces(ctx, nodeA, "node-a", name, []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 9001)}); err != nil {
-		t.Fatalf("agent of node-a changing its entry: %v", err)
-	}
-	if e := entryOf(get(), "node-a"); e == nil || e.MTU != 9001 {
-		t.Fatalf("node-a's entry %+v", e)
-	}
+	// Another node's ENINode, and ENIs node-a's spec does not list.
+	refused("agent of node-a writing node-b's ENINode",
+		agent.ApplyInterfaces(ctx, agentA, nodeB, []v1alpha1.InterfaceStatus{interfaceEntry("eni-b", 9001)}))
+	refused("agent of node-a reporting node-b's ENI as its own",
+		agent.ApplyInterfaces(ctx, agentA, nodeA, []v1alpha1.InterfaceStatus{interfaceEntry("eni-a", 9001), interfaceEntry("eni-b", 1500)}))
 
-	// The hostile agent of issue 25: 1,450 entries of about 1 KiB for its
-	// own node would grow the object past what etcd takes and stall every
-	// node's status. Only ENIs status.attachments lists for the node pass.
-	flood := []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 9001)}
+	// The hostile agent of issue 25: 1,450 entries of about 1 KB would
+	// grow the object past what etcd takes. Refused, and so is a report
+	// of more than 64 ENIs even when the spec lists them all.
+	flood := []v1alpha1.InterfaceStatus{interfaceEntry("eni-a", 9001)}
 	for i := range 1450 {
-		e := interfaceEntry("node-a", fmt.Sprintf("eni-%017x", i), 1500)
+		e := interfaceEntry(fmt.Sprintf("eni-%017x", 0x1000+i), 1500)
 		e.State, e.Message = v1alpha1.InterfaceFailed, strings.Repeat("x", 1000)
 		flood = append(flood, e)
 	}
-	refused("agent of node-a reporting 1,450 ENIs not attached to node-a", agent.ApplyInterfaces(ctx, nodeA, "node-a", name, flood))
-	refused("agent of node-a reporting one ENI attached to node-b as its own",
-		agent.ApplyInterfaces(ctx, nodeA, "node-a", name, []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 9001), interfaceEntry("node-a", "eni-b", 1500)}))
-
-	// Another node's entry: changed, added, removed.
-	refused("agent of node-a changing node-b's entry (as node-b's field manager)",
-		agent.ApplyInterfaces(ctx, nodeA, "node-b", name, []v1alpha1.InterfaceStatus{interfaceEntry("node-b", "eni-b", 9001)}))
-	refused("agent of node-a adding an entry for node-c",
-		agent.ApplyInterfaces(ctx, nodeA, "node-a", name, []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 9001), interfaceEntry("node-c", "eni-c", 1500)}))
-	ne := get()
-	old := ne.DeepCopy()
-	ne.Status.Interfaces = []v1alpha1.InterfaceStatus{*entryOf(ne, "node-a")}
-	refused("agent of node-a removing node-b's entry", nodeA.Status().Patch(ctx, ne, client.MergeFrom(old)))
-
-	// Other status fields.
-	ne = get()
-	old = ne.DeepCopy()
-	ne.Status.Attachments[1].Status = "detaching"
-	refused("agent of node-a changing status.attachments", nodeA.Status().Patch(ctx, ne, client.MergeFrom(old)))
-	ne = get()
-	old = ne.DeepCopy()
-	ne.Status.Conditions[0].Status = metav1.ConditionFalse
-	refused("agent of node-a changing status.conditions", nodeA.Status().Patch(ctx, ne, client.MergeFrom(old)))
-	ne = get()
-	old = ne.DeepCopy()
-	ne.Status.ReadyNodes = 7
-	refused("agent of node-a changing status.readyNodes", nodeA.Status().Patch(ctx, ne, client.MergeFrom(old)))
+	refusedAtAll(t, "agent of node-a reporting 1,451 ENIs", agent.ApplyInterfaces(ctx, agentA, nodeA, flood))
+	var many []v1alpha1.InterfaceStatus
+	for _, a := range atts[:65] {
+		many = append(many, interfaceEntry(a.ENIID, 1500))
+	}
+	err := agent.ApplyInterfaces(ctx, agentA, nodeA, many)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "64") {
+		t.Errorf("agent of node-a reporting 65 listed ENIs: %v; want refused by the CRD's limit of 64", err)
+	}
 
 	// A token without a node name (not bound to a pod on a node).
-	refused("agent without a node name writing node-a's entry",
-		agent.ApplyInterfaces(ctx, noNode, "node-a", name, []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 1280)}))
+	refused("agent without a node name reporting node-a's ENI",
+		agent.ApplyInterfaces(ctx, noNode, nodeA, []v1alpha1.InterfaceStatus{interfaceEntry("eni-a", 1280)}))
 
-	// Nothing refused got through; the agent may still prune its entry;
+	// Beyond its status, even where RBAC allows it (a role widened by
+	// mistake): the spec, the metadata, creating and deleting.
+	widenRBAC(t, admin, ns, saName, prefix)
+	try := func(what string, change func(en *v1alpha1.ENINode)) {
+		t.Helper()
+		var err error
+		for range 50 { // RBAC reaches the authorizer through an informer too
+			en := get(nodeA)
+			old := en.DeepCopy()
+			change(en)
+			if err = agentA.Patch(ctx, en, client.MergeFrom(old)); !apierrors.IsForbidden(err) || strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		refused(what, err)
+	}
+	try("agent of node-a changing its ENINode's spec", func(en *v1alpha1.ENINode) { en.Spec.Attachments[0].MACAddress = "02:00:00:00:00:99" })
+	try("agent of node-a changing its ENINode's labels", func(en *v1alpha1.ENINode) { en.Labels["team"] = "b" })
+	try("agent of node-a adding an annotation", func(en *v1alpha1.ENINode) { en.Annotations = map[string]string{"x": "y"} })
+	try("agent of node-a adding a finalizer", func(en *v1alpha1.ENINode) { en.Finalizers = []string{"example.com/keep"} })
+	try("agent of node-a adding an owner reference", func(en *v1alpha1.ENINode) {
+		en.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "other", UID: "0123"}}
+	})
+	refused("agent of node-a deleting its ENINode", agentA.Delete(ctx, &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: nodeA}}))
+	refused("agent of node-a creating an ENINode",
+		agentA.Create(ctx, &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-node-c"}}))
+
+	// Nothing refused got through; the agent may still prune its report;
 	// the operator (another user) is not restricted.
-	ne = get()
-	if e := entryOf(ne, "node-b"); e == nil || e.MTU != 1500 || len(ne.Status.Interfaces) != 2 || ne.Status.Attachments[1].Status != v1alpha1.AttachmentAttached || ne.Status.ReadyNodes != 0 {
-		t.Errorf("a refused write changed the status: %+v", ne.Status)
+	if en := get(nodeB); len(en.Status.Interfaces) != 1 || en.Status.Interfaces[0].MTU != 1500 {
+		t.Errorf("a refused write changed node-b's report: %+v", en.Status)
 	}
-	if err := agent.ApplyInterfaces(ctx, nodeA, "node-a", name, nil); err != nil {
-		t.Errorf("agent of node-a removing its entry: %v", err)
+	if en := get(nodeA); len(en.Spec.Attachments) != listedENIs || en.Spec.Attachments[0].MACAddress != "02:00:00:00:00:01" ||
+		en.Labels["team"] != "a" || len(en.Annotations)+len(en.Finalizers)+len(en.OwnerReferences) != 0 ||
+		len(en.Status.Interfaces) != 1 || en.Status.Interfaces[0].MTU != 9001 {
+		t.Errorf("a refused write changed node-a's ENINode: %+v %+v", en.ObjectMeta, en.Status)
 	}
-	if e := entryOf(get(), "node-a"); e != nil {
-		t.Errorf("node-a's entry not removed: %+v", e)
+	if err := agent.ApplyInterfaces(ctx, agentA, nodeA, nil); err != nil {
+		t.Errorf("agent of node-a pruning its report: %v", err)
 	}
-	ne = get()
-	old = ne.DeepCopy()
-	ne.Status.Attachments[1].Status = "detaching"
-	if err := admin.Status().Patch(ctx, ne, client.MergeFrom(old)); err != nil {
-		t.Errorf("the operator's status write: %v", err)
+	if st := get(nodeA).Status.Interfaces; len(st) != 0 {
+		t.Errorf("node-a's report not pruned: %+v", st)
+	}
+	en := get(nodeA)
+	old := en.DeepCopy()
+	en.Spec.Attachments = en.Spec.Attachments[:1]
+	if err := admin.Patch(ctx, en, client.MergeFrom(old)); err != nil {
+		t.Errorf("the operator's spec write: %v", err)
+	}
+}
+
+// refusedAtAll checks a write was refused, by the admission policy or
+// the CRD's schema, whichever comes first.
+func refusedAtAll(t *testing.T, what string, err error) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) {
+		t.Errorf("%s: %v; want refused", what, err)
+		return
+	}
+	t.Logf("%s: refused: %.300s", what, err)
+}
+
+// widenRBAC grants the agent's ServiceAccount every write on ENINodes,
+// which its role does not, so the admission policy alone answers.
+func widenRBAC(t *testing.T, admin client.Client, ns, saName, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-widened-agent"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"eninodes", "eninodes/status"},
+		Verbs: []string{"create", "update", "patch", "delete"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: ns}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
 	}
 }
 
