@@ -235,12 +235,13 @@ func TestAdoptOriginalENIs(t *testing.T) {
 		}
 	}
 
-	// Status in this CRD's shape: the adopted ENIs only, their attachment
-	// IDs the original's.
-	if len(ne.Status.Attachments) != 2 {
-		t.Fatalf("status attachments %+v", ne.Status.Attachments)
+	// The ENINodes list the adopted ENIs only, their attachment IDs the
+	// original's; the original's status.attachments is cleared.
+	entries := h.attachments(ne.Name)
+	if len(entries) != 2 || len(ne.Status.Attachments) != 0 {
+		t.Fatalf("entries %+v, status attachments %+v", entries, ne.Status.Attachments)
 	}
-	for _, a := range ne.Status.Attachments {
+	for _, a := range entries {
 		e := ours[a.ENIID]
 		if !slices.Contains(adopted, a.ENIID) || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" || a.PrivateIP == "" ||
 			e.Attachment == nil || a.AttachmentID != e.Attachment.ID || a.DeviceIndex != 1 || !a.DeleteOnTermination || a.SubnetCIDR == "" {
@@ -267,8 +268,8 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	if n := h.originalListings(); n != 0 {
 		t.Errorf("after the restart: %d listings of the original's ENIs, want 0", n)
 	}
-	if !equalAttachments(ne.Status.Attachments, after.Status.Attachments) {
-		t.Errorf("status rewritten after the restart:\n%+v\n%+v", ne.Status.Attachments, after.Status.Attachments)
+	if later := h.attachments(ne.Name); !equalAttachments(entries, later) || len(after.Status.Attachments) != 0 {
+		t.Errorf("entries rewritten after the restart:\n%+v\n%+v", entries, later)
 	}
 }
 
@@ -300,8 +301,8 @@ func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 	if n := h.originalListings(); n != 1 {
 		t.Errorf("%d listings of the original's ENIs, want 1 (the status was still the original's)", n)
 	}
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni || ne.Status.Attachments[0].MACAddress == "" {
-		t.Errorf("status %+v", ne.Status.Attachments)
+	if len(h.attachments(ne.Name)) != 1 || h.attachments(ne.Name)[0].ENIID != eni || h.attachments(ne.Name)[0].MACAddress == "" {
+		t.Errorf("status %+v", h.attachments(ne.Name))
 	}
 }
 
@@ -340,8 +341,12 @@ func TestAdoptionRefused(t *testing.T) {
 	})
 	time.Sleep(4 * resync)
 	ne := h.get("adopt-refused")
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni || ne.Status.Attachments[0].NodeID != "n0" {
-		t.Errorf("status %+v, want the original's entry kept", ne.Status.Attachments)
+	// The original's entry is kept, as evidence in status and for the
+	// node's agent in its ENINode.
+	for _, as := range [][]v1alpha1.ENIAttachment{ne.Status.Attachments, h.attachments(ne.Name)} {
+		if len(as) != 1 || as[0].ENIID != eni || as[0].NodeID != "n0" {
+			t.Errorf("entries %+v, want the original's entry kept", as)
+		}
 	}
 	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
 		if n := h.calls(a); n != 0 {
@@ -352,8 +357,8 @@ func TestAdoptionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ne = h.ready("adopt-refused", 1)
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni || ne.Status.Attachments[0].MACAddress == "" {
-		t.Errorf("status %+v", ne.Status.Attachments)
+	if len(h.attachments(ne.Name)) != 1 || h.attachments(ne.Name)[0].ENIID != eni || h.attachments(ne.Name)[0].MACAddress == "" {
+		t.Errorf("status %+v", h.attachments(ne.Name))
 	}
 	for _, a := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"} {
 		if n := h.calls(a); n != 0 {
@@ -391,8 +396,8 @@ func TestAdoptDryRun(t *testing.T) {
 	h.Emulator.ResetCounts()
 	h.start(h.options())
 	ne := h.ready("adopt-dry", 1)
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].ENIID != eni {
-		t.Errorf("status %+v", ne.Status.Attachments)
+	if len(h.attachments(ne.Name)) != 1 || h.attachments(ne.Name)[0].ENIID != eni {
+		t.Errorf("status %+v", h.attachments(ne.Name))
 	}
 	if n := h.calls("CreateTags"); n != 1 {
 		t.Errorf("%d CreateTags, want 1", n)

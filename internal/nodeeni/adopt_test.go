@@ -231,13 +231,17 @@ func TestMakePlanAdopts(t *testing.T) {
 	}
 }
 
-func TestPendingRecords(t *testing.T) {
-	ne := &v1alpha1.NodeENI{Status: v1alpha1.NodeENIStatus{Attachments: []v1alpha1.ENIAttachment{
-		{ENIID: "eni-1", NodeID: "n1"}, {ENIID: "eni-2", NodeID: "n1"}, {ENIID: "eni-3", NodeID: "n2"}}}}
+func TestLegacyRecords(t *testing.T) {
+	records := []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n1"}, {ENIID: "eni-2", NodeID: "n1"},
+		{ENIID: "eni-3", NodeID: "n2"}, {ENIID: "eni-4", NodeID: "n2"}}
 	adopt := []action{{Kind: actAdopt, ENI: "eni-1"}, {Kind: actAdopt, ENI: "eni-2"}}
 	after := []owned{{ENI: ec2.ENI{ID: "eni-1"}}}
-	got := pendingRecords(ne, adopt, after)
-	if len(got) != 1 || got[0].ENIID != "eni-2" {
-		t.Errorf("pending records %+v, want eni-2's only", got)
+	prove := []action{{Kind: actProve, ENI: "eni-3"}}
+	got := legacyRecords(records, notAdopted(adopt, after), prove)
+	if len(got) != 2 || got[0].ENIID != "eni-2" || got[1].ENIID != "eni-3" {
+		t.Errorf("records kept %+v, want eni-2's (adoption refused) and eni-3's (proof not written) only", got)
+	}
+	if got := legacyRecords(records); got != nil {
+		t.Errorf("records kept with nothing waiting: %+v, want none", got)
 	}
 }

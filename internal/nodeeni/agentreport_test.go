@@ -40,11 +40,11 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	h.createNodeENI("ag", spec)
 	ne := h.ready("ag", 2)
 	eniOf := map[string]string{}
-	for _, a := range ne.Status.Attachments {
+	for _, a := range h.attachments(ne.Name) {
 		eniOf[a.NodeID] = a.ENIID
 	}
 	if len(eniOf) != 2 {
-		t.Fatalf("attachments %+v", ne.Status.Attachments)
+		t.Fatalf("attachments %+v", h.attachments(ne.Name))
 	}
 	w := h.watchWrites("ag")
 
@@ -56,13 +56,13 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 		"no report from eni-agent on node n1 for "+eniOf["n1"])
 
 	configured := func(node string, mtu int32) v1alpha1.InterfaceStatus {
-		return v1alpha1.InterfaceStatus{NodeID: node, ENIID: eniOf[node], InterfaceName: "eth1", MTU: mtu, Up: true,
+		return v1alpha1.InterfaceStatus{ENIID: eniOf[node], InterfaceName: "eth1", MTU: mtu, Up: true,
 			State: v1alpha1.InterfaceConfigured, LastUpdated: metav1.Now()}
 	}
-	h.report("n0", "ag", configured("n0", 1500))
+	h.report("n0", configured("n0", 1500))
 	h.configured("ag", "n0 configured, n1 silent", metav1.ConditionFalse, nodeeni.ReasonPending,
 		"1 of 2 attached ENIs not configured yet: no report from eni-agent on node n1")
-	h.report("n1", "ag", configured("n1", 1500))
+	h.report("n1", configured("n1", 1500))
 	got := h.configured("ag", "both configured", metav1.ConditionTrue, nodeeni.ReasonConfigured, "all 2 attached ENIs on 2 nodes")
 	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != nodeeni.ReasonAttached {
 		t.Fatalf("Ready changed with the agents' reports: %+v", c)
@@ -70,56 +70,57 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 
 	// A report that changes the entry but not the aggregate: the
 	// controller looks (a reconcile is counted) and writes nothing.
-	before := reconciles(t)
-	h.report("n0", "ag", configured("n0", 9001))
+	before, written := reconciles(t), w.count()
+	h.report("n0", configured("n0", 9001))
 	h.eventually("reconcile on the report", waitFor, func() (bool, string) {
 		n := reconciles(t)
 		return n > before, fmt.Sprintf("%v reconciles, %v before", n, before)
 	})
 	time.Sleep(500 * time.Millisecond) // room for a write that should not come
-	switch n := w.writesAfter(func(ne *v1alpha1.NodeENI) bool { return reportedMTU(ne, "n0") == 9001 }); {
-	case n < 0:
-		t.Fatalf("the watch never saw the report: %s", w.describe())
-	case n > 0:
-		t.Fatalf("%d writes after a report that left the aggregate unchanged: %s", n, w.describe())
+	if n := w.count() - written; n > 0 {
+		t.Fatalf("%d writes of the NodeENI after a report that left the aggregate unchanged: %s", n, w.describe())
 	}
 
 	// A failure reported by one agent: False InterfaceFailed, quoting it.
 	failed := configured("n1", 1500)
 	failed.State, failed.Message, failed.Up = v1alpha1.InterfaceFailed, "name multus is taken by eth3", false
-	h.report("n1", "ag", failed)
+	h.report("n1", failed)
 	got = h.configured("ag", "n1 failed", metav1.ConditionFalse, nodeeni.ReasonInterfaceFailed,
 		"1 of 2 attached ENIs failed: node n1: "+eniOf["n1"]+": name multus is taken by eth3")
 	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != nodeeni.ReasonAttached {
 		t.Fatalf("Ready changed with the agents' reports: %+v", c)
 	}
-	h.report("n1", "ag", configured("n1", 1500))
+	h.report("n1", configured("n1", 1500))
 	got = h.configured("ag", "n1 fixed", metav1.ConditionTrue, nodeeni.ReasonConfigured)
 
 	// The agents' entries are the agents' alone: no other field manager
-	// ever took part of status.interfaces.
-	for _, mf := range got.ManagedFields {
-		if !strings.HasPrefix(mf.Manager, "eni-agent/") && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:interfaces"`) {
-			t.Errorf("field manager %q (%s) owns part of status.interfaces: %s", mf.Manager, mf.Operation, mf.FieldsV1.GetRawString())
+	// ever took part of an ENINode's status.interfaces.
+	for node := range eniOf {
+		en := &v1alpha1.ENINode{}
+		if err := h.k8s.Get(context.Background(), client.ObjectKey{Name: node}, en); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(got.Status.Interfaces) != 2 {
-		t.Errorf("interfaces %+v", got.Status.Interfaces)
+		for _, mf := range en.ManagedFields {
+			if mf.Manager != "eni-agent/"+node && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:interfaces"`) {
+				t.Errorf("field manager %q (%s) owns part of %s's status.interfaces: %s", mf.Manager, mf.Operation, node, mf.FieldsV1.GetRawString())
+			}
+		}
+		if len(en.Status.Interfaces) != 1 {
+			t.Errorf("%s: interfaces %+v", node, en.Status.Interfaces)
+		}
 	}
 }
 
-// report writes node's part of a NodeENI's status.interfaces the way the
-// API contract (README, "NodeENI status") says the node's agent does:
-// server-side apply of the status subresource as eni-agent/<node> (the
-// admission policy keeps that manager to entries of its node), forcing
-// ownership, so entries left out are removed and other nodes' stay.
-func (h *harness) report(node, name string, entries ...v1alpha1.InterfaceStatus) {
+// report writes node's ENINode status.interfaces the way the node's
+// agent does: server-side apply of the status subresource as
+// eni-agent/<node>, forcing ownership, the whole list each time.
+func (h *harness) report(node string, entries ...v1alpha1.InterfaceStatus) {
 	h.t.Helper()
 	if entries == nil {
 		entries = []v1alpha1.InterfaceStatus{} // none: an empty list, which removes the node's entries
 	}
-	raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NodeENI",
-		"metadata": map[string]any{"name": name}, "status": map[string]any{"interfaces": entries}})
+	raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "ENINode",
+		"metadata": map[string]any{"name": node}, "status": map[string]any{"interfaces": entries}})
 	u := &unstructured.Unstructured{}
 	if err == nil {
 		err = u.UnmarshalJSON(raw)
@@ -152,15 +153,6 @@ func (h *harness) configured(name, what string, status metav1.ConditionStatus, r
 		return true, ""
 	})
 	return ne
-}
-
-func reportedMTU(ne *v1alpha1.NodeENI, node string) int32 {
-	for _, s := range ne.Status.Interfaces {
-		if s.NodeID == node {
-			return s.MTU
-		}
-	}
-	return 0
 }
 
 // reconciles is controller-runtime's count of finished NodeENI
@@ -206,17 +198,11 @@ func (h *harness) watchWrites(name string) *writeLog {
 	return l
 }
 
-// writesAfter counts the versions after the first one that matches, -1
-// when none matches (the marked write was not seen).
-func (l *writeLog) writesAfter(first func(*v1alpha1.NodeENI) bool) int {
+// count is how many versions the watch has seen.
+func (l *writeLog) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, ne := range l.versions {
-		if first(ne) {
-			return len(l.versions) - 1 - i
-		}
-	}
-	return -1
+	return len(l.versions)
 }
 
 func (l *writeLog) describe() string {
@@ -224,7 +210,7 @@ func (l *writeLog) describe() string {
 	defer l.mu.Unlock()
 	var b strings.Builder
 	for _, ne := range l.versions {
-		fmt.Fprintf(&b, "\n  rv %s: interfaces %+v conditions %+v", ne.ResourceVersion, ne.Status.Interfaces, ne.Status.Conditions)
+		fmt.Fprintf(&b, "\n  rv %s: conditions %+v", ne.ResourceVersion, ne.Status.Conditions)
 	}
 	return b.String()
 }

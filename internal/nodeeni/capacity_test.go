@@ -70,8 +70,8 @@ func TestCapacityIsDegradedNotChurn(t *testing.T) {
 	// The node that has room got its ENI.
 	h.eventually("fine attached", waitFor, func() (bool, string) {
 		ne := h.get("cap")
-		return ne.Status.ReadyNodes == 1 && ne.Status.DesiredNodes == 3 && len(ne.Status.Attachments) == 1 &&
-			ne.Status.Attachments[0].NodeID == "fine", fmt.Sprintf("%+v", ne.Status)
+		return ne.Status.ReadyNodes == 1 && ne.Status.DesiredNodes == 3 && len(h.attachments(ne.Name)) == 1 &&
+			h.attachments(ne.Name)[0].NodeID == "fine", fmt.Sprintf("%+v", ne.Status)
 	})
 	ready := condition(h.get("cap"), v1alpha1.ConditionReady)
 	if ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ConditionDegraded {
@@ -153,9 +153,9 @@ func TestUnsatisfiableSpecChangeKeepsTheENI(t *testing.T) {
 		t.Fatalf("the working ENI was not kept: %+v", after)
 	}
 	ne := h.get("keep")
-	if len(ne.Status.Attachments) != 1 || ne.Status.Attachments[0].Status != v1alpha1.AttachmentAttached ||
-		ne.Status.Attachments[0].ENIID != before[0].ID {
-		t.Fatalf("status attachments %+v", ne.Status.Attachments)
+	if len(h.attachments(ne.Name)) != 1 || h.attachments(ne.Name)[0].Status != v1alpha1.AttachmentAttached ||
+		h.attachments(ne.Name)[0].ENIID != before[0].ID {
+		t.Fatalf("status attachments %+v", h.attachments(ne.Name))
 	}
 	if c := condition(ne, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 		t.Fatalf("Ready %+v", c)

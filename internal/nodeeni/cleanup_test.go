@@ -83,7 +83,7 @@ func TestCleanup(t *testing.T) {
 
 	statusNodes := func() map[string]int {
 		out := map[string]int{}
-		for _, a := range h.get("cl").Status.Attachments {
+		for _, a := range h.attachments("cl") {
 			out[a.NodeID]++
 		}
 		return out
@@ -110,8 +110,8 @@ func TestCleanup(t *testing.T) {
 	if e := h.enis()[0]; e.SubnetID != h.Subnets["multus-a"] {
 		t.Fatalf("kept ENI in %s, want multus-a", e.SubnetID)
 	}
-	if ne := h.ready("cl", 1); len(ne.Status.Attachments) != 1 {
-		t.Fatalf("status %+v", ne.Status.Attachments)
+	if ne := h.ready("cl", 1); len(h.attachments(ne.Name)) != 1 {
+		t.Fatalf("status %+v", h.attachments(ne.Name))
 	}
 
 	h.deleteNodeENI("cl")
@@ -161,7 +161,7 @@ func TestInstanceTerminated(t *testing.T) {
 		ne := h.get("dot")
 		c := condition(ne, v1alpha1.ConditionDegraded)
 		gone := true
-		for _, a := range ne.Status.Attachments {
+		for _, a := range h.attachments(ne.Name) {
 			if a.NodeID == "n0" {
 				gone = false
 			}

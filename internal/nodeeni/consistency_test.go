@@ -43,7 +43,7 @@ func TestNewENIsNotYetVisibleAreAttachedNotDuplicated(t *testing.T) {
 		t.Fatalf("%d ENIs in EC2, want 3 (one per node): %+v", len(enis), enis)
 	}
 	attached := map[string]bool{}
-	for _, a := range ne.Status.Attachments {
+	for _, a := range h.attachments(ne.Name) {
 		attached[a.ENIID] = true
 	}
 	for _, e := range enis {

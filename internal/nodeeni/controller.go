@@ -29,6 +29,7 @@ const Finalizer = "nodeeni.networking.k8s.aws/finalizer"
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=patch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/finalizers,verbs=update
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=eninodes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -52,9 +53,12 @@ type reconciler struct {
 	// originals lists aws-multi-eni-controller's ENIs while any may be
 	// left to adopt (originals.go).
 	originals originals
-	// own is the controller's part of each status as last written
-	// (status.go): a change by anyone else is reconciled at once.
-	own *ownStatus
+	// own is the controller's part of each status as last written, and
+	// shares its share of each ENINode (status.go): a change by anyone
+	// else is reconciled at once.
+	own, shares *ownWrites
+	// live reads the API server, past the cache: after a conflict.
+	live client.Reader
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -81,7 +85,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	o := r.act(ctx, ne, &in, p, deleting)
 	blocks := append(append(nodeBlocks, p.Blocked...), o.failures...)
 	pending := len(o.after.Actions) > 0
-	recheck, err := r.writeStatus(ctx, ne, in, o.after, blocks, pending, deleting, o.dry)
+	recheck, err := r.writeStatus(ctx, ne, in, o.after, o.legacy, blocks, pending, deleting, o.dry)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -100,7 +104,9 @@ func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha
 			for _, state := range []string{"attached", "pending", "failed"} {
 				r.metrics.perNodeENI.DeleteLabelValues(req.Name, state)
 			}
-			return nil, false, reconcile.Result{}, nil
+			// Gone without its finalizer's cleanup (removed by hand): its
+			// entries leave the ENINodes.
+			return nil, false, reconcile.Result{}, r.dropShares(ctx, req.Name)
 		}
 		return nil, false, reconcile.Result{}, err
 	}
@@ -128,10 +134,12 @@ func (r *reconciler) admit(ctx context.Context, req reconcile.Request) (*v1alpha
 }
 
 // acted is what carrying a plan out left: the plan of the state after it
-// (for status), the nodes EC2 refused, the first other error, and in
-// dry-run what would have been done.
+// (for status), the entries of the deprecated status.attachments still
+// needed, the nodes EC2 refused, the first other error, and in dry-run
+// what would have been done.
 type acted struct {
 	after    plan
+	legacy   []v1alpha1.ENIAttachment
 	failures []blocked
 	execErr  error
 	dry      string
@@ -139,11 +147,12 @@ type acted struct {
 
 // act carries the plan out, or in dry-run only says what it would do.
 func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput, p plan, deleting bool) acted {
+	unchanged := legacyRecords(ne.Status.Attachments, in.Adopt, in.Prove)
 	if r.opts.DryRun {
-		return acted{after: p, dry: dryRunSummary(p.Actions, deleting)} // nothing changed
+		return acted{after: p, legacy: unchanged, dry: dryRunSummary(p.Actions, deleting)} // nothing changed
 	}
 	if len(p.Actions) == 0 {
-		return acted{after: p} // nothing changed: the plan is the status
+		return acted{after: p, legacy: unchanged} // nothing changed: the plan is the status
 	}
 	var o acted
 	o.failures, o.execErr = r.execute(ctx, ne, p.Actions)
@@ -153,7 +162,11 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 	adopting := in.Adopt
 	in.Adopt = nil // adopted ENIs are now among the NodeENI's own
 	o.after = makePlan(*in)
-	o.after.Attachments = append(o.after.Attachments, pendingRecords(ne, adopting, in.ENIs)...)
+	// An ENI whose adoption EC2 refused stays as the original recorded
+	// it, so its node's agent keeps it configured until the next pass.
+	refused := legacyRecords(ne.Status.Attachments, notAdopted(adopting, in.ENIs))
+	o.after.Attachments = append(o.after.Attachments, refused...)
+	o.legacy = legacyRecords(ne.Status.Attachments, notAdopted(adopting, in.ENIs), in.Prove)
 	return o
 }
 

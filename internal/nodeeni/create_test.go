@@ -92,15 +92,15 @@ func TestCreateAndAttach(t *testing.T) {
 			t.Errorf("ENI %s of %s attachment %+v, want instance %s index %d DeleteOnTermination", e.ID, node, a, instances[node], wantLayout[node][e.SubnetID])
 		}
 	}
-	if len(got.Status.Attachments) != 5 {
-		t.Fatalf("status attachments %+v", got.Status.Attachments)
+	if len(h.attachments(got.Name)) != 5 {
+		t.Fatalf("status attachments %+v", h.attachments(got.Name))
 	}
 	byID := map[string]string{}
 	for _, s := range []string{"multus-a", "storage-a", "multus-b"} {
 		byID[h.Subnets[s]] = s
 	}
 	cidrs := map[string]string{"multus-a": "10.0.32.0/20", "storage-a": "10.0.64.0/20", "multus-b": "10.0.48.0/20"}
-	for _, a := range got.Status.Attachments {
+	for _, a := range h.attachments(got.Name) {
 		if a.InstanceID != instances[a.NodeID] || a.AttachmentID == "" || a.MACAddress == "" || a.PrivateIP == "" ||
 			a.Status != v1alpha1.AttachmentAttached || int(a.DeviceIndex) != wantLayout[a.NodeID][a.SubnetID] ||
 			a.SubnetCIDR != cidrs[byID[a.SubnetID]] || a.MTU != 9001 || !a.DeleteOnTermination {
@@ -120,7 +120,7 @@ func TestCreateAndAttach(t *testing.T) {
 	keep.DeleteOnTermination = ptr.To(false)
 	h.createNodeENI("keep", keep)
 	k := h.ready("keep", 1)
-	if a := k.Status.Attachments; len(a) != 1 || a[0].DeleteOnTermination || a[0].DeviceIndex != 1 || a[0].SubnetID != h.Subnets["multus-b"] {
+	if a := h.attachments(k.Name); len(a) != 1 || a[0].DeleteOnTermination || a[0].DeviceIndex != 1 || a[0].SubnetID != h.Subnets["multus-b"] {
 		t.Fatalf("keep attachments %+v", a)
 	}
 	for _, e := range h.enis() {

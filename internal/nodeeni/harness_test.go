@@ -198,6 +198,32 @@ func (h *harness) createNodeENI(name string, spec v1alpha1.NodeENISpec) *v1alpha
 
 func (h *harness) get(name string) *v1alpha1.NodeENI { return testenv.GetNodeENI(h.t, h.k8s, name) }
 
+// eniNodeVersions are the resource versions of the ENINodes of the
+// test's nodes, by name.
+func (h *harness) eniNodeVersions() map[string]string {
+	h.t.Helper()
+	list := &v1alpha1.ENINodeList{}
+	if err := h.k8s.List(context.Background(), list); err != nil {
+		h.t.Fatal(err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := h.k8s.List(context.Background(), nodes, client.MatchingLabels{"test": h.label}); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, en := range list.Items {
+		if slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.Name == en.Name }) {
+			out[en.Name] = en.ResourceVersion
+		}
+	}
+	return out
+}
+
+// attachments are a NodeENI's entries in the ENINodes.
+func (h *harness) attachments(name string) []v1alpha1.ENIAttachment {
+	return testenv.Attachments(h.t, h.k8s, name)
+}
+
 // update changes a NodeENI's spec, retrying on conflicts.
 func (h *harness) update(name string, f func(*v1alpha1.NodeENISpec)) {
 	testenv.UpdateNodeENISpec(h.t, h.k8s, name, f)
@@ -264,6 +290,12 @@ func (h *harness) cleanupKube() {
 			_ = h.k8s.Update(ctx, ne)
 		}
 		_ = h.k8s.Delete(ctx, ne)
+	}
+	// No garbage collector runs here to delete the nodes' ENINodes.
+	nodes := &corev1.NodeList{}
+	_ = h.k8s.List(ctx, nodes, client.MatchingLabels{"test": h.label})
+	for _, n := range nodes.Items {
+		_ = h.k8s.Delete(ctx, &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
 	}
 	_ = h.k8s.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{"test": h.label})
 }

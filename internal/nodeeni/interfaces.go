@@ -6,8 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
@@ -32,12 +30,7 @@ const (
 // The message depends only on the reports and on which side of the grace
 // period each ENI is, never on the time itself, so recomputing it over
 // the same state gives the same condition and writes nothing.
-func interfacesCondition(attachments []v1alpha1.ENIAttachment, interfaces []v1alpha1.InterfaceStatus, generation int64, now time.Time, grace time.Duration) (metav1.Condition, time.Duration) {
-	type key struct{ node, eni string }
-	reports := make(map[key]v1alpha1.InterfaceStatus, len(interfaces))
-	for _, s := range interfaces {
-		reports[key{s.NodeID, s.ENIID}] = s
-	}
+func interfacesCondition(attachments []v1alpha1.ENIAttachment, reports map[reportKey]v1alpha1.InterfaceStatus, generation int64, now time.Time, grace time.Duration) (metav1.Condition, time.Duration) {
 	c := metav1.Condition{Type: v1alpha1.ConditionInterfacesConfigured, ObservedGeneration: generation}
 	var failed, pending []string
 	var recheck time.Duration
@@ -49,7 +42,7 @@ func interfacesCondition(attachments []v1alpha1.ENIAttachment, interfaces []v1al
 		}
 		attached++
 		nodes[a.NodeID] = true
-		s, ok := reports[key{a.NodeID, a.ENIID}]
+		s, ok := reports[reportKey{node: a.NodeID, eni: a.ENIID}]
 		switch {
 		case ok && s.State == v1alpha1.InterfaceConfigured:
 		case ok && s.State == v1alpha1.InterfaceFailed:
@@ -108,43 +101,20 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// interfacesChanged passes the NodeENI updates that change what the
-// agents reported (status.interfaces), lastUpdated aside: the controller
-// must aggregate them, and generation changes do not cover status writes.
-// The controller's own status writes never change status.interfaces (it
-// keeps the entries it read, and a merge patch leaves out what did not
-// change), so they do not pass and cannot start a loop.
-func interfacesChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, okOld := e.ObjectOld.(*v1alpha1.NodeENI)
-			n, okNew := e.ObjectNew.(*v1alpha1.NodeENI)
-			if !okOld || !okNew {
-				return true
-			}
-			return !sameReports(o.Status.Interfaces, n.Status.Interfaces)
-		},
-	}
-}
-
-// sameReports compares two status.interfaces lists as sets keyed by node
-// and ENI, order and lastUpdated aside.
+// sameReports compares two status.interfaces lists of an ENINode as
+// sets keyed by ENI, order and lastUpdated aside.
 func sameReports(a, b []v1alpha1.InterfaceStatus) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	type key struct{ node, eni string }
-	byKey := make(map[key]v1alpha1.InterfaceStatus, len(a))
+	byENI := make(map[string]v1alpha1.InterfaceStatus, len(a))
 	for _, s := range a {
 		s.LastUpdated = metav1.Time{}
-		byKey[key{s.NodeID, s.ENIID}] = s
+		byENI[s.ENIID] = s
 	}
 	for _, s := range b {
 		s.LastUpdated = metav1.Time{}
-		if o, ok := byKey[key{s.NodeID, s.ENIID}]; !ok || o != s {
+		if o, ok := byENI[s.ENIID]; !ok || o != s {
 			return false
 		}
 	}

@@ -18,14 +18,14 @@ func TestInterfacesCondition(t *testing.T) {
 	att := func(node, eni, status string, age time.Duration) v1alpha1.ENIAttachment {
 		return v1alpha1.ENIAttachment{NodeID: node, ENIID: eni, Status: status, LastUpdated: metav1.NewTime(now.Add(-age))}
 	}
-	rep := func(node, eni, state, msg string) v1alpha1.InterfaceStatus {
-		return v1alpha1.InterfaceStatus{NodeID: node, ENIID: eni, State: state, Message: msg, LastUpdated: metav1.NewTime(now)}
+	rep := func(node, eni, state, msg string) nodeReport {
+		return nodeReport{node, v1alpha1.InterfaceStatus{ENIID: eni, State: state, Message: msg, LastUpdated: metav1.NewTime(now)}}
 	}
 	const old = time.Hour // attached long ago: past the grace period
 	cases := []struct {
 		name        string
 		attachments []v1alpha1.ENIAttachment
-		interfaces  []v1alpha1.InterfaceStatus
+		interfaces  []nodeReport
 		status      metav1.ConditionStatus
 		reason      string
 		contains    []string
@@ -37,24 +37,24 @@ func TestInterfacesCondition(t *testing.T) {
 	}, {
 		name:        "only ENIs not attached yet or on their way out",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentCreated, old), att("n1", "eni-2", v1alpha1.AttachmentDetaching, old), att("n2", "eni-3", v1alpha1.AttachmentDeleting, old)},
-		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-2", v1alpha1.InterfaceFailed, "gone")},
+		interfaces:  []nodeReport{rep("n1", "eni-2", v1alpha1.InterfaceFailed, "gone")},
 		status:      metav1.ConditionUnknown, reason: ReasonNoAttachments,
 	}, {
 		name:        "all configured",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n1", "eni-2", v1alpha1.AttachmentAttached, old), att("n2", "eni-3", v1alpha1.AttachmentAttached, old)},
-		interfaces: []v1alpha1.InterfaceStatus{rep("n2", "eni-3", v1alpha1.InterfaceConfigured, ""), rep("n1", "eni-2", v1alpha1.InterfaceConfigured, ""),
+		interfaces: []nodeReport{rep("n2", "eni-3", v1alpha1.InterfaceConfigured, ""), rep("n1", "eni-2", v1alpha1.InterfaceConfigured, ""),
 			rep("n1", "eni-1", v1alpha1.InterfaceConfigured, "")},
 		status: metav1.ConditionTrue, reason: ReasonConfigured, contains: []string{"all 3 attached ENIs on 2 nodes"},
 	}, {
 		name:        "stale entries of detached ENIs and other nodes do not count",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old)},
-		interfaces: []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfaceConfigured, ""), rep("n1", "eni-9", v1alpha1.InterfaceFailed, "old"),
+		interfaces: []nodeReport{rep("n1", "eni-1", v1alpha1.InterfaceConfigured, ""), rep("n1", "eni-9", v1alpha1.InterfaceFailed, "old"),
 			rep("n2", "eni-1", v1alpha1.InterfaceFailed, "moved")},
 		status: metav1.ConditionTrue, reason: ReasonConfigured,
 	}, {
 		name:        "a report of another node does not stand for this one",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old)},
-		interfaces:  []v1alpha1.InterfaceStatus{rep("n2", "eni-1", v1alpha1.InterfaceConfigured, "")},
+		interfaces:  []nodeReport{rep("n2", "eni-1", v1alpha1.InterfaceConfigured, "")},
 		status:      metav1.ConditionFalse, reason: ReasonPending,
 		contains: []string{"no report from eni-agent on node n1 for eni-1: is the eni-agent DaemonSet running there?"},
 	}, {
@@ -67,7 +67,7 @@ func TestInterfacesCondition(t *testing.T) {
 	}, {
 		name:        "no report past the grace period names the node",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n2", "eni-2", v1alpha1.AttachmentAttached, old)},
-		interfaces:  []v1alpha1.InterfaceStatus{rep("n2", "eni-2", v1alpha1.InterfaceConfigured, "")},
+		interfaces:  []nodeReport{rep("n2", "eni-2", v1alpha1.InterfaceConfigured, "")},
 		status:      metav1.ConditionFalse, reason: ReasonPending,
 		contains: []string{"1 of 2 attached ENIs not configured yet: no report from eni-agent on node n1 for eni-1: is the eni-agent DaemonSet running there?"},
 		absent:   []string{"n2"},
@@ -79,7 +79,7 @@ func TestInterfacesCondition(t *testing.T) {
 	}, {
 		name:        "pending reported by the agent quotes it, whatever the age",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n2", "eni-2", v1alpha1.AttachmentAttached, time.Second)},
-		interfaces: []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfacePending, "no link with MAC 02:00:00:00:00:01 yet"),
+		interfaces: []nodeReport{rep("n1", "eni-1", v1alpha1.InterfacePending, "no link with MAC 02:00:00:00:00:01 yet"),
 			rep("n2", "eni-2", v1alpha1.InterfacePending, "")},
 		status: metav1.ConditionFalse, reason: ReasonPending,
 		contains: []string{"node n1: eni-1: no link with MAC 02:00:00:00:00:01 yet", "node n2: eni-2: pending"},
@@ -87,13 +87,13 @@ func TestInterfacesCondition(t *testing.T) {
 	}, {
 		name:        "an unknown or empty state counts as pending",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n1", "eni-2", v1alpha1.AttachmentAttached, old)},
-		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-1", "", ""), rep("n1", "eni-2", "Rebooting", "soon")},
+		interfaces:  []nodeReport{rep("n1", "eni-1", "", ""), rep("n1", "eni-2", "Rebooting", "soon")},
 		status:      metav1.ConditionFalse, reason: ReasonPending,
 		contains: []string{"2 of 2", "node n1: eni-2: soon"},
 	}, {
 		name:        "a failure wins over pending and quotes the agent",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old), att("n2", "eni-2", v1alpha1.AttachmentAttached, old), att("n3", "eni-3", v1alpha1.AttachmentAttached, time.Second)},
-		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfaceConfigured, ""), rep("n2", "eni-2", v1alpha1.InterfaceFailed, "name multus is taken by eth3")},
+		interfaces:  []nodeReport{rep("n1", "eni-1", v1alpha1.InterfaceConfigured, ""), rep("n2", "eni-2", v1alpha1.InterfaceFailed, "name multus is taken by eth3")},
 		status:      metav1.ConditionFalse, reason: ReasonInterfaceFailed,
 		contains: []string{"1 of 3 attached ENIs failed: node n2: eni-2: name multus is taken by eth3; 1 more not configured yet"},
 		absent:   []string{"n1"},
@@ -101,13 +101,13 @@ func TestInterfacesCondition(t *testing.T) {
 	}, {
 		name:        "a failure without a message",
 		attachments: []v1alpha1.ENIAttachment{att("n1", "eni-1", v1alpha1.AttachmentAttached, old)},
-		interfaces:  []v1alpha1.InterfaceStatus{rep("n1", "eni-1", v1alpha1.InterfaceFailed, "")},
+		interfaces:  []nodeReport{rep("n1", "eni-1", v1alpha1.InterfaceFailed, "")},
 		status:      metav1.ConditionFalse, reason: ReasonInterfaceFailed,
 		contains: []string{"node n1: eni-1: failed"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, recheck := interfacesCondition(tc.attachments, tc.interfaces, 7, now, grace)
+			c, recheck := interfacesCondition(tc.attachments, reportMap(tc.interfaces), 7, now, grace)
 			if c.Type != v1alpha1.ConditionInterfacesConfigured || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 7 {
 				t.Fatalf("condition %+v, want %s %s", c, tc.status, tc.reason)
 			}
@@ -127,7 +127,7 @@ func TestInterfacesCondition(t *testing.T) {
 			// The same state a moment later, still on the same side of
 			// every grace period, gives the same condition: a re-check
 			// writes nothing.
-			again, _ := interfacesCondition(tc.attachments, tc.interfaces, 7, now.Add(time.Millisecond), grace)
+			again, _ := interfacesCondition(tc.attachments, reportMap(tc.interfaces), 7, now.Add(time.Millisecond), grace)
 			if again != c {
 				t.Errorf("not stable over time:\n%+v\n%+v", c, again)
 			}
@@ -152,47 +152,67 @@ func TestInterfacesConditionListsAtMostTenNodes(t *testing.T) {
 	}
 }
 
-func TestInterfacesChangedPredicate(t *testing.T) {
+func TestENINodeChangedPredicate(t *testing.T) {
 	t0, t1 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
-	ne := func(gen int64, cond string, ifs ...v1alpha1.InterfaceStatus) *v1alpha1.NodeENI {
-		n := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "x", Generation: gen}}
-		n.Status.Interfaces = ifs
-		if cond != "" {
-			n.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionInterfacesConfigured, Reason: cond}}
-		}
-		return n
+	entry := v1alpha1.ENIAttachment{NodeENI: "x", NodeID: "n1", ENIID: "eni-1", MACAddress: "02:00:00:00:00:01", Status: v1alpha1.AttachmentAttached}
+	tampered := entry
+	tampered.MACAddress = "02:00:00:00:00:99"
+	other := v1alpha1.ENIAttachment{NodeENI: "y", NodeID: "n1", ENIID: "eni-2", Status: v1alpha1.AttachmentAttached}
+	en := func(entries []v1alpha1.ENIAttachment, ifs ...v1alpha1.InterfaceStatus) *v1alpha1.ENINode {
+		return &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+			Spec: v1alpha1.ENINodeSpec{Attachments: entries}, Status: v1alpha1.ENINodeStatus{Interfaces: ifs}}
 	}
-	a := v1alpha1.InterfaceStatus{NodeID: "n1", ENIID: "eni-1", State: v1alpha1.InterfacePending, LastUpdated: t0}
+	a := v1alpha1.InterfaceStatus{ENIID: "eni-1", State: v1alpha1.InterfacePending, LastUpdated: t0}
 	aLater := a
 	aLater.LastUpdated = t1
 	aDone := a
 	aDone.State = v1alpha1.InterfaceConfigured
-	aMTU := a
-	aMTU.MTU = 9001
-	b := v1alpha1.InterfaceStatus{NodeID: "n2", ENIID: "eni-2", State: v1alpha1.InterfaceConfigured, LastUpdated: t0}
-	p := interfacesChanged()
+	b := v1alpha1.InterfaceStatus{ENIID: "eni-2", State: v1alpha1.InterfaceConfigured, LastUpdated: t0}
+	shares := newOwnWrites()
+	shares.remember(shareKey("x", "n1"), []v1alpha1.ENIAttachment{entry})
+	shares.remember(shareKey("y", "n1"), []v1alpha1.ENIAttachment{other})
+	p := eniNodeChanged(shares)
+	mine := []v1alpha1.ENIAttachment{entry}
 	cases := []struct {
 		name     string
-		old, new *v1alpha1.NodeENI
+		old, new *v1alpha1.ENINode
 		want     bool
 	}{
-		{"the controller's own status write", ne(1, "", a), ne(1, ReasonPending, a), false},
-		{"only lastUpdated moved", ne(1, "", a), ne(1, "", aLater), false},
-		{"same entries in another order", ne(1, "", a, b), ne(1, "", b, a), false},
-		{"first report", ne(1, ""), ne(1, "", a), true},
-		{"state changed", ne(1, "", a), ne(1, "", aDone), true},
-		{"another field changed", ne(1, "", a), ne(1, "", aMTU), true},
-		{"entry removed", ne(1, "", a, b), ne(1, "", a), true},
-		{"entry replaced by another node's", ne(1, "", a), ne(1, "", b), true},
+		{"the controller's own write", en(nil), en(mine), false},
+		{"another NodeENI's own write", en(mine), en([]v1alpha1.ENIAttachment{entry, other}), false},
+		{"only lastUpdated of a report moved", en(mine, a), en(mine, aLater), false},
+		{"same reports in another order", en(mine, a, b), en(mine, b, a), false},
+		{"first report", en(mine), en(mine, a), true},
+		{"state changed", en(mine, a), en(mine, aDone), true},
+		{"report removed", en(mine, a, b), en(mine, a), true},
+		{"an entry's MAC rewritten by someone else", en(mine), en([]v1alpha1.ENIAttachment{tampered}), true},
+		{"an entry removed by someone else", en(mine), en(nil), true},
 	}
 	for _, tc := range cases {
 		if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if p.Create(event.CreateEvent{Object: ne(1, "")}) || p.Delete(event.DeleteEvent{Object: ne(1, "")}) || p.Generic(event.GenericEvent{Object: ne(1, "")}) {
-		t.Fatal("only updates are this predicate's")
+	if p.Create(event.CreateEvent{Object: en(mine)}) || p.Generic(event.GenericEvent{Object: en(mine)}) {
+		t.Error("creates are the controller's own")
 	}
+	if !p.Delete(event.DeleteEvent{Object: en(mine)}) || p.Delete(event.DeleteEvent{Object: en(nil)}) {
+		t.Error("a deleted ENINode that held entries is written again; an empty one (the controller deletes those) is not")
+	}
+}
+
+// nodeReport is an agent's report and its node.
+type nodeReport struct {
+	node string
+	s    v1alpha1.InterfaceStatus
+}
+
+func reportMap(rs []nodeReport) map[reportKey]v1alpha1.InterfaceStatus {
+	out := map[reportKey]v1alpha1.InterfaceStatus{}
+	for _, r := range rs {
+		out[reportKey{node: r.node, eni: r.s.ENIID}] = r.s
+	}
+	return out
 }
 
 // Each line quotes an agent's message, up to 1 KiB: ten of them must not
@@ -209,13 +229,13 @@ func TestInterfacesConditionIsBounded(t *testing.T) {
 
 // failedENIs is n attached ENIs (eni-00 on node n00, ...) and their
 // agents' reports, each failed with message.
-func failedENIs(n int, message string) ([]v1alpha1.ENIAttachment, []v1alpha1.InterfaceStatus) {
+func failedENIs(n int, message string) ([]v1alpha1.ENIAttachment, map[reportKey]v1alpha1.InterfaceStatus) {
 	var as []v1alpha1.ENIAttachment
-	var rs []v1alpha1.InterfaceStatus
+	rs := map[reportKey]v1alpha1.InterfaceStatus{}
 	for i := range n {
 		node, id := fmt.Sprintf("n%02d", i), fmt.Sprintf("eni-%02d", i)
 		as = append(as, v1alpha1.ENIAttachment{NodeID: node, ENIID: id, Status: v1alpha1.AttachmentAttached})
-		rs = append(rs, v1alpha1.InterfaceStatus{NodeID: node, ENIID: id, State: v1alpha1.InterfaceFailed, Message: message})
+		rs[reportKey{node: node, eni: id}] = v1alpha1.InterfaceStatus{ENIID: id, State: v1alpha1.InterfaceFailed, Message: message}
 	}
 	return as, rs
 }

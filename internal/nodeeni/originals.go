@@ -166,21 +166,30 @@ func (r *reconciler) adoptENI(ctx context.Context, a action, ev *nodeEvents) (*b
 	return nil, nil
 }
 
-// pendingRecords are the status entries of ENIs whose adoption was planned
-// but did not happen (EC2 refused, or dry-run): they stay in status as
-// they were, so the next pass still has the status as evidence.
-func pendingRecords(ne *v1alpha1.NodeENI, adopt []action, after []owned) []v1alpha1.ENIAttachment {
-	var out []v1alpha1.ENIAttachment
-	for _, a := range adopt {
-		if slices.ContainsFunc(after, func(o owned) bool { return o.ID == a.ENI }) {
-			continue
+// legacyRecords are the entries of the deprecated status.attachments
+// still needed as evidence: those of ENIs whose adoption or proof is yet
+// to be written (EC2 refused, or dry-run). The others are dropped: their
+// ENIs are the operator's own and in the ENINodes.
+func legacyRecords(records []v1alpha1.ENIAttachment, waiting ...[]action) []v1alpha1.ENIAttachment {
+	ids := map[string]bool{}
+	for _, acts := range waiting {
+		for _, a := range acts {
+			ids[a.ENI] = true
 		}
-		for _, rec := range ne.Status.Attachments {
-			if rec.ENIID == a.ENI {
-				out = append(out, rec)
-				break
-			}
+	}
+	var out []v1alpha1.ENIAttachment
+	for _, rec := range records {
+		if ids[rec.ENIID] {
+			out = append(out, rec)
 		}
 	}
 	return out
+}
+
+// notAdopted are the adoptions whose ENI is not among the NodeENI's own
+// after they were carried out.
+func notAdopted(adopt []action, after []owned) []action {
+	return slices.DeleteFunc(slices.Clone(adopt), func(a action) bool {
+		return slices.ContainsFunc(after, func(o owned) bool { return o.ID == a.ENI })
+	})
 }

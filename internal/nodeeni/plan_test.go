@@ -516,20 +516,29 @@ func TestStatusSteadyStateWritesNothing(t *testing.T) {
 	in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true), eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
 	p := makePlan(in)
 	t0 := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	st := statusFor(v1alpha1.NodeENIStatus{}, 3, in, p, nil, false, false, t0)
-	if st.ReadyNodes != 1 || st.DesiredNodes != 1 || len(st.Attachments) != 2 || st.ObservedGeneration != 3 {
+	st := statusFor(v1alpha1.NodeENIStatus{}, 3, in, p, nil, nil, false, false)
+	if st.ReadyNodes != 1 || st.DesiredNodes != 1 || len(st.Attachments) != 0 || st.ObservedGeneration != 3 {
 		t.Fatalf("status %+v", st)
+	}
+	// The node's share, stamped at t0, is the same a pass later.
+	share := sharesByNode("x", p.Attachments)["n1"]
+	first := attachmentsSince(nil, share, t0)
+	if len(first) != 2 || first[0].NodeENI != "x" {
+		t.Fatalf("share %+v", first)
+	}
+	if later := attachmentsSince(first, sharesByNode("x", makePlan(in).Attachments)["n1"], metav1.Now()); !sameShare(first, later) {
+		t.Fatalf("a second pass over the same state changes the node's share:\n%+v\n%+v", first, later)
 	}
 	ready := cond(st, v1alpha1.ConditionReady)
 	if ready.Status != metav1.ConditionTrue || ready.Reason != ReasonAttached {
 		t.Fatalf("Ready %+v", ready)
 	}
-	again := statusFor(st, 3, in, makePlan(in), nil, false, false, metav1.Now())
+	again := statusFor(st, 3, in, makePlan(in), nil, nil, false, false)
 	if !equality.Semantic.DeepEqual(st, again) {
 		t.Fatalf("a second pass over the same state changes the status:\n%+v\n%+v", st, again)
 	}
 	blocks := []blocked{{Node: "n2", Reason: ReasonENILimitReached, Message: "full"}}
-	deg := statusFor(st, 3, in, p, blocks, false, false, metav1.Now())
+	deg := statusFor(st, 3, in, p, nil, blocks, false, false)
 	if c := cond(deg, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || c.Reason != ReasonENILimitReached ||
 		!strings.Contains(c.Message, "node n2: ENILimitReached: full") {
 		t.Fatalf("Degraded %+v", c)

@@ -82,7 +82,11 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
-		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), own: newOwnStatus(),
+		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), own: newOwnWrites(), shares: newOwnWrites(),
+		live: mgr.GetAPIReader(),
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ENINode{}, shareIndex, sharesIndexed); err != nil {
+		return err
 	}
 	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	if o.SkipNameValidation {
@@ -163,25 +167,25 @@ func register(mgr ctrl.Manager, r *reconciler, resync chan event.GenericEvent, c
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeeni").
 		// Spec changes and deletion bump the generation; the operator's own
-		// status writes do not and need no reconcile. The agents' reports
-		// do not either, but the InterfacesConfigured condition aggregates
-		// them: those updates pass on their own predicate, which the
-		// operator's writes never satisfy. Someone else's write of the
-		// operator's part of the status passes too, to be written back
-		// (first in the list: it forgets deleted NodeENIs).
+		// status writes do not and need no reconcile. Someone else's write
+		// of the status passes, to be written back (first in the list: it
+		// forgets deleted NodeENIs).
 		For(&v1alpha1.NodeENI{}, builder.WithPredicates(predicate.Or[client.Object](
-			ownStatusTampered(r.own), predicate.GenerationChangedPredicate{}, interfacesChanged()))).
+			ownStatusTampered(r.own), predicate.GenerationChangedPredicate{}))).
+		// The agents' reports, and shares someone else changed, in the
+		// ENINodes wake the NodeENIs the entries name.
+		Watches(&v1alpha1.ENINode{}, handler.EnqueueRequestsFromMapFunc(nodeENIsOf), builder.WithPredicates(eniNodeChanged(r.shares))).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(source.Channel(resync, all)).
 		WithOptions(co).
 		Complete(r)
 }
 
-// ownStatusTampered passes the updates that leave the controller's part
-// of a NodeENI's status other than this process last wrote or planned
-// it (ownStatus). Comparing old and new first keeps the digest off the
-// bulk of the updates, the agents' reports.
-func ownStatusTampered(own *ownStatus) predicate.Funcs {
+// ownStatusTampered passes the updates that leave a NodeENI's status
+// other than this process last wrote or planned it (ownWrites).
+// Comparing old and new first keeps the digest off the updates of spec
+// and metadata.
+func ownStatusTampered(own *ownWrites) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
@@ -195,7 +199,7 @@ func ownStatusTampered(own *ownStatus) predicate.Funcs {
 			if !okOld || !okNew {
 				return true
 			}
-			return !sameOwnStatus(o.Status, n.Status) && own.foreign(n.Name, n.Status)
+			return !equality.Semantic.DeepEqual(o.Status, n.Status) && own.foreign(n.Name, n.Status)
 		},
 	}
 }

@@ -58,7 +58,7 @@ func TestSpecChanges(t *testing.T) {
 	h.update("sc", func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 3 })
 	h.waitReplaced(2, 3, before)
 	ne := h.ready("sc", 2)
-	for _, a := range ne.Status.Attachments {
+	for _, a := range h.attachments(ne.Name) {
 		if a.DeviceIndex != 3 {
 			t.Fatalf("status %+v", a)
 		}

@@ -35,15 +35,16 @@ const (
 	ReasonHealthy         = "Healthy"
 )
 
-// statusFor computes the status a plan describes. Entries that did not
-// change keep their lastUpdated, so a steady state writes nothing.
-func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p plan, blocks []blocked, pending, deleting bool, now metav1.Time) v1alpha1.NodeENIStatus {
+// statusFor computes the status a plan describes: counts and conditions,
+// and of the deprecated status.attachments only the entries still needed
+// as evidence (legacy). The ENIs themselves are in the ENINodes.
+func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p plan, legacy []v1alpha1.ENIAttachment, blocks []blocked, pending, deleting bool) v1alpha1.NodeENIStatus {
 	st := *old.DeepCopy()
 	st.ObservedGeneration = generation
 	blocks = rootCauses(blocks, in.NodeInstances, len(in.CIDRs) > 0)
 	st.DesiredNodes = int32(desiredNodes(in, blocks, deleting))
 	st.ReadyNodes = int32(p.ReadyNodes)
-	st.Attachments = attachmentsSince(old.Attachments, p.Attachments, now)
+	st.Attachments = legacy
 	c := conditions{st: &st, generation: generation}
 	c.set(p, blocks, pending, deleting)
 	return st
@@ -201,7 +202,8 @@ func describe(bs []blocked) string {
 	return bounded.ListWithin(lines, "; ", maxListedNodes, bounded.EventNote)
 }
 
-// writeStatus patches the status when it changed, and tells of new
+// writeStatus writes the plan's entries to the nodes' ENINodes and
+// patches the NodeENI's status when it changed, and tells of new
 // degradations once (event + log) rather than on every pass. It returns
 // when the InterfacesConfigured condition should be looked at again (0:
 // only on events): a missing agent report is named once its grace period
@@ -210,9 +212,17 @@ func describe(bs []blocked) string {
 // dry is the dry-run summary of what the plan would do ("" when not in
 // dry-run or nothing would be done): it becomes the Progressing
 // condition (reason DryRun), and an event and a log line when it changed.
-func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, blocks []blocked, pending, deleting bool, dry string) (time.Duration, error) {
+func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, legacy []v1alpha1.ENIAttachment, blocks []blocked, pending, deleting bool, dry string) (time.Duration, error) {
 	now := metav1.Now()
-	st := statusFor(ne.Status, ne.Generation, in, p, blocks, pending, deleting, now)
+	held, err := r.held(ctx, ne.Name)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := r.writeShares(ctx, ne.Name, p.Attachments, held, now)
+	if err != nil {
+		return 0, err
+	}
+	st := statusFor(ne.Status, ne.Generation, in, p, legacy, blocks, pending, deleting)
 	if dry != "" {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 			Reason: ReasonDryRun, Message: dry, ObservedGeneration: ne.Generation})
@@ -221,13 +231,12 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 			r.event(ne, corev1.EventTypeNormal, ReasonDryRun, "Reconcile", "%s", dry)
 		}
 	}
-	// Aggregated over the attachments just computed and the agents'
-	// entries as read: st.Interfaces is ne.Status.Interfaces untouched, so
-	// the patch below never carries status.interfaces.
-	configured, recheck := interfacesCondition(st.Attachments, st.Interfaces, ne.Generation, now.Time, r.opts.AgentReportGracePeriod)
+	// The agents' reports as the ENINodes hold them; the writes above
+	// change only the operator's entries.
+	configured, recheck := interfacesCondition(entries, reportsOf(held), ne.Generation, now.Time, r.opts.AgentReportGracePeriod)
 	meta.SetStatusCondition(&st.Conditions, configured)
-	r.metrics.perNodeENI.WithLabelValues(ne.Name, "attached").Set(float64(countStatus(st.Attachments, v1alpha1.AttachmentAttached)))
-	r.metrics.perNodeENI.WithLabelValues(ne.Name, "pending").Set(float64(len(st.Attachments) - countStatus(st.Attachments, v1alpha1.AttachmentAttached)))
+	r.metrics.perNodeENI.WithLabelValues(ne.Name, "attached").Set(float64(countStatus(entries, v1alpha1.AttachmentAttached)))
+	r.metrics.perNodeENI.WithLabelValues(ne.Name, "pending").Set(float64(len(entries) - countStatus(entries, v1alpha1.AttachmentAttached)))
 	failed := 0
 	for _, b := range blocks {
 		if !b.transient() {
@@ -258,64 +267,56 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 	return recheck, nil
 }
 
-// ownStatus remembers, per NodeENI, the controller's part of its status
-// (everything but the agents' status.interfaces) as this process last
-// wrote it or found it as planned. Anyone allowed to patch NodeENI status
-// can rewrite that part, and the agents act on its attachments; an
-// update that makes it differ from what is remembered is someone else's
-// and is reconciled at once, which writes the plan back. The
-// controller's own writes match and wake nobody up. It holds a digest of
-// the JSON, the API's form (times in seconds), not the status.
-type ownStatus struct {
+// ownWrites remembers, per key, a digest of what this process last
+// wrote or found as planned: the controller's part of a NodeENI's status
+// (key: its name) or its share of an ENINode (shareKey). Anyone allowed
+// to write those can rewrite them, and the agents act on the shares; an
+// update that makes one differ from what is remembered is someone
+// else's and is reconciled at once, which writes the plan back. The
+// controller's own writes match and wake nobody up. The digest is of the
+// JSON, the API's form (times in seconds).
+type ownWrites struct {
 	mu      sync.Mutex
 	digests map[string][sha256.Size]byte
 }
 
-func newOwnStatus() *ownStatus { return &ownStatus{digests: map[string][sha256.Size]byte{}} }
+func newOwnWrites() *ownWrites { return &ownWrites{digests: map[string][sha256.Size]byte{}} }
 
-// ownDigest is the digest of the controller's part of st.
-func ownDigest(st v1alpha1.NodeENIStatus) [sha256.Size]byte {
-	st.Interfaces = nil
-	b, _ := json.Marshal(st) // plain data: cannot fail
+func digestOf(v any) [sha256.Size]byte {
+	b, _ := json.Marshal(v) // plain data: cannot fail
 	return sha256.Sum256(b)
 }
 
-func (o *ownStatus) remember(name string, st v1alpha1.NodeENIStatus) {
+func (o *ownWrites) remember(key string, v any) {
 	if o == nil {
 		return
 	}
-	d := ownDigest(st)
+	d := digestOf(v)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.digests[name] = d
+	o.digests[key] = d
 }
 
-func (o *ownStatus) forget(name string) {
+func (o *ownWrites) forget(key string) {
 	if o == nil {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.digests, name)
+	delete(o.digests, key)
 }
 
-// foreign tells whether st, the status of NodeENI name, is not what this
-// process last wrote or planned for it (nothing remembered: foreign).
-func (o *ownStatus) foreign(name string, st v1alpha1.NodeENIStatus) bool {
+// foreign tells whether v is not what this process last wrote or planned
+// under key (nothing remembered: foreign).
+func (o *ownWrites) foreign(key string, v any) bool {
 	if o == nil {
 		return true
 	}
-	d := ownDigest(st)
+	d := digestOf(v)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	last, ok := o.digests[name]
+	last, ok := o.digests[key]
 	return !ok || last != d
-}
-
-// sameOwnStatus compares the controller's part of two statuses.
-func sameOwnStatus(a, b v1alpha1.NodeENIStatus) bool {
-	a.Interfaces, b.Interfaces = nil, nil
-	return equality.Semantic.DeepEqual(a, b)
 }
 
 func countStatus(as []v1alpha1.ENIAttachment, s string) int {

@@ -133,13 +133,13 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 		}
 	}
 	got := h.ready("trust", 1)
-	for _, a := range got.Status.Attachments {
+	for _, a := range h.attachments(got.Name) {
 		if seeded[a.ENIID] {
 			t.Errorf("untrusted ENI %s in status: %+v", a.ENIID, a)
 		}
 	}
-	if len(got.Status.Attachments) != 1 {
-		t.Errorf("status attachments %+v, want the NodeENI's one ENI", got.Status.Attachments)
+	if len(h.attachments(got.Name)) != 1 {
+		t.Errorf("status attachments %+v, want the NodeENI's one ENI", h.attachments(got.Name))
 	}
 	for _, note := range h.events("trust")["UntrustedENI"] {
 		if len(note) > 1024 {

@@ -1,11 +1,14 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +114,28 @@ func GetNodeENI(t testing.TB, c client.Client, name string) *v1alpha1.NodeENI {
 		t.Fatal(err)
 	}
 	return ne
+}
+
+// Attachments are a NodeENI's entries in the ENINodes, by node, device
+// index and ENI.
+func Attachments(t testing.TB, c client.Client, nodeENI string) []v1alpha1.ENIAttachment {
+	t.Helper()
+	list := &v1alpha1.ENINodeList{}
+	if err := c.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	var out []v1alpha1.ENIAttachment
+	for _, en := range list.Items {
+		for _, a := range en.Spec.Attachments {
+			if a.NodeENI == nodeENI {
+				out = append(out, a)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.ENIAttachment) int {
+		return cmp.Or(strings.Compare(a.NodeID, b.NodeID), cmp.Compare(a.DeviceIndex, b.DeviceIndex), strings.Compare(a.ENIID, b.ENIID))
+	})
+	return out
 }
 
 // UpdateNodeENISpec changes a NodeENI's spec, retrying on conflicts.

@@ -1,0 +1,292 @@
+package nodeeni
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
+)
+
+// A NodeENI's entries live in the ENINodes of their nodes, one object per
+// node (api/v1alpha1): each NodeENI's share of a node's spec.attachments
+// is the entries naming it. Each write is one node's, small and bounded,
+// however many nodes a NodeENI selects; the node's agent reports in the
+// same object's status.
+
+// shareIndex indexes ENINodes by the NodeENIs their entries name.
+const shareIndex = "spec.attachments.nodeENI"
+
+// shareWriters bounds the ENINode writes of one reconcile in flight.
+const shareWriters = 8
+
+// sharesIndexed lists the NodeENIs an ENINode's entries name.
+func sharesIndexed(o client.Object) []string {
+	en, ok := o.(*v1alpha1.ENINode)
+	if !ok {
+		return nil
+	}
+	return nodeENIsNamed(en)
+}
+
+func nodeENIsNamed(en *v1alpha1.ENINode) []string {
+	var out []string
+	for _, a := range en.Spec.Attachments {
+		out = append(out, a.NodeENI)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// shareOf is the entries of an ENINode that name the NodeENI.
+func shareOf(en *v1alpha1.ENINode, nodeENI string) []v1alpha1.ENIAttachment {
+	if en == nil {
+		return nil
+	}
+	var out []v1alpha1.ENIAttachment
+	for _, a := range en.Spec.Attachments {
+		if a.NodeENI == nodeENI {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// withShare returns the entries with the NodeENI's share replaced by
+// share, sorted by NodeENI, device index and ENI.
+func withShare(entries []v1alpha1.ENIAttachment, nodeENI string, share []v1alpha1.ENIAttachment) []v1alpha1.ENIAttachment {
+	out := slices.DeleteFunc(slices.Clone(entries), func(a v1alpha1.ENIAttachment) bool { return a.NodeENI == nodeENI })
+	out = append(out, share...)
+	slices.SortStableFunc(out, func(a, b v1alpha1.ENIAttachment) int {
+		return cmp.Or(strings.Compare(a.NodeENI, b.NodeENI), cmp.Compare(a.DeviceIndex, b.DeviceIndex), strings.Compare(a.ENIID, b.ENIID))
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// sameShare compares two shares, order aside.
+func sameShare(a, b []v1alpha1.ENIAttachment) bool {
+	return equality.Semantic.DeepEqual(sortedShare(a), sortedShare(b))
+}
+
+func sortedShare(s []v1alpha1.ENIAttachment) []v1alpha1.ENIAttachment {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.SortedFunc(slices.Values(s), func(a, b v1alpha1.ENIAttachment) int { return strings.Compare(a.ENIID, b.ENIID) })
+}
+
+// sharesByNode splits planned entries by node, each naming the NodeENI,
+// their messages within what the API takes.
+func sharesByNode(nodeENI string, planned []v1alpha1.ENIAttachment) map[string][]v1alpha1.ENIAttachment {
+	out := map[string][]v1alpha1.ENIAttachment{}
+	for _, a := range planned {
+		a.NodeENI = nodeENI
+		a.Message = bounded.Truncate(a.Message, bounded.Message)
+		out[a.NodeID] = append(out[a.NodeID], a)
+	}
+	return out
+}
+
+// held reads the ENINodes (from the cache) that hold entries of the
+// NodeENI, by node.
+func (r *reconciler) held(ctx context.Context, nodeENI string) (map[string]*v1alpha1.ENINode, error) {
+	list := &v1alpha1.ENINodeList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{shareIndex: nodeENI}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*v1alpha1.ENINode, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// dropShares removes a NodeENI's entries from every ENINode.
+func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
+	held, err := r.held(ctx, nodeENI)
+	if err != nil || len(held) == 0 {
+		return err
+	}
+	_, err = r.writeShares(ctx, nodeENI, nil, held, metav1.Now())
+	return err
+}
+
+// shareWrite is one node's share to write.
+type shareWrite struct {
+	node    string
+	entries []v1alpha1.ENIAttachment
+}
+
+// writeShares makes each node's ENINode hold the NodeENI's planned
+// entries, stamped (unchanged ones keep their lastUpdated), and drops
+// its entries from the nodes it no longer plans for. Only changed shares
+// are written, so a steady state writes nothing. It returns the stamped
+// entries of every node.
+func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []v1alpha1.ENIAttachment, held map[string]*v1alpha1.ENINode, now metav1.Time) ([]v1alpha1.ENIAttachment, error) {
+	byNode := sharesByNode(nodeENI, planned)
+	var out []v1alpha1.ENIAttachment
+	var writes []shareWrite
+	for node, want := range byNode {
+		had := shareOf(held[node], nodeENI)
+		stamped := attachmentsSince(had, want, now)
+		out = append(out, stamped...)
+		if !sameShare(had, stamped) {
+			writes = append(writes, shareWrite{node: node, entries: stamped})
+		}
+	}
+	for node := range held {
+		if _, ok := byNode[node]; !ok {
+			writes = append(writes, shareWrite{node: node})
+		}
+	}
+	slices.SortFunc(writes, func(a, b shareWrite) int { return strings.Compare(a.node, b.node) })
+	errs := make([]error, len(writes))
+	sem := make(chan struct{}, shareWriters)
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = r.writeShare(ctx, nodeENI, w)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// writeShare writes one node's share of the NodeENI: creates the node's
+// ENINode (owned by the Node, so it goes with it) when it has none,
+// patches it under an optimistic lock (other NodeENIs write their shares
+// of the same object), and deletes it once no NodeENI has an entry left.
+// The first try reads the cache; a conflict re-reads the API server.
+func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrite) error {
+	var reader client.Reader = r.client
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		defer func() { reader = r.live }()
+		en := &v1alpha1.ENINode{}
+		err := reader.Get(ctx, types.NamespacedName{Name: w.node}, en)
+		if apierrors.IsNotFound(err) {
+			return r.createShare(ctx, nodeENI, w)
+		}
+		if err != nil {
+			return err
+		}
+		old := en.DeepCopy()
+		en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, w.entries)
+		if equality.Semantic.DeepEqual(old.Spec, en.Spec) {
+			r.shares.remember(shareKey(nodeENI, w.node), w.entries)
+			return nil
+		}
+		r.shares.remember(shareKey(nodeENI, w.node), w.entries)
+		if len(en.Spec.Attachments) == 0 {
+			err = r.client.Delete(ctx, en, client.Preconditions{UID: &en.UID, ResourceVersion: &en.ResourceVersion})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		return r.client.Patch(ctx, en, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
+	})
+}
+
+// createShare creates a node's ENINode holding the share. A node that is
+// gone gets none: its entries only count in the NodeENI's conditions.
+func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWrite) error {
+	if len(w.entries) == 0 {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: w.node}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	en := &v1alpha1.ENINode{
+		ObjectMeta: metav1.ObjectMeta{Name: w.node, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
+		Spec: v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries)},
+	}
+	r.shares.remember(shareKey(nodeENI, w.node), w.entries)
+	err := r.client.Create(ctx, en)
+	if apierrors.IsAlreadyExists(err) {
+		// Another NodeENI created it meanwhile: patch it instead.
+		return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("eninodes").GroupResource(), w.node, err)
+	}
+	return err
+}
+
+// reportsOf are the agents' reports in the ENINodes, by node and ENI: a
+// report counts only for an ENI of its own node.
+func reportsOf(held map[string]*v1alpha1.ENINode) map[reportKey]v1alpha1.InterfaceStatus {
+	out := map[reportKey]v1alpha1.InterfaceStatus{}
+	for node, en := range held {
+		for _, s := range en.Status.Interfaces {
+			out[reportKey{node: node, eni: s.ENIID}] = s
+		}
+	}
+	return out
+}
+
+// reportKey names an agent's report: its node and the ENI.
+type reportKey struct{ node, eni string }
+
+func shareKey(nodeENI, node string) string { return nodeENI + "/" + node }
+
+// eniNodeChanged passes the ENINode events the NodeENI controller must
+// see: a report of an agent changed (the InterfacesConfigured
+// aggregate), a share edited by anyone but this process (written back at
+// once), or the object deleted while it held shares (recreated if its
+// node is still there). The controller's own writes pass none of these.
+func eniNodeChanged(shares *ownWrites) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			en, ok := e.Object.(*v1alpha1.ENINode)
+			return !ok || len(en.Spec.Attachments) > 0
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*v1alpha1.ENINode)
+			n, okNew := e.ObjectNew.(*v1alpha1.ENINode)
+			if !okOld || !okNew {
+				return true
+			}
+			if !sameReports(o.Status.Interfaces, n.Status.Interfaces) {
+				return true
+			}
+			for _, name := range slices.Concat(nodeENIsNamed(o), nodeENIsNamed(n)) {
+				share := shareOf(n, name)
+				if !sameShare(shareOf(o, name), share) && shares.foreign(shareKey(name, n.Name), share) {
+					return true
+				}
+			}
+			return false
+		},
+	}
+}
+
+// nodeENIsOf maps an ENINode to the NodeENIs its entries name.
+func nodeENIsOf(_ context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, name := range sharesIndexed(o) {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return out
+}
