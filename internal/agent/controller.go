@@ -141,20 +141,25 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if statusErr != nil {
 		return reconcile.Result{}, statusErr
 	}
+	return r.retry(ctx, counts), nil
+}
+
+// retry is when to look again at a node whose interfaces are not all
+// configured. Link events bring a hot-plugged interface in at once; this
+// retry, backing off, covers what no event announces (a sysfs bind that
+// settles late, a name freed, a missed event).
+func (r *reconciler) retry(ctx context.Context, counts map[string]int) reconcile.Result {
 	if counts[v1alpha1.InterfacePending]+counts[v1alpha1.InterfaceFailed] == 0 && !r.reloadPending {
 		r.failures = 0
-		return reconcile.Result{}, nil
+		return reconcile.Result{}
 	}
-	// Link events bring a hot-plugged interface in at once; this retry,
-	// backing off, covers what no event announces (a sysfs bind that
-	// settles late, a name freed, a missed event).
 	r.failures++
 	delay := r.retryBase << min(r.failures-1, 16)
 	if delay > r.retryMax || delay <= 0 {
 		delay = r.retryMax
 	}
-	logger.V(1).Info("interfaces not all configured; looking again", "pending", counts[v1alpha1.InterfacePending], "failed", counts[v1alpha1.InterfaceFailed], "after", delay)
-	return reconcile.Result{RequeueAfter: delay}, nil
+	log.FromContext(ctx).V(1).Info("interfaces not all configured; looking again", "pending", counts[v1alpha1.InterfacePending], "failed", counts[v1alpha1.InterfaceFailed], "after", delay)
+	return reconcile.Result{RequeueAfter: delay}
 }
 
 // watchedMACs are the MAC addresses whose link events matter: the wanted
