@@ -312,47 +312,55 @@ func TestPrinterColumns(t *testing.T) {
 	}
 }
 
-// The node agents write status.interfaces; the API server bounds what
-// they can write, so an agent (or its stolen token) cannot fill the
-// object the operator reads and quotes in its conditions.
+// The node agents write ENINode status.interfaces; the API server bounds
+// what they can write, entry by entry and in number, so an agent (or its
+// stolen token) cannot fill the object the operator reads and quotes in
+// its conditions.
 func TestAgentReportsAreBounded(t *testing.T) {
 	ctx := context.Background()
 	c := typedClient(t)
-	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "bounded-reports"}, Spec: v1alpha1.NodeENISpec{
-		NodeSelector: map[string]string{"ng": "x"}, SubnetID: "subnet-0123456789abcdef0", SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}}
-	if err := c.Create(ctx, ne); err != nil {
+	en := &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: "bounded-reports"}}
+	if err := c.Create(ctx, en); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Delete(ctx, ne) })
-	ok := v1alpha1.InterfaceStatus{NodeID: "node-a", ENIID: "eni-0123456789abcdef0", InterfaceName: "multus0",
+	t.Cleanup(func() { _ = c.Delete(ctx, en) })
+	ok := v1alpha1.InterfaceStatus{ENIID: "eni-0123456789abcdef0", InterfaceName: "multus0",
 		State: v1alpha1.InterfaceFailed, Message: strings.Repeat("m", 1024)}
+	entries := func(n int) []v1alpha1.InterfaceStatus {
+		out := make([]v1alpha1.InterfaceStatus, n)
+		for i := range out {
+			out[i] = ok
+			out[i].ENIID = fmt.Sprintf("eni-%017x", i)
+		}
+		return out
+	}
 	cases := map[string]func(*v1alpha1.InterfaceStatus){
 		"message over 1 KiB":  func(s *v1alpha1.InterfaceStatus) { s.Message = strings.Repeat("m", 1025) },
 		"unknown state":       func(s *v1alpha1.InterfaceStatus) { s.State = "Owned" },
 		"long interface name": func(s *v1alpha1.InterfaceStatus) { s.InterfaceName = strings.Repeat("i", 16) },
-		"long node name":      func(s *v1alpha1.InterfaceStatus) { s.NodeID = strings.Repeat("n", 254) },
 		"long ENI ID":         func(s *v1alpha1.InterfaceStatus) { s.ENIID = "eni-" + strings.Repeat("0", 40) },
+	}
+	write := func(list []v1alpha1.InterfaceStatus) error {
+		cur := &v1alpha1.ENINode{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(en), cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Status.Interfaces = list
+		return c.Status().Update(ctx, cur)
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
-			cur := &v1alpha1.NodeENI{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(ne), cur); err != nil {
-				t.Fatal(err)
-			}
 			bad := ok
 			mutate(&bad)
-			cur.Status.Interfaces = []v1alpha1.InterfaceStatus{bad}
-			if err := c.Status().Update(ctx, cur); !apierrors.IsInvalid(err) {
+			if err := write([]v1alpha1.InterfaceStatus{bad}); !apierrors.IsInvalid(err) {
 				t.Fatalf("status with %s: %v, want Invalid", name, err)
 			}
 		})
 	}
-	cur := &v1alpha1.NodeENI{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ne), cur); err != nil {
-		t.Fatal(err)
+	if err := write(entries(65)); !apierrors.IsInvalid(err) {
+		t.Fatalf("65 reports: %v, want Invalid (at most 64, the most ENIs an instance takes)", err)
 	}
-	cur.Status.Interfaces = []v1alpha1.InterfaceStatus{ok}
-	if err := c.Status().Update(ctx, cur); err != nil {
-		t.Fatalf("a report at the limits is refused: %v", err)
+	if err := write(entries(64)); err != nil {
+		t.Fatalf("64 reports at the limits are refused: %v", err)
 	}
 }

@@ -43,8 +43,7 @@ var operatorPolicyKinds = []string{"ServiceAccount", "ClusterRole", "ClusterRole
 // it; a stolen token's writes that RBAC lets through are refused: a
 // pod's image, labels, owner references, other annotations, other
 // finalizers, other conditions or status fields; a NodeENI's spec,
-// annotations, other finalizers or status.interfaces. Other users are
-// not restricted.
+// annotations or other finalizers. Other users are not restricted.
 func TestOperatorAdmissionPolicy(t *testing.T) {
 	c := newChart(t)
 	t.Run("chart", func(t *testing.T) {
@@ -360,8 +359,7 @@ func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodConditi
 
 // The NodeENI controller's writes, as internal/nodeeni makes them: the
 // finalizer added and removed by merge patch with an optimistic lock,
-// the status (attachments, conditions, counts, observedGeneration) by a
-// merge patch that never carries status.interfaces.
+// the status (conditions, counts, observedGeneration) by a merge patch.
 func checkOperatorNodeENIPolicy(t *testing.T, admin, op client.Client, prefix string) {
 	ctx := context.Background()
 	name := prefix + "-neni"
@@ -372,11 +370,6 @@ func checkOperatorNodeENIPolicy(t *testing.T, admin, op client.Client, prefix st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { forceDelete(admin, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
-	// An agent's report.
-	ne.Status.Interfaces = []v1alpha1.InterfaceStatus{interfaceEntry("node-a", "eni-a", 1500)}
-	if err := admin.Status().Update(ctx, ne); err != nil {
-		t.Fatal(err)
-	}
 	get := func() *v1alpha1.NodeENI {
 		t.Helper()
 		n := &v1alpha1.NodeENI{}
@@ -397,16 +390,14 @@ func checkOperatorNodeENIPolicy(t *testing.T, admin, op client.Client, prefix st
 		old = n.DeepCopy()
 		n.Status.ObservedGeneration = n.Generation
 		n.Status.DesiredNodes, n.Status.ReadyNodes = 1, int32(i)
-		n.Status.Attachments = []v1alpha1.ENIAttachment{{NodeID: "node-a", InstanceID: "i-a", ENIID: "eni-a", SubnetID: "subnet-0123456789abcdef0",
-			DeviceIndex: 2, Status: status, LastUpdated: metav1.NewTime(time.Now().Truncate(time.Second))}}
 		meta.SetStatusCondition(&n.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionStatus([]string{"False", "True"}[i]),
 			Reason: "Progress", Message: status, ObservedGeneration: n.Generation})
 		if err := op.Status().Patch(ctx, n, client.MergeFrom(old)); err != nil {
 			t.Fatalf("the controller's status write (%s): %v", status, err)
 		}
 	}
-	if n = get(); !meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady) || len(n.Status.Interfaces) != 1 {
-		t.Errorf("the controller's status write did not land or touched the agents' entries: %+v", n.Status)
+	if n = get(); !meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady) {
+		t.Errorf("the controller's status write did not land: %+v", n.Status)
 	}
 
 	try := func(what string, status bool, change func(n *v1alpha1.NodeENI)) {
@@ -425,13 +416,8 @@ func checkOperatorNodeENIPolicy(t *testing.T, admin, op client.Client, prefix st
 	try("the operator adding a label to a NodeENI", false, func(n *v1alpha1.NodeENI) { n.Labels = map[string]string{"x": "y"} })
 	try("the operator changing a NodeENI's annotation", false, func(n *v1alpha1.NodeENI) { n.Annotations["team"] = "b" })
 	try("the operator removing another finalizer of a NodeENI", false, func(n *v1alpha1.NodeENI) { n.Finalizers = []string{nodeeni.Finalizer} })
-	try("the operator writing a NodeENI's status.interfaces", true, func(n *v1alpha1.NodeENI) { n.Status.Interfaces[0].MTU = 9001 })
-	try("the operator adding a NodeENI's status.interfaces entry", true, func(n *v1alpha1.NodeENI) {
-		n.Status.Interfaces = append(n.Status.Interfaces, interfaceEntry("node-b", "eni-b", 1500))
-	})
-	try("the operator removing a NodeENI's status.interfaces", true, func(n *v1alpha1.NodeENI) { n.Status.Interfaces = nil })
 	if n = get(); n.Spec.SubnetIDs[0] != "subnet-0123456789abcdef0" || n.Spec.SecurityGroupIDs[0] != "sg-0123456789abcdef0" || len(n.Labels) != 0 ||
-		n.Annotations["team"] != "a" || len(n.Finalizers) != 2 || len(n.Status.Interfaces) != 1 || n.Status.Interfaces[0].MTU != 1500 {
+		n.Annotations["team"] != "a" || len(n.Finalizers) != 2 {
 		t.Errorf("a refused write changed the NodeENI: %+v %+v", n.ObjectMeta, n.Status)
 	}
 
@@ -441,7 +427,7 @@ func checkOperatorNodeENIPolicy(t *testing.T, admin, op client.Client, prefix st
 	}
 	n = get()
 	old = n.DeepCopy()
-	n.Status.Attachments, n.Status.ReadyNodes = nil, 0
+	n.Status.ReadyNodes = 0
 	if err := op.Status().Patch(ctx, n, client.MergeFrom(old)); err != nil {
 		t.Errorf("the controller's status write on a NodeENI being deleted: %v", err)
 	}
@@ -567,16 +553,17 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 				controllerutil.ContainsFinalizer(&p, tagger.Finalizer),
 			fmt.Sprintf("condition %+v, annotations %v, finalizers %v, ENI tags %v", c, p.Annotations, p.Finalizers, e.Tags)
 	})
-	// Ready: the NodeENI's own ENI attached, its finalizer and status
-	// written, the agents' status.interfaces never.
+	// Ready: the NodeENI's own ENI attached and in the node's ENINode,
+	// its finalizer and status written.
 	eventuallyOK("the NodeENI Ready", func() (bool, string) {
 		var n v1alpha1.NodeENI
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(ne), &n); err != nil {
 			return false, err.Error()
 		}
+		entries := testenv.Attachments(t, admin, n.Name)
 		return meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady) && controllerutil.ContainsFinalizer(&n, nodeeni.Finalizer) &&
-				len(n.Status.Attachments) == 1 && n.Status.Attachments[0].Status == v1alpha1.AttachmentAttached,
-			fmt.Sprintf("finalizers %v, status %+v", n.Finalizers, n.Status)
+				len(entries) == 1 && entries[0].Status == v1alpha1.AttachmentAttached,
+			fmt.Sprintf("finalizers %v, status %+v, entries %+v", n.Finalizers, n.Status, entries)
 	})
 
 	// Deleted: the tags and the ENI go, then the finalizers and objects.
