@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -186,6 +187,28 @@ func TestRemovalReAddAndRestart(t *testing.T) {
 	w.eventually("state file emptied", func() (bool, string) {
 		b, _ := os.ReadFile(filepath.Join(w.dir, "state.json"))
 		return !strings.Contains(string(b), w.enis[0].ID), string(b)
+	})
+}
+
+// The operator deletes a node's ENINode once it holds no ENI: what the
+// agent configured is released.
+func TestENINodeDeletedReleasesInterfaces(t *testing.T) {
+	w := newWorld(t, "n", 1)
+	w.addLink("ens5", w.mac(0), 1500)
+	name := w.name("multus")
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) { s.InterfaceName = "multus" }, w.attachment(0, v1alpha1.AttachmentAttached))
+	w.start(w.options(), nil)
+	w.eventually("configured", func() (bool, string) {
+		l, _ := w.linkByMAC(w.mac(0))
+		return l.Name == "multus" && w.entries(name)[w.enis[0].ID].State == v1alpha1.InterfaceConfigured, fmt.Sprintf("%+v", l)
+	})
+	if err := w.k8s.Delete(context.Background(), w.eniNode()); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("renamed back once the ENINode is gone", func() (bool, string) {
+		l, _ := w.linkByMAC(w.mac(0))
+		b, _ := os.ReadFile(filepath.Join(w.dir, "state.json"))
+		return l.Name == "ens5" && !strings.Contains(string(b), w.enis[0].ID), fmt.Sprintf("%+v %s", l, b)
 	})
 }
 

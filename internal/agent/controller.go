@@ -70,7 +70,6 @@ type outcome struct {
 func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	logger := log.FromContext(ctx)
 	if r.state == nil {
 		st, err := loadState(r.statePath)
 		if err != nil {
@@ -78,13 +77,11 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		r.state = st
 	}
+	// The operator deletes a node's ENINode once it holds no ENI: none
+	// is then wanted, and what the agent configured is released.
 	en := &v1alpha1.ENINode{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: r.node}, en); apierrors.IsNotFound(err) {
-		// The operator creates it; until then (a new node, an upgrade
-		// under way) the host is left as it is: releasing would undo
-		// interfaces the operator still manages.
-		logger.V(1).Info("no ENINode for this node yet; leaving its interfaces as they are")
-		return reconcile.Result{}, nil
+		en = nil
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -811,15 +808,18 @@ func unionSorted(a, b []string) []string {
 	return out
 }
 
-// report writes the node's entries into its ENINode when they changed,
-// logging interfaces that went wrong (once, when their message changes,
-// not on every pass).
+// report writes the node's entries into its ENINode (nil: there is
+// none) when they changed, logging interfaces that went wrong (once,
+// when their message changes, not on every pass).
 func (r *reconciler) report(ctx context.Context, en *v1alpha1.ENINode, wants []want, entries map[string]v1alpha1.InterfaceStatus) error {
 	cur := make([]v1alpha1.InterfaceStatus, 0, len(wants))
 	for _, w := range wants {
 		cur = append(cur, entries[w.ENIID])
 	}
-	old := en.Status.Interfaces
+	var old []v1alpha1.InterfaceStatus
+	if en != nil {
+		old = en.Status.Interfaces
+	}
 	if sameInterfaces(old, cur) {
 		return nil
 	}
