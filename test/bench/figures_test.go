@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -183,6 +184,64 @@ func TestFigureNodeENIRollout40(t *testing.T) {
 		EC2Calls: r.calls})
 }
 
+// Figure 5b: two NodeENIs over ENI_BENCH_SCALE_NODES (5,000) nodes, an
+// ENI each per node (10,000 ENIs; issue 25, item 3): all Ready within
+// 1.2 × the bound of AWS's buckets, each object written small (ENINodes
+// one per node, the NodeENIs counts and conditions), the Kubernetes
+// writes per node and the operator's memory.
+func TestFigureNodeENIAtScale(t *testing.T) {
+	nodes := envInt(t, "ENI_BENCH_SCALE_NODES", 5000)
+	b, r := rollout(t, nodes)
+	writes, _ := b.sampler.opWrites()
+	eniNodeWrites, nodeENIWrites := 0.0, 0.0
+	for k, v := range writes {
+		switch {
+		case strings.Contains(k, " eninodes"):
+			eniNodeWrites += v
+		case strings.Contains(k, " nodeenis"):
+			nodeENIWrites += v
+		}
+	}
+	ctx := context.Background()
+	var ens v1alpha1.ENINodeList
+	if err := b.k8s.List(ctx, &ens); err != nil {
+		t.Fatal(err)
+	}
+	largestENINode := 0
+	for i := range ens.Items {
+		largestENINode = max(largestENINode, jsonSize(t, &ens.Items[i]))
+	}
+	var nes v1alpha1.NodeENIList
+	if err := b.k8s.List(ctx, &nes); err != nil {
+		t.Fatal(err)
+	}
+	largestNodeENI := 0
+	for i := range nes.Items {
+		largestNodeENI = max(largestNodeENI, jsonSize(t, &nes.Items[i]))
+	}
+	bound := 1.2 * r.awsBound
+	b.write(Figure{Name: "5b-nodeeni-at-scale",
+		Parameters: map[string]any{"nodes": nodes, "nodeENIs": 2, "enis": r.enis},
+		Results: map[string]any{"secondsUntilReady": r.took.Seconds(), "lowerBoundSecondsAWSBuckets": r.awsBound,
+			"ec2CallsPerENI": float64(r.total) / float64(r.enis), "ec2CallsTotal": r.total, "rateLimiterWaits": r.waits,
+			"eniNodes": len(ens.Items), "largestENINodeBytes": largestENINode, "largestNodeENIBytes": largestNodeENI,
+			"etcdRequestLimitBytes": 1572864, "eniNodeWritesPerNode": eniNodeWrites / float64(nodes),
+			"nodeENIWritesTotal": nodeENIWrites, "kubernetesWritesByOperator": writes, "operatorPeakRSSMiB": b.sampler.peakRSS()},
+		Checks: []figure.Check{
+			figure.AtMost(fmt.Sprintf("%d ENIs Ready", r.enis), r.took.Seconds(), bound, "s", "1.2 × the bound of AWS's buckets for the calls made (issue 25, item 3)"),
+			figure.AtMost("largest object written", float64(max(largestENINode, largestNodeENI)), 1572864/16, "bytes", "a sixteenth of etcd's request limit, whatever the node count"),
+		},
+		EC2Calls: r.calls})
+}
+
+func jsonSize(t *testing.T, v any) int {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(raw)
+}
+
 type rolloutResult struct {
 	took        time.Duration
 	calls       map[string]int
@@ -221,7 +280,8 @@ func rollout(t *testing.T, nodes int) (*bed, rolloutResult) {
 			t.Fatal(err)
 		}
 	}
-	took := b.waitFor("both NodeENIs Ready", 15*time.Minute, func() bool {
+	// AWS's buckets take about 0.2 s per ENI (5 creates a second).
+	took := b.waitFor("both NodeENIs Ready", 15*time.Minute+time.Duration(nodes)*600*time.Millisecond, func() bool {
 		for _, name := range []string{"multus", "storage"} {
 			var ne v1alpha1.NodeENI
 			if err := b.k8s.Get(ctx, client.ObjectKey{Name: name}, &ne); err != nil || !meta.IsStatusConditionTrue(ne.Status.Conditions, v1alpha1.ConditionReady) {

@@ -224,6 +224,13 @@ func (s *sampler) opWrites() (map[string]float64, float64) {
 	return maps.Clone(s.lastAPI), total
 }
 
+// peakRSS is the operator's largest resident set sampled so far, in MiB.
+func (s *sampler) peakRSS() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Max(append([]float64{0}, s.rss...))
+}
+
 // tagTimes is when each ENI first got tags (a successful CreateTags).
 func (s *sampler) tagTimes() map[string]time.Time {
 	s.mu.Lock()
