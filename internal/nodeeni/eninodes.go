@@ -129,10 +129,11 @@ func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
 	return err
 }
 
-// shareWrite is one node's share to write.
+// shareWrite is one node's share to write, stamped at now.
 type shareWrite struct {
 	node    string
 	entries []v1alpha1.ENIAttachment
+	now     metav1.Time
 }
 
 // writeShares makes each node's ENINode hold the NodeENI's planned
@@ -149,12 +150,12 @@ func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []
 		stamped := attachmentsSince(had, want, now)
 		out = append(out, stamped...)
 		if !sameShare(had, stamped) {
-			writes = append(writes, shareWrite{node: node, entries: stamped})
+			writes = append(writes, shareWrite{node: node, entries: stamped, now: now})
 		}
 	}
 	for node := range held {
 		if _, ok := byNode[node]; !ok {
-			writes = append(writes, shareWrite{node: node})
+			writes = append(writes, shareWrite{node: node, now: now})
 		}
 	}
 	slices.SortFunc(writes, func(a, b shareWrite) int { return strings.Compare(a.node, b.node) })
@@ -191,12 +192,14 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 			return err
 		}
 		old := en.DeepCopy()
-		en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, w.entries)
+		// Stamped again against what the object holds: the cache the
+		// share was stamped against may have been behind.
+		entries := attachmentsSince(shareOf(en, nodeENI), w.entries, w.now)
+		en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, entries)
+		r.shares.remember(shareKey(nodeENI, w.node), sortedShare(entries))
 		if equality.Semantic.DeepEqual(old.Spec, en.Spec) {
-			r.shares.remember(shareKey(nodeENI, w.node), w.entries)
 			return nil
 		}
-		r.shares.remember(shareKey(nodeENI, w.node), w.entries)
 		if len(en.Spec.Attachments) == 0 {
 			err = r.client.Delete(ctx, en, client.Preconditions{UID: &en.UID, ResourceVersion: &en.ResourceVersion})
 			if apierrors.IsNotFound(err) {
@@ -223,7 +226,7 @@ func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWri
 			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
 		Spec: v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries)},
 	}
-	r.shares.remember(shareKey(nodeENI, w.node), w.entries)
+	r.shares.remember(shareKey(nodeENI, w.node), sortedShare(w.entries))
 	err := r.client.Create(ctx, en)
 	if apierrors.IsAlreadyExists(err) {
 		// Another NodeENI created it meanwhile: patch it instead.
@@ -273,7 +276,7 @@ func eniNodeChanged(shares *ownWrites) predicate.Funcs {
 			}
 			for _, name := range slices.Concat(nodeENIsNamed(o), nodeENIsNamed(n)) {
 				share := shareOf(n, name)
-				if !sameShare(shareOf(o, name), share) && shares.foreign(shareKey(name, n.Name), share) {
+				if !sameShare(shareOf(o, name), share) && shares.foreign(shareKey(name, n.Name), sortedShare(share)) {
 					return true
 				}
 			}

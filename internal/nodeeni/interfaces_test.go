@@ -168,8 +168,11 @@ func TestENINodeChangedPredicate(t *testing.T) {
 	aDone := a
 	aDone.State = v1alpha1.InterfaceConfigured
 	b := v1alpha1.InterfaceStatus{ENIID: "eni-2", State: v1alpha1.InterfaceConfigured, LastUpdated: t0}
+	second := entry
+	second.ENIID, second.DeviceIndex = "eni-0", 2 // the object sorts it after eni-1
 	shares := newOwnWrites()
 	shares.remember(shareKey("x", "n1"), []v1alpha1.ENIAttachment{entry})
+	shares.remember(shareKey("z", "n1"), sortedShare([]v1alpha1.ENIAttachment{zOf(second), zOf(entry)}))
 	shares.remember(shareKey("y", "n1"), []v1alpha1.ENIAttachment{other})
 	p := eniNodeChanged(shares)
 	mine := []v1alpha1.ENIAttachment{entry}
@@ -180,6 +183,7 @@ func TestENINodeChangedPredicate(t *testing.T) {
 	}{
 		{"the controller's own write", en(nil), en(mine), false},
 		{"another NodeENI's own write", en(mine), en([]v1alpha1.ENIAttachment{entry, other}), false},
+		{"an own write, the object's order not the plan's", en(nil), en(withShare(nil, "z", []v1alpha1.ENIAttachment{zOf(second), zOf(entry)})), false},
 		{"only lastUpdated of a report moved", en(mine, a), en(mine, aLater), false},
 		{"same reports in another order", en(mine, a, b), en(mine, b, a), false},
 		{"first report", en(mine), en(mine, a), true},
@@ -199,6 +203,12 @@ func TestENINodeChangedPredicate(t *testing.T) {
 	if !p.Delete(event.DeleteEvent{Object: en(mine)}) || p.Delete(event.DeleteEvent{Object: en(nil)}) {
 		t.Error("a deleted ENINode that held entries is written again; an empty one (the controller deletes those) is not")
 	}
+}
+
+// zOf is an entry of NodeENI z.
+func zOf(a v1alpha1.ENIAttachment) v1alpha1.ENIAttachment {
+	a.NodeENI = "z"
+	return a
 }
 
 // nodeReport is an agent's report and its node.
