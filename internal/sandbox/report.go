@@ -237,7 +237,7 @@ Delete a pod with: kubectl delete pod -n %s NAME --grace-period=0 --force
 
 Try, in another terminal:
   export KUBECONFIG=%s PATH=%s:$PATH
-  kubectl get pods -n %s -o wide; kubectl get neni
+  kubectl get pods -n %s -o wide; kubectl get neni; kubectl get eninodes
   kubectl annotate pod -n %s web-0 --overwrite %s='Team=Payments,Env=dev'
   export AWS_ENDPOINT_URL_EC2=%s AWS_REGION=%s AWS_DEFAULT_REGION=%s AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox
   aws ec2 describe-network-interfaces --query 'NetworkInterfaces[].[NetworkInterfaceId,TagSet]'
