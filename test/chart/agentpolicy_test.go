@@ -105,9 +105,11 @@ func checkAgentPolicy(t *testing.T, ns, saName, prefix string) {
 	}
 
 	// The policy reaches the admission plugin through an informer: wait
-	// until it refuses.
+	// until it refuses, on an object of its own.
+	probe := prefix + "-probe"
+	newENINode(probe, []v1alpha1.ENIAttachment{attachedENI(probe, "eni-b")}, nil)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		err := agent.ApplyInterfaces(ctx, agentA, nodeB, []v1alpha1.InterfaceStatus{interfaceEntry("eni-b", 9001)})
+		err := agent.ApplyInterfaces(ctx, agentA, probe, []v1alpha1.InterfaceStatus{interfaceEntry("eni-b", 9001)})
 		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
 	}); err != nil {
 		t.Fatal("the admission policy never refused an agent writing another node's ENINode")
