@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"strings"
 	"testing"
 	"time"
@@ -209,6 +210,46 @@ func TestENINodeDeletedReleasesInterfaces(t *testing.T) {
 		l, _ := w.linkByMAC(w.mac(0))
 		b, _ := os.ReadFile(filepath.Join(w.dir, "state.json"))
 		return l.Name == "ens5" && !strings.Contains(string(b), w.enis[0].ID), fmt.Sprintf("%+v %s", l, b)
+	})
+}
+
+// During an upgrade the agent may start before the operator has written
+// its node's ENINode: the entries an operator of an earlier version
+// wrote to NodeENI status.attachments keep the interface configured, not
+// released, until the ENINode takes over.
+func TestEarlierOperatorsEntriesKeepInterfacesConfigured(t *testing.T) {
+	w := newWorld(t, "up", 1)
+	w.addLink("ens5", w.mac(0), 1500)
+	name := w.name("multus")
+	w.createNodeENI(name, func(s *v1alpha1.NodeENISpec) { s.InterfaceName = "multus" })
+	ne := &v1alpha1.NodeENI{}
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Name: name}, ne); err != nil {
+		t.Fatal(err)
+	}
+	earlier := w.attachment(0, v1alpha1.AttachmentAttached)
+	earlier.NodeENI = ""
+	ne.Status.Attachments = []v1alpha1.ENIAttachment{earlier}
+	if err := w.k8s.Status().Update(context.Background(), ne); err != nil {
+		t.Fatal(err)
+	}
+	w.start(w.options(), nil)
+	w.eventually("configured from the earlier operator's entry", func() (bool, string) {
+		l, _ := w.linkByMAC(w.mac(0))
+		return l.Name == "multus", fmt.Sprintf("%+v", l)
+	})
+	// The operator of this version writes the ENINode and drops the
+	// earlier entry: the interface stays configured, now reported.
+	w.setAttachments(name, w.attachment(0, v1alpha1.AttachmentAttached))
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Name: name}, ne); err != nil {
+		t.Fatal(err)
+	}
+	ne.Status.Attachments = nil
+	if err := w.k8s.Status().Update(context.Background(), ne); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("reported in the ENINode", func() (bool, string) {
+		l, _ := w.linkByMAC(w.mac(0))
+		return l.Name == "multus" && w.entries(name)[w.enis[0].ID].State == v1alpha1.InterfaceConfigured, fmt.Sprintf("%+v", l)
 	})
 }
 

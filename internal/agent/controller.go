@@ -78,7 +78,8 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		r.state = st
 	}
 	// The operator deletes a node's ENINode once it holds no ENI: none
-	// is then wanted, and what the agent configured is released.
+	// is then wanted (but for an earlier operator's entries, desired),
+	// and what the agent configured is released.
 	en := &v1alpha1.ENINode{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: r.node}, en); apierrors.IsNotFound(err) {
 		en = nil
@@ -89,7 +90,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.client.List(ctx, list); err != nil {
 		return reconcile.Result{}, err
 	}
-	wants := desired(en, list.Items, r.defaultDriver)
+	wants := desired(r.node, en, list.Items, r.defaultDriver)
 	r.watch.setMACs(r.watchedMACs(wants))
 
 	links, err := r.host.links()

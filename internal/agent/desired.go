@@ -48,9 +48,18 @@ func (w want) kernelSRIOV() bool {
 // created have nothing on the host yet; attachments being detached or
 // deleted, and those whose NodeENI is gone or being deleted, are left
 // out, so their interfaces are released as if already gone.
-func desired(en *v1alpha1.ENINode, nes []v1alpha1.NodeENI, defaultDriver string) []want {
-	if en == nil {
-		return nil
+//
+// The entries an operator of an earlier version wrote to NodeENI
+// status.attachments for the node count too, for ENIs the ENINode does
+// not list: during an upgrade, an agent that starts before the operator
+// has written the node's ENINode must not release interfaces in use.
+// The operator drops those entries once the node's agent reports in its
+// ENINode.
+func desired(node string, en *v1alpha1.ENINode, nes []v1alpha1.NodeENI, defaultDriver string) []want {
+	var entries []v1alpha1.ENIAttachment
+	var reports []v1alpha1.InterfaceStatus
+	if en != nil {
+		entries, reports = en.Spec.Attachments, en.Status.Interfaces
 	}
 	if defaultDriver == "" {
 		defaultDriver = DefaultDPDKDriver
@@ -62,17 +71,17 @@ func desired(en *v1alpha1.ENINode, nes []v1alpha1.NodeENI, defaultDriver string)
 		}
 	}
 	reported := map[string]string{}
-	for _, e := range en.Status.Interfaces {
+	for _, e := range reports {
 		if e.DPDKBound && pciAddressPattern.MatchString(e.DPDKPCIAddress) {
 			reported[e.ENIID] = e.DPDKPCIAddress
 		}
 	}
 	var out []want
-	for _, a := range en.Spec.Attachments {
+	for _, a := range withEarlierEntries(node, entries, nes) {
 		ne := live[a.NodeENI]
 		// An entry naming another node is not this node's to configure,
 		// whoever wrote it into this node's ENINode.
-		if ne == nil || a.NodeID != en.Name || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" {
+		if ne == nil || a.NodeID != node || a.Status != v1alpha1.AttachmentAttached || a.MACAddress == "" {
 			continue
 		}
 		base := max(ne.Spec.DeviceIndex, 1)
@@ -94,6 +103,21 @@ func desired(en *v1alpha1.ENINode, nes []v1alpha1.NodeENI, defaultDriver string)
 	slices.SortFunc(out, func(a, b want) int {
 		return cmp.Or(cmp.Compare(a.NodeENI, b.NodeENI), cmp.Compare(a.DeviceIndex, b.DeviceIndex), cmp.Compare(a.ENIID, b.ENIID))
 	})
+	return out
+}
+
+// withEarlierEntries adds to the ENINode's entries the node's entries of
+// the NodeENIs' deprecated status.attachments for the ENIs it lacks.
+func withEarlierEntries(node string, entries []v1alpha1.ENIAttachment, nes []v1alpha1.NodeENI) []v1alpha1.ENIAttachment {
+	out := slices.Clone(entries)
+	for _, ne := range nes {
+		for _, a := range ne.Status.Attachments {
+			if a.NodeID == node && !slices.ContainsFunc(out, func(e v1alpha1.ENIAttachment) bool { return e.ENIID == a.ENIID }) {
+				a.NodeENI = ne.Name
+				out = append(out, a)
+			}
+		}
+	}
 	return out
 }
 

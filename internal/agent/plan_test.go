@@ -23,6 +23,13 @@ func att(nodeENI, node, eni, mac string, index int32, status string) v1alpha1.EN
 	return v1alpha1.ENIAttachment{NodeENI: nodeENI, NodeID: node, ENIID: eni, MACAddress: mac, DeviceIndex: index, Status: status}
 }
 
+// withEarlier gives a NodeENI the status.attachments an operator of an
+// earlier version wrote.
+func withEarlier(ne v1alpha1.NodeENI, entries ...v1alpha1.ENIAttachment) v1alpha1.NodeENI {
+	ne.Status.Attachments = entries
+	return ne
+}
+
 func TestDesired(t *testing.T) {
 	deleting := nodeENI("gone", v1alpha1.NodeENISpec{})
 	now := metav1.Now()
@@ -62,10 +69,21 @@ func TestDesired(t *testing.T) {
 				{NodeENI: "b", ENIID: "eni-b1", MAC: "02:00:00:00:00:01", DeviceIndex: 1, Name: "multus", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
 				{NodeENI: "b", ENIID: "eni-b2", MAC: "02:00:00:00:00:02", DeviceIndex: 2, Name: "multus1", DPDK: true, Driver: "vfio-pci", Resource: "intel.com/dpdk", PCIAddress: "0000:00:06.0"},
 			}},
+		{"an earlier operator's entries count for ENIs the ENINode lacks", eniNode("n1",
+			att("a", "n1", "eni-1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentDetaching)),
+			[]v1alpha1.NodeENI{withEarlier(nodeENI("a", v1alpha1.NodeENISpec{}),
+				att("", "n1", "eni-1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached),
+				att("", "n1", "eni-2", "02:00:00:00:00:02", 2, v1alpha1.AttachmentAttached),
+				att("", "n2", "eni-3", "02:00:00:00:00:03", 1, v1alpha1.AttachmentAttached))},
+			[]want{{NodeENI: "a", ENIID: "eni-2", MAC: "02:00:00:00:00:02", DeviceIndex: 2}}},
+		{"no ENINode yet: an earlier operator's entries", nil,
+			[]v1alpha1.NodeENI{withEarlier(nodeENI("a", v1alpha1.NodeENISpec{}),
+				att("", "n1", "eni-2", "02:00:00:00:00:02", 1, v1alpha1.AttachmentAttached))},
+			[]want{{NodeENI: "a", ENIID: "eni-2", MAC: "02:00:00:00:00:02", DeviceIndex: 1}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := desired(c.en, c.nes, "")
+			got := desired("n1", c.en, c.nes, "")
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("desired:\n got %+v\nwant %+v", got, c.want)
 			}
@@ -249,9 +267,10 @@ func TestStatusEntriesCompareWithoutTime(t *testing.T) {
 	}
 }
 
-// NodeENI updates wake the agents only when the spec or the deletion
-// state changes: the operator's status writes wake nobody.
-func TestSpecOrDeletionChanged(t *testing.T) {
+// NodeENI updates wake an agent only when the spec, the deletion state
+// or its node's entries of an earlier operator change: the operator's
+// status writes wake nobody.
+func TestNodeENIChanged(t *testing.T) {
 	base := nodeENI("a", v1alpha1.NodeENISpec{})
 	base.Generation = 1
 	now := metav1.Now()
@@ -264,10 +283,16 @@ func TestSpecOrDeletionChanged(t *testing.T) {
 		{"labels", func(n *v1alpha1.NodeENI) { n.Labels = map[string]string{"team": "a"} }, false},
 		{"spec", func(n *v1alpha1.NodeENI) { n.Spec.MTU = 9001; n.Generation = 2 }, true},
 		{"deletion", func(n *v1alpha1.NodeENI) { n.DeletionTimestamp = &now }, true},
+		{"an earlier operator's entry of this node", func(n *v1alpha1.NodeENI) {
+			n.Status.Attachments = []v1alpha1.ENIAttachment{att("", "n1", "eni-1", "02:00:00:00:00:01", 1, v1alpha1.AttachmentAttached)}
+		}, true},
+		{"an earlier operator's entry of another node", func(n *v1alpha1.NodeENI) {
+			n.Status.Attachments = []v1alpha1.ENIAttachment{att("", "n2", "eni-2", "02:00:00:00:00:02", 1, v1alpha1.AttachmentAttached)}
+		}, false},
 	} {
 		cur := base.DeepCopy()
 		c.change(cur)
-		if got := specOrDeletionChanged(&base, cur); got != c.wake {
+		if got := nodeENIChanged("n1", &base, cur); got != c.wake {
 			t.Errorf("%s: wakes %v; want %v", c.name, got, c.wake)
 		}
 	}

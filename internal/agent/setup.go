@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -190,7 +191,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Named("eni-agent").
 		Watches(&v1alpha1.ENINode{}, toNode).
 		Watches(&v1alpha1.NodeENI{}, toNode, builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool { return specOrDeletionChanged(e.ObjectOld, e.ObjectNew) },
+			UpdateFunc: func(e event.UpdateEvent) bool { return nodeENIChanged(o.NodeName, e.ObjectOld, e.ObjectNew) },
 		})).
 		WatchesRawSource(source.Channel(w.events, toNode)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
@@ -220,12 +221,20 @@ func openNetlink(o Options) (netlinkOps, error) {
 	return h, nil
 }
 
-// specOrDeletionChanged tells whether a NodeENI update matters to the
-// agents: its spec (the generation) or its deletion state. Status
-// changes, the operator's frequent writes, wake nobody.
-func specOrDeletionChanged(old, cur client.Object) bool {
-	return old.GetGeneration() != cur.GetGeneration() ||
-		old.GetDeletionTimestamp().IsZero() != cur.GetDeletionTimestamp().IsZero()
+// nodeENIChanged tells whether a NodeENI update matters to the agent of
+// node: its spec (the generation), its deletion state, or the node's
+// entries an operator of an earlier version wrote to status.attachments.
+// The operator's status writes (counts, conditions) wake nobody.
+func nodeENIChanged(node string, old, cur client.Object) bool {
+	if old.GetGeneration() != cur.GetGeneration() || old.GetDeletionTimestamp().IsZero() != cur.GetDeletionTimestamp().IsZero() {
+		return true
+	}
+	o, okOld := old.(*v1alpha1.NodeENI)
+	n, okCur := cur.(*v1alpha1.NodeENI)
+	if !okOld || !okCur {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(withEarlierEntries(node, nil, []v1alpha1.NodeENI{*o}), withEarlierEntries(node, nil, []v1alpha1.NodeENI{*n}))
 }
 
 // linkWatch turns link events of the namespace into reconciles: a

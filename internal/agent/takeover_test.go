@@ -60,7 +60,7 @@ func caseTwoSpec(s *v1alpha1.NodeENISpec) {
 func TestKernelSRIOVWants(t *testing.T) {
 	spec := v1alpha1.NodeENISpec{}
 	caseTwoSpec(&spec)
-	got := desired(eniNode("n1", att("k", "n1", "eni-k", "02:00:00:00:00:07", 2, v1alpha1.AttachmentAttached)), []v1alpha1.NodeENI{nodeENI("k", spec)}, "")
+	got := desired("n1", eniNode("n1", att("k", "n1", "eni-k", "02:00:00:00:00:07", 2, v1alpha1.AttachmentAttached)), []v1alpha1.NodeENI{nodeENI("k", spec)}, "")
 	exp := []want{{NodeENI: "k", ENIID: "eni-k", MAC: "02:00:00:00:00:07", DeviceIndex: 2, MTU: 9001,
 		Resource: "intel.com/sriov_kernel_1", PCIAddress: "0000:00:07.0"}}
 	if !reflect.DeepEqual(got, exp) {
@@ -397,7 +397,7 @@ func TestDesiredReportedPCI(t *testing.T) {
 		{ENIID: "eni-3", DPDKBound: true, DPDKPCIAddress: "../../x"},
 	}
 	got := map[string]string{}
-	for _, w := range desired(en, []v1alpha1.NodeENI{nodeENI("d", v1alpha1.NodeENISpec{EnableDPDK: true})}, "") {
+	for _, w := range desired(en.Name, en, []v1alpha1.NodeENI{nodeENI("d", v1alpha1.NodeENISpec{EnableDPDK: true})}, "") {
 		got[w.ENIID] = w.ReportedPCI
 	}
 	if want := map[string]string{"eni-1": "0000:00:06.0", "eni-2": "", "eni-3": ""}; !reflect.DeepEqual(got, want) {

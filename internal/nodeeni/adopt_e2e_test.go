@@ -236,10 +236,12 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	}
 
 	// The ENINodes list the adopted ENIs only, their attachment IDs the
-	// original's; the original's status.attachments is cleared.
+	// original's; the original's status.attachments stays as it wrote it
+	// until each node's agent reports in its ENINode.
 	entries := h.attachments(ne.Name)
-	if len(entries) != 2 || len(ne.Status.Attachments) != 0 {
-		t.Fatalf("entries %+v, status attachments %+v", entries, ne.Status.Attachments)
+	legacy := ne.Status.Attachments
+	if len(entries) != 2 || len(legacy) != 2 {
+		t.Fatalf("entries %+v, status attachments %+v", entries, legacy)
 	}
 	for _, a := range entries {
 		e := ours[a.ENIID]
@@ -268,9 +270,24 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	if n := h.originalListings(); n != 0 {
 		t.Errorf("after the restart: %d listings of the original's ENIs, want 0", n)
 	}
-	if later := h.attachments(ne.Name); !equalAttachments(entries, later) || len(after.Status.Attachments) != 0 {
-		t.Errorf("entries rewritten after the restart:\n%+v\n%+v", entries, later)
+	if later := h.attachments(ne.Name); !equalAttachments(entries, later) || !equalAttachments(legacy, after.Status.Attachments) {
+		t.Errorf("entries rewritten after the restart:\n%+v\n%+v\nstatus %+v", entries, later, after.Status.Attachments)
 	}
+
+	// Once a node's agent reports in its ENINode, its node's entries leave
+	// status.attachments; the other node's stay until its agent does.
+	first := entries[0]
+	h.report(first.NodeID, v1alpha1.InterfaceStatus{ENIID: first.ENIID, State: v1alpha1.InterfaceConfigured, LastUpdated: metav1.Now()})
+	h.eventually("the reporting node's entry dropped", waitFor, func() (bool, string) {
+		st := h.get(ne.Name).Status.Attachments
+		return len(st) == 1 && st[0].NodeID != first.NodeID, fmt.Sprintf("status attachments %+v", st)
+	})
+	second := entries[1]
+	h.report(second.NodeID, v1alpha1.InterfaceStatus{ENIID: second.ENIID, State: v1alpha1.InterfaceConfigured, LastUpdated: metav1.Now()})
+	h.eventually("status.attachments cleared", waitFor, func() (bool, string) {
+		st := h.get(ne.Name).Status.Attachments
+		return len(st) == 0, fmt.Sprintf("status attachments %+v", st)
+	})
 }
 
 // A crash after the adoption's CreateTags and before the status write

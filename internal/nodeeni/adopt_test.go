@@ -1,6 +1,7 @@
 package nodeeni
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +229,30 @@ func TestMakePlanAdopts(t *testing.T) {
 	in.Description = "multus"
 	if got := describePlan(makePlan(in)); !strings.Contains(got, "set-description eni-a") {
 		t.Errorf("plan %q does not set the spec's description", got)
+	}
+}
+
+func TestUnswitchedRecordsStayUntilTheNodesAgentReports(t *testing.T) {
+	records := []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "old-agent"}, {ENIID: "eni-2", NodeID: "new-agent"},
+		{ENIID: "eni-3", NodeID: "old-agent"}, {ENIID: "eni-4", NodeID: "no-eninode"}}
+	ours := []owned{{ENI: ec2.ENI{ID: "eni-1"}}, {ENI: ec2.ENI{ID: "eni-2"}}, {ENI: ec2.ENI{ID: "eni-4"}}}
+	held := map[string]*v1alpha1.ENINode{
+		"old-agent": {},
+		"new-agent": {Status: v1alpha1.ENINodeStatus{Interfaces: []v1alpha1.InterfaceStatus{{ENIID: "eni-2"}}}},
+	}
+	evidence := []v1alpha1.ENIAttachment{records[2]}
+	got := unswitched(evidence, records, ours, held)
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ENIID)
+	}
+	// eni-3: kept as evidence (once); eni-1 and eni-4: ours, their node's
+	// agent has not reported in an ENINode; eni-2: its agent has.
+	if want := []string{"eni-3", "eni-1", "eni-4"}; !slices.Equal(ids, want) {
+		t.Errorf("kept %v, want %v", ids, want)
+	}
+	if got := unswitched(nil, records, nil, held); got != nil {
+		t.Errorf("kept %+v of ENIs no longer the NodeENI's", got)
 	}
 }
 

@@ -186,6 +186,26 @@ func legacyRecords(records []v1alpha1.ENIAttachment, waiting ...[]action) []v1al
 	return out
 }
 
+// unswitched adds to kept the records an eni-agent of an earlier version
+// may still configure its node from: the ENI is still the NodeENI's and
+// no agent has reported in its node's ENINode yet. An upgraded operator
+// that dropped them at once would have every node agent not yet upgraded
+// release its interfaces (names, DPDK bindings); they go once the node's
+// agent reports in its ENINode, and were bounded by what the earlier
+// version wrote.
+func unswitched(kept, records []v1alpha1.ENIAttachment, ours []owned, held map[string]*v1alpha1.ENINode) []v1alpha1.ENIAttachment {
+	for _, rec := range records {
+		switch {
+		case slices.ContainsFunc(kept, func(k v1alpha1.ENIAttachment) bool { return k.ENIID == rec.ENIID }):
+		case !slices.ContainsFunc(ours, func(o owned) bool { return o.ID == rec.ENIID }):
+		case held[rec.NodeID] != nil && len(held[rec.NodeID].Status.Interfaces) > 0:
+		default:
+			kept = append(kept, rec)
+		}
+	}
+	return kept
+}
+
 // notAdopted are the adoptions whose ENI is not among the NodeENI's own
 // after they were carried out.
 func notAdopted(adopt []action, after []owned) []action {

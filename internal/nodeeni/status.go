@@ -222,6 +222,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 	if err != nil {
 		return 0, err
 	}
+	legacy = unswitched(legacy, ne.Status.Attachments, in.ENIs, held)
 	st := statusFor(ne.Status, ne.Generation, in, p, legacy, blocks, pending, deleting)
 	if dry != "" {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,

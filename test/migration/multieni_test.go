@@ -106,9 +106,10 @@ func TestFromAWSMultiENIController(t *testing.T) {
 			t.Errorf("%s: tags %v", e.ID, now.Tags)
 		}
 	}
-	// The original's status.attachments gave way to the nodes' ENINodes.
+	// The nodes' ENINodes list the ENIs; the original's status.attachments
+	// stays as it wrote it until each node's agent reports there.
 	entries := testenv.Attachments(t, k8s, got.Name)
-	if len(entries) != 2 || len(got.Status.Attachments) != 0 {
+	if len(entries) != 2 || len(got.Status.Attachments) != 2 {
 		t.Fatalf("entries %+v, status attachments %+v", entries, got.Status.Attachments)
 	}
 	for _, a := range entries {
