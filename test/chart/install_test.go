@@ -105,6 +105,7 @@ configMapGenerator:
 		{"", "v1", "Namespace", "", "eni-operator"},
 		{"", "v1", "Namespace", "", "eni-system"},
 		{"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "", "nodeenis.networking.k8s.aws"},
+		{"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "", "eninodes.networking.k8s.aws"},
 		{"", "v1", "ServiceAccount", "eni-operator", "eni-operator"},
 		{"rbac.authorization.k8s.io", "v1", "ClusterRole", "", "eni-operator"},
 		{"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "", "eni-operator"},
