@@ -91,7 +91,7 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 		t.Fatalf("Ready changed with the agents' reports: %+v", c)
 	}
 	h.report("n1", configured("n1", 1500))
-	got = h.configured("ag", "n1 fixed", metav1.ConditionTrue, nodeeni.ReasonConfigured)
+	h.configured("ag", "n1 fixed", metav1.ConditionTrue, nodeeni.ReasonConfigured)
 
 	// The agents' entries are the agents' alone: no other field manager
 	// ever took part of an ENINode's status.interfaces.

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
