@@ -813,14 +813,18 @@ func unionSorted(a, b []string) []string {
 // none) when they changed, logging interfaces that went wrong (once,
 // when their message changes, not on every pass).
 func (r *reconciler) report(ctx context.Context, en *v1alpha1.ENINode, wants []want, entries map[string]v1alpha1.InterfaceStatus) error {
+	if en == nil {
+		return nil
+	}
 	cur := make([]v1alpha1.InterfaceStatus, 0, len(wants))
 	for _, w := range wants {
-		cur = append(cur, entries[w.ENIID])
+		// An ENI known only from an earlier operator's entries is not
+		// the ENINode's to report (the admission policy refuses it).
+		if slices.ContainsFunc(en.Spec.Attachments, func(a v1alpha1.ENIAttachment) bool { return a.ENIID == w.ENIID }) {
+			cur = append(cur, entries[w.ENIID])
+		}
 	}
-	var old []v1alpha1.InterfaceStatus
-	if en != nil {
-		old = en.Status.Interfaces
-	}
+	old := en.Status.Interfaces
 	if sameInterfaces(old, cur) {
 		return nil
 	}
