@@ -37,7 +37,7 @@ func TestPrinterColumnsShowZero(t *testing.T) {
 	})
 
 	for name, want := range map[string][2]float64{"none": {0, 0}, "blocked": {0, 1}} {
-		cells := h.tableRow(name)
+		cells := h.tableRow("nodeenis", name)
 		for i, col := range []string{"Ready", "Desired"} {
 			if v, ok := cells[col].(float64); !ok || v != want[i] {
 				t.Errorf("%s: column %s is %#v, want %v (all cells: %v)", name, col, cells[col], want[i], cells)
@@ -46,15 +46,36 @@ func TestPrinterColumnsShowZero(t *testing.T) {
 	}
 }
 
-// tableRow gets a NodeENI as a server-side Table and returns its cells by
-// column name.
-func (h *harness) tableRow(name string) map[string]any {
+// What a node has, kubectl get eninodes shows: the NodeENIs, the ENIs
+// attached and those its agent configured.
+func TestENINodeColumns(t *testing.T) {
+	h, nodes := nodesHarness(t, 2, "columns")
+	h.start(h.options())
+	h.createNodeENI("cols", h.multusSpec(map[string]string{"ng": "columns"}))
+	h.ready("cols", 2)
+	var eni string
+	for _, a := range h.attachments("cols") {
+		if a.NodeID == nodes[0] {
+			eni = a.ENIID
+		}
+	}
+	h.report(nodes[0], v1alpha1.InterfaceStatus{ENIID: eni, State: v1alpha1.InterfaceConfigured, LastUpdated: metav1.Now()})
+	h.eventually("the report in the columns", waitFor, func() (bool, string) {
+		cells := h.tableRow("eninodes", nodes[0])
+		return cells["NodeENIs"] == "cols" && cells["Attached"] == eni && cells["Configured"] == eni && cells["Failed"] == nil,
+			fmt.Sprintf("cells %v", cells)
+	})
+}
+
+// tableRow gets an object as a server-side Table and returns its cells
+// by column name.
+func (h *harness) tableRow(resource, name string) map[string]any {
 	h.t.Helper()
 	hc, err := rest.HTTPClientFor(env.Config)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/nodeenis/"+name, nil)
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/"+resource+"/"+name, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -81,8 +102,8 @@ func (h *harness) tableRow(name string) map[string]any {
 			out[c.Name] = table.Rows[0].Cells[i]
 		}
 	}
-	if _, ok := out["Ready"]; !ok {
-		h.t.Fatalf("no Ready column: %v", table.ColumnDefinitions)
+	if len(out) < 3 {
+		h.t.Fatalf("no columns of our own: %v", table.ColumnDefinitions)
 	}
 	return out
 }
