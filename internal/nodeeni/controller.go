@@ -82,14 +82,27 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	p := planClassified(in, c)
-	o := r.act(ctx, ne, &in, p, deleting)
-	blocks := append(append(nodeBlocks, p.Blocked...), o.failures...)
-	pending := len(o.after.Actions) > 0
-	recheck, err := r.writeStatus(ctx, ne, in, o.after, o.legacy, blocks, pending, deleting, o.dry)
+	ps := pass{ne: ne, deleting: deleting}
+	ps.acted = r.act(ctx, ne, &in, p, deleting)
+	ps.in = in
+	ps.blocks = append(append(nodeBlocks, p.Blocked...), ps.failures...)
+	ps.pending = len(ps.after.Actions) > 0
+	recheck, err := r.writeStatus(ctx, ps)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.next(ctx, ne, in, o, pending, deleting, recheck)
+	return r.next(ctx, ps, recheck)
+}
+
+// pass is one reconcile of a NodeENI: what it planned from, what
+// carrying the plan out left, every node found blocked, whether steps
+// are still under way, and whether the NodeENI is being deleted.
+type pass struct {
+	ne *v1alpha1.NodeENI
+	in planInput
+	acted
+	blocks            []blocked
+	pending, deleting bool
 }
 
 // admit reads the NodeENI and decides whether it can be planned now. It
@@ -171,21 +184,21 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 }
 
 // next decides when the NodeENI is looked at again.
-func (r *reconciler) next(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, o acted, pending, deleting bool, recheck time.Duration) (reconcile.Result, error) {
-	if r.opts.DryRun && (!deleting || len(in.ENIs) > 0) {
+func (r *reconciler) next(ctx context.Context, ps pass, recheck time.Duration) (reconcile.Result, error) {
+	if r.opts.DryRun && (!ps.deleting || len(ps.in.ENIs) > 0) {
 		// Nothing changes by itself: the next resync looks again. A
 		// NodeENI being deleted keeps its finalizer while it has ENIs;
 		// one without any is released as usual (a read of EC2 and a
 		// finalizer removal, no EC2 change).
 		return reconcile.Result{RequeueAfter: recheck}, nil
 	}
-	if o.execErr != nil {
-		return reconcile.Result{}, o.execErr
+	if ps.execErr != nil {
+		return reconcile.Result{}, ps.execErr
 	}
-	if deleting && len(in.ENIs) == 0 {
-		return r.release(ctx, ne)
+	if ps.deleting && len(ps.in.ENIs) == 0 {
+		return r.release(ctx, ps.ne)
 	}
-	if pending && len(o.failures) == 0 {
+	if ps.pending && len(ps.failures) == 0 {
 		// An ENI is on its way to "available", or more steps follow from
 		// the ones just taken: look again soon instead of holding a
 		// worker while EC2 works.

@@ -516,7 +516,8 @@ func TestStatusSteadyStateWritesNothing(t *testing.T) {
 	in.ENIs = []owned{eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", true), eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
 	p := makePlan(in)
 	t0 := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	st := statusFor(v1alpha1.NodeENIStatus{}, 3, in, p, nil, nil, false, false)
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	st := statusFor(pass{ne: ne, in: in, acted: acted{after: p}}, nil)
 	if st.ReadyNodes != 1 || st.DesiredNodes != 1 || len(st.Attachments) != 0 || st.ObservedGeneration != 3 {
 		t.Fatalf("status %+v", st)
 	}
@@ -533,12 +534,13 @@ func TestStatusSteadyStateWritesNothing(t *testing.T) {
 	if ready.Status != metav1.ConditionTrue || ready.Reason != ReasonAttached {
 		t.Fatalf("Ready %+v", ready)
 	}
-	again := statusFor(st, 3, in, makePlan(in), nil, nil, false, false)
+	ne.Status = st
+	again := statusFor(pass{ne: ne, in: in, acted: acted{after: makePlan(in)}}, nil)
 	if !equality.Semantic.DeepEqual(st, again) {
 		t.Fatalf("a second pass over the same state changes the status:\n%+v\n%+v", st, again)
 	}
 	blocks := []blocked{{Node: "n2", Reason: ReasonENILimitReached, Message: "full"}}
-	deg := statusFor(st, 3, in, p, nil, blocks, false, false)
+	deg := statusFor(pass{ne: ne, in: in, acted: acted{after: p}, blocks: blocks}, nil)
 	if c := cond(deg, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || c.Reason != ReasonENILimitReached ||
 		!strings.Contains(c.Message, "node n2: ENILimitReached: full") {
 		t.Fatalf("Degraded %+v", c)

@@ -35,18 +35,18 @@ const (
 	ReasonHealthy         = "Healthy"
 )
 
-// statusFor computes the status a plan describes: counts and conditions,
-// and of the deprecated status.attachments only the entries still needed
-// as evidence (legacy). The ENIs themselves are in the ENINodes.
-func statusFor(old v1alpha1.NodeENIStatus, generation int64, in planInput, p plan, legacy []v1alpha1.ENIAttachment, blocks []blocked, pending, deleting bool) v1alpha1.NodeENIStatus {
-	st := *old.DeepCopy()
-	st.ObservedGeneration = generation
-	blocks = rootCauses(blocks, in.NodeInstances, len(in.CIDRs) > 0)
-	st.DesiredNodes = int32(desiredNodes(in, blocks, deleting))
-	st.ReadyNodes = int32(p.ReadyNodes)
+// statusFor computes the status a pass describes: counts and
+// conditions, and of the deprecated status.attachments the entries of
+// legacy. The ENIs themselves are in the ENINodes.
+func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus {
+	st := *ps.ne.Status.DeepCopy()
+	st.ObservedGeneration = ps.ne.Generation
+	blocks := rootCauses(ps.blocks, ps.in.NodeInstances, len(ps.in.CIDRs) > 0)
+	st.DesiredNodes = int32(desiredNodes(ps.in, blocks, ps.deleting))
+	st.ReadyNodes = int32(ps.after.ReadyNodes)
 	st.Attachments = legacy
-	c := conditions{st: &st, generation: generation}
-	c.set(p, blocks, pending, deleting)
+	c := conditions{st: &st, generation: ps.ne.Generation}
+	c.set(ps.after, blocks, ps.pending, ps.deleting)
 	return st
 }
 
@@ -209,21 +209,21 @@ func describe(bs []blocked) string {
 // only on events): a missing agent report is named once its grace period
 // is over, which no event announces.
 //
-// dry is the dry-run summary of what the plan would do ("" when not in
-// dry-run or nothing would be done): it becomes the Progressing
-// condition (reason DryRun), and an event and a log line when it changed.
-func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in planInput, p plan, legacy []v1alpha1.ENIAttachment, blocks []blocked, pending, deleting bool, dry string) (time.Duration, error) {
+// The pass's dry-run summary of what the plan would do ("" when not in
+// dry-run or nothing would be done) becomes the Progressing condition
+// (reason DryRun), and an event and a log line when it changed.
+func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, error) {
+	ne, dry := ps.ne, ps.dry
 	now := metav1.Now()
 	held, err := r.held(ctx, ne.Name)
 	if err != nil {
 		return 0, err
 	}
-	entries, err := r.writeShares(ctx, ne.Name, p.Attachments, held, now)
+	entries, err := r.writeShares(ctx, ne.Name, ps.after.Attachments, held, now)
 	if err != nil {
 		return 0, err
 	}
-	legacy = unswitched(legacy, ne.Status.Attachments, in.ENIs, held)
-	st := statusFor(ne.Status, ne.Generation, in, p, legacy, blocks, pending, deleting)
+	st := statusFor(ps, unswitched(ps.legacy, ne.Status.Attachments, ps.in.ENIs, held))
 	if dry != "" {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 			Reason: ReasonDryRun, Message: dry, ObservedGeneration: ne.Generation})
@@ -239,7 +239,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ne *v1alpha1.NodeENI, in p
 	r.metrics.perNodeENI.WithLabelValues(ne.Name, "attached").Set(float64(countStatus(entries, v1alpha1.AttachmentAttached)))
 	r.metrics.perNodeENI.WithLabelValues(ne.Name, "pending").Set(float64(len(entries) - countStatus(entries, v1alpha1.AttachmentAttached)))
 	failed := 0
-	for _, b := range blocks {
+	for _, b := range ps.blocks {
 		if !b.transient() {
 			failed++
 		}
