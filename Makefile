@@ -22,8 +22,9 @@ PROMTOOL_VERSION ?= 0.316.0
 GOLANGCI_LINT_VERSION ?= 2.15.0
 
 .PHONY: help
-help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+help: ## list the targets (coloured on a terminal only)
+	@if [ -t 1 ]; then on='\033[36m'; off='\033[0m'; else on=; off=; fi; \
+	awk -v on="$$on" -v off="$$off" 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %s%-16s%s %s\n", on, $$1, off, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build every binary into bin/
