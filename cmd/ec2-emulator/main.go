@@ -64,7 +64,7 @@ Every flag is checked before anything starts; a refused value exits with status 
 
 Flags:
 `, emulator.AdminPrefix)
-		fs.PrintDefaults()
+		cli.PrintDefaults(fs)
 	}
 	return fs
 }

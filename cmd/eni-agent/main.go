@@ -75,7 +75,7 @@ func flags(c *config) *flag.FlagSet {
 	cli.BindLogFlags(fs, &c.zap)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-agent [flags]\n\nConfigures this node's NodeENI interfaces (found by MAC address): MTU, up, stable\nname, DPDK driver binding, SR-IOV device plugin config; reports into its node's\nENINode status. Runs as a DaemonSet with hostNetwork; holds no AWS credentials.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
-		fs.PrintDefaults()
+		cli.PrintDefaults(fs)
 	}
 	return fs
 }

@@ -63,7 +63,7 @@ func flags(c *config) *flag.FlagSet {
 	bindLegacy(fs, &c.legacy)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-operator [flags]\n\nManages AWS ENIs for Kubernetes: tags pods' ENIs from the %s annotation and\ncreates, attaches and removes the ENIs NodeENI resources ask for. AWS is found the\nstandard way (IRSA, Pod Identity, instance profile, AWS_* environment, AWS_ENDPOINT_URL_EC2).\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n", tagger.DefaultAnnotationKey)
-		fs.PrintDefaults()
+		cli.PrintDefaults(fs)
 	}
 	return fs
 }

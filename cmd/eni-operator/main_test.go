@@ -67,8 +67,8 @@ func TestHelpListsTheFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"--annotation-key", "--pod-finalizer", "--cluster-name", "--aws-rate-limit-qps", "--nodeeni-resync-interval", "--remove-pod-finalizers", "--kube-api-qps"} {
-		if !strings.Contains(out.String(), strings.TrimPrefix(f, "-")) {
-			t.Errorf("--help does not mention %s", f)
+		if !strings.Contains(out.String(), "\n  "+f+" ") && !strings.Contains(out.String(), "\n  "+f+"\n") {
+			t.Errorf("--help does not list %s (with two dashes)", f)
 		}
 	}
 }

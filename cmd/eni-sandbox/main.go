@@ -47,7 +47,7 @@ func flags(c *cmdline) *flag.FlagSet {
 	cli.BindVersion(fs, &c.printVersion)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: eni-sandbox [flags]\n\nRuns etcd, kube-apiserver, the EC2 emulator and the operator on this machine, applies\ndemo pods and a NodeENI, prints what the operator did, and keeps running until Ctrl-C.\nEvery flag is checked before anything starts; a refused value exits with status 2.\n\nFlags:\n")
-		fs.PrintDefaults()
+		cli.PrintDefaults(fs)
 	}
 	return fs
 }

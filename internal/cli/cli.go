@@ -6,6 +6,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -97,6 +98,19 @@ func Parse(fs *flag.FlagSet, args []string, out io.Writer) error {
 	}
 	return nil
 }
+
+// PrintDefaults prints fs's flags as flag.PrintDefaults does, but each
+// with the two dashes the README, the chart and the errors use.
+func PrintDefaults(fs *flag.FlagSet) {
+	out := fs.Output()
+	var b bytes.Buffer
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	_, _ = out.Write(flagLine.ReplaceAll(b.Bytes(), []byte("  --")))
+}
+
+var flagLine = regexp.MustCompile(`(?m)^  -`)
 
 var flagErr = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
 

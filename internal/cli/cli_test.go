@@ -91,3 +91,16 @@ func TestParse(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+func TestPrintDefaultsWithTwoDashes(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.String("name", "a", "a name, as in -x")
+	fs.Bool("on", false, "on")
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	PrintDefaults(fs)
+	want := "  --name string\n    \ta name, as in -x (default \"a\")\n  --on\n    \ton\n"
+	if out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
