@@ -97,6 +97,25 @@ lint: ## golangci-lint (.golangci.yml: go vet, staticcheck, architecture rules, 
 test: lint control-plane helm promtool ## lint, then unit, integration (envtest + emulator) and conformance tests
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(GO) test -count=1 -p $(TEST_P) $(TEST_ARGS) ./...
 
+# make e2e: a real one-node cluster on this machine (test/e2e/cluster):
+# kubelet, kube-proxy, kube-controller-manager and kube-scheduler built
+# like the control plane (hack/e2e/node-binaries.sh), containerd and runc
+# from Debian's packages, the CNI bridge; the chart installed with helm,
+# make image's images as pods. Needs root and cgroups; not part of make
+# test. E2E_ARGS="-run TestOperator" picks tests.
+E2E_ARGS ?=
+
+.PHONY: e2e
+e2e: build image control-plane helm ## the chart, images and agent on a real one-node cluster on this machine (root; kubelet, containerd, CNI); E2E_ARGS="-run ..."
+	@hack/e2e/node-deps.sh
+	@node_bin="$$(hack/e2e/node-binaries.sh)"; \
+	$(GO) run ./hack/e2e/pause-image --out $(BIN)/e2e-pause-image.tar; \
+	ENI_E2E=1 ENI_E2E_CONTROL_PLANE="$$(hack/control-plane-binaries.sh)" ENI_E2E_NODE_BIN="$$node_bin" \
+	ENI_E2E_PAUSE_IMAGE=$(CURDIR)/$(BIN)/e2e-pause-image.tar ENI_E2E_EMULATOR=$(CURDIR)/$(BIN)/ec2-emulator \
+	ENI_E2E_HELM="$$(hack/helm-binary.sh)" ENI_E2E_IMAGE=$(CURDIR)/$(IMAGE_DIR)/eni-operator-image.tar \
+	ENI_E2E_IMAGE_REPO='$(IMAGE_REPO)' ENI_E2E_VERSION='$(VERSION)' \
+		$(GO) test -count=1 -v -timeout 30m $(E2E_ARGS) ./test/e2e/
+
 .PHONY: conformance
 conformance: ## EC2 conformance suite; EC2_ENDPOINT=http://host:port points it at a running endpoint
 	$(GO) test -count=1 -v ./test/ec2conformance/

@@ -1,0 +1,158 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Cluster is a running one-node cluster.
+type Cluster struct {
+	cfg Config
+	// Kubeconfig is an admin's (system:masters) kubeconfig.
+	Kubeconfig string
+	// Server is the API server's URL; EmulatorURL the emulator's.
+	Server, EmulatorURL string
+	// Socket is containerd's.
+	Socket  string
+	pki     *pki
+	etcdURL string
+	procs   []*proc // in start order
+	saved   map[string]string
+}
+
+func (c *Cluster) path(p ...string) string {
+	return filepath.Join(append([]string{c.cfg.Dir}, p...)...)
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	if c.cfg.Logf != nil {
+		c.cfg.Logf(format, args...)
+	}
+}
+
+// Start brings the node up; on error everything it started is stopped.
+func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if err := Check(cfg); err != nil {
+		return nil, err
+	}
+	c = &Cluster{cfg: cfg}
+	c.logf("cleaning up what an earlier run left in %s", cfg.Dir)
+	if err := teardown(cfg); err != nil {
+		return nil, fmt.Errorf("cleaning up an earlier run: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	for _, d := range []string{cfg.Dir, cfg.LogDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return c, err
+		}
+	}
+	steps := []struct {
+		what string
+		fn   func(context.Context) error
+	}{
+		{"host settings", c.hostSettings},
+		{"node address", c.nodeAddress},
+		{"certificates", c.certificates},
+		{"etcd", c.startEtcd},
+		{"kube-apiserver", c.startAPIServer},
+		{"kube-controller-manager and kube-scheduler", c.startControllers},
+		{"EC2 emulator", c.startEmulator},
+		{"containerd", c.startContainerd},
+		{"kubelet", c.startKubelet},
+		{"kube-proxy", c.startKubeProxy},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		if err := s.fn(ctx); err != nil {
+			return c, fmt.Errorf("%s: %w", s.what, err)
+		}
+		c.logf("%s up (%s)", s.what, time.Since(start).Round(10*time.Millisecond))
+	}
+	return c, nil
+}
+
+// start starts a daemon and remembers it for Stop.
+func (c *Cluster) start(name, bin string, args ...string) (*proc, error) {
+	p, err := startProc(c.cfg.LogDir, name, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+// waitFor polls ok until it is true, p exits (its log's tail in the
+// error) or the timeout passes.
+func waitFor(ctx context.Context, p *proc, timeout time.Duration, what string, ok func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := fmt.Errorf("not checked yet")
+	for {
+		if last = ok(); last == nil {
+			return nil
+		}
+		if p != nil && p.exited() {
+			return fmt.Errorf("%s exited before %s:\n%s", p.name, what, p.tail(30))
+		}
+		select {
+		case <-ctx.Done():
+			tail := ""
+			if p != nil {
+				tail = "\n" + p.tail(30)
+			}
+			return fmt.Errorf("%s not within %s: %v%s", what, timeout, last, tail)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// freePort is a TCP port free on the loopback right now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+// httpsGet checks that url answers 200 to the admin certificate.
+func (c *Cluster) httpsGet(url string) error {
+	cert, err := tls.LoadX509KeyPair(c.pki.path("admin.crt"), c.pki.path("admin.key"))
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(c.pki.caCert)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool},
+	}}
+	return httpOK(client, url)
+}
+
+func httpOK(client *http.Client, url string) error {
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	namespace = "eni-system"
+	release   = "eni-operator"
+	leaseName = "eni-operator.eni-operator.io"
+	// operatorPods selects the Deployment's pods.
+	operatorPods = "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=operator"
+)
+
+var installOnce struct {
+	sync.Once
+	err error
+}
+
+// installChart imports make image's image into containerd and installs
+// the working tree's chart with helm, once for all tests: the operator
+// talks to the emulator on the node's address, as it would to EC2.
+func installChart(t *testing.T) {
+	t.Helper()
+	installOnce.Do(func() {
+		if err := node.ImportImage(os.Getenv("ENI_E2E_IMAGE")); err != nil {
+			installOnce.err = err
+			return
+		}
+		start := time.Now()
+		out, err := helmOutput("install", release, "../../charts/eni-operator",
+			"--namespace", namespace, "--create-namespace",
+			"--set", "image.repository="+os.Getenv("ENI_E2E_IMAGE_REPO"),
+			"--set", "image.tag="+os.Getenv("ENI_E2E_VERSION"),
+			"--set", "clusterName=e2e",
+			"--set", "operator.flags.vpc-id="+vpcID,
+			"--set", "operator.env[0].name=AWS_ENDPOINT_URL_EC2", "--set", "operator.env[0].value="+node.EmulatorURL,
+			"--set", "operator.env[1].name=AWS_REGION", "--set", "operator.env[1].value=us-east-1",
+			"--set", "operator.env[2].name=AWS_ACCESS_KEY_ID", "--set", "operator.env[2].value=e2e",
+			"--set", "operator.env[3].name=AWS_SECRET_ACCESS_KEY", "--set", "operator.env[3].value=e2e",
+			"--set", "operator.env[4].name=AWS_EC2_METADATA_DISABLED", "--set-string", "operator.env[4].value=true",
+			"--wait", "--timeout", "3m")
+		if err != nil {
+			installOnce.err = fmt.Errorf("%v\n%s\n%s", err, out, diagnose())
+			return
+		}
+		fmt.Printf("e2e: helm install --wait took %s\n", time.Since(start).Round(time.Second))
+	})
+	if installOnce.err != nil {
+		t.Fatal("installing the chart: ", installOnce.err)
+	}
+}
+
+// diagnose is what the node says about the operator's pods.
+func diagnose() string {
+	out, _ := node.Kubectl("get", "pods,events", "-A", "-o", "wide")
+	logs, _ := node.Kubectl("logs", "-n", namespace, "-l", operatorPods, "--tail", "30", "--all-containers", "--prefix")
+	return out + "\n" + logs
+}
+
+// readyOperators are the names of the operator's Ready pods.
+func readyOperators(t *testing.T) []string {
+	out := kubectl(t, "get", "pods", "-n", namespace, "-l", operatorPods, "-o",
+		`jsonpath={range .items[?(@.metadata.deletionTimestamp==null)]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	var ready []string
+	for _, l := range strings.Fields(out) {
+		if name, ok := strings.CutSuffix(l, "=True"); ok {
+			ready = append(ready, name)
+		}
+	}
+	return ready
+}
+
+// leader is the pod holding the Lease (controller-runtime's identity is
+// <hostname>_<uuid>, the hostname being the pod's name).
+func leader(t *testing.T) string {
+	holder := kubectl(t, "get", "lease", "-n", namespace, leaseName, "-o", "jsonpath={.spec.holderIdentity}")
+	name, _, _ := strings.Cut(holder, "_")
+	return name
+}
+
+func TestOperator(t *testing.T) {
+	requireNode(t)
+	installChart(t)
+
+	var standby string
+	t.Run("two replicas Ready through their probes, one leads", func(t *testing.T) {
+		eventually(t, 2*time.Minute, "two Ready operator pods", func() error {
+			if r := readyOperators(t); len(r) != 2 {
+				return fmt.Errorf("ready: %v", r)
+			}
+			return nil
+		})
+		ready := readyOperators(t)
+		var lead string
+		eventually(t, time.Minute, "a leader among the Ready pods", func() error {
+			lead = leader(t)
+			if lead != ready[0] && lead != ready[1] {
+				return fmt.Errorf("lease held by %q, ready pods %v", lead, ready)
+			}
+			return nil
+		})
+		standby = ready[0]
+		if standby == lead {
+			standby = ready[1]
+		}
+		t.Logf("leader %s, standby %s", lead, standby)
+	})
+
+	t.Run("the standby takes over when the leader's pod is deleted", func(t *testing.T) {
+		if standby == "" {
+			t.Skip("no standby")
+		}
+		old := leader(t)
+		start := time.Now()
+		kubectl(t, "delete", "pod", "-n", namespace, old, "--wait=false")
+		eventually(t, time.Minute, "the standby leading", func() error {
+			if l := leader(t); l != standby {
+				return fmt.Errorf("lease held by %q", l)
+			}
+			return nil
+		})
+		t.Logf("%s took over %s after the delete", standby, time.Since(start).Round(100*time.Millisecond))
+		eventually(t, 2*time.Minute, "two Ready operator pods again", func() error {
+			if r := readyOperators(t); len(r) != 2 {
+				return fmt.Errorf("ready: %v", r)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a pod's annotation tags its ENI, and deleting the pod untags it", func(t *testing.T) {
+		ctx := context.Background()
+		const pod = "tagged"
+		apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+  annotations:
+    eni-tagger.io/tags: "Team=e2e,CostCenter=42"
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+`, pod, pauseRef))
+		kubectl(t, "wait", "--for=condition=Ready", "--timeout=2m", "pod/"+pod, "-n", "default")
+		ip := kubectl(t, "get", "pod", pod, "-n", "default", "-o", "jsonpath={.status.podIP}")
+		t.Logf("pod %s has %s from the CNI", pod, ip)
+		eventually(t, time.Minute, "the ENI of "+ip+" tagged", func() error {
+			tags, err := eniTags(ctx, ip)
+			if err == nil && (tags["Team"] != "e2e" || tags["CostCenter"] != "42") {
+				err = fmt.Errorf("tags %v", tags)
+			}
+			return err
+		})
+		kubectl(t, "delete", "pod", pod, "-n", "default", "--timeout=1m")
+		eventually(t, time.Minute, "the ENI of "+ip+" untagged", func() error {
+			tags, err := eniTags(ctx, ip)
+			if _, ok := tags["Team"]; err == nil && ok {
+				err = fmt.Errorf("tags %v", tags)
+			}
+			if _, ok := tags["CostCenter"]; err == nil && ok {
+				err = fmt.Errorf("tags %v", tags)
+			}
+			return err
+		})
+	})
+}
