@@ -90,6 +90,8 @@ func TestHealthEndpointStoppedAndRestarted(t *testing.T) {
 	srv.Down()
 	if _, err := c.ListENIs(ctx); err == nil {
 		t.Fatal("a call to a stopped endpoint succeeded")
+	} else if msg := err.Error(); !strings.Contains(msg, "no answer from EC2: ") || strings.Contains(msg, "StatusCode: 0") {
+		t.Errorf("the error of a stopped http:// endpoint reads %q; want it to say no answer came", msg)
 	}
 	// Four attempts, each seen; one log line for them (one per kind per
 	// ErrorLogInterval), naming the action, the endpoint and the cause.

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,7 +45,23 @@ func (c *Client) measureOperation(ctx context.Context, in middleware.InitializeI
 		}
 		c.metrics.errors.WithLabelValues(name, code).Inc()
 	}
-	return out, md, err
+	return out, md, plainSendError(err)
+}
+
+// noAnswerError says that EC2 never answered. The SDK's own words for it,
+// "https response error StatusCode: 0", read as an HTTPS answer whatever
+// the endpoint's scheme.
+type noAnswerError struct{ send *smithyhttp.RequestSendError }
+
+func (e *noAnswerError) Error() string { return "no answer from EC2: " + e.send.Err.Error() }
+func (e *noAnswerError) Unwrap() error { return e.send }
+
+func plainSendError(err error) error {
+	var send *smithyhttp.RequestSendError
+	if err == nil || !errors.As(err, &send) {
+		return err
+	}
+	return &noAnswerError{send: send}
 }
 
 // limitAndObserveAttempt waits for the rate limiters of the operation's
