@@ -257,7 +257,7 @@ func (h *Health) expire() {
 	h.down = true
 	listeners := h.listeners
 	h.mu.Unlock()
-	h.log.Error(s.Last.Err, "EC2 unreachable: /readyz fails and NodeENI Ready conditions are Unknown until an EC2 call succeeds",
+	h.log.Error(s.Last.Err, "EC2 unreachable: /readyz fails until an EC2 call succeeds",
 		"failingFor", now.Sub(s.FailingSince).Round(time.Millisecond).String(), "failedAttempts", s.Failures,
 		"lastKind", s.Last.Kind, "lastAction", s.Last.Operation, "endpoint", s.Last.Endpoint, "hint", hintFor(s.Last.Kind))
 	for _, f := range listeners {

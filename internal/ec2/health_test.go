@@ -120,6 +120,11 @@ func TestHealthEndpointStoppedAndRestarted(t *testing.T) {
 	if d := <-downs; !d {
 		t.Error("listeners were told up, want down")
 	}
+	// What EC2 being down means for NodeENIs is the NodeENI controller's
+	// to say, and only when it runs.
+	if lines := logs.matching("NodeENI"); len(lines) > 0 {
+		t.Errorf("the EC2 client speaks of NodeENIs: %s", strings.Join(lines, "\n"))
+	}
 	if len(logs.matching("EC2 unreachable", "/readyz")) != 1 {
 		t.Error("no single log line says EC2 is unreachable past the threshold")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +27,11 @@ const ReasonEC2Unreachable = "EC2Unreachable"
 // watchEC2Health re-checks every NodeENI when EC2 is found down and when
 // it answers again. While it is down the inventory does not refresh, so
 // nothing else would.
-func watchEC2Health(h *ec2.Health, resync chan<- event.GenericEvent) {
-	h.OnChange(func(bool) {
+func watchEC2Health(h *ec2.Health, resync chan<- event.GenericEvent, lg logr.Logger) {
+	h.OnChange(func(down bool) {
+		if down {
+			lg.Info("NodeENI Ready conditions are Unknown (EC2Unreachable) until EC2 answers again")
+		}
 		select {
 		case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
 		default: // a pending signal already covers it

@@ -78,7 +78,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	if o.DisableController {
 		return nil
 	}
-	watchEC2Health(state.Health(), resync)
+	watchEC2Health(state.Health(), resync, lg)
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
