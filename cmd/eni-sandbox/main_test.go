@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +29,25 @@ func TestMain(m *testing.M) {
 	// Started by the sandbox as etcd or kube-apiserver (through a link to
 	// this binary): that comes before the arguments are rewritten.
 	sandboxCommand.Main(m, main, sandbox.ExecControlPlaneChild)
+}
+
+// A port in use is said at once, before the control plane or anything
+// else starts.
+func TestPortInUseIsSaidFirst(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	cmd := sandboxCommand.Cmd("--emulator-listen "+taken.Addr().String()+" --once", os.Environ())
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "address already in use") || !strings.Contains(string(out), "--emulator-listen") {
+		t.Fatalf("exit %v, output:\n%s", err, out)
+	}
+	if strings.Contains(string(out), "starting etcd") || time.Since(start) > 10*time.Second {
+		t.Errorf("the sandbox started things (%v) before finding its port taken:\n%s", time.Since(start), out)
+	}
 }
 
 // The sandbox comes up, tags the demo pods, gets the NodeENI Ready on

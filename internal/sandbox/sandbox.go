@@ -83,6 +83,13 @@ func (o *Options) defaults() {
 func Run(ctx context.Context, o Options) (err error) {
 	o.defaults()
 	say := o.say
+	// The emulator's address first: a port in use is said before anything
+	// is built or started.
+	ln, err := net.Listen("tcp", o.EmulatorListen)
+	if err != nil {
+		return fmt.Errorf("EC2 emulator: %w (another sandbox or emulator running? choose a free address with --emulator-listen, port 0 picks one)", err)
+	}
+	defer func() { _ = ln.Close() }()
 
 	say("control plane binaries (kube-apiserver, etcd, kubectl): built from the Go module proxy on first use, then cached")
 	assets, err := cachedbin.ControlPlane(ctx, o.Root, o.Progress)
@@ -114,7 +121,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 
-	emu, err := startEmulator(o)
+	emu, err := startEmulator(o, ln)
 	if err != nil {
 		return err
 	}
@@ -202,17 +209,13 @@ type emulatorRun struct {
 }
 
 // startEmulator loads the world into a new emulator and serves it on
-// o.EmulatorListen.
-func startEmulator(o Options) (*emulatorRun, error) {
+// ln (o.EmulatorListen).
+func startEmulator(o Options, ln net.Listener) (*emulatorRun, error) {
 	o.say("starting the EC2 emulator with %s", rel(o.Root, o.WorldFile))
 	emu := emulator.New(emulator.Options{Region: region})
 	loaded, err := loadWorld(emu, o.WorldFile)
 	if err != nil {
 		return nil, err
-	}
-	ln, err := net.Listen("tcp", o.EmulatorListen)
-	if err != nil {
-		return nil, fmt.Errorf("EC2 emulator: %w (another sandbox or emulator running? choose a free address with --emulator-listen, port 0 picks one)", err)
 	}
 	srv := &http.Server{Handler: emu, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
