@@ -106,9 +106,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "eni-operator: finding the Kubernetes API:", err)
 		return 1
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap)))
+	logger, warn := cli.NewLogger(&c.zap)
+	ctrl.SetLogger(logger)
 	for _, w := range c.warnings {
-		ctrl.Log.WithName("compat").Info(w)
+		warn("compat", w)
 	}
 	if err := run(ctrl.SetupSignalHandler(), restCfg, c); err != nil {
 		ctrl.Log.Error(err, "eni-operator stopped")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func TestListenAddr(t *testing.T) {
@@ -102,5 +104,14 @@ func TestPrintDefaultsWithTwoDashes(t *testing.T) {
 	want := "  --name string\n    \ta name, as in -x (default \"a\")\n  --on\n    \ton\n"
 	if out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+func TestWarningsAreLoggedAsWarnings(t *testing.T) {
+	var out bytes.Buffer
+	_, warn := NewLogger(&zap.Options{DestWriter: &out})
+	warn("compat", "--old is deprecated")
+	if got := out.String(); !strings.Contains(got, `"level":"warn"`) || !strings.Contains(got, `"logger":"compat"`) || !strings.Contains(got, "--old is deprecated") {
+		t.Errorf("logged %q", got)
 	}
 }
