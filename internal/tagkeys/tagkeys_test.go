@@ -95,21 +95,21 @@ func TestCRDRuleListsEveryReservedPrefix(t *testing.T) {
 	}
 }
 
-// The README's table of reserved keys is what users read; it must list
-// every prefix.
-func TestREADMEListsEveryReservedPrefix(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// docs/security.md's table of reserved keys is what users read; it must
+// list every prefix.
+func TestDocsListEveryReservedPrefix(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(raw), "### Reserved tag keys")
+	_, section, ok := strings.Cut(string(raw), "\n## Reserved tag keys\n")
 	if !ok {
-		t.Fatal(`README has no "### Reserved tag keys" section`)
+		t.Fatal(`docs/security.md has no "## Reserved tag keys" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	for _, p := range Prefixes() {
 		if !strings.Contains(section, "| `"+p+"` |") {
-			t.Errorf("README's reserved-key table lacks %s", p)
+			t.Errorf("docs/security.md's reserved-key table lacks %s", p)
 		}
 	}
 }

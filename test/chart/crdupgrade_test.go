@@ -18,7 +18,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-// The CRD step of the runbooks (README "Migration", docs/operations.md
+// The CRD step of the runbooks (docs/migration.md, docs/operations.md
 // "Upgrade"), run as written on a fresh API server that holds an earlier
 // NodeENI CRD, as the original's chart or an earlier release installed
 // it: helm install leaves that CRD as it is (Helm creates only a chart's

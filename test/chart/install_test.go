@@ -21,7 +21,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-// The plain manifests install as the README says, for real: on a fresh
+// The plain manifests install as docs/install.md says, for real: on a fresh
 // API server (its own etcd and kube-apiserver, nothing installed, not
 // even the CRD), `kubectl apply --server-side -k` of an overlay of
 // config/default that sets only the cluster name, then of config/agent as
@@ -184,13 +184,13 @@ func containerImage(t *testing.T, o *unstructured.Unstructured) string {
 	return img
 }
 
-// readmeTags finds the image tags the README's Install section names:
+// readmeTags finds the image tags docs/install.md names:
 // <anything>/eni-operator:<tag>, image.tag=<tag>, VERSION=<tag> and the
 // ?ref=<tag> of a kustomize remote base.
 var readmeTags = regexp.MustCompile(`(?:eni-operator:|image\.tag=|VERSION=|\?ref=)(v?[0-9][0-9A-Za-z.+-]*)`)
 
 // The chart (appVersion, the default image), the plain manifests
-// (config/default, config/agent) and the README's install commands name
+// (config/default, config/agent) and docs/install.md's commands name
 // one image and one tag.
 func TestImageTagsAgree(t *testing.T) {
 	c := newChart(t)
@@ -224,26 +224,17 @@ func TestImageTagsAgree(t *testing.T) {
 		t.Errorf("config/agent's DaemonSet runs %s, want %s", got, want)
 	}
 
-	b, err := os.ReadFile(filepath.Join(c.root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(c.root, "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	install := string(b)
-	start := strings.Index(install, "\n## Install\n")
-	if start < 0 {
-		t.Fatal("README.md has no Install section")
-	}
-	install = install[start+1:]
-	if end := strings.Index(install, "\n## "); end >= 0 {
-		install = install[:end]
-	}
-	found := readmeTags.FindAllStringSubmatch(install, -1)
+	found := readmeTags.FindAllStringSubmatch(string(b), -1)
 	if len(found) == 0 {
-		t.Fatal("the README's Install section names no image tag")
+		t.Fatal("docs/install.md names no image tag")
 	}
 	for _, m := range found {
 		if m[1] != tag {
-			t.Errorf("the README's Install section says %q; the chart's appVersion (and the manifests' tag) is %s", m[0], tag)
+			t.Errorf("docs/install.md says %q; the chart's appVersion (and the manifests' tag) is %s", m[0], tag)
 		}
 	}
 }

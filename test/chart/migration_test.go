@@ -17,7 +17,7 @@ import (
 )
 
 // The migration tables of the originals' Helm charts are data
-// (testdata/migration/<original>.yaml): the README's tables are written
+// (testdata/migration/<original>.yaml): docs/migration.md's tables are written
 // from them, and the tests below hold them to the originals' value paths,
 // to this chart's values, and to what this chart renders from a
 // translated example. So the table a user follows is the one tested.
@@ -490,9 +490,9 @@ var migrationExpectations = map[string][]want{
 	},
 }
 
-// The README's tables of the originals' chart values are written from the
-// data: ENI_UPDATE_README=1 rewrites them, otherwise a difference fails.
-func TestMigrationTablesInREADME(t *testing.T) {
+// The tables of the originals' chart values in docs/migration.md are written
+// from the data: ENI_UPDATE_README=1 rewrites them, otherwise a difference fails.
+func TestMigrationTablesInDocs(t *testing.T) {
 	c := newChart(t)
 	var sections []testenv.GeneratedSection
 	for _, original := range originals {
@@ -502,7 +502,7 @@ func TestMigrationTablesInREADME(t *testing.T) {
 			Content: valuesTable(loadMigration(t, c, original)),
 		})
 	}
-	testenv.CheckREADME(t, sections)
+	testenv.CheckDoc(t, "docs/migration.md", sections)
 }
 
 func valuesTable(m migration) string {

@@ -10,19 +10,19 @@ import (
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
-// adoptStatement reads the README's temporary IAM statement for the
+// adoptStatement reads docs/migration.md's temporary IAM statement for the
 // migration from aws-multi-eni-controller (the JSON block with Sid
 // AdoptMultiENIControllerENIs), strictly, as a policy of its own.
 func adoptStatement(t *testing.T) Policy {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/migration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(raw)
 	at := strings.Index(text, `"Sid": "AdoptMultiENIControllerENIs"`)
 	if at < 0 {
-		t.Fatal("README: no AdoptMultiENIControllerENIs statement")
+		t.Fatal("docs/migration.md: no AdoptMultiENIControllerENIs statement")
 	}
 	start := strings.LastIndex(text[:at], "```json\n") + len("```json\n")
 	end := at + strings.Index(text[at:], "```")
@@ -31,7 +31,7 @@ func adoptStatement(t *testing.T) Policy {
 	dec.DisallowUnknownFields()
 	var st Statement
 	if err := dec.Decode(&st); err != nil {
-		t.Fatalf("README's adoption statement: %v", err)
+		t.Fatalf("docs/migration.md's adoption statement: %v", err)
 	}
 	return Policy{Version: "2012-10-17", Statement: []Statement{st}}
 }

@@ -21,8 +21,8 @@ import (
 // synthetic are the series Prometheus makes itself for every target.
 var synthetic = []string{"up"}
 
-// Every metric the dashboard, the alerting rules and the README's table
-// of the originals' metrics query is exposed by
+// Every metric the dashboard, the alerting rules and docs/migration.md's
+// table of the originals' metrics query is exposed by
 // the binaries: the operator, built by operator.NewManager as the binary
 // builds it (pod tagger, NodeENI controller and collector, leader
 // election on, plain-HTTP metrics), and the eni-agent binary, both
@@ -128,7 +128,7 @@ func missingSeries(used map[string][]string, op, ag map[string]bool) []string {
 		if strings.HasPrefix(m, "eni_agent_") {
 			from, scraped = "agent", ag
 		}
-		// A histogram is named by its family in the README's metrics
+		// A histogram is named by its family in docs/metrics.md's
 		// table; /metrics lists its samples (name_count among them).
 		if !scraped[m] && !scraped[m+"_count"] {
 			missing = append(missing, fmt.Sprintf("%s (not in the %s's /metrics; queried by %s)", m, from, strings.Join(slices.Compact(where), ", ")))

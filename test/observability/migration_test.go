@@ -10,7 +10,7 @@ import (
 )
 
 // The originals' metrics and what replaces each (testdata/
-// metrics-migration.yaml) are data: the README's tables are written from
+// metrics-migration.yaml) are data: docs/migration.md's tables are written from
 // them, and TestEveryMetricUsedIsExposed holds every metric they name to
 // the operator's and the agent's real /metrics, so a dashboard or alert
 // rewritten by the table keeps working.
@@ -71,9 +71,9 @@ func migrationQueries(t *testing.T) []panelQuery {
 	return out
 }
 
-// The README's tables of the originals' metrics are written from the data:
-// ENI_UPDATE_README=1 rewrites them, otherwise a difference fails.
-func TestMetricsMigrationTablesInREADME(t *testing.T) {
+// The tables of the originals' metrics in docs/migration.md are written from
+// the data: ENI_UPDATE_README=1 rewrites them, otherwise a difference fails.
+func TestMetricsMigrationTablesInDocs(t *testing.T) {
 	var sections []testenv.GeneratedSection
 	for _, o := range metricsMigration(t) {
 		sections = append(sections, testenv.GeneratedSection{
@@ -82,7 +82,7 @@ func TestMetricsMigrationTablesInREADME(t *testing.T) {
 			Content: metricsTable(o),
 		})
 	}
-	testenv.CheckREADME(t, sections)
+	testenv.CheckDoc(t, "docs/migration.md", sections)
 }
 
 func metricsTable(o originalMetrics) string {
