@@ -4,7 +4,7 @@
 # KUBEBUILDER_ASSETS) on stdout; progress goes to stderr.
 #
 # Why build: setup-envtest cannot download release binaries here; only the Go
-# module proxy is reachable. See the README, "Testing".
+# module proxy is reachable. See docs/testing.md.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.37.1}"

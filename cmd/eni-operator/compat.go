@@ -12,7 +12,7 @@ import (
 // The two projects eni-operator replaces; their users switch without
 // rewriting a command line, an environment or a values file: every
 // setting either works here, sets its replacement, or is accepted with a
-// warning naming what replaces it (README, "Migration").
+// warning naming what replaces it (docs/migration.md).
 const (
 	taggerOrigin   = "k8s-eni-tagger"
 	multiENIOrigin = "aws-multi-eni-controller"

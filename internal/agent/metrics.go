@@ -5,7 +5,7 @@ import (
 )
 
 // metrics are the agent's Prometheus collectors. Names are part of the
-// documented interface (README).
+// documented interface (docs/metrics.md).
 type metrics struct {
 	interfaces *prometheus.GaugeVec   // this node's NodeENI interfaces by state
 	operations *prometheus.CounterVec // host changes by operation and result

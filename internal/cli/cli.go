@@ -100,7 +100,7 @@ func Parse(fs *flag.FlagSet, args []string, out io.Writer) error {
 }
 
 // PrintDefaults prints fs's flags as flag.PrintDefaults does, but each
-// with the two dashes the README, the chart and the errors use.
+// with the two dashes the docs, the chart and the errors use.
 func PrintDefaults(fs *flag.FlagSet) {
 	out := fs.Output()
 	var b bytes.Buffer

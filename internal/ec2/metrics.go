@@ -5,7 +5,7 @@ import (
 )
 
 // metrics are the EC2 layer's Prometheus collectors. Names are part of the
-// operator's documented interface (README, metrics reference).
+// operator's documented interface (docs/metrics.md).
 type metrics struct {
 	calls       *prometheus.CounterVec   // every attempt sent to AWS
 	errors      *prometheus.CounterVec   // failed operations, after retries, by code

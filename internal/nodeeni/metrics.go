@@ -8,7 +8,7 @@ import (
 )
 
 // metrics are the NodeENI Prometheus collectors. Names are part of the
-// documented interface (README).
+// documented interface (docs/metrics.md).
 type metrics struct {
 	managed    prometheus.Gauge       // operator-owned ENIs in the inventory
 	attached   prometheus.Gauge       // of which attached

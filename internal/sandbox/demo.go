@@ -37,8 +37,8 @@ func demoPods() []demoPod {
 	return []demoPod{
 		{Name: "web-0", Tags: "Team=Payments,CostCenter=1234", Want: tagger.ReasonSynced},
 		{Name: "api-0", Tags: `{"Team":"Platform","Service":"api","Format":"json"}`, Want: tagger.ReasonSynced},
-		// An attempt to forge the NodeENI ownership tag (see the README's
-		// Security model): refused before any AWS call.
+		// An attempt to forge the NodeENI ownership tag (see
+		// docs/security.md): refused before any AWS call.
 		{Name: "forbidden-0", Tags: "eni-operator.io/cluster=" + ClusterName + ",Team=Ops", Want: tagger.ReasonInvalidTags},
 		{Name: "batch-0", Tags: "Team=Data,Owner=alice", Want: tagger.ReasonSynced},
 	}

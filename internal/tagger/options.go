@@ -14,7 +14,7 @@ import (
 )
 
 // Options configure the tagger. Flag names and defaults follow
-// k8s-eni-tagger where it had the setting; see the README for the few
+// k8s-eni-tagger where it had the setting; see docs/tagging.md for the few
 // defaults that changed and why.
 type Options struct {
 	AnnotationKey           string

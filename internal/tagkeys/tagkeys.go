@@ -6,7 +6,7 @@
 // The pod tagger refuses them in annotations, the NodeENI controller never
 // writes them from spec.tags (the CRD's CEL rule repeats the list; a test
 // keeps it in step), and the IAM policy documents deny them to the tagger
-// (a test keeps those in step too). See the README's "Security model".
+// (a test keeps those in step too). See docs/security.md.
 package tagkeys
 
 import "strings"

@@ -23,7 +23,7 @@ func ControlPlaneAssets(root string) (string, error) {
 }
 
 // Kustomize builds config/<dir> of the repository with kubectl's
-// kustomize (the one the README tells users to apply with) and returns
+// kustomize (the one docs/install.md tells users to apply with) and returns
 // the manifests; a failed build fails the test with kubectl's message.
 func Kustomize(t testing.TB, dir string) []byte {
 	t.Helper()

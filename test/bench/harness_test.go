@@ -1,4 +1,4 @@
-// Package bench measures the figures of `make bench` (README, Benchmarks) against
+// Package bench measures the figures of `make bench` (docs/benchmarks.md) against
 // envtest and the emulator with AWS's token buckets on and 50 ms of
 // latency per EC2 call, with the operator as a separate process at its
 // default flags. The figures are skipped unless ENI_BENCH is set; each

@@ -1,4 +1,4 @@
-// Package migration runs the README's migration procedures against a
+// Package migration runs docs/migration.md's procedures against a
 // real API server and the EC2 emulator, with each original project's
 // state seeded exactly as it leaves it, and checks the switch from
 // independent evidence (the emulator's call log and objects, the API

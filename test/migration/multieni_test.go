@@ -19,7 +19,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-// The README's procedure from aws-multi-eni-controller: its controller
+// docs/migration.md's procedure from aws-multi-eni-controller: its controller
 // scaled to zero, eni-operator started with the original chart's
 // arguments and environment (plus the cluster name and VPC it needs).
 // The ENIs the original attached stay where they are — the second node's

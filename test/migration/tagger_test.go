@@ -43,7 +43,7 @@ func (p taggedByOriginal) pod(ns string) *corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
 }
 
-// The README's procedure from k8s-eni-tagger: scale it to zero, start
+// docs/migration.md's procedure from k8s-eni-tagger: scale it to zero, start
 // eni-operator with the original chart's environment, remove the
 // original. Pods it tagged are adopted without a write; the pod deleted
 // while neither ran loses its tags (through the original's cache); a new
