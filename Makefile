@@ -131,7 +131,7 @@ demo: ## the whole system on one machine: control plane, EC2 emulator, operator,
 	@$(BIN)/eni-sandbox $(DEMO_ARGS)
 
 .PHONY: bench
-bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollouts, NodeENI over 5,000 nodes, 10,000-pod burst, new ENIs; about 80 minutes) with SVG charts and Go benchmarks into bench/results/report.md; FIGURE=PodBurst runs one
+bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollouts, NodeENI over 5,000 nodes (about 35 minutes by itself), 10,000-pod burst, new ENIs) with SVG charts and Go benchmarks into bench/results/report.md; FIGURE=PodBurst runs one
 	@mkdir -p bench/results
 	ENI_BENCH=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
 		$(GO) test -count=1 -v -timeout 150m -p 1 -run 'TestFigure$(FIGURE)' ./test/bench/ ./test/failover/ | grep --line-buffered -v '^I1' | tee bench/results/figures.log
