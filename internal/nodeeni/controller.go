@@ -82,11 +82,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	p := planClassified(in, c)
-	ps := pass{ne: ne, deleting: deleting}
-	ps.acted = r.act(ctx, ne, &in, p, deleting)
-	ps.in = in
-	ps.blocks = append(append(nodeBlocks, p.Blocked...), ps.failures...)
-	ps.pending = len(ps.after.Actions) > 0
+	passOf := func(in planInput, o acted) pass {
+		return pass{ne: ne, in: in, acted: o, blocks: append(append(slices.Clone(nodeBlocks), p.Blocked...), o.failures...),
+			pending: len(o.after.Actions) > 0, deleting: deleting}
+	}
+	progress := func(in planInput, o acted) {
+		if _, err := r.writeStatus(ctx, passOf(in, o)); err != nil {
+			log.FromContext(ctx).Error(err, "writing a round's progress; the end of the pass writes it again")
+		}
+	}
+	o := r.act(ctx, ne, &in, p, progress)
+	ps := passOf(in, o)
 	recheck, err := r.writeStatus(ctx, ps)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -159,28 +165,67 @@ type acted struct {
 }
 
 // act carries the plan out, or in dry-run only says what it would do.
-func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput, p plan, deleting bool) acted {
+// It goes in rounds of opts.RoundNodes nodes and tells progress what
+// each round but the last left, for the status.
+func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput, p plan, progress func(planInput, acted)) acted {
 	unchanged := legacyRecords(ne.Status.Attachments, in.Adopt, in.Prove)
 	if r.opts.DryRun {
-		return acted{after: p, legacy: unchanged, dry: dryRunSummary(p.Actions, deleting)} // nothing changed
+		return acted{after: p, legacy: unchanged, dry: dryRunSummary(p.Actions, in.Deleting)} // nothing changed
 	}
 	if len(p.Actions) == 0 {
 		return acted{after: p, legacy: unchanged} // nothing changed: the plan is the status
 	}
 	var o acted
-	o.failures, o.execErr = r.execute(ctx, ne, p.Actions)
-	// Status describes the state after the actions: plan again from the
-	// EC2 state, which now holds their results (no EC2 call).
-	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	adopting := in.Adopt
+	rounds := roundsOf(p.Actions, r.opts.RoundNodes)
+	for i, round := range rounds {
+		failures, err := r.execute(ctx, ne, round)
+		o.failures = append(o.failures, failures...)
+		if o.execErr == nil {
+			o.execErr = err
+		}
+		r.replan(ctx, ne, in, adopting, &o)
+		if i < len(rounds)-1 {
+			progress(*in, o)
+		}
+	}
+	return o
+}
+
+// replan sets what the status describes after actions: the plan made
+// again from the EC2 state, which now holds their results (no EC2 call).
+func (r *reconciler) replan(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput, adopting []action, o *acted) {
+	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	in.Adopt = nil // adopted ENIs are now among the NodeENI's own
 	o.after = makePlan(*in)
-	// An ENI whose adoption EC2 refused stays as the original recorded
-	// it, so its node's agent keeps it configured until the next pass.
+	// An ENI whose adoption EC2 refused (or is yet to come) stays as the
+	// original recorded it, so its node's agent keeps it configured.
 	refused := legacyRecords(ne.Status.Attachments, notAdopted(adopting, in.ENIs))
 	o.after.Attachments = append(o.after.Attachments, refused...)
 	o.legacy = legacyRecords(ne.Status.Attachments, notAdopted(adopting, in.ENIs), in.Prove)
-	return o
+}
+
+// roundsOf splits actions into rounds of at most n nodes each, nodes in
+// plan order; a node's actions stay together, in their order (execute
+// skips a node's later steps when one fails).
+func roundsOf(acts []action, n int) [][]action {
+	byNode := map[string][]action{}
+	var order []string
+	for _, a := range acts {
+		if _, ok := byNode[a.Node]; !ok {
+			order = append(order, a.Node)
+		}
+		byNode[a.Node] = append(byNode[a.Node], a)
+	}
+	var rounds [][]action
+	for chunk := range slices.Chunk(order, max(n, 1)) {
+		var round []action
+		for _, node := range chunk {
+			round = append(round, byNode[node]...)
+		}
+		rounds = append(rounds, round)
+	}
+	return rounds
 }
 
 // next decides when the NodeENI is looked at again.

@@ -51,6 +51,12 @@ type Options struct {
 	// MaxParallelNodes bounds the nodes of one NodeENI whose ENIs are
 	// created, attached or removed at once (default 8).
 	MaxParallelNodes int
+	// RoundNodes is how many nodes' changes a pass makes before it writes
+	// what they did (the nodes' ENINodes, the NodeENI's counts and
+	// conditions) and goes on (default 100): a rollout over thousands of
+	// nodes, paced by AWS's buckets, shows progress and hands each node's
+	// agent its ENIs within a round rather than at the end of the pass.
+	RoundNodes int
 	// DisableController and DisableCollector switch the two parts off
 	// (flags --enable-nodeeni-controller=false, --enable-eni-collector=false).
 	// The inventory runs whenever either part does.
@@ -77,7 +83,7 @@ func DefaultOptions() Options {
 	return Options{
 		ResyncInterval: time.Minute, CatalogInterval: 5 * time.Minute, MinCatalogRefresh: 10 * time.Second,
 		DetachPollInterval: 2 * time.Second, CollectorGracePeriod: 5 * time.Minute, AgentReportGracePeriod: 2 * time.Minute,
-		MaxConcurrentReconciles: 2, MaxParallelNodes: 8,
+		MaxConcurrentReconciles: 2, MaxParallelNodes: 8, RoundNodes: 100,
 	}
 }
 
@@ -161,6 +167,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxParallelNodes <= 0 {
 		o.MaxParallelNodes = d.MaxParallelNodes
+	}
+	if o.RoundNodes <= 0 {
+		o.RoundNodes = d.RoundNodes
 	}
 	return o
 }

@@ -558,3 +558,31 @@ func cond(st v1alpha1.NodeENIStatus, t string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+func TestRoundsOf(t *testing.T) {
+	acts := []action{{Kind: actProve, Node: "a", ENI: "1"}, {Kind: actCreate, Node: "b"}, {Kind: actAttach, Node: "a", ENI: "1"},
+		{Kind: actCreate, Node: "c"}, {Kind: actDetach, Node: "b", ENI: "2"}}
+	describe := func(rounds [][]action) string {
+		var parts []string
+		for _, r := range rounds {
+			var nodes []string
+			for _, a := range r {
+				nodes = append(nodes, a.Node+":"+actionNames[a.Kind])
+			}
+			parts = append(parts, strings.Join(nodes, ","))
+		}
+		return strings.Join(parts, " | ")
+	}
+	for n, want := range map[int]string{
+		1:   "a:prove,a:attach | b:create,b:detach | c:create",
+		2:   "a:prove,a:attach,b:create,b:detach | c:create",
+		100: "a:prove,a:attach,b:create,b:detach,c:create",
+	} {
+		if got := describe(roundsOf(acts, n)); got != want {
+			t.Errorf("rounds of %d nodes: %s, want %s", n, got, want)
+		}
+	}
+	if got := roundsOf(nil, 3); got != nil {
+		t.Errorf("rounds of no action: %v", got)
+	}
+}
