@@ -94,6 +94,19 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestPrintDefaultsOfRenamedFlags(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.String("new-name", "a", "the name")
+	var l Legacy
+	l.Renamed(fs, "old-name", "new-name", "the original")
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	PrintDefaults(fs)
+	if got := out.String(); strings.Contains(got, "panic") || !strings.Contains(got, "  --old-name") {
+		t.Errorf("--help of a renamed flag:\n%s", got)
+	}
+}
+
 func TestPrintDefaultsWithTwoDashes(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.String("name", "a", "a name, as in -x")

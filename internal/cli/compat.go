@@ -108,6 +108,15 @@ type renamed struct {
 
 func (r *renamed) aliasOf() string { return r.target }
 
+// String is the target's value; the flag package also calls it on a zero
+// renamed, to tell a default from none.
+func (r *renamed) String() string {
+	if r == nil || r.Value == nil {
+		return ""
+	}
+	return r.Value.String()
+}
+
 func (r *renamed) Set(s string) error {
 	if err := r.Value.Set(s); err != nil {
 		return err
