@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,11 +41,18 @@ func helmOutput(args ...string) (string, error) {
 // apply applies a manifest as the admin.
 func apply(t *testing.T, manifest string) {
 	t.Helper()
-	f := filepath.Join(t.TempDir(), "manifest.yaml")
-	if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
+	// Not t.TempDir(): kubectl -f splits a path on its commas, and test
+	// names have them.
+	f, err := os.CreateTemp("", "e2e-*.yaml")
+	if err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, "apply", "-f", f)
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(manifest); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	kubectl(t, "apply", "-f", f.Name())
 }
 
 // eventually polls check every half second until it returns nil, and

@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 const (
@@ -64,14 +67,22 @@ func diagnose() string {
 	return out + "\n" + logs
 }
 
-// readyOperators are the names of the operator's Ready pods.
+// readyOperators are the names of the operator's Ready pods that are
+// not being deleted.
 func readyOperators(t *testing.T) []string {
-	out := kubectl(t, "get", "pods", "-n", namespace, "-l", operatorPods, "-o",
-		`jsonpath={range .items[?(@.metadata.deletionTimestamp==null)]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	var pods corev1.PodList
+	if err := json.Unmarshal([]byte(kubectl(t, "get", "pods", "-n", namespace, "-l", operatorPods, "-o", "json")), &pods); err != nil {
+		t.Fatal(err)
+	}
 	var ready []string
-	for _, l := range strings.Fields(out) {
-		if name, ok := strings.CutSuffix(l, "=True"); ok {
-			ready = append(ready, name)
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = append(ready, p.Name)
+			}
 		}
 	}
 	return ready

@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+// startContainerd starts containerd with its state below Dir.
+// restrict_oom_score_adj: the pod sandbox asks for oom_score_adj -998,
+// which this machine refuses to lower ("write error: Permission denied"
+// even as root), and runc then fails with "can't get final child's PID
+// from pipe: EOF"; restricted, containerd keeps its own score instead.
 func (c *Cluster) startContainerd(ctx context.Context) error {
 	c.Socket = c.path("containerd", "containerd.sock")
 	conf := fmt.Sprintf(`version = 2
@@ -20,6 +25,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   address = %q
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
