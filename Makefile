@@ -113,6 +113,7 @@ e2e: build image control-plane helm ## the chart, images and agent on a real one
 	ENI_E2E=1 ENI_E2E_CONTROL_PLANE="$$(hack/control-plane-binaries.sh)" ENI_E2E_NODE_BIN="$$node_bin" \
 	ENI_E2E_PAUSE_IMAGE=$(CURDIR)/$(BIN)/e2e-pause-image.tar ENI_E2E_EMULATOR=$(CURDIR)/$(BIN)/ec2-emulator \
 	ENI_E2E_HELM="$$(hack/helm-binary.sh)" ENI_E2E_IMAGE=$(CURDIR)/$(IMAGE_DIR)/eni-operator-image.tar \
+	ENI_E2E_AGENT_IMAGE=$(CURDIR)/$(IMAGE_DIR)/eni-agent-image.tar ENI_E2E_AGENT_IMAGE_REPO='$(IMAGE_AGENT_REPO)' \
 	ENI_E2E_IMAGE_REPO='$(IMAGE_REPO)' ENI_E2E_VERSION='$(VERSION)' \
 		$(GO) test -count=1 -v -timeout 30m $(E2E_ARGS) ./test/e2e/
 

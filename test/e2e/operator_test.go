@@ -32,9 +32,11 @@ var installOnce struct {
 func installChart(t *testing.T) {
 	t.Helper()
 	installOnce.Do(func() {
-		if err := node.ImportImage(os.Getenv("ENI_E2E_IMAGE")); err != nil {
-			installOnce.err = err
-			return
+		for _, img := range []string{os.Getenv("ENI_E2E_IMAGE"), os.Getenv("ENI_E2E_AGENT_IMAGE")} {
+			if err := node.ImportImage(img); err != nil {
+				installOnce.err = err
+				return
+			}
 		}
 		start := time.Now()
 		out, err := helmOutput("install", release, "../../charts/eni-operator",
@@ -48,6 +50,13 @@ func installChart(t *testing.T) {
 			"--set", "operator.env[2].name=AWS_ACCESS_KEY_ID", "--set", "operator.env[2].value=e2e",
 			"--set", "operator.env[3].name=AWS_SECRET_ACCESS_KEY", "--set", "operator.env[3].value=e2e",
 			"--set", "operator.env[4].name=AWS_EC2_METADATA_DISABLED", "--set-string", "operator.env[4].value=true",
+			// The agent, opt-in: its DaemonSet runs on nodes labelled
+			// eni-operator.io/agent=true (TestAgent labels the node), from
+			// make image's agent image; its state directory (a hostPath)
+			// inside the node's directory, which teardown removes.
+			"--set", "agent.enabled=true",
+			"--set", "agent.image.repository="+os.Getenv("ENI_E2E_AGENT_IMAGE_REPO"),
+			"--set", "agent.stateFile="+node.Dir()+"/eni-agent/state.json",
 			"--wait", "--timeout", "3m")
 		if err != nil {
 			installOnce.err = fmt.Errorf("%v\n%s\n%s", err, out, diagnose())

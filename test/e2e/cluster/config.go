@@ -51,12 +51,16 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
+// LinkPrefix starts the name of every link of the node: Stop removes
+// them all, the ones tests add too (a stand-in for an attached ENI).
+const LinkPrefix = "enie2e"
+
 // Names of the host objects the cluster makes; Stop removes them.
 const (
-	nodeLink   = "enie2e0"    // veth holding NodeIP (its peer goes with it)
-	bridgeLink = "enie2ebr0"  // the CNI bridge
-	cgroupRoot = "eni-e2e"    // kubelet's cgroupRoot in every hierarchy
-	netnsDir   = "/run/netns" // where containerd 1.6 puts pods' netns
+	nodeLink   = LinkPrefix + "0"   // veth holding NodeIP (its peer goes with it)
+	bridgeLink = LinkPrefix + "br0" // the CNI bridge
+	cgroupRoot = "eni-e2e"          // kubelet's cgroupRoot in every hierarchy
+	netnsDir   = "/run/netns"       // where containerd 1.6 puts pods' netns
 )
 
 // Check says why this machine cannot run the node, or nil.

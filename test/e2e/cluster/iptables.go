@@ -39,7 +39,9 @@ func removeKubeChains() error {
 	return errors.Join(errs...)
 }
 
-func ours(chain string) bool { return strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-") }
+func ours(chain string) bool {
+	return strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-")
+}
 
 func jumpsToOurs(rule []string) bool {
 	for i := 0; i+1 < len(rule); i++ {

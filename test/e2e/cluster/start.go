@@ -28,6 +28,9 @@ type Cluster struct {
 	saved   map[string]string
 }
 
+// Dir is the node's state directory: a hostPath below it goes with the node.
+func (c *Cluster) Dir() string { return c.cfg.Dir }
+
 func (c *Cluster) path(p ...string) string {
 	return filepath.Join(append([]string{c.cfg.Dir}, p...)...)
 }

@@ -47,9 +47,12 @@ func teardown(cfg Config) error {
 		errs = append(errs, removeKubeChains())
 	}
 	errs = append(errs, unmountUnder(cfg.Dir), removeNetns(cfg.Dir))
-	for _, l := range []string{bridgeLink, nodeLink} {
-		if fileExists("/sys/class/net/" + l) {
-			errs = append(errs, run("ip", "link", "del", l))
+	// The node's links and the ones tests make all start with
+	// LinkPrefix (a veth's peer goes with it).
+	links, _ := os.ReadDir("/sys/class/net")
+	for _, l := range links {
+		if strings.HasPrefix(l.Name(), LinkPrefix) && fileExists("/sys/class/net/"+l.Name()) {
+			errs = append(errs, run("ip", "link", "del", l.Name()))
 		}
 	}
 	errs = append(errs, removeCgroups(), restoreSysctls(cfg.Dir))
