@@ -115,7 +115,7 @@ type PermissionError struct {
 func (e *PermissionError) Error() string {
 	var parts []string
 	if len(e.Missing) > 0 {
-		parts = append(parts, fmt.Sprintf("the AWS credentials lack IAM permission for %s; add them to the operator's IAM policy (see the README's IAM section)",
+		parts = append(parts, fmt.Sprintf("the AWS credentials lack IAM permission for %s; add them to the operator's IAM policy (docs/iam.md)",
 			strings.Join(e.Missing, ", ")))
 	}
 	if len(e.Failed) > 0 {

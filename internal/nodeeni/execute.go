@@ -371,7 +371,7 @@ func (r *reconciler) failed(ev *nodeEvents, a action, what string, err error) (*
 	// and a status that changes on every pass is rewritten every pass.
 	msg := fmt.Sprintf("%s: %s", what, ec2.Message(err))
 	if ec2.IsUnauthorized(err) {
-		msg += " (add the action to the operator's IAM policy; see the README)"
+		msg += " (add the action to the operator's IAM policy; docs/iam.md)"
 	}
 	ev.add(corev1.EventTypeWarning, reason, a.Kind.String(), fmt.Sprintf("node %s: %s", a.Node, msg))
 	return &blocked{Node: a.Node, Subnet: a.Want.Subnet, Reason: reason, Message: msg}, nil

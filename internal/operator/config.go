@@ -121,7 +121,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&le.ReleaseOnCancel, "leader-elect-release-on-cancel", le.ReleaseOnCancel, "give the Lease up on a clean shutdown so the next replica takes over at once")
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", c.GracefulShutdownTimeout, "how long running work may take to finish after SIGTERM (>= 0)")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name written on and scoping the ENIs the NodeENI controller creates (env CLUSTER_NAME): 1-100 letters, digits, - and _, starting with a letter or digit, no placeholder such as CHANGE-ME; the NodeENI controller and collector stay off without it")
-	fs.StringVar(&c.OwnershipKeySecret, "ownership-key-secret", c.OwnershipKeySecret, "Secret in the operator's namespace (--cache-namespace) holding the keys that prove which ENIs the NodeENI controller created or adopted; created with one random key when missing; the key whose name sorts last signs, all verify (rotation: README, Security model)")
+	fs.StringVar(&c.OwnershipKeySecret, "ownership-key-secret", c.OwnershipKeySecret, "Secret in the operator's namespace (--cache-namespace) holding the keys that prove which ENIs the NodeENI controller created or adopted; created with one random key when missing; the key whose name sorts last signs, all verify (rotation: docs/security.md, Ownership proofs)")
 	fs.Float64Var(&c.KubeQPS, "kube-api-qps", c.KubeQPS, "Kubernetes API requests per second the operator allows itself (> 0; a synced pod costs two small patches)")
 	fs.IntVar(&c.KubeBurst, "kube-api-burst", c.KubeBurst, "burst of Kubernetes API requests (>= 1)")
 	fs.BoolVar(&c.EnableTagger, "enable-tagger", c.EnableTagger, "run the pod ENI tagger")

@@ -46,7 +46,7 @@ func loadOwnershipKeys(ctx context.Context, cfg *rest.Config, namespace, name st
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the ownership key ring, Secret %s/%s (the operator needs get on it and create in its namespace; see the README's Security model): %w", namespace, name, err)
+		return nil, fmt.Errorf("reading the ownership key ring, Secret %s/%s (the operator needs get on it and create in its namespace; docs/security.md, Ownership proofs): %w", namespace, name, err)
 	}
 	keys, err := ownership.NewKeyRing(s.Data)
 	if err != nil {

@@ -83,14 +83,11 @@ func (o *Options) defaults() {
 func Run(ctx context.Context, o Options) (err error) {
 	o.defaults()
 	say := o.say
-	// The emulator's address first: a port in use is said before anything
-	// is built or started.
-	ln, err := net.Listen("tcp", o.EmulatorListen)
+	ln, err := listenEmulator(o.EmulatorListen)
 	if err != nil {
-		return fmt.Errorf("EC2 emulator: %w (another sandbox or emulator running? choose a free address with --emulator-listen, port 0 picks one)", err)
+		return err
 	}
 	defer func() { _ = ln.Close() }()
-
 	say("control plane binaries (kube-apiserver, etcd, kubectl): built from the Go module proxy on first use, then cached")
 	assets, err := cachedbin.ControlPlane(ctx, o.Root, o.Progress)
 	if ctx.Err() != nil {
@@ -106,7 +103,6 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	restCfg := cp.cfg
 	defer func() {
 		say("stopping kube-apiserver and etcd")
 		if stopErr := cp.Stop(); stopErr != nil && err == nil {
@@ -130,8 +126,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-
-	k8s, err := newClient(restCfg)
+	k8s, err := newClient(cp.cfg)
 	if err != nil {
 		return err
 	}
@@ -149,7 +144,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := createNamespace(ctx, k8s, operatorNamespace); err != nil {
 		return err
 	}
-	op, err := startOperator(ctx, o, restCfg, emu.loaded.VPCs[0])
+	op, err := startOperator(ctx, o, cp.cfg, emu.loaded.VPCs[0])
 	if err != nil {
 		return err
 	}
@@ -167,7 +162,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return nil
 	}
 	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: emu.endpoint,
-		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: restCfg.Host, flags: op.changes})
+		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: cp.cfg.Host, flags: op.changes})
 	return op.wait(ctx, o)
 }
 
@@ -206,6 +201,16 @@ type emulatorRun struct {
 	loaded   emulator.LoadResult
 	endpoint string
 	srv      *http.Server
+}
+
+// listenEmulator takes the emulator's address before anything else is
+// built or started, so a port in use is said at once.
+func listenEmulator(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("EC2 emulator: %w (another sandbox or emulator running? choose a free address with --emulator-listen, port 0 picks one)", err)
+	}
+	return ln, nil
 }
 
 // startEmulator loads the world into a new emulator and serves it on

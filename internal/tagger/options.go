@@ -102,7 +102,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.CacheShards, "cache-shards", o.CacheShards, "number of ledger ConfigMaps, 1-1024 (each holds up to ~900 KiB, about 3,000 pods)")
 	fs.Float64Var(&o.PodRateLimitQPS, "pod-rate-limit-qps", o.PodRateLimitQPS, "per-pod limit on AWS tag writes per second (>= 0; 0: no limit); a limited pod is requeued, never dropped")
 	fs.IntVar(&o.PodRateLimitBurst, "pod-rate-limit-burst", o.PodRateLimitBurst, "per-pod burst of AWS tag writes (>= 1)")
-	fs.BoolVar(&o.PodFinalizer, "pod-finalizer", o.PodFinalizer, "add the eni-tagger.io/finalizer to tagged pods so tags are removed before the pod object goes (see the README's uninstall section)")
+	fs.BoolVar(&o.PodFinalizer, "pod-finalizer", o.PodFinalizer, "add the eni-tagger.io/finalizer to tagged pods so tags are removed before the pod object goes (docs/operations.md, Uninstall)")
 	fs.StringVar(&o.TagNamespace, "tag-namespace", o.TagNamespace, "'enable' prefixes every tag key with the pod's namespace (ns:Key); any other value, empty included, leaves keys alone (k8s-eni-tagger's meaning; a value other than '' and 'enable' is warned about at start)")
 	fs.Var(listFlag{&o.AllowKeys}, "tag-allow", "comma-separated key patterns pods may use ('*' wildcard; empty: any key)")
 	fs.Var(listFlag{&o.DenyKeys}, "tag-deny", "comma-separated key patterns pods may not use ('*' wildcard); wins over --tag-allow")

@@ -809,7 +809,7 @@ func (r *Reconciler) clearCondition(ctx context.Context, pod *corev1.Pod) error 
 func (r *Reconciler) awsFailure(ctx context.Context, pod *corev1.Pod, what string, err error) error {
 	reason, hint := ReasonAWSError, "retrying with backoff"
 	if ec2.IsUnauthorized(err) {
-		hint = "the operator's IAM policy lacks a permission (see the README's IAM section); retrying with backoff"
+		hint = "the operator's IAM policy lacks a permission (docs/iam.md); retrying with backoff"
 	}
 	_ = r.report(ctx, pod, outcome{status: corev1.ConditionFalse, reason: reason,
 		message: fmt.Sprintf("%s failed (%s): %s; %s", what, bounded.Truncate(ec2.Code(err), bounded.Quote), errorText(err), hint), event: true, warning: true})
@@ -887,7 +887,7 @@ func (r *Reconciler) onRefresh(ctx context.Context) {
 			r.requeue(rec.Pod)
 		}
 	}
-	// A token someone removed by hand (the README's fix for a stale one)
+	// A token someone removed by hand (docs/troubleshooting.md's fix for a stale one)
 	// frees an ENI without any release: its waiting pods look again.
 	for _, key := range r.waiting.pods() {
 		r.requeue(key)
