@@ -24,15 +24,17 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared testenv.Shared
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 
 var gvr = schema.GroupVersionResource{Group: "networking.k8s.aws", Version: "v1alpha1", Resource: "nodeenis"}
 
 func dyn(t *testing.T) dynamic.ResourceInterface {
 	t.Helper()
-	dc, err := dynamic.NewForConfig(env.Config)
+	dc, err := dynamic.NewForConfig(shared.Env(t).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func typedClient(t *testing.T) client.Client {
 	if err := v1alpha1.AddToScheme(sch); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(rest.CopyConfig(env.Config), client.Options{Scheme: sch})
+	c, err := client.New(rest.CopyConfig(shared.Env(t).Config), client.Options{Scheme: sch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,11 +283,11 @@ func TestPrinterColumns(t *testing.T) {
 	if err := c.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	hc, err := rest.HTTPClientFor(env.Config)
+	hc, err := rest.HTTPClientFor(shared.Env(t).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/nodeenis/columns", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(shared.Env(t).Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/nodeenis/columns", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

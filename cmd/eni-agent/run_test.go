@@ -16,7 +16,9 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared testenv.Shared
 
 // agentCommand makes the test binary act as eni-agent, so a test runs
 // the real command (its stderr, its exit status) without a separate
@@ -25,7 +27,7 @@ var agentCommand = clitest.Command{Name: "eni-agent", Env: "ENI_AGENT_TEST_CHILD
 
 func TestMain(m *testing.M) {
 	agentCommand.RunIfChild(main, nil)
-	testenv.Main(m, &env)
+	testenv.Main(m, &shared)
 }
 
 // The command as the DaemonSet runs it: it connects, becomes ready once
@@ -36,7 +38,7 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 		t.Skip("SKIPPED: not root; the agent opens netlink in the host's namespace")
 	}
 	dir := t.TempDir()
-	t.Setenv("KUBECONFIG", testenv.WriteKubeconfig(t, env.Config))
+	t.Setenv("KUBECONFIG", testenv.WriteKubeconfig(t, shared.Env(t).Config))
 	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	c, err := parse([]string{"--node-name=smoke-" + fmt.Sprint(time.Now().UnixNano()), "--state-file=" + filepath.Join(dir, "state.json"),
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr}, io.Discard)

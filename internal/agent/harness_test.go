@@ -30,7 +30,9 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared testenv.Shared
 
 func TestMain(m *testing.M) {
 	// TEST_LOG=1 shows the agent's logs.
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 			"\n!!! internal/agent: NOT RUNNING AS ROOT: the node agent's network-namespace tests are SKIPPED.\n"+
 			"!!! They create namespaces and links and need root: run `make test` as root.\n"+strings.Repeat("!", 78)+"\n")
 	}
-	testenv.Main(m, &env)
+	testenv.Main(m, &shared)
 }
 
 // waitFor bounds every wait of the tests.
@@ -116,7 +118,7 @@ func newWorld(t *testing.T, suffix string, n int) *world {
 	}
 	t.Cleanup(nl.Close)
 	prefix := strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
-	k8s := testenv.Client(t, env.Config)
+	k8s := testenv.Client(t, shared.Env(t).Config)
 	node := prefix + "-" + suffix
 	t.Cleanup(func() {
 		_ = k8s.Delete(context.Background(), &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: node}})
@@ -332,7 +334,7 @@ func (w *world) options() Options {
 func (w *world) start(o Options, cfg *rest.Config) *testenv.Manager {
 	w.t.Helper()
 	if cfg == nil {
-		cfg = env.Config
+		cfg = shared.Env(w.t).Config
 	}
 	return testenv.StartManager(w.t, cfg, ctrl.Options{
 		Logger: log.Log.WithName(w.node),

@@ -21,7 +21,7 @@ import (
 // status.
 func TestAgentRoleIsEnough(t *testing.T) {
 	w := newWorld(t, "n", 1)
-	cfg := testenv.AsRole(t, env.Config, "config/agent/role.yaml", w.name("agent-role"),
+	cfg := testenv.AsRole(t, shared.Env(t).Config, "config/agent/role.yaml", w.name("agent-role"),
 		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: w.name("sa"), Namespace: "eni-system"})
 	as := testenv.Client(t, cfg)
 	ctx := context.Background()

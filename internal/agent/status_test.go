@@ -23,7 +23,7 @@ import (
 // operator's spec is intact.
 func TestConcurrentWritesNeverConflict(t *testing.T) {
 	ctx := context.Background()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(shared.Env(t).Config)
 	cfg.QPS, cfg.Burst = 1000, 1000 // the writes race; the client's rate limit must not serialize them
 	k8s, err := client.New(cfg, client.Options{Scheme: testenv.Scheme(t)})
 	if err != nil {
@@ -114,7 +114,7 @@ func TestConcurrentWritesNeverConflict(t *testing.T) {
 
 // A node without an ENINode has nothing to report into: not an error.
 func TestApplyInterfacesWithoutENINode(t *testing.T) {
-	k8s := testenv.Client(t, env.Config)
+	k8s := testenv.Client(t, shared.Env(t).Config)
 	es := []v1alpha1.InterfaceStatus{{ENIID: "eni-1", State: v1alpha1.InterfacePending, LastUpdated: metav1.Now()}}
 	if err := ApplyInterfaces(context.Background(), k8s, "no-eninode", es); err != nil {
 		t.Fatalf("reporting without an ENINode: %v", err)

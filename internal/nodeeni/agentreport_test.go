@@ -172,7 +172,7 @@ type writeLog struct {
 
 func (h *harness) watchWrites(name string) *writeLog {
 	h.t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: testenv.Scheme(h.t)})
+	wc, err := client.NewWithWatch(shared.Env(h.t).Config, client.Options{Scheme: testenv.Scheme(h.t)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

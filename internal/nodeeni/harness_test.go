@@ -28,10 +28,12 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared testenv.Shared
 
 // TEST_LOG=1 shows the operator's logs.
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 
 // Intervals of the tests: short, so a whole scenario takes seconds.
 const (
@@ -61,7 +63,7 @@ func newHarness(t *testing.T, extra emulator.World) *harness {
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: detachDelay}, testenv.DefaultWorld(
 		testenv.OnlySubnets("nodes-a", "nodes-b", "multus-a", "multus-b", "storage-a"),
 		testenv.WithSecurityGroups("storage"), testenv.WithOtherVPC()))
-	h := &harness{EC2: e, t: t, loaded: e.Load(t, extra), k8s: testenv.Client(t, env.Config),
+	h := &harness{EC2: e, t: t, loaded: e.Load(t, extra), k8s: testenv.Client(t, shared.Env(t).Config),
 		cluster: "c-" + strings.ToLower(t.Name()), label: strings.ToLower(t.Name())}
 	t.Cleanup(h.cleanupKube)
 	e.Emulator.ResetCounts()
@@ -105,7 +107,7 @@ func (h *harness) startWith(o nodeeni.Options, endpoint string, c ec2.Config, mo
 	h.t.Helper()
 	cfg := h.cfg
 	if cfg == nil {
-		cfg = env.Config
+		cfg = shared.Env(h.t).Config
 	}
 	mo.Logger = log.Log.WithName(h.label)
 	return testenv.StartManager(h.t, cfg, mo, func(mgr ctrl.Manager, reg *prometheus.Registry) error {

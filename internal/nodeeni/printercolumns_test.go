@@ -71,11 +71,11 @@ func TestENINodeColumns(t *testing.T) {
 // by column name.
 func (h *harness) tableRow(resource, name string) map[string]any {
 	h.t.Helper()
-	hc, err := rest.HTTPClientFor(env.Config)
+	hc, err := rest.HTTPClientFor(shared.Env(h.t).Config)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/"+resource+"/"+name, nil)
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(shared.Env(h.t).Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/"+resource+"/"+name, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // to nothing else, creates, attaches and cleans up.
 func TestGeneratedRoleIsEnough(t *testing.T) {
 	h, _ := nodesHarness(t, 1, "rbac")
-	h.cfg = testenv.AsRole(t, env.Config, "config/rbac/role.yaml", "nodeeni-rbac-test",
+	h.cfg = testenv.AsRole(t, shared.Env(t).Config, "config/rbac/role.yaml", "nodeeni-rbac-test",
 		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "nodeeni-rbac-test-user"})
 	h.start(h.options())
 	spec := h.multusSpec(map[string]string{"ng": "rbac"})

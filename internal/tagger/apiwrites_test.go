@@ -27,7 +27,7 @@ var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 // serverWrites reads the API server's /metrics.
 func (h *harness) serverWrites() apiWrites {
 	h.t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubernetes.NewForConfig(shared.Env(h.t).Config)
 	if err != nil {
 		h.t.Fatal(err)
 	}

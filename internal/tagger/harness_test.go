@@ -25,10 +25,12 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared testenv.Shared
 
 // TEST_LOG=1 shows the operator's logs.
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 
 var nsSeq atomic.Int64
 
@@ -69,7 +71,7 @@ func newHarness(t *testing.T, extra emulator.World) *harness {
 		{Name: "a", VPC: "main", CIDR: "10.0.0.0/18", AvailabilityZone: "us-east-1a", IPv6CIDR: "2600:1f18::/64"},
 		{Name: "b", VPC: "main", CIDR: "10.0.64.0/18", AvailabilityZone: "us-east-1b"}}
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, w)
-	h := &harness{t: t, emu: e.Emulator, ec2: e, loaded: e.Load(t, extra), k8s: testenv.Client(t, env.Config)}
+	h := &harness{t: t, emu: e.Emulator, ec2: e, loaded: e.Load(t, extra), k8s: testenv.Client(t, shared.Env(t).Config)}
 	n := nsSeq.Add(1)
 	h.ns, h.opsNS = fmt.Sprintf("apps-%d", n), fmt.Sprintf("ops-%d", n)
 	testenv.CreateNamespaces(t, h.k8s, h.ns, h.opsNS)
@@ -107,7 +109,7 @@ func (h *harness) startManager(o tagger.Options) {
 	}
 	// The manager's client keeps controller-runtime's default rate
 	// limit: the operator's --kube-api-qps is a separate concern.
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(shared.Env(h.t).Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
 	if h.kubeQPS > 0 {
 		cfg.QPS, cfg.Burst = h.kubeQPS, int(2*h.kubeQPS)

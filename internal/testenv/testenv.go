@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -30,23 +31,54 @@ type Env struct {
 	env    *envtest.Environment
 }
 
-// Main starts a control plane, stores it in *env for the package's
-// tests, runs them, stops the control plane and exits. The control plane
-// is stopped on SIGINT/SIGTERM too, so an interrupted run leaves no
-// apiserver or etcd behind.
+// Shared is one control plane for the tests of a package, started by
+// the first test that asks for it (Env): the package's pure tests start
+// none, and run where the binaries were never built.
+type Shared struct {
+	mu      sync.Mutex
+	env     *Env
+	err     error
+	unwatch func()
+}
+
+// Env returns the package's control plane, starting it on first use;
+// a failure to start fails every test that asks.
+func (s *Shared) Env(t testing.TB) *Env {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.env == nil && s.err == nil {
+		s.env, s.err = Start()
+		if s.err == nil {
+			s.unwatch = stopOnSignal(s.env)
+		}
+	}
+	if s.err != nil {
+		t.Fatal("testenv:", s.err)
+	}
+	return s.env
+}
+
+// stop stops the control plane if one was started.
+func (s *Shared) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.env == nil {
+		return nil
+	}
+	s.unwatch()
+	return s.env.Stop()
+}
+
+// Main runs the package's tests and stops the control plane shared if
+// one of them started it. It is stopped on SIGINT/SIGTERM too, so an
+// interrupted run leaves no apiserver or etcd behind.
 //
 // Controllers started by the tests log to Logger.
-func Main(m *testing.M, env **Env) {
+func Main(m *testing.M, shared *Shared) {
 	ctrllog.SetLogger(Logger())
-	e, err := Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "testenv:", err)
-		os.Exit(1)
-	}
-	*env = e
-	stopOnSignal(e)
 	code := m.Run()
-	if err := e.Stop(); err != nil {
+	if err := shared.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: stopping the control plane:", err)
 		if code == 0 {
 			code = 1

@@ -36,14 +36,16 @@ import (
 	"github.com/eni-operator/eni-operator/test/bench/measure"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared testenv.Shared
 
 func TestMain(m *testing.M) {
 	if os.Getenv("ENI_BENCH") == "" {
 		fmt.Println("bench: figures skipped; run them with `make bench` (ENI_BENCH=1)")
 		os.Exit(0)
 	}
-	testenv.Main(m, &env)
+	testenv.Main(m, &shared)
 }
 
 // bed is one figure's test bed: the emulator (throttled, 50 ms per call),
@@ -71,7 +73,7 @@ func newBed(t *testing.T, w emulator.World, opts ...testenv.WorldOption) *bed {
 	e := testenv.NewEC2(t, emulator.Options{Throttling: true, Latency: 50 * time.Millisecond, DetachDelay: 2 * time.Second, Seed: 3},
 		testenv.DefaultWorld(opts...))
 	b := &bed{t: t, env: e, emu: e.Emulator, loaded: e.Load(t, w)}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(shared.Env(t).Config)
 	cfg.QPS, cfg.Burst = 2000, 4000 // 32 pods created at a time, each created and patched
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme(t)})
 	if err != nil {
@@ -86,7 +88,7 @@ func newBed(t *testing.T, w emulator.World, opts ...testenv.WorldOption) *bed {
 	b.ns, b.opsNS = "bench-"+short, "eni-"+short
 	testenv.CreateNamespaces(t, b.k8s, b.ns, b.opsNS)
 	t.Cleanup(b.removePods)
-	b.kcfg = testenv.WriteKubeconfig(t, env.Config)
+	b.kcfg = testenv.WriteKubeconfig(t, shared.Env(t).Config)
 	b.emu.ResetCounts()
 	b.watchPods()
 	b.startSampler()

@@ -54,7 +54,7 @@ type sampler struct {
 const sampleEvery = time.Second
 
 func (b *bed) startSampler() {
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubernetes.NewForConfig(shared.Env(b.t).Config)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ type podWatch struct {
 }
 
 func (b *bed) watchPods() {
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(shared.Env(b.t).Config)
 	cfg.QPS, cfg.Burst = 100, 200
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -37,9 +37,11 @@ import (
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared testenv.Shared
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 
 const (
 	namespace   = "eni-operator"
@@ -121,7 +123,7 @@ func has(objs []*unstructured.Unstructured, kind string) bool {
 // included), admission and RBAC escalation rules, and stores nothing.
 func apply(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
-	k8s, err := client.New(env.Config, client.Options{})
+	k8s, err := client.New(shared.Env(t).Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func apply(t *testing.T, objs []*unstructured.Unstructured) {
 // chart sets), so the optional ServiceMonitor can be dry-run applied too.
 func installServiceMonitorCRD(t *testing.T) {
 	t.Helper()
-	k8s, err := client.New(env.Config, client.Options{})
+	k8s, err := client.New(shared.Env(t).Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

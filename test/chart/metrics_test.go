@@ -30,7 +30,7 @@ func TestSecureMetrics(t *testing.T) {
 	objs := c.renderRelease(t, "mtr", "operator.metrics.readers[0].kind=ServiceAccount",
 		"operator.metrics.readers[0].name=scraper", "operator.metrics.readers[0].namespace="+namespace)
 	install(t, objs, rbacKinds...)
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubernetes.NewForConfig(shared.Env(t).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSecureMetrics(t *testing.T) {
 	_ = ln.Close()
 	cfg.MetricsAddr, cfg.ProbeAddr, cfg.ClusterName, cfg.EnableTagger = addr, "0", "", false
 	cfg.EC2.VPCID = "vpc-0123456789abcdef0"
-	mgr, err := operator.NewManager(ctx, asServiceAccount(namespace, "mtr-eni-operator"), cfg)
+	mgr, err := operator.NewManager(ctx, asServiceAccount(t, namespace, "mtr-eni-operator"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -522,7 +522,7 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 	oc := operatorenv.Config(cluster, vpc, namespace)
 	oc.Tagger.PodFinalizer = true
 	oc.Registerer = prometheus.NewRegistry()
-	operatorenv.Start(t, asServiceAccount(namespace, rel+"-eni-operator"), e.URL, oc)
+	operatorenv.Start(t, asServiceAccount(t, namespace, rel+"-eni-operator"), e.URL, oc)
 
 	eventuallyOK := func(what string, ok func() (bool, string)) {
 		t.Helper()

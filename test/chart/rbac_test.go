@@ -77,7 +77,7 @@ func adminClient(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k8s, err := client.New(env.Config, client.Options{Scheme: s})
+	k8s, err := client.New(shared.Env(t).Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func adminClient(t *testing.T) client.Client {
 // user info when given.
 func serviceAccount(t *testing.T, ns, name string, extra map[string][]string) client.Client {
 	t.Helper()
-	cfg := asServiceAccount(ns, name)
+	cfg := asServiceAccount(t, ns, name)
 	cfg.Impersonate.Extra = extra
 	s, err := operator.Scheme()
 	if err != nil {
@@ -103,8 +103,8 @@ func serviceAccount(t *testing.T, ns, name string, extra map[string][]string) cl
 }
 
 // asServiceAccount is a rest config impersonating a ServiceAccount.
-func asServiceAccount(ns, name string) *rest.Config {
-	cfg := rest.CopyConfig(env.Config)
+func asServiceAccount(t testing.TB, ns, name string) *rest.Config {
+	cfg := rest.CopyConfig(shared.Env(t).Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 	return cfg

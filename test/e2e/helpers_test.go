@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // kubectl runs kubectl as the admin and fails the test on error.
@@ -47,11 +44,14 @@ func apply(t *testing.T, manifest string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(manifest); err != nil {
+	defer func() { _ = os.Remove(f.Name()) }()
+	_, err = f.WriteString(manifest)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
 	kubectl(t, "apply", "-f", f.Name())
 }
 
@@ -72,29 +72,25 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 	}
 }
 
-// ec2Client talks to the node's emulator as the operator does.
-func ec2Client() *ec2.Client {
-	return ec2.NewFromConfig(aws.Config{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(node.EmulatorURL),
-		Credentials:  credentials.NewStaticCredentialsProvider("e2e", "e2e", ""),
-	})
-}
-
-// eniTags are the tags of the emulator's ENI holding ip.
+// eniTags are the tags of the emulator's ENI holding ip, read through
+// internal/ec2 (the one package that talks to EC2) as the operator reads
+// them.
 func eniTags(ctx context.Context, ip string) (map[string]string, error) {
-	out, err := ec2Client().DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{
-		Filters: []ec2types.Filter{{Name: aws.String("addresses.private-ip-address"), Values: []string{ip}}},
-	})
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_EC2": node.EmulatorURL, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "e2e", "AWS_SECRET_ACCESS_KEY": "e2e", "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			return nil, err
+		}
+	}
+	client, err := ec2.New(ctx, ec2.Config{VPCID: vpcID})
 	if err != nil {
 		return nil, err
 	}
-	if len(out.NetworkInterfaces) != 1 {
-		return nil, fmt.Errorf("%d ENIs hold %s, want 1", len(out.NetworkInterfaces), ip)
+	eni, err := client.LookupByIP(ctx, ip)
+	if err != nil {
+		return nil, err
 	}
-	tags := map[string]string{}
-	for _, tg := range out.NetworkInterfaces[0].TagSet {
-		tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
-	}
-	return tags, nil
+	return eni.Tags, nil
 }

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/test/e2e/cluster"
 )
@@ -43,6 +46,8 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: skipped; run them with `make e2e` (ENI_E2E=1, root, a real node on this machine)")
 		os.Exit(m.Run())
 	}
+	// internal/ec2 (eniTags) logs through controller-runtime's logger.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(runWithNode(m))
 }
 

@@ -133,10 +133,14 @@ func TestOperator(t *testing.T) {
 		t.Logf("leader %s, standby %s", lead, standby)
 	})
 
-	t.Run("the standby takes over when the leader's pod is deleted", func(t *testing.T) {
+	t.Run("the standby takes over when the leader's pod is deleted, and the PodDisruptionBudget keeps it", func(t *testing.T) {
 		if standby == "" {
 			t.Skip("no standby")
 		}
+		// Cordoned, the node takes no replacement pod: the standby, and
+		// not a new replica racing it, must take the Lease.
+		kubectl(t, "cordon", nodeName)
+		defer kubectl(t, "uncordon", nodeName)
 		old := leader(t)
 		start := time.Now()
 		kubectl(t, "delete", "pod", "-n", namespace, old, "--wait=false")
@@ -147,6 +151,16 @@ func TestOperator(t *testing.T) {
 			return nil
 		})
 		t.Logf("%s took over %s after the delete", standby, time.Since(start).Round(100*time.Millisecond))
+
+		// A drain now would evict the last operator: minAvailable 1 refuses.
+		out, err := node.Kubectl("drain", nodeName, "--pod-selector", operatorPods, "--ignore-daemonsets", "--timeout=15s")
+		if err == nil || !strings.Contains(err.Error(), "disruption budget") {
+			t.Fatalf("drain with one operator left: want a refusal by the disruption budget, got %v\n%s", err, out)
+		}
+		if r := readyOperators(t); len(r) != 1 || r[0] != standby {
+			t.Fatalf("after the refused drain, ready operators %v, want [%s]", r, standby)
+		}
+		kubectl(t, "uncordon", nodeName)
 		eventually(t, 2*time.Minute, "two Ready operator pods again", func() error {
 			if r := readyOperators(t); len(r) != 2 {
 				return fmt.Errorf("ready: %v", r)

@@ -43,7 +43,7 @@ func run(out, ref string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	bin := filepath.Join(dir, "pause")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./hack/e2e/pause")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")

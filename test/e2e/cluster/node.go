@@ -48,7 +48,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	if err := waitFor(ctx, p, 30*time.Second, "containerd's socket", func() error {
 		conn, err := net.Dial("unix", c.Socket)
 		if err == nil {
-			conn.Close()
+			err = conn.Close()
 		}
 		return err
 	}); err != nil {

@@ -25,7 +25,6 @@ type Cluster struct {
 	pki     *pki
 	etcdURL string
 	procs   []*proc // in start order
-	saved   map[string]string
 }
 
 // Dir is the node's state directory: a hostPath below it goes with the node.
@@ -53,7 +52,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	defer func() {
 		if err != nil {
-			c.Stop()
+			if serr := c.Stop(); serr != nil {
+				c.logf("stopping after the failure: %v", serr)
+			}
 			c = nil
 		}
 	}()
@@ -102,9 +103,9 @@ func (c *Cluster) start(name, bin string, args ...string) (*proc, error) {
 func waitFor(ctx context.Context, p *proc, timeout time.Duration, what string, ok func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	last := fmt.Errorf("not checked yet")
 	for {
-		if last = ok(); last == nil {
+		last := ok()
+		if last == nil {
 			return nil
 		}
 		if p != nil && p.exited() {
@@ -128,8 +129,8 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	port := ln.Addr().(*net.TCPAddr).Port
+	return port, ln.Close()
 }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
@@ -153,7 +154,7 @@ func httpOK(client *http.Client, url string) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}

@@ -144,7 +144,7 @@ func mountPoints(keep func(string) bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var points []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
