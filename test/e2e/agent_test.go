@@ -38,19 +38,7 @@ func TestAgent(t *testing.T) {
 	pod, _ := readyAgent(t)
 	checkAgentPodSpec(t, pod)
 
-	apply(t, `apiVersion: networking.k8s.aws/v1alpha1
-kind: NodeENI
-metadata:
-  name: e2e-secondary
-spec:
-  nodeSelector: {ng: e2e}
-  subnetID: subnet-0e2e0000000000001
-  securityGroupIDs: [sg-0e2e0000000000001]
-  deviceIndex: 1
-  mtu: 9001
-  deleteOnTermination: true
-  description: e2e secondary interface
-`)
+	apply(t, nodeENI)
 	var att v1alpha1.ENIAttachment
 	eventually(t, 2*time.Minute, "the ENINode listing an attached ENI with a MAC", func() error {
 		en, err := eniNode(t)

@@ -72,10 +72,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 	}
 }
 
-// eniTags are the tags of the emulator's ENI holding ip, read through
-// internal/ec2 (the one package that talks to EC2) as the operator reads
-// them.
-func eniTags(ctx context.Context, ip string) (map[string]string, error) {
+// ec2Client reads the emulator through internal/ec2 (the one package
+// that talks to EC2), configured from the environment as the operator is.
+func ec2Client(ctx context.Context) (*ec2.Client, error) {
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL_EC2": node.EmulatorURL, "AWS_REGION": "us-east-1",
 		"AWS_ACCESS_KEY_ID": "e2e", "AWS_SECRET_ACCESS_KEY": "e2e", "AWS_EC2_METADATA_DISABLED": "true",
@@ -84,7 +83,12 @@ func eniTags(ctx context.Context, ip string) (map[string]string, error) {
 			return nil, err
 		}
 	}
-	client, err := ec2.New(ctx, ec2.Config{VPCID: vpcID})
+	return ec2.New(ctx, ec2.Config{VPCID: vpcID})
+}
+
+// eniTags are the tags of the emulator's ENI holding ip.
+func eniTags(ctx context.Context, ip string) (map[string]string, error) {
+	client, err := ec2Client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -94,3 +98,49 @@ func eniTags(ctx context.Context, ip string) (map[string]string, error) {
 	}
 	return eni.Tags, nil
 }
+
+// eniAttachmentID is the ID of ENI id's attachment, "" when detached.
+func eniAttachmentID(ctx context.Context, id string) (string, error) {
+	client, err := ec2Client(ctx)
+	if err != nil {
+		return "", err
+	}
+	eni, err := client.GetENI(ctx, id)
+	if err != nil || eni.Attachment == nil {
+		return "", err
+	}
+	return eni.Attachment.ID, nil
+}
+
+// taggedPod is a pod of the pause image with the tags annotation.
+func taggedPod(name, tags string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+  annotations:
+    eni-tagger.io/tags: %q
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+`, name, tags, pauseRef)
+}
+
+// nodeENI asks for a second ENI on every node labelled ng=e2e.
+const nodeENI = `apiVersion: networking.k8s.aws/v1alpha1
+kind: NodeENI
+metadata:
+  name: e2e-secondary
+spec:
+  nodeSelector: {ng: e2e}
+  subnetID: subnet-0e2e0000000000001
+  securityGroupIDs: [sg-0e2e0000000000001]
+  deviceIndex: 1
+  mtu: 9001
+  deleteOnTermination: true
+  description: e2e secondary interface
+`

@@ -172,20 +172,7 @@ func TestOperator(t *testing.T) {
 	t.Run("a pod's annotation tags its ENI, and deleting the pod untags it", func(t *testing.T) {
 		ctx := context.Background()
 		const pod = "tagged"
-		apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: default
-  annotations:
-    eni-tagger.io/tags: "Team=e2e,CostCenter=42"
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-  - name: app
-    image: %s
-    imagePullPolicy: Never
-`, pod, pauseRef))
+		apply(t, taggedPod(pod, "Team=e2e,CostCenter=42"))
 		kubectl(t, "wait", "--for=condition=Ready", "--timeout=2m", "pod/"+pod, "-n", "default")
 		ip := kubectl(t, "get", "pod", pod, "-n", "default", "-o", "jsonpath={.status.podIP}")
 		t.Logf("pod %s has %s from the CNI", pod, ip)
