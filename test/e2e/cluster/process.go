@@ -53,17 +53,19 @@ func (p *proc) exited() bool {
 	}
 }
 
-// stop sends SIGTERM, then SIGKILL after grace.
-func (p *proc) stop(grace time.Duration) {
+// stop sends SIGTERM, then SIGKILL after grace; false when it had to kill.
+func (p *proc) stop(grace time.Duration) bool {
 	if p.exited() {
-		return
+		return true
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
+		return true
 	case <-time.After(grace):
 		_ = p.cmd.Process.Kill()
 		<-p.done
+		return false
 	}
 }
 
