@@ -70,10 +70,10 @@ func Check(cfg Config) error {
 		missing = append(missing, "root (the kubelet, containerd and the CNI plugins change cgroups, mounts, links and iptables)")
 	}
 	for _, c := range []string{"memory", "cpu", "cpuset", "pids", "devices", "freezer"} {
+		// Only cgroup v1 (the machines this runs on): a cgroup v2 host
+		// needs the kubelet's cgroup v2 settings, which are not written.
 		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
-			if _, err2 := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err2 != nil {
-				missing = append(missing, "cgroup v1 controller "+c+" mounted at /sys/fs/cgroup/"+c+" (this node is set up for cgroup v1 with the cgroupfs driver)")
-			}
+			missing = append(missing, "the cgroup v1 controller "+c+" mounted at /sys/fs/cgroup/"+c+" (this node is set up for cgroup v1 with the cgroupfs driver; cgroup v2 is not supported yet)")
 		}
 	}
 	for _, b := range []string{"containerd", "runc", "ctr", "iptables", "iptables-restore", "ip"} {
