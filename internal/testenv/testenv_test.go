@@ -10,13 +10,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-var env *Env
+// shared is the package's control plane, started by the first test
+// that needs one.
+var shared Shared
 
-func TestMain(m *testing.M) { Main(m, &env) }
+func TestMain(m *testing.M) { Main(m, &shared) }
 
 // The control plane is real: it reports the version the binaries were
 // built for and persists objects.
 func TestControlPlaneIsReal(t *testing.T) {
+	env := shared.Env(t)
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +44,7 @@ func TestControlPlaneIsReal(t *testing.T) {
 
 // An Outage cuts clients off the API server and lets them back.
 func TestOutage(t *testing.T) {
-	o, cfg, err := NewOutage(env.Config)
+	o, cfg, err := NewOutage(shared.Env(t).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
