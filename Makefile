@@ -94,8 +94,9 @@ lint: ## golangci-lint (.golangci.yml: go vet, staticcheck, architecture rules, 
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 
 .PHONY: test
-test: lint control-plane helm promtool ## lint, then unit, integration (envtest + emulator) and conformance tests
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(GO) test -count=1 -p $(TEST_P) $(TEST_ARGS) ./...
+test: lint control-plane helm promtool ## lint, then unit, integration (envtest + emulator) and conformance tests; internal/ with the race detector
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(GO) test -race -count=1 -p $(TEST_P) $(TEST_ARGS) ./internal/...
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(GO) test -count=1 -p $(TEST_P) $(TEST_ARGS) $$($(GO) list ./... | grep -v '/internal/')
 
 # make e2e: a real one-node cluster on this machine (test/e2e/cluster):
 # kubelet, kube-proxy, kube-controller-manager and kube-scheduler built

@@ -62,7 +62,10 @@ func TestBurstOf500PodsIsCheap(t *testing.T) {
 	calls := h.calls()
 	total := h.total()
 	t.Logf("%d pods: %d EC2 calls (%.3f per pod) %v, in %v", n, total, float64(total)/n, calls, elapsed)
-	if total > n/10 {
+	// Pods share a CreateTags when they arrive within one batch window:
+	// under the race detector fewer do, and the bound is not this
+	// build's to meet.
+	if total > n/10 && !raceDetector {
 		t.Fatalf("%d EC2 calls for %d pods, want at most %d", total, n, n/10)
 	}
 	// Every ENI really carries its group's tags.
