@@ -200,23 +200,16 @@ func (r *reconciler) replan(ctx context.Context, ne *v1alpha1.NodeENI, in *planI
 	o.after = makePlan(*in)
 	// An ENI whose adoption EC2 refused (or is yet to come) stays as the
 	// original recorded it, so its node's agent keeps it configured.
-	refused := legacyRecords(ne.Status.Attachments, notAdopted(adopting, in.ENIs))
-	o.after.Attachments = append(o.after.Attachments, refused...)
-	o.legacy = legacyRecords(ne.Status.Attachments, notAdopted(adopting, in.ENIs), in.Prove)
+	waiting := notAdopted(adopting, in.ENIs)
+	o.after.Attachments = append(o.after.Attachments, legacyRecords(ne.Status.Attachments, waiting)...)
+	o.legacy = legacyRecords(ne.Status.Attachments, waiting, in.Prove)
 }
 
 // roundsOf splits actions into rounds of at most n nodes each, nodes in
 // plan order; a node's actions stay together, in their order (execute
 // skips a node's later steps when one fails).
 func roundsOf(acts []action, n int) [][]action {
-	byNode := map[string][]action{}
-	var order []string
-	for _, a := range acts {
-		if _, ok := byNode[a.Node]; !ok {
-			order = append(order, a.Node)
-		}
-		byNode[a.Node] = append(byNode[a.Node], a)
-	}
+	order, byNode := perNode(acts)
 	var rounds [][]action
 	for chunk := range slices.Chunk(order, max(n, 1)) {
 		var round []action
@@ -226,6 +219,20 @@ func roundsOf(acts []action, n int) [][]action {
 		rounds = append(rounds, round)
 	}
 	return rounds
+}
+
+// perNode groups actions by node: the nodes in the order of their first
+// action, and each node's actions in their order.
+func perNode(acts []action) ([]string, map[string][]action) {
+	byNode := map[string][]action{}
+	var order []string
+	for _, a := range acts {
+		if _, ok := byNode[a.Node]; !ok {
+			order = append(order, a.Node)
+		}
+		byNode[a.Node] = append(byNode[a.Node], a)
+	}
+	return order, byNode
 }
 
 // next decides when the NodeENI is looked at again.

@@ -119,8 +119,10 @@ func (r *reconciler) held(ctx context.Context, nodeENI string) (map[string]*v1al
 	return out, nil
 }
 
-// dropShares removes a NodeENI's entries from every ENINode.
+// dropShares removes a NodeENI's entries from every ENINode, and forgets
+// its shares.
 func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
+	defer r.shares.forgetWhere(func(key string) bool { return strings.HasPrefix(key, nodeENI+"/") })
 	held, err := r.held(ctx, nodeENI)
 	if err != nil || len(held) == 0 {
 		return err
@@ -196,7 +198,7 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 		// share was stamped against may have been behind.
 		entries := attachmentsSince(shareOf(en, nodeENI), w.entries, w.now)
 		en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, entries)
-		r.shares.remember(shareKey(nodeENI, w.node), sortedShare(entries))
+		r.rememberShare(nodeENI, w.node, entries)
 		if equality.Semantic.DeepEqual(old.Spec, en.Spec) {
 			return nil
 		}
@@ -226,13 +228,19 @@ func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWri
 			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
 		Spec: v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries)},
 	}
-	r.shares.remember(shareKey(nodeENI, w.node), sortedShare(w.entries))
+	r.rememberShare(nodeENI, w.node, w.entries)
 	err := r.client.Create(ctx, en)
 	if apierrors.IsAlreadyExists(err) {
 		// Another NodeENI created it meanwhile: patch it instead.
 		return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("eninodes").GroupResource(), w.node, err)
 	}
 	return err
+}
+
+// rememberShare records a share as written, in the object's order (the
+// order the predicate sees it in).
+func (r *reconciler) rememberShare(nodeENI, node string, entries []v1alpha1.ENIAttachment) {
+	r.shares.remember(shareKey(nodeENI, node), sortedShare(entries))
 }
 
 // reportsOf are the agents' reports in the ENINodes, by node and ENI: a
@@ -262,6 +270,9 @@ func eniNodeChanged(shares *ownWrites) predicate.Funcs {
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		DeleteFunc: func(e event.DeleteEvent) bool {
+			// The node's shares go with the object: nothing is left to
+			// compare them with, and a node that went leaves no digest.
+			shares.forgetWhere(func(key string) bool { return strings.HasSuffix(key, "/"+e.Object.GetName()) })
 			en, ok := e.Object.(*v1alpha1.ENINode)
 			return !ok || len(en.Spec.Attachments) > 0
 		},

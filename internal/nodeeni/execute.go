@@ -27,14 +27,7 @@ const maxTokenAttempts = 16
 // several nodes at once. It returns the nodes EC2 refused (a block, not an
 // error: retrying at once would not help) and the first other error.
 func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []action) ([]blocked, error) {
-	byNode := map[string][]action{}
-	var order []string
-	for _, a := range acts {
-		if _, ok := byNode[a.Node]; !ok {
-			order = append(order, a.Node)
-		}
-		byNode[a.Node] = append(byNode[a.Node], a)
-	}
+	order, byNode := perNode(acts)
 	var (
 		mu       sync.Mutex
 		blocks   []blocked

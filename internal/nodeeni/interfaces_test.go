@@ -203,6 +203,11 @@ func TestENINodeChangedPredicate(t *testing.T) {
 	if !p.Delete(event.DeleteEvent{Object: en(mine)}) || p.Delete(event.DeleteEvent{Object: en(nil)}) {
 		t.Error("a deleted ENINode that held entries is written again; an empty one (the controller deletes those) is not")
 	}
+	// A deleted ENINode's shares are forgotten: a node that went leaves
+	// no digest behind.
+	if !shares.foreign(shareKey("x", "n1"), []v1alpha1.ENIAttachment{entry}) || !shares.foreign(shareKey("y", "n1"), []v1alpha1.ENIAttachment{other}) {
+		t.Error("the shares of a deleted ENINode are still remembered")
+	}
 }
 
 // zOf is an entry of NodeENI z.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -305,6 +306,16 @@ func (o *ownWrites) forget(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.digests, key)
+}
+
+// forgetWhere forgets every key that matches.
+func (o *ownWrites) forgetWhere(match func(key string) bool) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	maps.DeleteFunc(o.digests, func(key string, _ [sha256.Size]byte) bool { return match(key) })
 }
 
 // foreign tells whether v is not what this process last wrote or planned
