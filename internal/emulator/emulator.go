@@ -96,17 +96,7 @@ func (e *Emulator) Reset() {
 // Configure changes throttling, latency, faults and permissions at runtime:
 // see Config for which fields leave the current value alone.
 func (e *Emulator) Configure(c Config) error {
-	for name, f := range c.Faults {
-		if f.ErrorRate < 0 || f.ErrorRate > 1 || f.TimeoutRate < 0 || f.TimeoutRate > 1 {
-			return fmt.Errorf("fault %q: rates must be within [0,1]", name)
-		}
-	}
-	for name, b := range c.Buckets {
-		if b.Size < 1 || b.Refill < 0 {
-			return fmt.Errorf("bucket %q: size must be >= 1 and refill >= 0", name)
-		}
-	}
-	if err := c.checkLags(); err != nil {
+	if err := c.check(); err != nil {
 		return err
 	}
 	e.cfgMu.Lock()
@@ -148,6 +138,22 @@ func (e *Emulator) Configure(c Config) error {
 		}
 	}
 	return nil
+}
+
+// check refuses a Config with rates, bucket sizes or delays out of range,
+// before Configure changes anything.
+func (c Config) check() error {
+	for name, f := range c.Faults {
+		if f.ErrorRate < 0 || f.ErrorRate > 1 || f.TimeoutRate < 0 || f.TimeoutRate > 1 {
+			return fmt.Errorf("fault %q: rates must be within [0,1]", name)
+		}
+	}
+	for name, b := range c.Buckets {
+		if b.Size < 1 || b.Refill < 0 {
+			return fmt.Errorf("bucket %q: size must be >= 1 and refill >= 0", name)
+		}
+	}
+	return c.checkLags()
 }
 
 // Counts returns a copy of the per-action counters.
