@@ -152,7 +152,8 @@ func page[T any](items []T, seqOf func(T) int64, p params) ([]T, string, *apiErr
 }
 
 func describeNetworkInterfaces(w *world, p params, _ callEnv) (response, *apiError) {
-	enis, next, err := describe(p, "NetworkInterfaceId", w.describedENIs(), &eni{}, w.eniFields, w.describedENI, w.xENI)
+	enis, next, err := describe(p, describer[*eni, xNetworkInterface]{idParam: "NetworkInterfaceId", all: w.describedENIs(),
+		probe: &eni{}, fields: w.eniFields, lookup: w.describedENI, x: w.xENI})
 	if err != nil {
 		return nil, err
 	}

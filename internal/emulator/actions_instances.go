@@ -84,10 +84,11 @@ func (w *world) instanceFields(i *instance) fieldFunc {
 }
 
 func describeInstances(w *world, p params, _ callEnv) (response, *apiError) {
-	reservations, next, err := describe(p, "InstanceId", slices.Collect(maps.Values(w.instances)), &instance{}, w.instanceFields, w.lookupInstance,
-		func(i *instance) xReservation {
+	reservations, next, err := describe(p, describer[*instance, xReservation]{idParam: "InstanceId",
+		all: slices.Collect(maps.Values(w.instances)), probe: &instance{}, fields: w.instanceFields, lookup: w.lookupInstance,
+		x: func(i *instance) xReservation {
 			return xReservation{ReservationID: "r-" + i.id[len("i-"):], OwnerID: w.accountID, Instances: []xInstance{w.xInstance(i)}}
-		})
+		}})
 	if err != nil {
 		return nil, err
 	}

@@ -129,37 +129,47 @@ func describeVpcs(w *world, p params, _ callEnv) (response, *apiError) {
 			return w.ownedFields(v.tags, name)
 		}
 	}
-	vpcs, next, err := describe(p, "VpcId", slices.Collect(maps.Values(w.vpcs)), &vpc{}, fields, byID(w.vpcs, "vpc"), w.xVpc)
+	vpcs, next, err := describe(p, describer[*vpc, xVpc]{idParam: "VpcId", all: slices.Collect(maps.Values(w.vpcs)), probe: &vpc{},
+		fields: fields, lookup: byID(w.vpcs, "vpc"), x: w.xVpc})
 	if err != nil {
 		return nil, err
 	}
 	return &describeVpcsResponse{Vpcs: vpcs, NextToken: next}, nil
 }
 
+// describer is what describe needs to know of one resource type.
+type describer[T interface{ sequence() int64 }, X any] struct {
+	idParam string // the action's list of IDs, e.g. "VpcId"
+	all     []T
+	// probe is an empty resource used to reject unknown filter names even
+	// when nothing would be matched against them.
+	probe  T
+	fields func(T) fieldFunc
+	lookup func(string) (T, *apiError)
+	x      func(T) X // a match as the response has it
+}
+
 // describe is the common shape of the Describe* actions: by IDs or all,
 // then filters, then pagination in creation order, each match answered
-// as x makes it.
-// probe is an empty resource used to reject unknown filter names even when
-// nothing would be matched against them.
-func describe[T interface{ sequence() int64 }, X any](p params, idParam string, all []T, probe T, fields func(T) fieldFunc,
-	lookup func(string) (T, *apiError), x func(T) X) ([]X, string, *apiError) {
+// as d.x makes it.
+func describe[T interface{ sequence() int64 }, X any](p params, d describer[T, X]) ([]X, string, *apiError) {
 	seqOf := T.sequence
 	filters, err := p.filters()
 	if err != nil {
 		return nil, "", err
 	}
-	if err := validateFilters(filters, fields(probe)); err != nil {
+	if err := validateFilters(filters, d.fields(d.probe)); err != nil {
 		return nil, "", err
 	}
-	ids := p.list(idParam)
+	ids := p.list(d.idParam)
 	if len(ids) > 0 && p.has("MaxResults") {
-		return nil, "", apiErr("InvalidParameterCombination", "The parameter %s cannot be used with the parameter MaxResults", idParam)
+		return nil, "", apiErr("InvalidParameterCombination", "The parameter %s cannot be used with the parameter MaxResults", d.idParam)
 	}
-	candidates := all
+	candidates := d.all
 	if len(ids) > 0 {
 		candidates = nil
 		for _, id := range ids {
-			r, err := lookup(id)
+			r, err := d.lookup(id)
 			if err != nil {
 				return nil, "", err
 			}
@@ -169,7 +179,7 @@ func describe[T interface{ sequence() int64 }, X any](p params, idParam string, 
 	slices.SortFunc(candidates, func(a, b T) int { return cmp.Compare(seqOf(a), seqOf(b)) })
 	var matched []T
 	for _, r := range candidates {
-		if ok, _ := matchAll(filters, fields(r)); ok {
+		if ok, _ := matchAll(filters, d.fields(r)); ok {
 			matched = append(matched, r)
 		}
 	}
@@ -179,7 +189,7 @@ func describe[T interface{ sequence() int64 }, X any](p params, idParam string, 
 	}
 	out := make([]X, len(matched))
 	for i, r := range matched {
-		out[i] = x(r)
+		out[i] = d.x(r)
 	}
 	return out, next, nil
 }
@@ -189,25 +199,33 @@ func byID[T any](resources map[string]T, prefix string) func(string) (T, *apiErr
 	return func(id string) (T, *apiError) { return lookup(resources, prefix, id) }
 }
 
+// subnetRequest is the shape of a CreateSubnet call (or a seeded subnet);
+// an empty id is picked, an empty az is the region's first.
+type subnetRequest struct {
+	id, vpcID, cidr, ipv6, az string
+	tags                      map[string]string
+}
+
 // newSubnet validates and creates a subnet inside its VPC's CIDR.
-func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]string) (*subnet, *apiError) {
-	v, err := lookup(w.vpcs, "vpc", vpcID)
+func (w *world) newSubnet(r subnetRequest) (*subnet, *apiError) {
+	v, err := lookup(w.vpcs, "vpc", r.vpcID)
 	if err != nil {
 		return nil, err
 	}
-	pf, perr := netip.ParsePrefix(cidr)
+	pf, perr := netip.ParsePrefix(r.cidr)
 	if perr != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
-		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid.", cidr)
+		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid.", r.cidr)
 	}
 	pf = pf.Masked()
 	if !v.holds(pf) {
-		return nil, apiErr("InvalidSubnet.Range", "The CIDR '%s' is invalid.", cidr)
+		return nil, apiErr("InvalidSubnet.Range", "The CIDR '%s' is invalid.", r.cidr)
 	}
 	for _, s := range w.subnets {
-		if s.vpcID == vpcID && s.cidr.Overlaps(pf) {
-			return nil, apiErr("InvalidSubnet.Conflict", "The CIDR '%s' conflicts with another subnet", cidr)
+		if s.vpcID == r.vpcID && s.cidr.Overlaps(pf) {
+			return nil, apiErr("InvalidSubnet.Conflict", "The CIDR '%s' conflicts with another subnet", r.cidr)
 		}
 	}
+	az := r.az
 	if az == "" {
 		az = w.region + "a"
 	}
@@ -215,19 +233,19 @@ func (w *world) newSubnet(id, vpcID, cidr, ipv6, az string, tags map[string]stri
 		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter availabilityZone is invalid. Subnets can currently only be created in the following availability zones: %sa, %sb, %sc.", az, w.region, w.region, w.region)
 	}
 	var v6 netip.Prefix
-	if ipv6 != "" {
-		if v6, perr = netip.ParsePrefix(ipv6); perr != nil || !v6.Addr().Is6() {
-			return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter ipv6CidrBlock is invalid.", ipv6)
+	if r.ipv6 != "" {
+		if v6, perr = netip.ParsePrefix(r.ipv6); perr != nil || !v6.Addr().Is6() {
+			return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter ipv6CidrBlock is invalid.", r.ipv6)
 		}
 	}
-	if err := validateTags(nil, tags); err != nil {
+	if err := validateTags(nil, r.tags); err != nil {
 		return nil, err
 	}
-	id, err = w.pickID("subnet", id)
+	id, err := w.pickID("subnet", r.id)
 	if err != nil {
 		return nil, err
 	}
-	s := &subnet{resource: w.newResource(id, tags), vpcID: vpcID, az: az, cidr: pf, ipv6: v6.Masked()}
+	s := &subnet{resource: w.newResource(id, r.tags), vpcID: r.vpcID, az: az, cidr: pf, ipv6: v6.Masked()}
 	w.subnets[s.id] = s
 	return s, nil
 }
@@ -245,7 +263,7 @@ func createSubnet(w *world, p params, _ callEnv) (response, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := w.newSubnet("", vpcID, cidr, p.get("Ipv6CidrBlock"), p.get("AvailabilityZone"), tags)
+	s, err := w.newSubnet(subnetRequest{vpcID: vpcID, cidr: cidr, ipv6: p.get("Ipv6CidrBlock"), az: p.get("AvailabilityZone"), tags: tags})
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +292,8 @@ func describeSubnets(w *world, p params, _ callEnv) (response, *apiError) {
 			return w.ownedFields(s.tags, name)
 		}
 	}
-	subnets, next, err := describe(p, "SubnetId", slices.Collect(maps.Values(w.subnets)), &subnet{}, fields, byID(w.subnets, "subnet"), w.xSubnet)
+	subnets, next, err := describe(p, describer[*subnet, xSubnet]{idParam: "SubnetId", all: slices.Collect(maps.Values(w.subnets)),
+		probe: &subnet{}, fields: fields, lookup: byID(w.subnets, "subnet"), x: w.xSubnet})
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +379,8 @@ func describeSecurityGroups(w *world, p params, _ callEnv) (response, *apiError)
 		}
 		all = byName
 	}
-	groups, next, err := describe(p, "GroupId", all, &securityGroup{}, fields, byID(w.groups, "sg"), w.xSecurityGroup)
+	groups, next, err := describe(p, describer[*securityGroup, xSecurityGroup]{idParam: "GroupId", all: all, probe: &securityGroup{},
+		fields: fields, lookup: byID(w.groups, "sg"), x: w.xSecurityGroup})
 	if err != nil {
 		return nil, err
 	}

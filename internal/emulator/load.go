@@ -112,7 +112,8 @@ func (l *loader) vpcs(wd World) error {
 
 func (l *loader) subnets(wd World) error {
 	return each("subnets", wd.Subnets, func(s SubnetSpec) error {
-		x, err := l.w.newSubnet(s.ID, l.ref(s.VPC), s.CIDR, s.IPv6CIDR, s.AvailabilityZone, withName(s.Tags, s.Name))
+		x, err := l.w.newSubnet(subnetRequest{id: s.ID, vpcID: l.ref(s.VPC), cidr: s.CIDR, ipv6: s.IPv6CIDR,
+			az: s.AvailabilityZone, tags: withName(s.Tags, s.Name)})
 		return l.created(&l.res.Subnets, s.Name, x, err)
 	})
 }

@@ -19,7 +19,7 @@ func testWorld(t *testing.T, cidrs ...string) (*world, []*subnet) {
 		if err != nil {
 			t.Fatalf("newVPC %s: %v", c, err)
 		}
-		s, err := w.newSubnet("", v.id, c, "", "us-east-1a", nil)
+		s, err := w.newSubnet(subnetRequest{vpcID: v.id, cidr: c, az: "us-east-1a"})
 		if err != nil {
 			t.Fatalf("newSubnet %s: %v", c, err)
 		}
