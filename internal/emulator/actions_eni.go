@@ -40,83 +40,83 @@ type assignPrivateIPAddressesResponse struct {
 
 func (w *world) eniFields(n *eni) fieldFunc {
 	return func(name string) ([]string, bool) {
-		switch name {
-		case "network-interface-id":
-			return []string{n.id}, true
-		case "addresses.private-ip-address":
-			out := []string{n.primaryIP.String()}
-			for _, a := range n.secondaryIPs {
-				out = append(out, a.String())
-			}
-			return out, true
-		case "addresses.primary":
-			out := []string{"true"}
-			for range n.secondaryIPs {
-				out = append(out, "false")
-			}
-			return out, true
-		case "private-ip-address":
-			return []string{n.primaryIP.String()}, true
-		case "private-dns-name":
-			return []string{w.dnsName(n.primaryIP)}, true
-		case "ipv6-addresses.ipv6-address", "ipv6-address":
-			out := make([]string, len(n.ipv6))
-			for i, a := range n.ipv6 {
-				out[i] = a.String()
-			}
-			return out, true
-		case "mac-address":
-			return []string{n.mac}, true
-		case "subnet-id":
-			return []string{n.subnetID}, true
-		case "vpc-id":
-			return []string{n.vpcID}, true
-		case "availability-zone":
-			return []string{n.az}, true
-		case "availability-zone-id":
-			return []string{azID(n.az)}, true
-		case "source-dest-check":
-			return []string{strconv.FormatBool(n.sourceDestCheck)}, true
-		case "status":
-			return []string{n.status()}, true
-		case "interface-type":
-			return []string{n.interfaceType}, true
-		case "description":
-			return []string{n.description}, true
-		case "requester-managed":
-			return []string{strconv.FormatBool(n.requesterManaged)}, true
-		case "group-id":
-			return n.groups, true
-		case "group-name":
-			out := []string{}
-			for _, g := range n.groups {
-				if sg, ok := w.groups[g]; ok {
-					out = append(out, sg.name)
-				}
-			}
-			return out, true
-		case "attachment.instance-id", "attachment.instance-owner-id", "attachment.device-index", "attachment.status",
-			"attachment.attachment-id", "attachment.delete-on-termination":
-			a := n.attachment
-			if a == nil {
-				return nil, true
-			}
-			switch name {
-			case "attachment.instance-id":
-				return []string{a.instanceID}, true
-			case "attachment.instance-owner-id":
-				return []string{w.accountID}, true
-			case "attachment.device-index":
-				return []string{strconv.Itoa(a.deviceIndex)}, true
-			case "attachment.status":
-				return []string{a.status}, true
-			case "attachment.attachment-id":
-				return []string{a.id}, true
-			default:
-				return []string{strconv.FormatBool(a.deleteOnTermination)}, true
-			}
+		if f, ok := eniFieldTable[name]; ok {
+			return f(w, n), true
 		}
 		return w.ownedFields(w.describedTags(&n.resource), name)
+	}
+}
+
+// eniField gives an ENI's values for one DescribeNetworkInterfaces filter.
+type eniField func(w *world, n *eni) []string
+
+// eniFieldTable holds the ENI filters other than owner-id and the tags.
+var eniFieldTable = map[string]eniField{
+	"network-interface-id": func(_ *world, n *eni) []string { return []string{n.id} },
+	"addresses.private-ip-address": func(_ *world, n *eni) []string {
+		out := []string{n.primaryIP.String()}
+		for _, a := range n.secondaryIPs {
+			out = append(out, a.String())
+		}
+		return out
+	},
+	"addresses.primary": func(_ *world, n *eni) []string {
+		out := []string{"true"}
+		for range n.secondaryIPs {
+			out = append(out, "false")
+		}
+		return out
+	},
+	"private-ip-address":          func(_ *world, n *eni) []string { return []string{n.primaryIP.String()} },
+	"private-dns-name":            func(w *world, n *eni) []string { return []string{w.dnsName(n.primaryIP)} },
+	"ipv6-addresses.ipv6-address": eniIPv6Addresses,
+	"ipv6-address":                eniIPv6Addresses,
+	"mac-address":                 func(_ *world, n *eni) []string { return []string{n.mac} },
+	"subnet-id":                   func(_ *world, n *eni) []string { return []string{n.subnetID} },
+	"vpc-id":                      func(_ *world, n *eni) []string { return []string{n.vpcID} },
+	"availability-zone":           func(_ *world, n *eni) []string { return []string{n.az} },
+	"availability-zone-id":        func(_ *world, n *eni) []string { return []string{azID(n.az)} },
+	"source-dest-check":           func(_ *world, n *eni) []string { return []string{strconv.FormatBool(n.sourceDestCheck)} },
+	"status":                      func(_ *world, n *eni) []string { return []string{n.status()} },
+	"interface-type":              func(_ *world, n *eni) []string { return []string{n.interfaceType} },
+	"description":                 func(_ *world, n *eni) []string { return []string{n.description} },
+	"requester-managed":           func(_ *world, n *eni) []string { return []string{strconv.FormatBool(n.requesterManaged)} },
+	"group-id":                    func(_ *world, n *eni) []string { return n.groups },
+	"group-name": func(w *world, n *eni) []string {
+		out := []string{}
+		for _, g := range n.groups {
+			if sg, ok := w.groups[g]; ok {
+				out = append(out, sg.name)
+			}
+		}
+		return out
+	},
+	"attachment.instance-id":       attachmentField(func(_ *world, a *attachment) string { return a.instanceID }),
+	"attachment.instance-owner-id": attachmentField(func(w *world, _ *attachment) string { return w.accountID }),
+	"attachment.device-index":      attachmentField(func(_ *world, a *attachment) string { return strconv.Itoa(a.deviceIndex) }),
+	"attachment.status":            attachmentField(func(_ *world, a *attachment) string { return a.status }),
+	"attachment.attachment-id":     attachmentField(func(_ *world, a *attachment) string { return a.id }),
+	"attachment.delete-on-termination": attachmentField(func(_ *world, a *attachment) string {
+		return strconv.FormatBool(a.deleteOnTermination)
+	}),
+}
+
+func eniIPv6Addresses(_ *world, n *eni) []string {
+	out := make([]string, len(n.ipv6))
+	for i, a := range n.ipv6 {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// attachmentField is a filter on the ENI's attachment: an unattached ENI
+// has no value for it.
+func attachmentField(f func(w *world, a *attachment) string) eniField {
+	return func(w *world, n *eni) []string {
+		if n.attachment == nil {
+			return nil
+		}
+		return []string{f(w, n.attachment)}
 	}
 }
 
