@@ -270,14 +270,71 @@ func createNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	return &createNetworkInterfaceResponse{NetworkInterface: w.xENI(n), ClientToken: token}, nil
 }
 
+// eniPlan is a CreateNetworkInterface request checked against the world:
+// its subnet, groups and parsed explicit prefixes and IPv6 addresses.
+type eniPlan struct {
+	req      eniRequest
+	subnet   *subnet
+	groups   []string
+	prefixes []netip.Prefix
+	ipv6     []netip.Addr
+}
+
 // createENI validates a request completely before changing anything, so a
 // failed call leaves no trace.
 func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
-	s, err := lookup(w.subnets, "subnet", req.subnetID)
+	plan, err := w.planENI(req)
 	if err != nil {
 		return nil, err
 	}
-	groups := req.groups
+	n := w.buildENI(plan)
+	if err := w.allocateENI(n, plan); err != nil {
+		w.deleteENI(n)
+		return nil, err
+	}
+	return n, nil
+}
+
+func (w *world) planENI(req eniRequest) (eniPlan, *apiError) {
+	s, err := lookup(w.subnets, "subnet", req.subnetID)
+	if err != nil {
+		return eniPlan{}, err
+	}
+	plan := eniPlan{req: req, subnet: s}
+	if plan.groups, err = w.eniGroups(s, req.groups); err != nil {
+		return eniPlan{}, err
+	}
+	explicit := append([]string{}, req.secondaryIPs...)
+	if req.primaryIP != "" {
+		explicit = append(explicit, req.primaryIP)
+	}
+	seen, err := w.checkExplicitIPv4(s, explicit)
+	if err != nil {
+		return eniPlan{}, err
+	}
+	if plan.prefixes, err = w.checkENIPrefixes(s, req.prefixes, seen); err != nil {
+		return eniPlan{}, err
+	}
+	if plan.ipv6, err = w.checkExplicitIPv6(s, req.ipv6); err != nil {
+		return eniPlan{}, err
+	}
+	if (req.ipv6Count > 0 || len(plan.ipv6) > 0) && !s.ipv6.IsValid() {
+		return eniPlan{}, apiErr("InvalidParameterValue", "Subnet %s does not have an IPv6 CIDR block.", s.id)
+	}
+	need := req.secondaryCount + len(explicit) + 16*(req.prefixCount+len(plan.prefixes))
+	if req.primaryIP == "" {
+		need++ // the primary address is allocated too
+	}
+	if w.freeAddresses(s) < need {
+		return eniPlan{}, apiErr("InsufficientFreeAddressesInSubnet",
+			"The specified subnet %s does not have enough free addresses to satisfy the request.", s.id)
+	}
+	return plan, nil
+}
+
+// eniGroups is the request's security groups, or the VPC's default group
+// when it names none; each must be in the subnet's VPC.
+func (w *world) eniGroups(s *subnet, groups []string) ([]string, *apiError) {
 	if len(groups) == 0 {
 		groups = []string{w.defaultGroup(s.vpcID)}
 	}
@@ -290,12 +347,14 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 			return nil, apiErr("InvalidParameterValue", "Security group %s and subnet %s belong to different networks.", g, s.id)
 		}
 	}
-	explicit := append([]string{}, req.secondaryIPs...)
-	if req.primaryIP != "" {
-		explicit = append(explicit, req.primaryIP)
-	}
+	return groups, nil
+}
+
+// checkExplicitIPv4 checks that each address is a free IPv4 address of the
+// subnet, named once, and returns them as a set.
+func (w *world) checkExplicitIPv4(s *subnet, ips []string) (map[netip.Addr]bool, *apiError) {
 	seen := map[netip.Addr]bool{}
-	for _, ip := range explicit {
+	for _, ip := range ips {
 		a, perr := netip.ParseAddr(ip)
 		if perr != nil || !a.Is4() {
 			return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter privateIpAddress is invalid.", ip)
@@ -308,19 +367,31 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		}
 		seen[a] = true
 	}
+	return seen, nil
+}
+
+// checkENIPrefixes parses the explicit prefixes: free /28s of the subnet,
+// overlapping neither each other nor the explicit addresses.
+func (w *world) checkENIPrefixes(s *subnet, ps []string, addrs map[netip.Addr]bool) ([]netip.Prefix, *apiError) {
 	var prefixes []netip.Prefix
-	for _, ps := range req.prefixes {
-		pf, perr := netip.ParsePrefix(ps)
+	for _, p := range ps {
+		pf, perr := netip.ParsePrefix(p)
 		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || pf.Masked() != pf {
-			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a /28 inside subnet %s", ps, s.id)
+			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a /28 inside subnet %s", p, s.id)
 		}
-		if !w.prefixFree(s.vpcID, pf) || overlapsAny(pf, prefixes, seen) {
-			return nil, apiErr("InvalidIPAddress.InUse", "The prefix %s is already in use.", ps)
+		if !w.prefixFree(s.vpcID, pf) || overlapsAny(pf, prefixes, addrs) {
+			return nil, apiErr("InvalidIPAddress.InUse", "The prefix %s is already in use.", p)
 		}
 		prefixes = append(prefixes, pf)
 	}
-	var ipv6 []netip.Addr
-	for _, ip := range req.ipv6 {
+	return prefixes, nil
+}
+
+// checkExplicitIPv6 parses the explicit IPv6 addresses: free addresses of
+// the subnet's IPv6 range.
+func (w *world) checkExplicitIPv6(s *subnet, ips []string) ([]netip.Addr, *apiError) {
+	var out []netip.Addr
+	for _, ip := range ips {
 		a, perr := netip.ParseAddr(ip)
 		if perr != nil || !a.Is6() || !s.ipv6.IsValid() || !s.ipv6.Contains(a) {
 			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's IPv6 range", ip)
@@ -328,28 +399,22 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		if _, used := w.owner(s.vpcID, a); used {
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address is already in use.")
 		}
-		ipv6 = append(ipv6, a)
+		out = append(out, a)
 	}
-	if (req.ipv6Count > 0 || len(ipv6) > 0) && !s.ipv6.IsValid() {
-		return nil, apiErr("InvalidParameterValue", "Subnet %s does not have an IPv6 CIDR block.", s.id)
-	}
-	need := req.secondaryCount + len(explicit) + 16*(req.prefixCount+len(prefixes))
-	if req.primaryIP == "" {
-		need++ // the primary address is allocated too
-	}
-	if w.freeAddresses(s) < need {
-		return nil, apiErr("InsufficientFreeAddressesInSubnet",
-			"The specified subnet %s does not have enough free addresses to satisfy the request.", s.id)
-	}
+	return out, nil
+}
 
+// buildENI registers the planned ENI with its explicit addresses and
+// prefixes, claimed first so that nothing allocated automatically lands on
+// them.
+func (w *world) buildENI(plan eniPlan) *eni {
+	req, s := plan.req, plan.subnet
 	n := &eni{
 		resource: w.newResource(w.newID("eni"), req.tags), subnetID: s.id, vpcID: s.vpcID, az: s.az,
-		interfaceType: req.interfaceType, description: req.description, mac: w.newMAC(), groups: groups,
+		interfaceType: req.interfaceType, description: req.description, mac: w.newMAC(), groups: plan.groups,
 		sourceDestCheck: true,
 	}
 	w.enis[n.id] = n
-	// Explicit addresses and prefixes are claimed first, so that nothing
-	// allocated automatically lands on them.
 	if req.primaryIP != "" {
 		n.primaryIP = netip.MustParseAddr(req.primaryIP)
 		w.claim(n, n.primaryIP)
@@ -359,37 +424,44 @@ func (w *world) createENI(req eniRequest, _ callEnv) (*eni, *apiError) {
 		n.secondaryIPs = append(n.secondaryIPs, a)
 		w.claim(n, a)
 	}
-	for _, pf := range prefixes {
+	for _, pf := range plan.prefixes {
 		w.claimPrefix(n, pf)
 	}
-	for _, a := range ipv6 {
+	for _, a := range plan.ipv6 {
 		n.ipv6 = append(n.ipv6, a)
 		w.claim(n, a)
 	}
-	var aerr *apiError
+	return n
+}
+
+// allocateENI gives n what the request left to the emulator to pick: the
+// primary address when none was named, and the counted addresses and
+// prefixes.
+func (w *world) allocateENI(n *eni, plan eniPlan) *apiError {
+	req, s := plan.req, plan.subnet
 	if req.primaryIP == "" {
-		if n.primaryIP, aerr = w.allocateIP(s); aerr == nil {
-			w.claim(n, n.primaryIP)
+		a, err := w.allocateIP(s)
+		if err != nil {
+			return err
 		}
+		n.primaryIP = a
+		w.claim(n, a)
 	}
-	if aerr == nil {
-		aerr = w.addSecondary(n, req.secondaryCount)
+	if err := w.addSecondary(n, req.secondaryCount); err != nil {
+		return err
 	}
-	if aerr == nil {
-		aerr = w.addPrefixes(n, req.prefixCount)
+	if err := w.addPrefixes(n, req.prefixCount); err != nil {
+		return err
 	}
-	for i := 0; i < req.ipv6Count && aerr == nil; i++ {
-		var a netip.Addr
-		if a, aerr = w.allocateIPv6(s); aerr == nil {
-			n.ipv6 = append(n.ipv6, a)
-			w.claim(n, a)
+	for i := 0; i < req.ipv6Count; i++ {
+		a, err := w.allocateIPv6(s)
+		if err != nil {
+			return err
 		}
+		n.ipv6 = append(n.ipv6, a)
+		w.claim(n, a)
 	}
-	if aerr != nil {
-		w.deleteENI(n)
-		return nil, aerr
-	}
-	return n, nil
+	return nil
 }
 
 // overlapsAny reports whether pf overlaps one of the prefixes or contains
