@@ -131,94 +131,23 @@ func tagString(tags map[string]string) string {
 }
 
 func runInstances(w *world, p params, env callEnv) (response, *apiError) {
-	req := instanceRequest{
-		imageID: p.get("ImageId"), instanceType: p.get("InstanceType"), subnetID: p.get("SubnetId"),
-		groups: p.list("SecurityGroupId"), privateIP: p.get("PrivateIpAddress"), clientToken: p.get("ClientToken"),
-	}
-	if req.subnetID == "" {
-		req.subnetID = p.get("NetworkInterface.1.SubnetId")
-		req.groups = append(req.groups, p.list("NetworkInterface.1.SecurityGroupId")...)
-	}
-	if req.imageID == "" {
-		return nil, apiErr("MissingParameter", "The request must contain the parameter ImageId")
-	}
-	if req.instanceType == "" {
-		req.instanceType = "m5.large"
-	}
-	if _, ok := w.instanceTypes[req.instanceType]; !ok {
-		return nil, apiErr("InvalidParameterValue", "Invalid value '%s' for InstanceType.", req.instanceType)
-	}
-	if req.subnetID == "" {
-		return nil, apiErr("VPCIdNotSpecified", "No default VPC for this user. Specify a subnet.")
-	}
-	minCount, _, err := p.int("MinCount")
+	req, err := w.parseInstanceRequest(p)
 	if err != nil {
-		return nil, err
-	}
-	maxCount, _, err := p.int("MaxCount")
-	if err != nil {
-		return nil, err
-	}
-	if minCount < 1 || maxCount < minCount {
-		return nil, apiErr("InvalidParameterValue", "MinCount must be >= 1 and MaxCount >= MinCount")
-	}
-	req.minCount, req.maxCount = minCount, maxCount
-	if req.privateIP != "" && maxCount > 1 {
-		return nil, apiErr("InvalidParameterCombination", "PrivateIpAddress can only be used when launching one instance")
-	}
-	req.tags = map[string]string{}
-	req.eniTags = map[string]string{}
-	for i := 1; i <= p.members("TagSpecification"); i++ {
-		prefix := "TagSpecification." + strconv.Itoa(i)
-		keys, values, _ := p.tags(prefix + ".Tag")
-		target := req.tags
-		switch rt := p.get(prefix + ".ResourceType"); rt {
-		case "instance":
-		case "network-interface":
-			target = req.eniTags
-		case "volume":
-			continue // volumes are not modelled
-		default:
-			return nil, apiErr("InvalidParameterValue", "'%s' is not a valid taggable resource type for this operation.", rt)
-		}
-		for j, k := range keys {
-			target[k] = values[j]
-		}
-	}
-	if err := validateTags(nil, req.tags); err != nil {
-		return nil, err
-	}
-	if err := validateTags(nil, req.eniTags); err != nil {
 		return nil, err
 	}
 	if req.clientToken != "" {
 		if len(req.clientToken) > 64 {
 			return nil, apiErr("InvalidParameterValue", "ClientToken must be at most 64 characters")
 		}
-		var prior []*instance
-		for _, i := range w.instances {
-			if i.clientToken == req.clientToken {
-				prior = append(prior, i)
-			}
-		}
-		if len(prior) > 0 {
-			slices.SortFunc(prior, func(a, b *instance) int { return cmp.Compare(a.seq, b.seq) })
-			if prior[0].fingerprint != req.fingerprint() {
-				return nil, apiErr("IdempotentParameterMismatch",
-					"The client token you have provided is associated with a resource that was created with different parameters.")
-			}
-			resp := &runInstancesResponse{ReservationID: "r-" + prior[0].id[len("i-"):], OwnerID: w.accountID}
-			for _, i := range prior {
-				resp.Instances = append(resp.Instances, w.xInstance(i))
-			}
-			return resp, nil
+		if prior := w.instancesByToken(req.clientToken); len(prior) > 0 {
+			return w.replayRunInstances(req, prior)
 		}
 	}
 	resp := &runInstancesResponse{OwnerID: w.accountID}
-	for n := 0; n < maxCount; n++ {
+	for n := 0; n < req.maxCount; n++ {
 		inst, err := w.launch(req, env)
 		if err != nil {
-			if n >= minCount {
+			if n >= req.minCount {
 				break
 			}
 			return nil, err
@@ -228,6 +157,101 @@ func runInstances(w *world, p params, env callEnv) (response, *apiError) {
 		resp.Instances = append(resp.Instances, x)
 	}
 	resp.ReservationID = "r-" + resp.Instances[0].InstanceID[len("i-"):]
+	return resp, nil
+}
+
+func (w *world) parseInstanceRequest(p params) (instanceRequest, *apiError) {
+	req := instanceRequest{
+		imageID: p.get("ImageId"), instanceType: p.get("InstanceType"), subnetID: p.get("SubnetId"),
+		groups: p.list("SecurityGroupId"), privateIP: p.get("PrivateIpAddress"), clientToken: p.get("ClientToken"),
+	}
+	if req.subnetID == "" {
+		req.subnetID = p.get("NetworkInterface.1.SubnetId")
+		req.groups = append(req.groups, p.list("NetworkInterface.1.SecurityGroupId")...)
+	}
+	if req.imageID == "" {
+		return req, apiErr("MissingParameter", "The request must contain the parameter ImageId")
+	}
+	if req.instanceType == "" {
+		req.instanceType = "m5.large"
+	}
+	if _, ok := w.instanceTypes[req.instanceType]; !ok {
+		return req, apiErr("InvalidParameterValue", "Invalid value '%s' for InstanceType.", req.instanceType)
+	}
+	if req.subnetID == "" {
+		return req, apiErr("VPCIdNotSpecified", "No default VPC for this user. Specify a subnet.")
+	}
+	var err *apiError
+	if req.minCount, _, err = p.int("MinCount"); err != nil {
+		return req, err
+	}
+	if req.maxCount, _, err = p.int("MaxCount"); err != nil {
+		return req, err
+	}
+	if req.minCount < 1 || req.maxCount < req.minCount {
+		return req, apiErr("InvalidParameterValue", "MinCount must be >= 1 and MaxCount >= MinCount")
+	}
+	if req.privateIP != "" && req.maxCount > 1 {
+		return req, apiErr("InvalidParameterCombination", "PrivateIpAddress can only be used when launching one instance")
+	}
+	req.tags, req.eniTags, err = instanceTags(p)
+	return req, err
+}
+
+// instanceTags reads RunInstances' TagSpecification.N into the instance's
+// and its primary ENI's tags.
+func instanceTags(p params) (tags, eniTags map[string]string, err *apiError) {
+	tags, eniTags = map[string]string{}, map[string]string{}
+	for i := 1; i <= p.members("TagSpecification"); i++ {
+		prefix := "TagSpecification." + strconv.Itoa(i)
+		keys, values, _ := p.tags(prefix + ".Tag")
+		target := tags
+		switch rt := p.get(prefix + ".ResourceType"); rt {
+		case "instance":
+		case "network-interface":
+			target = eniTags
+		case "volume":
+			continue // volumes are not modelled
+		default:
+			return nil, nil, apiErr("InvalidParameterValue", "'%s' is not a valid taggable resource type for this operation.", rt)
+		}
+		for j, k := range keys {
+			target[k] = values[j]
+		}
+	}
+	if err := validateTags(nil, tags); err != nil {
+		return nil, nil, err
+	}
+	if err := validateTags(nil, eniTags); err != nil {
+		return nil, nil, err
+	}
+	return tags, eniTags, nil
+}
+
+// instancesByToken is the instances launched with a ClientToken, in launch
+// order.
+func (w *world) instancesByToken(token string) []*instance {
+	var out []*instance
+	for _, i := range w.instances {
+		if i.clientToken == token {
+			out = append(out, i)
+		}
+	}
+	slices.SortFunc(out, func(a, b *instance) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// replayRunInstances answers a repeated ClientToken with the instances it
+// launched, if the parameters are the same.
+func (w *world) replayRunInstances(req instanceRequest, prior []*instance) (response, *apiError) {
+	if prior[0].fingerprint != req.fingerprint() {
+		return nil, apiErr("IdempotentParameterMismatch",
+			"The client token you have provided is associated with a resource that was created with different parameters.")
+	}
+	resp := &runInstancesResponse{ReservationID: "r-" + prior[0].id[len("i-"):], OwnerID: w.accountID}
+	for _, i := range prior {
+		resp.Instances = append(resp.Instances, w.xInstance(i))
+	}
 	return resp, nil
 }
 
