@@ -92,24 +92,25 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	}
-	switch {
-	case path == "healthz" && r.Method == http.MethodGet:
+	// A method never holds a space, so the key names one endpoint.
+	switch r.Method + " " + path {
+	case "GET healthz":
 		reply(nil, nil)
-	case path == "counts" && r.Method == http.MethodGet:
+	case "GET counts":
 		reply(e.Counts(), nil)
-	case path == "counts/reset" && r.Method == http.MethodPost:
+	case "POST counts/reset":
 		e.ResetCounts()
 		reply(nil, nil)
-	case path == "calls" && r.Method == http.MethodGet:
+	case "GET calls":
 		reply(e.Calls(), nil)
-	case path == "config" && r.Method == http.MethodPost:
+	case "POST config":
 		var c Config
 		if err := decode(&c); err != nil {
 			reply(nil, err)
 			return
 		}
 		reply(nil, e.Configure(c))
-	case path == "world" && r.Method == http.MethodPost:
+	case "POST world":
 		var wd World
 		if err := decode(&wd); err != nil {
 			reply(nil, err)
@@ -117,7 +118,7 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		res, err := e.Load(wd)
 		reply(res, err)
-	case path == "reset" && r.Method == http.MethodPost:
+	case "POST reset":
 		e.Reset()
 		reply(nil, nil)
 	default:
