@@ -774,15 +774,25 @@ func (w *world) planAssign(n *eni, p params) (assignPlan, *apiError) {
 			return plan, err
 		}
 	}
-	for _, ps := range p.list("Ipv4Prefix") {
-		pf, perr := netip.ParsePrefix(ps)
-		if perr != nil || pf.Bits() != 28 || pf.Masked() != pf || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(n.vpcID, pf) ||
-			overlapsAny(pf, plan.prefixes, plan.seen) {
-			return plan, apiErr("InvalidParameterValue", "Prefix %s is not a free /28 inside subnet %s", ps, s.id)
-		}
-		plan.prefixes = append(plan.prefixes, pf)
+	if plan.prefixes, err = w.checkAssignPrefixes(s, p.list("Ipv4Prefix"), plan.seen); err != nil {
+		return plan, err
 	}
 	return plan, w.checkAssign(n, plan)
+}
+
+// checkAssignPrefixes parses the explicit prefixes: free /28s of the
+// subnet, overlapping neither each other nor the explicit addresses.
+func (w *world) checkAssignPrefixes(s *subnet, ps []string, addrs map[netip.Addr]bool) ([]netip.Prefix, *apiError) {
+	var prefixes []netip.Prefix
+	for _, p := range ps {
+		pf, perr := netip.ParsePrefix(p)
+		if perr != nil || pf.Bits() != 28 || pf.Masked() != pf || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(s.vpcID, pf) ||
+			overlapsAny(pf, prefixes, addrs) {
+			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a free /28 inside subnet %s", p, s.id)
+		}
+		prefixes = append(prefixes, pf)
+	}
+	return prefixes, nil
 }
 
 // planAddress decides what assigning the explicit address a to n does:
