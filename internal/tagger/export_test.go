@@ -7,8 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// RecordOnPod exposes recordOnPod to the package's envtest tests.
+// RecordOnPod exposes writeLastApplied to the package's envtest tests.
 func RecordOnPod(ctx context.Context, c client.Client, o Options, pod *corev1.Pod, applied map[string]string, hash string) error {
 	r := &Reconciler{client: c, opts: o}
-	return r.recordOnPod(ctx, pod, applied, hash)
+	return r.writeLastApplied(ctx, pod, applied, hash)
 }

@@ -1,9 +1,6 @@
 package tagger
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -11,11 +8,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Record is what the operator applied to an ENI on behalf of one pod. It
@@ -59,10 +52,6 @@ type LedgerOptions struct {
 	// shard had room for.
 	OnFlush func(shard, records, bytes, overflow int)
 }
-
-// maxWaitIntervals bounds, in batch intervals, how long a change waits
-// to be written while changes keep coming (a burst).
-const maxWaitIntervals = 5
 
 // Ledger is the operator's record of what it applied, persisted to
 // ConfigMaps in its own namespace. Memory is authoritative (only the
@@ -133,132 +122,6 @@ func NewLedger(c client.Client, o LedgerOptions) *Ledger {
 	}
 	return l
 }
-
-func (l *Ledger) shardName(i int) string { return fmt.Sprintf("%s-%02d", l.o.Name, i) }
-
-// entryBytes is what a record weighs in a ConfigMap's data.
-func entryBytes(r Record) int {
-	raw, _ := json.Marshal(r)
-	return len(r.UID) + len(raw)
-}
-
-// Load reads every shard. Start calls it; tests and one-shot commands may
-// call it directly.
-func (l *Ledger) Load(ctx context.Context) error {
-	type loadedRecord struct {
-		shard int
-		r     Record
-	}
-	var found []loadedRecord
-	for i := range l.o.Shards {
-		if l.o.MemoryOnly {
-			break
-		}
-		var cm corev1.ConfigMap
-		err := l.c.Get(ctx, client.ObjectKey{Namespace: l.o.Namespace, Name: l.shardName(i)}, &cm)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("reading ledger ConfigMap %s/%s: %w", l.o.Namespace, l.shardName(i), err)
-		}
-		for _, uid := range slices.Sorted(maps.Keys(cm.Data)) {
-			var r Record
-			if err := json.Unmarshal([]byte(cm.Data[uid]), &r); err != nil || r.UID != uid {
-				log.FromContext(ctx).Info("ignoring a malformed ledger entry", "configMap", cm.Name, "key", uid)
-				continue
-			}
-			found = append(found, loadedRecord{i, r})
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	select {
-	case <-l.loaded:
-		return nil // loaded before; memory is newer than the ConfigMaps
-	default:
-	}
-	for _, f := range found {
-		if _, dup := l.byUID[f.r.UID]; dup {
-			// In two shards (a version that spread records by hash wrote
-			// it again elsewhere): the later shard is rewritten without it.
-			l.markLocked(f.shard)
-			continue
-		}
-		l.indexLocked(f.r)
-		n := entryBytes(f.r)
-		l.shards[f.shard][f.r.UID] = n
-		l.size[f.shard] += n
-		l.where[f.r.UID] = f.shard
-	}
-	close(l.loaded)
-	return nil
-}
-
-// WaitLoaded blocks until the ledger has been read, so no reconcile acts
-// on a pod before knowing what was applied for it.
-func (l *Ledger) WaitLoaded(ctx context.Context) error {
-	select {
-	case <-l.loaded:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Start loads the ledger (retrying until it succeeds), then writes
-// changes in batches until ctx ends, and flushes once more on the way out.
-func (l *Ledger) Start(ctx context.Context) error {
-	for {
-		err := l.Load(ctx)
-		if err == nil {
-			break
-		}
-		log.FromContext(ctx).Error(err, "loading the tag ledger; retrying")
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(2 * time.Second):
-		}
-	}
-	t := time.NewTicker(max(l.o.BatchInterval/4, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			return l.Flush(flushCtx)
-		case now := <-t.C:
-			if !l.due(now) {
-				continue
-			}
-		case <-l.kick:
-		}
-		if err := l.Flush(ctx); err != nil {
-			log.FromContext(ctx).Error(err, "writing the tag ledger; will retry")
-		}
-	}
-}
-
-// due tells whether the changes waiting should be written now: they
-// stopped for a batch interval, or the oldest has waited long enough.
-func (l *Ledger) due(now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return writeDue(len(l.dirty) > 0, l.first, l.last, now, l.o.BatchInterval)
-}
-
-// writeDue decides when changes that are waiting are written: once they
-// have stopped for interval, or maxWaitIntervals intervals after the
-// first of them — so a burst is written in few large writes, and a
-// change is never kept in memory only for long.
-func writeDue(waiting bool, first, last, now time.Time, interval time.Duration) bool {
-	return waiting && (now.Sub(last) >= interval || now.Sub(first) >= maxWaitIntervals*interval)
-}
-
-// NeedLeaderElection makes only the leader write the ledger.
-func (l *Ledger) NeedLeaderElection() bool { return true }
 
 // Get returns the record of a pod (namespace/name).
 func (l *Ledger) Get(pod string) (Record, bool) {
@@ -365,29 +228,6 @@ func (l *Ledger) releaseTagsLocked(tags map[string]string) {
 	}
 }
 
-// placeLocked puts a record of n bytes in shard prefer if it has room,
-// else in the first shard that has, else in none (memory only).
-func (l *Ledger) placeLocked(uid string, n, prefer int) {
-	shard := -1
-	if prefer >= 0 && l.size[prefer]+n <= l.o.MaxShardBytes {
-		shard = prefer
-	}
-	for i := 0; shard < 0 && i < l.o.Shards; i++ {
-		if l.size[i]+n <= l.o.MaxShardBytes {
-			shard = i
-		}
-	}
-	if shard < 0 {
-		l.unplaced[uid] = n
-		l.changed++
-		return
-	}
-	l.shards[shard][uid] = n
-	l.size[shard] += n
-	l.where[uid] = shard
-	l.markLocked(shard)
-}
-
 func (l *Ledger) removeLocked(uid string) {
 	r, ok := l.byUID[uid]
 	if !ok {
@@ -407,24 +247,6 @@ func (l *Ledger) removeLocked(uid string) {
 	delete(l.unplaced, uid)
 }
 
-// markLocked notes a change to a shard, and asks for a write at once when
-// enough changes wait for each shard to be written.
-func (l *Ledger) markLocked(shard int) {
-	l.dirty[shard] = true
-	l.changed++
-	now := time.Now()
-	if l.first.IsZero() {
-		l.first = now
-	}
-	l.last = now
-	if l.changed >= l.o.BatchSize*len(l.dirty) {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // All returns every record, ordered by pod.
 func (l *Ledger) All() []Record {
 	l.mu.Lock()
@@ -442,81 +264,4 @@ func (l *Ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.byUID)
-}
-
-// Flush writes every changed shard with server-side apply. A shard is
-// written whole from memory, so records deleted since are gone from it.
-func (l *Ledger) Flush(ctx context.Context) error {
-	l.flushing.Lock()
-	defer l.flushing.Unlock()
-	shards, overflow := l.takeDirty()
-	if overflow > 0 && len(shards) > 0 {
-		log.FromContext(ctx).Error(nil, "ledger full: records kept in memory only; raise --cache-shards", "records", overflow)
-	}
-	var failed []int
-	var firstErr error
-	for _, i := range slices.Sorted(maps.Keys(shards)) {
-		data := shards[i]
-		cm := corev1ac.ConfigMap(l.shardName(i), l.o.Namespace).
-			WithLabels(map[string]string{"app.kubernetes.io/managed-by": "eni-operator", "eni-operator.io/ledger": l.o.Name}).
-			WithData(data)
-		if err := l.c.Apply(ctx, cm, client.FieldOwner(l.o.FieldOwner), client.ForceOwnership); err != nil {
-			failed = append(failed, i)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("writing ledger ConfigMap %s/%s: %w", l.o.Namespace, l.shardName(i), err)
-			}
-			continue
-		}
-		if l.o.OnFlush != nil {
-			bytes := 0
-			for k, v := range data {
-				bytes += len(k) + len(v)
-			}
-			l.o.OnFlush(i, len(data), bytes, overflow)
-			overflow = 0 // told once per flush
-		}
-	}
-
-	if len(failed) > 0 {
-		l.mu.Lock()
-		for _, i := range failed {
-			l.markLocked(i)
-		}
-		l.mu.Unlock()
-	}
-	return firstErr
-}
-
-// takeDirty returns the content of every changed shard and how many
-// records no shard has room for, and starts a new batch. Records that
-// found no room before are placed first, if room has been made since.
-func (l *Ledger) takeDirty() (map[int]map[string]string, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, uid := range slices.Sorted(maps.Keys(l.unplaced)) {
-		n := l.unplaced[uid]
-		delete(l.unplaced, uid)
-		l.placeLocked(uid, n, -1)
-	}
-	if len(l.dirty) == 0 || l.o.MemoryOnly {
-		l.resetBatchLocked()
-		return nil, len(l.unplaced)
-	}
-	shards := make(map[int]map[string]string, len(l.dirty))
-	for i := range l.dirty {
-		data := make(map[string]string, len(l.shards[i]))
-		for uid := range l.shards[i] {
-			raw, _ := json.Marshal(l.byUID[uid])
-			data[uid] = string(raw)
-		}
-		shards[i] = data
-	}
-	l.resetBatchLocked()
-	return shards, len(l.unplaced)
-}
-
-func (l *Ledger) resetBatchLocked() {
-	l.dirty = map[int]bool{}
-	l.changed = 0
-	l.first, l.last = time.Time{}, time.Time{}
 }

@@ -20,10 +20,11 @@ var errLookupPending = errors.New("the pod's ENI is being looked up")
 // waits for its batch (one DescribeNetworkInterfaces serves up to the
 // batch's size of pods), and a batch holds only the lookups waiting at
 // once: were the workers (--max-concurrent-reconciles) to wait for it, a
-// batch could never hold more pods than there are workers, and a burst of
-// new ENIs would cost a describe per handful of pods. A started lookup
-// ends in a result kept for the pod's next reconcile, which it asks for.
+// batch could never hold more pods than there are workers. A lookup's
+// result is kept in the pod's entry for its next reconcile, which it asks
+// for; lookups itself keeps no per-pod state.
 type lookups struct {
+	pods    *pods
 	lookup  func(context.Context, string) (ec2.ENI, error)
 	requeue func(key string)
 
@@ -32,10 +33,6 @@ type lookups struct {
 	// are made in the reconcile.
 	ctx     context.Context
 	stopped bool
-	// running are the addresses being looked up, by pod key; done the
-	// results not yet taken.
-	running map[string]string
-	done    map[string]lookupResult
 	wg      sync.WaitGroup
 }
 
@@ -45,8 +42,8 @@ type lookupResult struct {
 	err error
 }
 
-func newLookups(lookup func(context.Context, string) (ec2.ENI, error), requeue func(string)) *lookups {
-	return &lookups{lookup: lookup, requeue: requeue, running: map[string]string{}, done: map[string]lookupResult{}}
+func newLookups(pods *pods, lookup func(context.Context, string) (ec2.ENI, error), requeue func(string)) *lookups {
+	return &lookups{pods: pods, lookup: lookup, requeue: requeue}
 }
 
 // Start lets lookups run off the reconcile until ctx ends (a
@@ -67,43 +64,27 @@ func (l *lookups) Start(ctx context.Context) error {
 // pod's finished lookup of ip, or errLookupPending while one runs (one
 // is started if none does). Before Start it looks up in place.
 func (l *lookups) get(ctx context.Context, key, ip string) (ec2.ENI, error) {
-	l.mu.Lock()
-	if res, ok := l.done[key]; ok {
-		l.done = without(l.done, key)
-		if res.ip == ip {
-			l.mu.Unlock()
-			return res.eni, res.err
-		}
-	}
-	if _, ok := l.running[key]; ok {
-		l.mu.Unlock()
+	if res, found, running := l.pods.takeLookup(key, ip); found {
+		return res.eni, res.err
+	} else if running {
 		return ec2.ENI{}, errLookupPending
 	}
+	l.mu.Lock()
 	base := l.ctx
 	if base == nil || l.stopped {
 		l.mu.Unlock()
 		return l.lookup(ctx, ip)
 	}
-	l.running[key] = ip
 	l.wg.Add(1)
 	l.mu.Unlock()
+	l.pods.startLookup(key, ip)
 	go func() {
 		defer l.wg.Done()
 		lctx, cancel := context.WithTimeout(base, lookupTimeout)
 		e, err := l.lookup(lctx, ip)
 		cancel()
-		l.mu.Lock()
-		l.running = without(l.running, key)
-		l.done[key] = lookupResult{ip: ip, eni: e, err: err}
-		l.mu.Unlock()
+		l.pods.endLookup(key, lookupResult{ip: ip, eni: e, err: err})
 		l.requeue(key)
 	}()
 	return ec2.ENI{}, errLookupPending
-}
-
-// forget drops a pod's result not taken (the pod is gone).
-func (l *lookups) forget(key string) {
-	l.mu.Lock()
-	l.done = without(l.done, key)
-	l.mu.Unlock()
 }

@@ -18,7 +18,7 @@ func TestLookupsRunOncePerPodAndHandTheResultToTheNextReconcile(t *testing.T) {
 	var calls atomic.Int32
 	release := make(chan struct{})
 	requeued := make(chan string, 4)
-	l := newLookups(func(_ context.Context, ip string) (ec2.ENI, error) {
+	l := newLookups(newPods(), func(_ context.Context, ip string) (ec2.ENI, error) {
 		calls.Add(1)
 		<-release
 		return ec2.ENI{ID: "eni-" + ip, PrimaryIP: ip}, nil
@@ -60,9 +60,9 @@ func TestLookupsRunOncePerPodAndHandTheResultToTheNextReconcile(t *testing.T) {
 		t.Fatalf("a result for another address served: %v", err)
 	}
 	<-requeued
-	l.forget("ns/a")
-	if len(l.done) != 0 {
-		t.Fatalf("forget left %v", l.done)
+	l.pods.forget("ns/a")
+	if n := l.pods.Len(); n != 0 {
+		t.Fatalf("forget left %d entries", n)
 	}
 	cancel()
 	<-stopped

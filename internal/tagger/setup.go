@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,10 +34,10 @@ func RequiredIAMActions() []string {
 // they share batched calls, so the bound is set well above one batch.
 const maxWritesInFlight = 2048
 
-// recorders is how many pods' outcomes are recorded at once: enough to
-// keep the Kubernetes client's budget (--kube-api-qps) busy, which is
-// what bounds them.
-const recorders = 32
+// concluders is how many pods' writes are concluded (recorded and
+// reported) at once: enough to keep the Kubernetes client's budget
+// (--kube-api-qps) busy, which is what bounds them.
+const concluders = 32
 
 // Setup adds the pod tagger to mgr: the controller, the ledger and its
 // inventory scope in the EC2 state (which the caller adds to mgr). It
@@ -56,11 +55,11 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
-		subnets:  map[string]bool{}, limiters: map[string]*rate.Limiter{},
+		subnets:  map[string]bool{}, pods: newPods(),
 	}
-	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, recorders,
-		writerStages{write: r.writeTags, record: r.recordWrite}, r.requeue)
-	r.lookups = newLookups(state.LookupByIP, r.requeue)
+	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, concluders, r.pods,
+		writerStages{write: r.writeTags, conclude: r.concludeWrite, requeue: r.requeue})
+	r.lookups = newLookups(r.pods, state.LookupByIP, r.requeue)
 	for _, s := range o.SubnetIDs {
 		r.subnets[s] = true
 	}

@@ -12,88 +12,58 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// writeTimeout bounds one pod's write, and the record of its outcome.
+// writeTimeout bounds one pod's write, and its conclusion.
 const writeTimeout = 2 * time.Minute
 
 // writer applies the pods' planned tag writes off the reconcile workers
-// and records their outcome. Workers waiting on AWS would cap how many
-// pods share one batched CreateTags, so each queued write runs in a
-// goroutine of its own, up to maxWrites at once; the client batches them.
-// A write that succeeds is recorded (pod, condition, ledger) by one of a
-// few recorders: a change costs one reconcile. One that fails is kept for
-// the pod's next reconcile, which reports it and backs off.
+// and concludes them. Workers waiting on AWS would cap how many pods share
+// one batched CreateTags, so each queued write runs in a goroutine of its
+// own, up to maxWrites at once; the client batches them. A write that
+// succeeds is concluded (ledger, pod, condition) by one of a few
+// concluders: a change costs one reconcile. One that fails is kept in the
+// pod's entry for its next reconcile, which reports it and backs off.
 //
-// Writing and recording are separate stages because they wait on
+// Writing and concluding are separate stages because they wait on
 // different budgets: EC2's and the Kubernetes client's (--kube-api-qps).
-// Were a write's slot held until its record was made, a burst larger than
-// maxWrites would tag ENIs only as fast as the API budget records them.
+// A write's slot held until its conclusion would tag ENIs only as fast as
+// the API budget records them.
+//
+// The writer keeps no per-pod state: the write under way is the pod's
+// entry in pods, and its queues hold only keys.
 type writer struct {
-	queue *workqueue.Typed[string] // pod keys with a write to do
+	pods  *pods
+	queue *workqueue.Typed[string] // pods with a write to do
 	slots chan struct{}            // bounds the writes in flight
-	// records holds the pod keys whose write succeeded, to be recorded
-	// by recorders goroutines.
-	records   *workqueue.Typed[string]
-	recorders int
-	// write makes the AWS writes of a pod's plan; record records their
-	// outcome.
-	write  func(context.Context, *podWork) error
-	record func(context.Context, *podWork)
-	// requeue asks for a reconcile of a pod.
-	requeue func(key string)
-
-	mu   sync.Mutex
-	jobs map[string]*podWork // queued, in flight or being recorded, by pod key
-	// failed holds the error of a write until the pod's reconcile takes it.
-	failed map[string]error
-	// revisit marks pods a reconcile was turned away from while their
-	// write was under way: they are requeued when it ends.
-	revisit map[string]bool
+	// written holds the pods whose write succeeded, to be concluded by
+	// concluders goroutines.
+	written    *workqueue.Typed[string]
+	concluders int
+	stages     writerStages
 }
 
-// writerStages are the two stages of a pod's write.
+// writerStages are the two stages of a pod's write, the AWS writes of
+// its plan and the conclusion of a successful one, and how the writer
+// asks for a pod's reconcile.
 type writerStages struct {
-	write  func(context.Context, *podWork) error
-	record func(context.Context, *podWork)
+	write    func(context.Context, *podWork) error
+	conclude func(context.Context, *podWork)
+	requeue  func(key string)
 }
 
-func newWriter(name string, maxWrites, recorders int, stages writerStages, requeue func(string)) *writer {
+func newWriter(name string, maxWrites, concluders int, pods *pods, stages writerStages) *writer {
 	return &writer{
+		pods:    pods,
 		queue:   workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name}),
-		records: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name + "-records"}),
-		slots:   make(chan struct{}, maxWrites), recorders: max(recorders, 1),
-		write: stages.write, record: stages.record, requeue: requeue,
-		jobs: map[string]*podWork{}, failed: map[string]error{}, revisit: map[string]bool{},
+		written: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name + "-written"}),
+		slots:   make(chan struct{}, maxWrites), concluders: max(concluders, 1),
+		stages: stages,
 	}
 }
 
 // submit queues a pod's write.
 func (w *writer) submit(pw *podWork) {
-	w.mu.Lock()
-	w.jobs[pw.key] = pw
-	w.failed = without(w.failed, pw.key)
-	w.mu.Unlock()
+	w.pods.startWrite(pw)
 	w.queue.Add(pw.key)
-}
-
-// busy reports whether a write of the pod is queued, in flight or being
-// recorded; the pod is then requeued when it ends.
-func (w *writer) busy(key string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.jobs[key]
-	if ok {
-		w.revisit[key] = true
-	}
-	return ok
-}
-
-// failure returns, once, the error of the pod's last write.
-func (w *writer) failure(key string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	err := w.failed[key]
-	w.failed = without(w.failed, key)
-	return err
 }
 
 // Start runs the writes until ctx ends (a manager.Runnable: the writes
@@ -102,15 +72,15 @@ func (w *writer) Start(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		w.queue.ShutDown()
-		w.records.ShutDown()
+		w.written.ShutDown()
 	}()
 	var running sync.WaitGroup
 	defer running.Wait()
-	for range w.recorders {
+	for range w.concluders {
 		running.Add(1)
 		go func() {
 			defer running.Done()
-			w.recordLoop(ctx)
+			w.concludeLoop(ctx)
 		}()
 	}
 	for {
@@ -132,63 +102,50 @@ func (w *writer) Start(ctx context.Context) error {
 	}
 }
 
-// run makes one pod's AWS writes and hands a success to the recorders.
+// run makes one pod's AWS writes and hands a success to the concluders.
 func (w *writer) run(ctx context.Context, key string) {
 	defer func() {
 		<-w.slots
 		w.queue.Done(key)
 	}()
-	w.mu.Lock()
-	pw := w.jobs[key]
-	w.mu.Unlock()
+	pw := w.pods.writeOf(key)
 	if pw == nil {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	err := w.write(wctx, pw)
+	err := w.stages.write(wctx, pw)
 	cancel()
 	if err != nil {
-		w.finish(key, err)
+		w.end(key, err)
 		return
 	}
-	w.records.Add(key)
+	w.written.Add(key)
 }
 
-// recordLoop records the outcome of successful writes until ctx ends.
-// What is left unrecorded at the end is found by the next leader's
-// reconcile: the ENI carries the tags, and recording them costs no AWS
-// call.
-func (w *writer) recordLoop(ctx context.Context) {
+// concludeLoop concludes successful writes until ctx ends. What is left
+// unconcluded at the end is found by the next leader's reconcile: the ENI
+// carries the tags, and recording them costs no AWS call.
+func (w *writer) concludeLoop(ctx context.Context) {
 	for {
-		key, shutdown := w.records.Get()
+		key, shutdown := w.written.Get()
 		if shutdown {
 			return
 		}
-		w.mu.Lock()
-		pw := w.jobs[key]
-		w.mu.Unlock()
-		if pw != nil {
-			rctx, cancel := context.WithTimeout(ctx, writeTimeout)
-			w.record(rctx, pw)
+		if pw := w.pods.writeOf(key); pw != nil {
+			cctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			w.stages.conclude(cctx, pw)
 			cancel()
 		}
-		w.records.Done(key)
-		w.finish(key, nil)
+		w.written.Done(key)
+		w.end(key, nil)
 	}
 }
 
-// finish ends a pod's job: a failure is kept for its next reconcile,
-// which is asked for, as it is for a reconcile turned away meanwhile.
-func (w *writer) finish(key string, err error) {
-	w.mu.Lock()
-	revisit := w.revisit[key]
-	w.jobs, w.revisit = without(w.jobs, key), without(w.revisit, key)
-	if err != nil {
-		w.failed[key] = err
-	}
-	w.mu.Unlock()
-	if err != nil || revisit {
-		w.requeue(key)
+// end ends a pod's write; the pod is reconciled again to report a
+// failure, or if a reconcile was turned away meanwhile.
+func (w *writer) end(key string, err error) {
+	if w.pods.endWrite(key, err) {
+		w.stages.requeue(key)
 	}
 }
 

@@ -13,13 +13,14 @@ func TestWriterRecordsWithoutHoldingAWriteSlot(t *testing.T) {
 	wrote := make(chan string, 2)
 	recording := make(chan string, 2)
 	releaseRecord := make(chan struct{})
-	w := newWriter("", 1, 1, writerStages{
+	w := newWriter("", 1, 1, newPods(), writerStages{
 		write: func(_ context.Context, pw *podWork) error { wrote <- pw.key; return nil },
-		record: func(_ context.Context, pw *podWork) {
+		conclude: func(_ context.Context, pw *podWork) {
 			recording <- pw.key
 			<-releaseRecord
 		},
-	}, func(string) {})
+		requeue: func(string) {},
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -40,7 +41,7 @@ func TestWriterRecordsWithoutHoldingAWriteSlot(t *testing.T) {
 	if got := <-wrote; got != "ns/second" {
 		t.Fatalf("wrote %s second", got)
 	}
-	if !w.busy("ns/first") {
+	if !w.pods.writing("ns/first") {
 		t.Fatal("a pod whose record is not made yet is not busy")
 	}
 }

@@ -41,7 +41,7 @@ func startWriter(t *testing.T, maxWrites int) *writerUnderTest {
 		defer wt.mu.Unlock()
 		wt.requeued = append(wt.requeued, key)
 	}
-	wt.writer = newWriter("", maxWrites, 1, writerStages{write: apply, record: func(context.Context, *podWork) {}}, requeue)
+	wt.writer = newWriter("", maxWrites, 1, newPods(), writerStages{write: apply, conclude: func(context.Context, *podWork) {}, requeue: requeue})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -82,7 +82,7 @@ func TestWriterBoundsWritesInFlight(t *testing.T) {
 	for range 5 {
 		wt.release <- nil
 	}
-	eventually(t, "every write done", func() bool { return wt.inFlight.Load() == 0 && !wt.busy("ns/p4") })
+	eventually(t, "every write done", func() bool { return wt.inFlight.Load() == 0 && !wt.pods.writing("ns/p4") })
 	if p := wt.peak.Load(); p != 3 {
 		t.Fatalf("peak of %d writes in flight, want 3", p)
 	}
@@ -98,9 +98,7 @@ func TestWriterRequeuesOnlyWhenNeeded(t *testing.T) {
 	wt.release <- nil
 	eventually(t, "the write done", func() bool { return wt.inFlight.Load() == 0 })
 	eventually(t, "the pod free", func() bool {
-		wt.writer.mu.Lock()
-		defer wt.writer.mu.Unlock()
-		return len(wt.jobs) == 0
+		return wt.pods.Len() == 0
 	})
 	if got := wt.requeues(); len(got) != 0 {
 		t.Fatalf("a recorded write asked for reconciles: %v", got)
@@ -108,7 +106,7 @@ func TestWriterRequeuesOnlyWhenNeeded(t *testing.T) {
 
 	wt.submit(&podWork{key: "ns/visited"})
 	eventually(t, "the write started", func() bool { return wt.inFlight.Load() == 1 })
-	if !wt.busy("ns/visited") {
+	if !wt.pods.writing("ns/visited") {
 		t.Fatal("a pod with a write in flight is not busy")
 	}
 	wt.release <- nil
@@ -126,10 +124,10 @@ func TestWriterKeepsAFailureForTheNextReconcile(t *testing.T) {
 	eventually(t, "the write started", func() bool { return wt.inFlight.Load() == 1 })
 	wt.release <- errors.New("throttled")
 	eventually(t, "the requeue", func() bool { return len(wt.requeues()) == 1 })
-	if err := wt.failure("ns/p"); err == nil || err.Error() != "throttled" {
+	if err := wt.pods.takeWriteError("ns/p"); err == nil || err.Error() != "throttled" {
 		t.Fatalf("failure: %v, want throttled", err)
 	}
-	if err := wt.failure("ns/p"); err != nil {
+	if err := wt.pods.takeWriteError("ns/p"); err != nil {
 		t.Fatalf("a failure handed out twice: %v", err)
 	}
 }

@@ -1,0 +1,128 @@
+package tagger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
+)
+
+// locate finds the ENI that holds the pod's IP and checks it is one the
+// tagger may tag.
+func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
+	w.ip = podIP(&w.pod)
+	if w.ip == "" {
+		return done(nil) // the IP's arrival is an update that brings the pod back
+	}
+	eni, err := r.resolve(ctx, w.key, w.ip, w.rec, w.hasRec)
+	if errors.Is(err, errLookupPending) {
+		return done(nil) // the lookup's end brings the pod back
+	}
+	if ec2.IsNotFound(err) {
+		retry := notFoundRetry(missingFor(&w.pod, time.Now()))
+		gone := ""
+		if w.hasRec && w.rec.ENI != "" {
+			// The ENI the tags were written to no longer holds the IP
+			// (deleted, or the address moved): say so, not Synced.
+			gone = fmt.Sprintf("ENI %s, which carried the pod's tags, is gone; ", w.rec.ENI)
+		}
+		return &stop{res: reconcile.Result{RequeueAfter: retry}, err: r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
+			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, w.ip, notFoundMaxRetry)})}
+	}
+	if err != nil {
+		return done(r.awsFailure(ctx, &w.pod, "looking up the pod's ENI", err))
+	}
+	w.eni = eni
+	if len(r.subnets) > 0 && !r.subnets[eni.SubnetID] {
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonSubnetNotWanted,
+			message: fmt.Sprintf("ENI %s is in subnet %s, which is not in --subnet-ids; not tagged", eni.ID, eni.SubnetID), event: true, warning: true})
+	}
+	if k, ok := tagkeys.HasKeyWithPrefix(eni.Tags, tagkeys.NodeENIPrefix); ok {
+		// The NodeENI controller owns it and trusts only ENIs without the
+		// tagger's token: tagging it would make the controller abandon
+		// (and so leak) its own interface.
+		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonNodeENIInterface,
+			message: fmt.Sprintf("ENI %s is a NodeENI interface (tag %s), owned by the NodeENI controller; it is tagged through its NodeENI's spec.tags, not pod annotations", eni.ID, bounded.Quoted(k)),
+			event:   true, warning: true})
+	}
+	if r.pods.writing(w.key) {
+		return done(nil) // the write's end brings the pod back
+	}
+	if err := r.pods.takeWriteError(w.key); err != nil {
+		return done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, err))
+	}
+	return nil
+}
+
+// podIP prefers the IPv4 address; IPv6-only pods use their IPv6 one.
+func podIP(pod *corev1.Pod) string {
+	if pod.Status.PodIP != "" && !strings.Contains(pod.Status.PodIP, ":") {
+		return pod.Status.PodIP
+	}
+	for _, ip := range pod.Status.PodIPs {
+		if !strings.Contains(ip.IP, ":") {
+			return ip.IP
+		}
+	}
+	if pod.Status.PodIP != "" {
+		return pod.Status.PodIP
+	}
+	return ""
+}
+
+// resolve finds the pod's ENI: from what is already known (the ledger's
+// ENI ID, the inventory, earlier lookups) and else with a batched lookup.
+func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, hasRec bool) (ec2.ENI, error) {
+	if r.opts.EnableENICache && r.inventory && !r.ec2.Synced(InventoryScope) {
+		// Until the first inventory is read, every pod would miss and
+		// look its address up, fetching what the inventory is about to
+		// bring (at 100,000 pods, 91 lookups beside its 100 pages): wait
+		// for it instead. Fresh joins the read under way (or makes it),
+		// so this costs no call; a failed read leaves the lookup below.
+		_ = r.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge)
+	}
+	if r.opts.EnableENICache {
+		if hasRec {
+			if e, ok := r.ec2.ENI(rec.ENI); ok && e.Holds(ip) {
+				r.metrics.cache.WithLabelValues("hit").Inc()
+				return e, nil
+			}
+		}
+		if e, ok := r.ec2.ENIByIP(ip); ok {
+			r.metrics.cache.WithLabelValues("hit").Inc()
+			return e, nil
+		}
+	}
+	e, err := r.lookupByIP(ctx, key, ip)
+	if errors.Is(err, errLookupPending) {
+		return e, err
+	}
+	r.metrics.cache.WithLabelValues("miss").Inc()
+	if err != nil && ec2.IsNotFound(err) && r.inventory {
+		// Addresses inside delegated prefixes are only found by the
+		// inventory; a refresh now is one paginated read for everyone.
+		if r.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge) == nil {
+			if pe, ok := r.ec2.ENIByIP(ip); ok {
+				return pe, nil
+			}
+		}
+	}
+	return e, err
+}
+
+// lookupByIP looks the address up off the reconcile workers when the
+// lookup stage runs (errLookupPending until its result is in).
+func (r *Reconciler) lookupByIP(ctx context.Context, key, ip string) (ec2.ENI, error) {
+	if r.lookups == nil {
+		return r.ec2.LookupByIP(ctx, ip)
+	}
+	return r.lookups.get(ctx, key, ip)
+}
