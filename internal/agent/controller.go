@@ -66,14 +66,57 @@ type outcome struct {
 	kernel  *pciDevice    // set when published with its kernel driver (SR-IOV without DPDK)
 }
 
-// Reconcile implements reconcile.Reconciler.
+// iface is one want's interface as configure works on it: the link with
+// the want's MAC address (found: there is one), the ENI's device record
+// (nil: none yet) and the node state the pass builds.
+type iface struct {
+	w     want
+	l     link
+	found bool
+	rec   *deviceRecord
+	next  *nodeState
+}
+
+// Reconcile implements reconcile.Reconciler. It runs the phases of one
+// pass over the node in order — read what is wanted, configure the
+// interfaces and release the rest, conclude their status entries — then
+// reports them; a phase's error ends the pass.
 func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	p := &pass{}
+	for _, phase := range []func(context.Context, *pass) error{
+		r.read, r.configureAll, r.conclude,
+	} {
+		if err := phase(ctx, p); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	statusErr := r.report(ctx, p.en, p.wants, p.entries)
+	counts := r.count(p.entries)
+	if statusErr != nil {
+		return reconcile.Result{}, statusErr
+	}
+	return r.retry(ctx, counts), nil
+}
+
+// pass is what the phases of one reconcile learn about the node.
+type pass struct {
+	en      *v1alpha1.ENINode // nil: the operator deleted it
+	wants   []want
+	links   []link     // the host's, as they are after configure and release
+	next    *nodeState // the agent's memory as this pass leaves it
+	outs    []outcome
+	entries map[string]v1alpha1.InterfaceStatus
+}
+
+// read loads the agent's memory on the first pass and works out the
+// interfaces the node's ENINode and the NodeENIs want.
+func (r *reconciler) read(ctx context.Context, p *pass) error {
 	if r.state == nil {
 		st, err := loadState(r.statePath)
 		if err != nil {
-			return reconcile.Result{}, err
+			return err
 		}
 		r.state = st
 	}
@@ -84,51 +127,64 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.client.Get(ctx, client.ObjectKey{Name: r.node}, en); apierrors.IsNotFound(err) {
 		en = nil
 	} else if err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
 	list := &v1alpha1.NodeENIList{}
 	if err := r.client.List(ctx, list); err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
-	wants := desired(r.node, en, list.Items, r.defaultDriver)
-	r.watch.setMACs(r.watchedMACs(wants))
+	p.en = en
+	p.wants = desired(r.node, en, list.Items, r.defaultDriver)
+	r.watch.setMACs(r.watchedMACs(p.wants))
+	return nil
+}
 
+// configureAll brings every wanted interface to its want and releases
+// those no longer wanted.
+func (r *reconciler) configureAll(ctx context.Context, p *pass) error {
 	links, err := r.host.links()
 	if err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
-	next := r.state.clone()
-	bad := conflicts(wants)
-	outs := make([]outcome, 0, len(wants))
+	p.next = r.state.clone()
+	bad := conflicts(p.wants)
+	p.outs = make([]outcome, 0, len(p.wants))
 	wanted := map[string]bool{}
 	changed := false
-	for _, w := range wants {
+	for _, w := range p.wants {
 		wanted[w.ENIID] = true
-		o, did := r.configure(ctx, w, links, bad[w.ENIID], next)
+		o, did := r.configure(ctx, w, links, bad[w.ENIID], p.next)
 		changed = changed || did
-		outs = append(outs, o)
+		p.outs = append(p.outs, o)
 	}
-	if r.release(ctx, wanted, links, next) {
+	if r.release(ctx, wanted, links, p.next) {
 		changed = true
 	}
 	if changed {
 		// Report what the host has now, not what was asked for.
 		if links, err = r.host.links(); err != nil {
-			return reconcile.Result{}, err
+			return err
 		}
 	}
-	entries := make(map[string]v1alpha1.InterfaceStatus, len(outs))
-	for _, o := range outs {
-		entries[o.w.ENIID] = r.entry(o, links)
+	p.links = links
+	return nil
+}
+
+// conclude makes the status entries from the host as it is now,
+// publishes the SR-IOV devices and saves the agent's memory.
+func (r *reconciler) conclude(ctx context.Context, p *pass) error {
+	p.entries = make(map[string]v1alpha1.InterfaceStatus, len(p.outs))
+	for _, o := range p.outs {
+		p.entries[o.w.ENIID] = r.entry(o, p.links)
 	}
 	if r.sriovPath != "" {
-		r.publish(ctx, outs, entries, next)
+		r.publish(ctx, p.outs, p.entries, p.next)
 	}
-	if err := r.persist(next); err != nil {
-		return reconcile.Result{}, err
-	}
+	return r.persist(p.next)
+}
 
-	statusErr := r.report(ctx, en, wants, entries)
+// count counts the entries by state, into the interfaces metric too.
+func (r *reconciler) count(entries map[string]v1alpha1.InterfaceStatus) map[string]int {
 	counts := map[string]int{v1alpha1.InterfaceConfigured: 0, v1alpha1.InterfacePending: 0, v1alpha1.InterfaceFailed: 0}
 	for _, e := range entries {
 		counts[e.State]++
@@ -136,10 +192,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	for s, n := range counts {
 		r.metrics.interfaces.WithLabelValues(s).Set(float64(n))
 	}
-	if statusErr != nil {
-		return reconcile.Result{}, statusErr
-	}
-	return r.retry(ctx, counts), nil
+	return counts
 }
 
 // retry is when to look again at a node whose interfaces are not all
@@ -204,40 +257,39 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 	if err != nil {
 		return failed(w, "%v", err), false
 	}
-	rec := next.Devices[w.ENIID]
+	x := &iface{w: w, l: l, found: found, rec: next.Devices[w.ENIID], next: next}
 	if w.DPDK {
-		return r.configureDPDK(ctx, w, l, found, rec, next)
+		return r.configureDPDK(ctx, x)
 	}
-	if rec != nil && rec.BoundDriver != "" {
+	if x.rec != nil && x.rec.BoundDriver != "" {
 		var stop *outcome
-		if links, l, stop, did = r.leaveDPDK(ctx, w, rec, next, links); stop != nil {
+		if links, stop, did = r.leaveDPDK(ctx, x, links); stop != nil {
 			return *stop, did
 		}
-		found = true
 	}
-	if !found {
+	if !x.found {
 		return pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC), false
 	}
 	target := w
-	if target.Name == "" && rec != nil && rec.OriginalName != "" {
+	if target.Name == "" && x.rec != nil && x.rec.OriginalName != "" {
 		// interfaceName was removed from the spec: the kernel's name comes back.
-		target.Name = rec.OriginalName
+		target.Name = x.rec.OriginalName
 	}
-	acts, err := planLink(l, target, namesOf(links))
+	acts, err := planLink(x.l, target, namesOf(links))
 	if err != nil {
 		return failed(w, "%v", err), false
 	}
-	rec, stop, changed := r.applyLink(ctx, w, l, acts, rec, next)
+	stop, changed := r.applyLink(ctx, x, acts)
 	did = did || changed
 	if stop != nil {
 		return *stop, did
 	}
-	if rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
+	if rec := x.rec; rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
 		rec.OriginalName, rec.Name = "", ""
 	}
 	if w.kernelSRIOV() && r.sriovPath != "" {
 		// Without --sriov-config nothing is published, so nothing to check.
-		dev, stop := r.kernelDevice(w, l)
+		dev, stop := r.kernelDevice(w, x.l)
 		if stop != nil {
 			return *stop, did
 		}
@@ -291,18 +343,19 @@ func (r *reconciler) restoreDriver(rec *deviceRecord) error {
 
 // leaveDPDK handles DPDK switched off: the device goes back to its
 // driver and its interface comes back, to be configured in this pass when
-// it is back already. It returns the links as they are now and the
-// interface's, or the outcome that ends the pass (stop); did tells
-// whether the host changed.
-func (r *reconciler) leaveDPDK(ctx context.Context, w want, rec *deviceRecord, next *nodeState, links []link) (fresh []link, l link, stop *outcome, did bool) {
+// it is back already. It returns the links as they are now, with x's
+// link found among them, or the outcome that ends the pass (stop); did
+// tells whether the host changed.
+func (r *reconciler) leaveDPDK(ctx context.Context, x *iface, links []link) (fresh []link, stop *outcome, did bool) {
+	w, rec := x.w, x.rec
 	if err := r.restoreDriver(rec); err != nil {
-		return links, l, stopWith(failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err)), false
+		return links, stopWith(failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err)), false
 	}
 	log.FromContext(ctx).Info("DPDK switched off: device given back to its driver", "eni", w.ENIID, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
 	msg := fmt.Sprintf("PCI device %s given back to driver %q; waiting for its interface (MAC %s) to appear", rec.PCIAddress, rec.OriginalDriver, w.MAC)
 	rec.BoundDriver, rec.OriginalDriver = "", ""
-	if err := r.persist(next); err != nil {
-		return links, l, stopWith(failed(w, "%v", err)), true
+	if err := r.persist(x.next); err != nil {
+		return links, stopWith(failed(w, "%v", err)), true
 	}
 	// A synchronous probe brings the interface back at once: configure
 	// it in this pass.
@@ -311,12 +364,13 @@ func (r *reconciler) leaveDPDK(ctx context.Context, w want, rec *deviceRecord, n
 	}
 	l, found, err := r.eniLink(w, links)
 	if err != nil {
-		return links, l, stopWith(failed(w, "%v", err)), true
+		return links, stopWith(failed(w, "%v", err)), true
 	}
 	if !found {
-		return links, l, stopWith(pending(w, "%s", msg)), true
+		return links, stopWith(pending(w, "%s", msg)), true
 	}
-	return links, l, nil, true
+	x.l, x.found = l, true
+	return links, nil, true
 }
 
 // eniLink is w's interface among links (findLink), refused with an error
@@ -334,51 +388,61 @@ func (r *reconciler) eniLink(w want, links []link) (link, bool, error) {
 }
 
 // applyLink carries out the link's actions (rename, MTU, up). A rename
-// is recorded first, creating the device record when there is none,
-// which it returns. It stops at the first failure (stop); changed tells
-// whether the host changed or a change was attempted.
-func (r *reconciler) applyLink(ctx context.Context, w want, l link, acts []linkAction, rec *deviceRecord, next *nodeState) (_ *deviceRecord, stop *outcome, changed bool) {
+// is recorded first, creating x's device record when there is none. It
+// stops at the first failure (stop); changed tells whether the host
+// changed or a change was attempted.
+func (r *reconciler) applyLink(ctx context.Context, x *iface, acts []linkAction) (stop *outcome, changed bool) {
+	w, l := x.w, x.l
 	for _, a := range acts {
 		if a.Kind == actRename {
-			if rec == nil {
-				rec = &deviceRecord{NodeENI: w.NodeENI, MAC: w.MAC}
-				next.Devices[w.ENIID] = rec
-			}
+			rec := x.record()
 			if rec.OriginalName == "" {
 				rec.OriginalName = l.Name
 			}
 			rec.Name = a.Name
 			// Remembered before the rename, so a crash right after still
 			// knows the kernel's name.
-			if err := r.persist(next); err != nil {
-				return rec, stopWith(failed(w, "%v", err)), changed
+			if err := r.persist(x.next); err != nil {
+				return stopWith(failed(w, "%v", err)), changed
 			}
 		}
 		err := r.host.apply(l.Index, a)
 		r.metrics.op(a.Kind.String(), err)
 		if err != nil {
-			return rec, stopWith(failed(w, "%v", err)), true
+			return stopWith(failed(w, "%v", err)), true
 		}
 		changed = true
 		log.FromContext(ctx).Info("interface configured", "eni", w.ENIID, "nodeENI", w.NodeENI, "interface", l.Name, "change", a.Kind.String(), "name", a.Name, "mtu", a.MTU)
 	}
-	return rec, nil, changed
+	return nil, changed
+}
+
+// record is x's device record, created in the pass's state when there
+// is none.
+func (x *iface) record() *deviceRecord {
+	if x.rec == nil {
+		x.rec = &deviceRecord{NodeENI: x.w.NodeENI, MAC: x.w.MAC}
+		x.next.Devices[x.w.ENIID] = x.rec
+	}
+	return x.rec
 }
 
 // specDeviceProblem says why the PCI device a NodeENI's dpdkPCIAddress
-// names must not be bound, or "". The address is typed by a person for a
-// whole node group: a wrong one must not take another interface (the
-// node's primary, another ENI) away from the kernel. A device with a
-// network interface is the ENI's only if that interface is the one found
-// by the ENI's MAC; one without is taken only when it is bound to the
-// DPDK driver already (by whoever ran DPDK before). A device this agent
-// bound (ours) was checked then.
-func specDeviceProblem(w want, pci string, names []string, l link, found bool, dev pciDevice, ours bool) string {
-	if ours {
+// names (dev, whose network interfaces are names) must not be bound for
+// x, or "". The address is typed by a person for a whole node group: a wrong
+// one must not take another interface (the node's primary, another ENI)
+// away from the kernel. A device with a network interface is the ENI's
+// only if that interface is the one found by the ENI's MAC; one without
+// is taken only when it is bound to the DPDK driver already (by whoever
+// ran DPDK before). A device this agent bound (x's record) was checked
+// then.
+func specDeviceProblem(x *iface, dev pciDevice, names []string) string {
+	w, pci := x.w, dev.Address
+	if x.rec != nil && x.rec.PCIAddress == pci && x.rec.BoundDriver != "" {
 		return "" // checked when this agent bound it
 	}
 	if len(names) > 0 {
-		if found && slices.Contains(names, l.Name) {
+		if x.found && slices.Contains(names, x.l.Name) {
 			return ""
 		}
 		return fmt.Sprintf("dpdkPCIAddress %s is the device of interface %s, not of this ENI's interface (MAC %s); the agent binds only the ENI's own device: fix dpdkPCIAddress or leave it empty",
@@ -395,19 +459,20 @@ func specDeviceProblem(w want, pci string, names []string, l link, found bool, d
 // device's network interface disappears with the bind, so what the
 // agent must know later (PCI address, original driver, name) is recorded
 // first.
-func (r *reconciler) configureDPDK(ctx context.Context, w want, l link, found bool, rec *deviceRecord, next *nodeState) (outcome, bool) {
-	pci, stop := r.dpdkPCIAddress(w, l, found, rec)
+func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (outcome, bool) {
+	w, next := x.w, x.next
+	pci, stop := r.dpdkPCIAddress(x)
 	if stop != nil {
 		return *stop, false
 	}
-	dev, stop := r.dpdkDevice(w, pci, l, found, rec)
+	dev, stop := r.dpdkDevice(x, pci)
 	if stop != nil {
 		return *stop, false
 	}
-	rec, stop = r.recordDPDKDevice(w, pci, l, found, rec, next)
-	if stop != nil {
+	if stop := r.recordDPDKDevice(x, pci); stop != nil {
 		return *stop, false
 	}
+	rec := x.rec
 	switch decideDPDK(dev, rec, w.Driver) {
 	case dpdkInPlace:
 		return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
@@ -470,7 +535,8 @@ func decideDPDK(dev pciDevice, rec *deviceRecord, driver string) dpdkDecision {
 // dpdkPCIAddress is the PCI device to bind: the spec's, else the one
 // recorded, else the interface's. The node's primary interface (it
 // carries a default route) is never bound.
-func (r *reconciler) dpdkPCIAddress(w want, l link, found bool, rec *deviceRecord) (string, *outcome) {
+func (r *reconciler) dpdkPCIAddress(x *iface) (string, *outcome) {
+	w, l, found, rec := x.w, x.l, x.found, x.rec
 	pci := w.PCIAddress
 	if pci == "" && rec != nil {
 		pci = rec.PCIAddress
@@ -511,7 +577,8 @@ func (r *reconciler) boundAlready(w want, pci string) bool {
 
 // dpdkDevice looks the PCI device up; it must exist and, when the spec
 // names it, be the ENI's own (specDeviceProblem).
-func (r *reconciler) dpdkDevice(w want, pci string, l link, found bool, rec *deviceRecord) (pciDevice, *outcome) {
+func (r *reconciler) dpdkDevice(x *iface, pci string) (pciDevice, *outcome) {
+	w := x.w
 	dev, err := r.sys.device(pci)
 	if err != nil {
 		return dev, stopWith(failed(w, "%v", err))
@@ -524,34 +591,30 @@ func (r *reconciler) dpdkDevice(w want, pci string, l link, found bool, rec *dev
 		if err != nil {
 			return dev, stopWith(failed(w, "%v", err))
 		}
-		ours := rec != nil && rec.PCIAddress == pci && rec.BoundDriver != ""
-		if msg := specDeviceProblem(w, pci, names, l, found, dev, ours); msg != "" {
+		if msg := specDeviceProblem(x, dev, names); msg != "" {
 			return dev, stopWith(failed(w, "%s", msg))
 		}
 	}
 	return dev, nil
 }
 
-// recordDPDKDevice records pci as the ENI's device (creating the record
-// when there is none, which it returns); a different device bound before
-// goes back to its driver first.
-func (r *reconciler) recordDPDKDevice(w want, pci string, l link, found bool, rec *deviceRecord, next *nodeState) (*deviceRecord, *outcome) {
-	if rec == nil {
-		rec = &deviceRecord{NodeENI: w.NodeENI, MAC: w.MAC}
-		next.Devices[w.ENIID] = rec
-	}
+// recordDPDKDevice records pci as the ENI's device (creating x's record
+// when there is none); a different device bound before goes back to its
+// driver first.
+func (r *reconciler) recordDPDKDevice(x *iface, pci string) *outcome {
+	rec := x.record()
 	if rec.PCIAddress != "" && rec.PCIAddress != pci && rec.BoundDriver != "" {
 		// dpdkPCIAddress changed: the device bound before goes back first.
 		if err := r.restoreDriver(rec); err != nil {
-			return rec, stopWith(failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err))
+			return stopWith(failed(x.w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err))
 		}
 		rec.BoundDriver, rec.OriginalDriver = "", ""
 	}
 	rec.PCIAddress = pci
-	if found {
-		rec.Name = l.Name
+	if x.found {
+		rec.Name = x.l.Name
 	}
-	return rec, nil
+	return nil
 }
 
 // release undoes what the agent did to interfaces that are no longer

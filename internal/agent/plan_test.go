@@ -322,7 +322,11 @@ func TestSpecDeviceProblem(t *testing.T) {
 		{name: "bound by this agent before", names: []string{"ens6"}, driver: "vfio-pci", ours: true},
 	}
 	for _, tt := range tests {
-		got := specDeviceProblem(w, "0000:00:05.0", tt.names, tt.l, tt.found, pciDevice{Exists: true, Driver: tt.driver}, tt.ours)
+		x := &iface{w: w, l: tt.l, found: tt.found}
+		if tt.ours {
+			x.rec = &deviceRecord{PCIAddress: "0000:00:05.0", BoundDriver: w.Driver}
+		}
+		got := specDeviceProblem(x, pciDevice{Address: "0000:00:05.0", Exists: true, Driver: tt.driver}, tt.names)
 		switch {
 		case tt.refuse == "" && got != "":
 			t.Errorf("%s: refused: %s", tt.name, got)
