@@ -136,36 +136,56 @@ func main() {
 		rootfs    = flag.String("rootfs", "", "write the base file system into this directory and exit (the Dockerfile's way)")
 	)
 	flag.Parse()
-	if err := run(*version, *revision, *created, *opRepo, *agentRepo, *archs, *out, *rootfs); err != nil {
+	o := options{version: *version, revision: *revision, created: *created, opRepo: *opRepo, agentRepo: *agentRepo,
+		archs: *archs, out: *out, rootfs: *rootfs}
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(version, revision, created, opRepo, agentRepo, archs, out, rootfs string) error {
-	if rootfs != "" {
-		return writeRootfs(rootfs, baseFiles())
+// options are the command line's flags.
+type options struct {
+	version, revision, created string
+	opRepo, agentRepo          string
+	archs, out, rootfs         string
+}
+
+// release is what every image of one run shares: the version and
+// revision its labels and tags carry, its creation and file times, the
+// base files' layer, and the directory the tarballs go to.
+type release struct {
+	version, revision string
+	when              time.Time
+	base              v1.Layer
+	specs             []Image
+	out               string
+}
+
+func run(o options) error {
+	if o.rootfs != "" {
+		return writeRootfs(o.rootfs, baseFiles())
 	}
-	if revision == "" {
-		revision = gitOutput("rev-parse", "HEAD")
+	rel := release{version: o.version, revision: o.revision, specs: images(o.opRepo, o.agentRepo), out: o.out}
+	if rel.revision == "" {
+		rel.revision = gitOutput("rev-parse", "HEAD")
 	}
-	when, err := creationTime(created)
-	if err != nil {
+	var err error
+	if rel.when, err = creationTime(o.created); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	base, err := layer(baseFiles(), when)
-	if err != nil {
+	if rel.base, err = layer(baseFiles(), rel.when); err != nil {
 		return err
 	}
-	for _, arch := range strings.FieldsFunc(archs, func(r rune) bool { return r == ',' || r == ' ' }) {
+	for _, arch := range strings.FieldsFunc(o.archs, func(r rune) bool { return r == ',' || r == ' ' }) {
 		bins, err := os.MkdirTemp("", "eni-image-")
 		if err != nil {
 			return err
 		}
-		err = buildImages(bins, arch, version, revision, opRepo, agentRepo, out, base, when)
+		err = buildImages(rel, bins, arch)
 		_ = os.RemoveAll(bins) // a temporary directory
 		if err != nil {
 			return err
@@ -176,19 +196,19 @@ func run(version, revision, created, opRepo, agentRepo, archs, out, rootfs strin
 
 // buildImages compiles the binaries for linux/arch into bins and writes
 // every image of that architecture into out.
-func buildImages(bins, arch, version, revision, opRepo, agentRepo, out string, base v1.Layer, when time.Time) error {
-	if err := build(bins, arch, version); err != nil {
+func buildImages(rel release, bins, arch string) error {
+	if err := build(bins, arch, rel.version); err != nil {
 		return err
 	}
-	for _, spec := range images(opRepo, agentRepo) {
-		file := filepath.Join(out, spec.File)
+	for _, spec := range rel.specs {
+		file := filepath.Join(rel.out, spec.File)
 		if arch != "amd64" {
 			file = strings.TrimSuffix(file, ".tar") + "-" + arch + ".tar"
 		}
-		if err := writeImage(file, spec, base, bins, arch, version, revision, when); err != nil {
+		if err := writeImage(rel, spec, file, bins, arch); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
-		fmt.Printf("%s  %s:%s  linux/%s\n", file, spec.Repository, version, arch)
+		fmt.Printf("%s  %s:%s  linux/%s\n", file, spec.Repository, rel.version, arch)
 	}
 	return nil
 }
@@ -205,7 +225,10 @@ func build(dir, arch, version string) error {
 	return nil
 }
 
-func writeImage(file string, spec Image, base v1.Layer, bins, arch, version, revision string, when time.Time) error {
+// writeImage writes spec's image for linux/arch, its binaries taken from
+// bins, into file.
+func writeImage(rel release, spec Image, file, bins, arch string) error {
+	when := rel.when
 	var files []entry
 	for _, b := range spec.Binaries {
 		data, err := os.ReadFile(filepath.Join(bins, b))
@@ -219,7 +242,7 @@ func writeImage(file string, spec Image, base v1.Layer, bins, arch, version, rev
 		return err
 	}
 	img, err := mutate.Append(empty.Image,
-		mutate.Addendum{Layer: base, History: v1.History{Created: v1.Time{Time: when}, CreatedBy: "hack/image: base files (passwd, group, nsswitch.conf, CA roots, /tmp)", Comment: "eni-operator"}},
+		mutate.Addendum{Layer: rel.base, History: v1.History{Created: v1.Time{Time: when}, CreatedBy: "hack/image: base files (passwd, group, nsswitch.conf, CA roots, /tmp)", Comment: "eni-operator"}},
 		mutate.Addendum{Layer: top, History: v1.History{Created: v1.Time{Time: when}, CreatedBy: "hack/image: " + strings.Join(spec.Binaries, ", "), Comment: "eni-operator"}})
 	if err != nil {
 		return err
@@ -239,12 +262,12 @@ func writeImage(file string, spec Image, base v1.Layer, bins, arch, version, rev
 		Entrypoint: spec.Entrypoint,
 		WorkingDir: "/",
 		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-		Labels:     Labels(spec.Title, version, revision),
+		Labels:     Labels(spec.Title, rel.version, rel.revision),
 	}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
-	ref, err := name.NewTag(spec.Repository + ":" + version)
+	ref, err := name.NewTag(spec.Repository + ":" + rel.version)
 	if err != nil {
 		return err
 	}
