@@ -7,7 +7,7 @@ import (
 // The get-ENI batch: every GetENI shares one DescribeNetworkInterfaces
 // call filtered by ID, not scoped to the VPC (an ID is unique anyway).
 func newDescribeENIsByIDBatcher(c *Client, w batchWindow) *batcher[noKey, string, ENI] {
-	b := newBatcher(c, "get-eni", "DescribeNetworkInterfaces", w, maxFilterValues, c.execDescribeENIsByID)
+	b := newBatcher(c, batchedCall{kind: "get-eni", action: "DescribeNetworkInterfaces", maxItems: maxFilterValues}, w, c.execDescribeENIsByID)
 	b.missing = func(id string) error { return &notFoundError{code: "InvalidNetworkInterfaceID.NotFound", id: id} }
 	return b
 }

@@ -58,7 +58,7 @@ func newDescribeENIsByIPBatcher(c *Client, w batchWindow) *batcher[ipFamily, str
 	if c.vpcID != "" {
 		perCall = maxLookupBatch
 	}
-	b := newBatcher(c, "lookup-ip", "DescribeNetworkInterfaces", lookupWindow(w), lookupCalls*perCall,
+	b := newBatcher(c, batchedCall{kind: "lookup-ip", action: "DescribeNetworkInterfaces", maxItems: lookupCalls * perCall}, lookupWindow(w),
 		func(ctx context.Context, family ipFamily, ips []string) (map[string]ENI, error) {
 			return c.execDescribeENIsByIP(ctx, family, ips, perCall)
 		})

@@ -9,7 +9,7 @@ import (
 // The get-instance batch: every GetInstance shares one DescribeInstances
 // call filtered by ID.
 func newDescribeInstancesBatcher(c *Client, w batchWindow) *batcher[noKey, string, Instance] {
-	b := newBatcher(c, "get-instance", "DescribeInstances", w, maxFilterValues, c.execDescribeInstances)
+	b := newBatcher(c, batchedCall{kind: "get-instance", action: "DescribeInstances", maxItems: maxFilterValues}, w, c.execDescribeInstances)
 	b.missing = func(id string) error { return &notFoundError{code: "InvalidInstanceID.NotFound", id: id} }
 	return b
 }

@@ -102,18 +102,26 @@ type batchWindow struct{ idle, maxWait time.Duration }
 // batchTimeout bounds one batched call, retries included.
 const batchTimeout = 2 * time.Minute
 
+// batchedCall is the call a batcher makes: the batch-size metric's kind,
+// the EC2 action, and the most items one call takes.
+type batchedCall struct {
+	kind, action string
+	maxItems     int
+}
+
 // newBatcher returns a batcher with what every batch of the client shares:
 // a due batch stays open while the rate limiter would hold its call, an
 // action of its family, anyway (so under a rate limit batches grow
 // instead of queueing; other actions' backlogs do not hold it), and the
-// size of each call goes to eni_operator_ec2_batch_size under kind.
+// size of each call goes to eni_operator_ec2_batch_size under its kind.
 // Batched calls are filtered, so a describe's family is FamilyDescribe.
-func newBatcher[K, I comparable, O any](c *Client, kind, action string, w batchWindow, maxItems int,
+func newBatcher[K, I comparable, O any](c *Client, call batchedCall, w batchWindow,
 	run func(context.Context, K, []I) (map[I]O, error)) *batcher[K, I, O] {
-	size := c.metrics.batchSize.WithLabelValues(kind)
+	action := call.action
+	size := c.metrics.batchSize.WithLabelValues(call.kind)
 	family := familyOf(action, nil)
 	return &batcher[K, I, O]{
-		idle: w.idle, maxWait: w.maxWait, maxItems: maxItems, timeout: batchTimeout,
+		idle: w.idle, maxWait: w.maxWait, maxItems: call.maxItems, timeout: batchTimeout,
 		run: run, gate: func() time.Duration { return c.limits.delay(family, action) },
 		take:    func(ctx context.Context) error { return c.waitForToken(ctx, family, action) },
 		observe: func(n int) { size.Observe(float64(n)) },

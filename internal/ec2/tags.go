@@ -118,7 +118,7 @@ func TagSetKey(tags map[string]string) string { return string(encodeTags(tags)) 
 // retried in halves until the others are written.
 func newTagWriteBatcher(c *Client, kind, action string, w batchWindow,
 	write func(ctx context.Context, tags tagSet, ids []string) error) *batcher[tagSet, string, struct{}] {
-	b := newBatcher(c, kind, action, w, maxTagResources, func(ctx context.Context, tags tagSet, ids []string) (map[string]struct{}, error) {
+	b := newBatcher(c, batchedCall{kind: kind, action: action, maxItems: maxTagResources}, w, func(ctx context.Context, tags tagSet, ids []string) (map[string]struct{}, error) {
 		err := write(ctx, tags, ids)
 		out := make(map[string]struct{}, len(ids))
 		for _, id := range ids {
