@@ -108,7 +108,7 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 // when the emulator cannot run.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
-	if status, done := cli.Done("ec2-emulator", version, err, err == nil && o.printVersion, stdout, stderr); done {
+	if status, done := cli.Done(cli.Program{Name: "ec2-emulator", Version: version}, err, err == nil && o.printVersion, stdout, stderr); done {
 		return status
 	}
 	if err := run(o); err != nil {

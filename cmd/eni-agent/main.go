@@ -136,7 +136,7 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 // when the agent cannot run or stops on an error.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	c, err := parse(args, stderr)
-	if status, done := cli.Done("eni-agent", version, err, err == nil && c.printVersion, stdout, stderr); done {
+	if status, done := cli.Done(cli.Program{Name: "eni-agent", Version: version}, err, err == nil && c.printVersion, stdout, stderr); done {
 		return status
 	}
 	if c.probe != "" {

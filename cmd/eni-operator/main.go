@@ -98,7 +98,7 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 // when the operator cannot run or stops on an error.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	c, err := parse(args, stderr)
-	if status, done := cli.Done("eni-operator", version, err, err == nil && c.printVersion, stdout, stderr); done {
+	if status, done := cli.Done(cli.Program{Name: "eni-operator", Version: version}, err, err == nil && c.printVersion, stdout, stderr); done {
 		return status
 	}
 	restCfg, err := kubeconfig.Load(c.kubeconfig)

@@ -89,7 +89,7 @@ func main() {
 	// Started by the sandbox as etcd or kube-apiserver: become it.
 	sandbox.ExecControlPlaneChild()
 	c, err := parse(os.Args[1:], os.Stderr)
-	if status, done := cli.Done("eni-sandbox", version, err, err == nil && c.printVersion, os.Stdout, os.Stderr); done {
+	if status, done := cli.Done(cli.Program{Name: "eni-sandbox", Version: version}, err, err == nil && c.printVersion, os.Stdout, os.Stderr); done {
 		os.Exit(status)
 	}
 	if err := run(c); err != nil {
