@@ -55,15 +55,11 @@ type LedgerOptions struct {
 
 // Ledger is the operator's record of what it applied, persisted to
 // ConfigMaps in its own namespace. Memory is authoritative (only the
-// leader writes), each write replaces a shard's whole content, so a
-// deleted record can never come back from a stale write.
-//
-// A record stays in the shard it was first written to, and a new record
-// goes to the first shard with room: a burst of new pods fills one
-// ConfigMap after the other, so one write carries hundreds of them,
-// instead of touching every shard as a spread by hash would. Which shard
-// holds a record is only known from where it is read: every version reads
-// every shard, so the layout needs no migration either way.
+// leader writes) and each write replaces a shard's whole content, so a
+// deleted record never comes back from a stale write. A record stays in
+// the shard it was first written to and a new one goes to the first shard
+// with room, so a burst fills one ConfigMap after the other; every version
+// reads every shard, so the layout needs no migration either way.
 type Ledger struct {
 	c      client.Client
 	o      LedgerOptions

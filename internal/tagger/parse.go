@@ -25,23 +25,14 @@ import (
 // it would only cost memory, CPU and (quoted back) status and log bytes.
 const MaxAnnotationBytes = 32 << 10
 
-// ParseAnnotation reads the tags a pod asks for. Two formats are accepted,
-// as in k8s-eni-tagger: a JSON object of strings ({"Team":"Dev"}) and a
-// comma-separated list of key=value pairs (Team=Dev,Cost=1). An empty or
-// blank annotation asks for no tags. Errors say exactly what is wrong so
-// the pod's owner can fix the annotation from the condition message alone.
-//
-// Both formats end in one character rule, tagkeys.CheckTag: the
-// annotation is UTF-8, keys and values hold no control character (C0,
-// DEL, C1; a JSON escape such as \u0000 counts), and keys are not empty
-// and neither begin nor end with white space. The k=v form trims white
-// space around keys and values, where it is layout; a JSON key is quoted,
-// so white space at its ends would be part of it, and it is refused
-// rather than trimmed ("Team " would be a second tag that reads "Team").
-// Every offending tag is reported, not just the first.
-//
-// An annotation over MaxAnnotationBytes is refused without being read, and
-// errors quote the input only in short pieces (bounded.Quoted).
+// ParseAnnotation reads the tags a pod asks for, in either of
+// k8s-eni-tagger's formats: a JSON object of strings ({"Team":"Dev"}) or
+// key=value pairs (Team=Dev,Cost=1); a blank annotation asks for none.
+// Every tag is held to tagkeys.CheckTag (the k=v form trims white space
+// around keys and values, where it is layout; a quoted JSON key keeps it
+// and is refused). Every offending tag is reported; an annotation over
+// MaxAnnotationBytes is refused unread; errors quote the input only in
+// short pieces (bounded.Quoted).
 func ParseAnnotation(s string) (map[string]string, error) {
 	size, over := len(s), len(s) > MaxAnnotationBytes
 	if n, ok := oversizeLength(s); ok {

@@ -119,14 +119,10 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 
 // CachedPod is what the pod cache holds of a pod the tagger has business
 // with: the fields TrimPod keeps, without the rest of a Pod's struct
-// (a corev1.Pod is 1,240 bytes even when empty, a CachedPod 370; at
-// 100,000 pods that is 85 MiB).
-//
-// Readers never see one: its DeepCopyObject, which the cache's Get and
-// List call on every object they hand out, returns the *corev1.Pod that
-// TrimPod would have kept, so a Get or List of pods works unchanged.
-// Event handlers and predicates do get the cached object: AsPod reads
-// either.
+// (370 bytes against 1,240). Readers never see one: its DeepCopyObject,
+// which the cache's Get and List call, returns the *corev1.Pod TrimPod
+// would have kept. Event handlers and predicates get the cached object;
+// AsPod reads either.
 type CachedPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
@@ -251,15 +247,12 @@ func internAll(ss []string) []string {
 }
 
 // NewPodCache returns a cache.NewCacheFunc for a cache whose pods are
-// transformed by StubPod: a Get of a pod that fails in the cache (the
-// cache's type error for a stub) reads the pod from the API server
-// instead, trimmed as TrimPod would, so the reader gets a Pod. Such reads
-// are rare: a stub passes the predicate only when the ledger recorded the
-// pod and someone removed everything of the tagger's from it. The
-// cache's other errors (not started, informer failed) come before a read
-// the API server answers as well. A List of pods still fails on a stub:
-// with --allow-shared-eni-tagging, whose reconciles list pods by node,
-// the operator keeps every pod whole (TrimPod).
+// transformed by StubPod: a Get that fails on a stub reads the pod from
+// the API server instead, trimmed as TrimPod would (rare: a stub passes
+// the predicate only when the ledger recorded the pod and everything of
+// the tagger's was removed from it). A List fails on a stub, so with
+// --allow-shared-eni-tagging, which lists pods by node, every pod is
+// kept whole (TrimPod).
 func NewPodCache(annotationKey string) cache.NewCacheFunc {
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 		c, err := cache.New(cfg, opts)

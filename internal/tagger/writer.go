@@ -15,21 +15,14 @@ import (
 // writeTimeout bounds one pod's write, and its conclusion.
 const writeTimeout = 2 * time.Minute
 
-// writer applies the pods' planned tag writes off the reconcile workers
-// and concludes them. Workers waiting on AWS would cap how many pods share
-// one batched CreateTags, so each queued write runs in a goroutine of its
-// own, up to maxWrites at once; the client batches them. A write that
-// succeeds is concluded (ledger, pod, condition) by one of a few
-// concluders: a change costs one reconcile. One that fails is kept in the
-// pod's entry for its next reconcile, which reports it and backs off.
-//
-// Writing and concluding are separate stages because they wait on
-// different budgets: EC2's and the Kubernetes client's (--kube-api-qps).
-// A write's slot held until its conclusion would tag ENIs only as fast as
-// the API budget records them.
-//
-// The writer keeps no per-pod state: the write under way is the pod's
-// entry in pods, and its queues hold only keys.
+// writer runs the pods' planned tag writes off the reconcile workers,
+// each in a goroutine of its own up to maxWrites at once, so that many
+// pods share one batched CreateTags. A successful write is handed to one
+// of a few concluders (ledger, pod, condition), so a change costs one
+// reconcile; a failed one is kept in the pod's entry for its next
+// reconcile. The two stages wait on different budgets (EC2's and
+// --kube-api-qps): a slot held until the conclusion would tag ENIs only as
+// fast as the API budget allows. The writer keeps no per-pod state.
 type writer struct {
 	pods  *pods
 	queue *workqueue.Typed[string] // pods with a write to do
