@@ -10,11 +10,9 @@ import (
 )
 
 // A pod deleted while the write of its annotation's edit is in flight
-// (EC2 answering in 1 s): its tags go after the write, all of them. Its
-// cleanup used to run at once with the record from before the edit, so
-// the keys and token the write then set stayed on the ENI for good
-// (found by the soak figure, make bench-soak). The write's record is not
-// patched onto the pod already gone.
+// (EC2 answering in 1 s): its tags go after the write, all of them, not
+// with the record from before the edit; the write is not concluded onto
+// the pod already gone.
 func TestPodGoneWhileItsWriteIsInFlight(t *testing.T) {
 	h, eni := syncedWebPod(t, "Team=Dev,Env=prod")
 	slow := emulator.Duration{Duration: time.Second}

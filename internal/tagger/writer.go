@@ -47,7 +47,8 @@ func newWriter(name string, maxWrites, concluders int, pods *pods, stages writer
 	return &writer{
 		pods:    pods,
 		queue:   workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name}),
-		written: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name + "-written"}),
+		// "-records": the queue's metric name, which dashboards read.
+		written: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name + "-records"}),
 		slots:   make(chan struct{}, maxWrites), concluders: max(concluders, 1),
 		stages: stages,
 	}
