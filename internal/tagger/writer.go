@@ -45,8 +45,8 @@ type writerStages struct {
 
 func newWriter(name string, maxWrites, concluders int, pods *pods, stages writerStages) *writer {
 	return &writer{
-		pods:    pods,
-		queue:   workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name}),
+		pods:  pods,
+		queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name}),
 		// "-records": the queue's metric name, which dashboards read.
 		written: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name + "-records"}),
 		slots:   make(chan struct{}, maxWrites), concluders: max(concluders, 1),
