@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
@@ -170,10 +169,10 @@ func adoptPlace(e ec2.ENI, ev adoptionEvidence) (string, string) {
 // original left it and is adopted again; after it, the ENI passes the
 // trust check as this operator's own. The attachment and its device index
 // are kept: the index tag is the one it is attached at.
-func adoption(e ec2.ENI, cluster, nodeENI, uid string, base int, created time.Time, user map[string]string) (action, owned) {
+func adoption(e ec2.ENI, by ownedBy, user map[string]string) (action, owned) {
 	a := e.Attachment
 	w := want{Node: e.Tags[OriginalTagNode], Instance: a.InstanceID}
-	tags := ownershipTags(cluster, nodeENI, uid, w, a.DeviceIndex, base, created, userTagDiff(e.Tags, user))
+	tags := ownershipTags(by, w, a.DeviceIndex, userTagDiff(e.Tags, user))
 	after := e
 	after.Tags = maps.Clone(e.Tags)
 	maps.Copy(after.Tags, tags)

@@ -142,7 +142,7 @@ func TestAdoption(t *testing.T) {
 	e.Attachment.DeviceIndex = 3
 	e.Tags["Team"] = "net"
 	created := time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC)
-	a, o := adoption(e, "prod", "multus", "uid-1", 1, created, map[string]string{"Team": "net", "Cost": "42", "kubernetes.io/x": "y"})
+	a, o := adoption(e, ownedBy{cluster: "prod", nodeENI: "multus", uid: "uid-1", base: 1, created: created}, map[string]string{"Team": "net", "Cost": "42", "kubernetes.io/x": "y"})
 	if a.Kind != actAdopt || a.ENI != "eni-1" || a.Node != "n1" || a.Index != 3 {
 		t.Fatalf("action %+v", a)
 	}
@@ -207,7 +207,7 @@ func TestMakePlanAdopts(t *testing.T) {
 		return e
 	}
 	for _, e := range []ec2.ENI{mk("eni-a", "s-a", 1), mk("eni-b", "s-b", 2), mk("eni-c", "s-c", 3)} {
-		a, o := adoption(e, "prod", "multus", "uid", in.Base, time.Now(), nil)
+		a, o := adoption(e, ownedBy{cluster: "prod", nodeENI: "multus", uid: "uid", base: in.Base, created: time.Now()}, nil)
 		in.Adopt = append(in.Adopt, a)
 		in.ENIs = append(in.ENIs, o)
 	}

@@ -90,9 +90,8 @@ func (c *collector) collect(ctx context.Context) error {
 		live[string(ne.UID)] = true
 	}
 	all, taken := c.ec2.ENIsIn(InventoryScope)
-	enis := c.trusted(ctx, all)
-	now := time.Now()
-	doomed := orphans(enis, live, c.seen, taken, now, c.grace)
+	snap := snapshot{enis: c.trusted(ctx, all), taken: taken}
+	doomed := orphans(snap, live, c.seen, time.Now(), c.grace)
 	would := map[string]bool{}
 	for _, e := range doomed {
 		if c.dryRun {
@@ -131,12 +130,20 @@ func (c *collector) trusted(ctx context.Context, all []ec2.ENI) []ec2.ENI {
 	return out
 }
 
+// snapshot is one inventory refresh's ENIs (those that pass the trust
+// check) and when it was taken.
+type snapshot struct {
+	enis  []ec2.ENI
+	taken time.Time
+}
+
 // orphans updates the sightings with one snapshot and returns the ENIs to
-// delete now. It is pure but for the sightings map it maintains.
-func orphans(enis []ec2.ENI, live map[string]bool, seen map[string]*sighting, taken, now time.Time, grace time.Duration) []ec2.ENI {
+// delete now; live holds the UIDs of the NodeENIs that exist. It is pure
+// but for the sightings map it maintains.
+func orphans(snap snapshot, live map[string]bool, seen map[string]*sighting, now time.Time, grace time.Duration) []ec2.ENI {
 	var out []ec2.ENI
 	current := map[string]bool{}
-	for _, e := range enis {
+	for _, e := range snap.enis {
 		if live[e.Tags[TagNodeENIUID]] || e.Attachment != nil || e.Status != "available" {
 			continue
 		}
@@ -146,9 +153,9 @@ func orphans(enis []ec2.ENI, live map[string]bool, seen map[string]*sighting, ta
 			s = &sighting{first: now}
 			seen[e.ID] = s
 		}
-		if !s.last.Equal(taken) {
+		if !s.last.Equal(snap.taken) {
 			s.times++
-			s.last = taken
+			s.last = snap.taken
 		}
 		born := s.first
 		if t := ownedFrom(e).CreatedAt; !t.IsZero() && t.Before(born) {

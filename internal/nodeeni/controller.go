@@ -420,7 +420,7 @@ func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []o
 	for _, a := range prove {
 		delete(v.reasons, a.ENI)
 	}
-	r.reportLeftAlone(ctx, ne, string(ne.UID), v.reasons, v.details, leftAlone{
+	r.reportLeftAlone(ctx, ne, string(ne.UID), v, leftAlone{
 		log: "ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone", reason: "UntrustedENI", action: "Ignore",
 		note: "%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s"})
 	return out, prove
@@ -431,11 +431,12 @@ type leftAlone struct {
 	log, reason, action, note string // note: a format of the count and the list
 }
 
-// reportLeftAlone reports the ENIs whose reason changed since the last
-// pass under key: a log line each and one Warning event on the NodeENI
-// (events of the same reason fold into one series, so one per ENI would
-// hide all but the first).
-func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, key string, reasons, details map[string]string, how leftAlone) {
+// reportLeftAlone reports the ENIs whose reason (v) changed since the
+// last pass under key: a log line each and one Warning event on the
+// NodeENI (events of the same reason fold into one series, so one per
+// ENI would hide all but the first).
+func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, key string, v verdicts, how leftAlone) {
+	reasons, details := v.reasons, v.details
 	changed := r.distrusted.update(key, reasons)
 	if len(changed) == 0 {
 		return
@@ -446,7 +447,7 @@ func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, 
 		log.FromContext(ctx).Info(how.log, "eni", id, "reason", reasons[id], "detail", details[id])
 		items[i] = fmt.Sprintf("%s (%s: %s)", id, reasons[id], details[id])
 	}
-	r.event(ne, corev1.EventTypeWarning, how.reason, how.action, how.note, len(changed), bounded.List(items, "; ", bounded.Items))
+	r.event(ne, corev1.EventTypeWarning, how.reason, how.action, fmt.Sprintf(how.note, len(changed), bounded.List(items, "; ", bounded.Items)))
 }
 
 // tokens remembers, per ENI-to-be, which ClientToken attempt is current

@@ -181,10 +181,11 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 	key := tokenKey(uid, a.Want, int(ne.Spec.DeviceIndex))
 	for range maxTokenAttempts {
 		attempt, created := r.tokens.current(key)
-		tags := ownershipTags(r.opts.ClusterName, ne.Name, uid, a.Want, a.Index, int(ne.Spec.DeviceIndex), created, a.Tags)
+		by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: uid, base: int(ne.Spec.DeviceIndex), created: created}
+		tags := ownershipTags(by, a.Want, a.Index, a.Tags)
 		in := ec2.CreateENIInput{
 			SubnetID: a.Want.Subnet, SecurityGroups: a.Groups, Description: a.Description, Tags: tags,
-			ClientToken: clientToken(uid, a.Want.Node, a.Want.Instance, a.Want.Subnet, int(ne.Spec.DeviceIndex), attempt),
+			ClientToken: clientToken(uid, a.Want, int(ne.Spec.DeviceIndex), attempt),
 		}
 		e, err := r.ec2.CreateENI(ctx, in)
 		if ec2.Code(err) == "IdempotentParameterMismatch" {
@@ -370,9 +371,10 @@ func (r *reconciler) failed(ev *nodeEvents, a action, what string, err error) (*
 	return &blocked{Node: a.Node, Subnet: a.Want.Subnet, Reason: reason, Message: msg}, nil
 }
 
-func (r *reconciler) event(ne *v1alpha1.NodeENI, eventType, reason, act, note string, args ...any) {
+// event records an event on the NodeENI with a note made already.
+func (r *reconciler) event(ne *v1alpha1.NodeENI, eventType, reason, act, note string) {
 	if r.recorder != nil {
-		r.recorder.Eventf(ne, nil, eventType, reason, act, note, args...)
+		r.recorder.Eventf(ne, nil, eventType, reason, act, "%s", note)
 	}
 }
 

@@ -72,7 +72,8 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 		ours[o.ID] = true
 	}
 	reasons, details := map[string]string{}, map[string]string{}
-	created := time.Now().UTC().Truncate(time.Second)
+	by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: string(ne.UID), base: in.Base,
+		created: time.Now().UTC().Truncate(time.Second)}
 	for _, id := range candidates(r.ec2, ne, ids) {
 		e, found := r.ec2.ENI(id)
 		switch {
@@ -86,7 +87,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 			reasons[id], details[id] = reason, detail
 			continue
 		}
-		a, o := adoption(e, r.opts.ClusterName, ne.Name, string(ne.UID), in.Base, created, in.Tags)
+		a, o := adoption(e, by, in.Tags)
 		// The proof goes in the same CreateTags as the ownership tags.
 		proof := proofTag(r.trust.keys, e.ID, a.Tags)
 		maps.Copy(a.Tags, proof)
@@ -94,7 +95,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 		in.Adopt = append(in.Adopt, a)
 		in.ENIs = append(in.ENIs, o)
 	}
-	r.reportNotAdopted(ctx, ne, reasons, details)
+	r.reportNotAdopted(ctx, ne, verdicts{reasons: reasons, details: details})
 	return nil
 }
 
@@ -146,8 +147,8 @@ func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI)
 
 // reportNotAdopted reports the ENIs not adopted, each once per reason: a
 // Warning event on the NodeENI and a log line.
-func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI, reasons, details map[string]string) {
-	r.reportLeftAlone(ctx, ne, "adopt/"+string(ne.UID), reasons, details, leftAlone{
+func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI, v verdicts) {
+	r.reportLeftAlone(ctx, ne, "adopt/"+string(ne.UID), v, leftAlone{
 		log:    "ENI of aws-multi-eni-controller (by its tags or this NodeENI's status) not adopted; it is left alone",
 		reason: "NotAdopted", action: "Adopt",
 		note: "%d ENIs of aws-multi-eni-controller (by its tags or this NodeENI's status) are not adopted and are left alone (never detached, deleted or changed): %s"})

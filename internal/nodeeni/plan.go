@@ -434,7 +434,7 @@ func placeNode(in planInput, c classified, wants []want, inst instanceView, leav
 		case inst.ID == "":
 			r.state = stNeedInst
 		default:
-			r.idx, r.block = placeOn(in, w, inst, o, have, leavingIdx, used)
+			r.idx, r.block = placeOn(in, r, inst, leavingIdx, used)
 			r.state = stPlace
 			if r.block != nil {
 				r.state = stBlocked
@@ -567,9 +567,12 @@ func (p *plan) emit(in planInput, r outcome, needed map[string]bool) {
 	}
 }
 
-// placeOn picks the device index for a wanted ENI on its instance and
-// checks the instance can take it.
-func placeOn(in planInput, w want, inst instanceView, o owned, have bool, leavingIdx, usedNow map[int]bool) (int, *blocked) {
+// placeOn picks the device index for a wanted ENI (r's want, and its ENI
+// when it has one) on its instance and checks the instance can take it.
+// leavingIdx are the indexes held by ENIs on their way out, usedNow
+// those given to the node's other wants in this pass.
+func placeOn(in planInput, r outcome, inst instanceView, leavingIdx, usedNow map[int]bool) (int, *blocked) {
+	w := r.w
 	block := func(reason, msg string) (int, *blocked) {
 		return -1, &blocked{Node: w.Node, Subnet: w.Subnet, Reason: reason, Message: msg}
 	}
@@ -608,8 +611,8 @@ func placeOn(in planInput, w want, inst instanceView, o owned, have bool, leavin
 			inst.ID, inst.Type, inst.MaxENIs))
 	}
 	preferred := -1
-	if have && o.Index >= 0 {
-		preferred = o.Index
+	if r.have && r.o.Index >= 0 {
+		preferred = r.o.Index
 	}
 	idx, reason, msg := chooseIndex(in.Base, w.Rank, preferred, taken)
 	if reason == ReasonDeviceIndexInUse {

@@ -39,26 +39,26 @@ func TestMayBeUnseen(t *testing.T) {
 }
 
 func TestClientToken(t *testing.T) {
-	base := clientToken("uid", "node", "i-1", "subnet-1", 1, 0)
+	base := clientToken("uid", want{Node: "node", Instance: "i-1", Subnet: "subnet-1"}, 1, 0)
 	if len(base) > maxClientToken {
 		t.Fatalf("token %q is %d characters, over EC2's %d", base, len(base), maxClientToken)
 	}
-	if base != clientToken("uid", "node", "i-1", "subnet-1", 1, 0) {
+	if base != clientToken("uid", want{Node: "node", Instance: "i-1", Subnet: "subnet-1"}, 1, 0) {
 		t.Fatal("not deterministic")
 	}
 	long := strings.Repeat("x", 300)
-	if tok := clientToken(long, long, long, long, 63, 99); len(tok) > maxClientToken {
+	if tok := clientToken(long, want{Node: long, Instance: long, Subnet: long}, 63, 99); len(tok) > maxClientToken {
 		t.Fatalf("long inputs give %d characters", len(tok))
 	}
 	others := map[string]string{
-		"uid":      clientToken("uid2", "node", "i-1", "subnet-1", 1, 0),
-		"node":     clientToken("uid", "node2", "i-1", "subnet-1", 1, 0),
-		"instance": clientToken("uid", "node", "i-2", "subnet-1", 1, 0),
-		"subnet":   clientToken("uid", "node", "i-1", "subnet-2", 1, 0),
-		"base":     clientToken("uid", "node", "i-1", "subnet-1", 2, 0),
-		"attempt":  clientToken("uid", "node", "i-1", "subnet-1", 1, 1),
+		"uid":      clientToken("uid2", want{Node: "node", Instance: "i-1", Subnet: "subnet-1"}, 1, 0),
+		"node":     clientToken("uid", want{Node: "node2", Instance: "i-1", Subnet: "subnet-1"}, 1, 0),
+		"instance": clientToken("uid", want{Node: "node", Instance: "i-2", Subnet: "subnet-1"}, 1, 0),
+		"subnet":   clientToken("uid", want{Node: "node", Instance: "i-1", Subnet: "subnet-2"}, 1, 0),
+		"base":     clientToken("uid", want{Node: "node", Instance: "i-1", Subnet: "subnet-1"}, 2, 0),
+		"attempt":  clientToken("uid", want{Node: "node", Instance: "i-1", Subnet: "subnet-1"}, 1, 1),
 		// Field boundaries are unambiguous.
-		"shifted": clientToken("uidn", "ode", "i-1", "subnet-1", 1, 0),
+		"shifted": clientToken("uidn", want{Node: "ode", Instance: "i-1", Subnet: "subnet-1"}, 1, 0),
 	}
 	for what, tok := range others {
 		if tok == base {
@@ -487,26 +487,26 @@ func TestOrphans(t *testing.T) {
 	live := map[string]bool{"alive": true}
 	seen := map[string]*sighting{}
 	snap1 := now.Add(-2 * time.Minute)
-	if got := orphans(enis, live, seen, snap1, now.Add(-2*time.Minute), grace); len(got) != 0 {
+	if got := orphans(snapshot{enis: enis, taken: snap1}, live, seen, now.Add(-2*time.Minute), grace); len(got) != 0 {
 		t.Fatalf("first sighting deletes %v", got)
 	}
 	// The same snapshot again is not a second sighting.
-	if got := orphans(enis, live, seen, snap1, now.Add(-90*time.Second), grace); len(got) != 0 {
+	if got := orphans(snapshot{enis: enis, taken: snap1}, live, seen, now.Add(-90*time.Second), grace); len(got) != 0 {
 		t.Fatalf("same snapshot counted twice: %v", got)
 	}
-	got := orphans(enis, live, seen, now.Add(-time.Second), now, grace)
+	got := orphans(snapshot{enis: enis, taken: now.Add(-time.Second)}, live, seen, now, grace)
 	if len(got) != 2 || got[0].ID != "old" || got[1].ID != "young" {
 		t.Fatalf("second sighting past the grace period: %v", got)
 	}
 	// Adopted meanwhile (no longer orphaned): forgotten.
-	orphans(enis[2:], live, seen, now, now, grace)
+	orphans(snapshot{enis: enis[2:], taken: now}, live, seen, now, grace)
 	if len(seen) != 0 {
 		t.Fatalf("sightings kept: %v", seen)
 	}
 	// Young: seen twice but within the grace period of its first sighting.
 	seen = map[string]*sighting{}
-	orphans(enis[1:2], live, seen, now, now, grace)
-	if got := orphans(enis[1:2], live, seen, now.Add(time.Second), now.Add(2*time.Second), grace); len(got) != 0 {
+	orphans(snapshot{enis: enis[1:2], taken: now}, live, seen, now, grace)
+	if got := orphans(snapshot{enis: enis[1:2], taken: now.Add(time.Second)}, live, seen, now.Add(2*time.Second), grace); len(got) != 0 {
 		t.Fatalf("young orphan deleted within the grace period")
 	}
 }

@@ -230,7 +230,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 			Reason: ReasonDryRun, Message: dry, ObservedGeneration: ne.Generation})
 		if old := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionProgressing); old == nil || old.Reason != ReasonDryRun || old.Message != dry {
 			log.FromContext(ctx).Info("dry run: EC2 changes not made", "detail", dry)
-			r.event(ne, corev1.EventTypeNormal, ReasonDryRun, "Reconcile", "%s", dry)
+			r.event(ne, corev1.EventTypeNormal, ReasonDryRun, "Reconcile", dry)
 		}
 	}
 	// The agents' reports as the ENINodes hold them; the writes above
@@ -256,7 +256,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 	newDeg := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
 	if newDeg.Status == metav1.ConditionTrue && (oldDeg == nil || oldDeg.Message != newDeg.Message) {
 		log.FromContext(ctx).Info("NodeENI degraded", "reason", newDeg.Reason, "detail", newDeg.Message)
-		r.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", "%s", newDeg.Message)
+		r.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", newDeg.Message)
 	}
 	old := ne.DeepCopy()
 	ne.Status = st

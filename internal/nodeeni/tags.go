@@ -81,23 +81,32 @@ func intTag(tags map[string]string, k string) int {
 	return v
 }
 
-// ownershipTags are the tags of a new ENI: the user's, reserved keys
-// left out, then the operator's.
-func ownershipTags(cluster, nodeENI, uid string, w want, index, base int, created time.Time, user map[string]string) map[string]string {
+// ownedBy is whose an ENI the operator creates or adopts is, as its
+// ownership tags say.
+type ownedBy struct {
+	cluster      string
+	nodeENI, uid string    // the NodeENI's name and UID
+	base         int       // the NodeENI's device index base (spec.deviceIndex)
+	created      time.Time // when the ENI was first asked for
+}
+
+// ownershipTags are the tags of a new ENI for w at device index index:
+// the user's, reserved keys left out, then the operator's.
+func ownershipTags(by ownedBy, w want, index int, user map[string]string) map[string]string {
 	tags := make(map[string]string, len(user)+9)
 	for k, v := range user {
 		if userTag(k, v) {
 			tags[k] = v
 		}
 	}
-	tags[TagCluster] = cluster
-	tags[TagNodeENI] = nodeENI
-	tags[TagNodeENIUID] = uid
+	tags[TagCluster] = by.cluster
+	tags[TagNodeENI] = by.nodeENI
+	tags[TagNodeENIUID] = by.uid
 	tags[TagNode] = w.Node
 	tags[TagInstance] = w.Instance
-	tags[TagCreatedAt] = created.UTC().Format(time.RFC3339)
+	tags[TagCreatedAt] = by.created.UTC().Format(time.RFC3339)
 	tags[TagDeviceIndex] = strconv.Itoa(index)
-	tags[TagDeviceIndexBase] = strconv.Itoa(base)
+	tags[TagDeviceIndexBase] = strconv.Itoa(by.base)
 	tags[TagNoManage] = "true"
 	return tags
 }

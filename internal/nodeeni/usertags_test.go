@@ -42,7 +42,7 @@ func TestSpecTagsOutsideTheCharacterRuleAreNeverWritten(t *testing.T) {
 			}
 		}
 	}
-	created := ownershipTags("prod", "multus", "uid-1", want{Node: "n1", Instance: "i-1"}, 1, 1, time.Now(), spec)
+	created := ownershipTags(ownedBy{cluster: "prod", nodeENI: "multus", uid: "uid-1", base: 1, created: time.Now()}, want{Node: "n1", Instance: "i-1"}, 1, spec)
 	check("ownershipTags", created)
 	if created[TagCluster] != "prod" {
 		t.Errorf("ownershipTags: %q", created)
