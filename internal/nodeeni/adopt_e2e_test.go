@@ -40,7 +40,8 @@ func (h *harness) seedOriginal(name string, spec v1alpha1.NodeENISpec, enis []or
 		if o.subnet == "elsewhere" {
 			group = ""
 		}
-		s := testenv.MultiENIInterface(name, o.node, o.subnet, h.Subnets[o.subnet], group, o.instance, o.index)
+		s := testenv.MultiENIInterface(testenv.MultiENI{NodeENI: name, Node: o.node, Subnet: o.subnet, SubnetID: h.Subnets[o.subnet],
+			Group: group, Instance: o.instance, Index: o.index})
 		if o.description != "" {
 			s.Description = o.description
 		}

@@ -134,7 +134,7 @@ func (h *harness) addNode(name, instance, zone string, labels map[string]string)
 	for k, v := range labels {
 		all[k] = v
 	}
-	testenv.CreateNode(h.t, h.k8s, name, instance, zone, all)
+	testenv.CreateNode(h.t, h.k8s, testenv.Node{Name: name, Instance: instance, Zone: zone, Labels: all})
 }
 
 // nodesHarness is a harness on n m5.xlarge instances in subnet nodes-a,

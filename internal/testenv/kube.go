@@ -61,13 +61,19 @@ func CreateNamespaces(t testing.TB, c client.Client, names ...string) {
 	}
 }
 
-// CreateNode creates the Node of an EC2 instance in zone, labelled with
-// the zone and labels.
-func CreateNode(t testing.TB, c client.Client, name, instance, zone string, labels map[string]string) {
+// Node is the Node of an EC2 instance in a zone, with labels besides the
+// zone's.
+type Node struct {
+	Name, Instance, Zone string
+	Labels               map[string]string
+}
+
+// CreateNode creates node, labelled with its zone and labels.
+func CreateNode(t testing.TB, c client.Client, node Node) {
 	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}},
-		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", zone, instance)}}
-	for k, v := range labels {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: map[string]string{corev1.LabelTopologyZone: node.Zone}},
+		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", node.Zone, node.Instance)}}
+	for k, v := range node.Labels {
 		n.Labels[k] = v
 	}
 	if err := c.Create(context.Background(), n); err != nil {

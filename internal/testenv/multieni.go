@@ -30,17 +30,28 @@ func MultiENITags(nodeENI, node, subnetID string) map[string]string {
 		"kubernetes.io/cluster/managed-by": "nodeeni-controller", "node.k8s.amazonaws.com/no_manage": "true"}
 }
 
-// MultiENIInterface is an ENI as aws-multi-eni-controller leaves it: its
-// tags and the description it gives when the NodeENI sets none, attached (instance non-empty) at index
-// with DeleteOnTermination, as its default configuration attaches. subnet
-// is the world's name of the subnet, subnetID its ID.
-func MultiENIInterface(nodeENI, node, subnet, subnetID, group, instance string, index int) emulator.NetworkInterfaceSpec {
-	s := emulator.NetworkInterfaceSpec{Subnet: subnet, Tags: MultiENITags(nodeENI, node, subnetID), Description: "ENI created by nodeeni-controller for node " + node}
-	if group != "" {
-		s.SecurityGroups = []string{group}
+// MultiENI is an ENI aws-multi-eni-controller made for a NodeENI on a
+// node: Subnet is the world's name of its subnet, SubnetID its ID; Group
+// "" gives it none; Instance "" leaves it detached, else it is attached
+// there at Index.
+type MultiENI struct {
+	NodeENI, Node    string
+	Subnet, SubnetID string
+	Group            string
+	Instance         string
+	Index            int
+}
+
+// MultiENIInterface is e as aws-multi-eni-controller leaves it: its tags
+// and the description it gives when the NodeENI sets none, attached with
+// DeleteOnTermination, as its default configuration attaches.
+func MultiENIInterface(e MultiENI) emulator.NetworkInterfaceSpec {
+	s := emulator.NetworkInterfaceSpec{Subnet: e.Subnet, Tags: MultiENITags(e.NodeENI, e.Node, e.SubnetID), Description: "ENI created by nodeeni-controller for node " + e.Node}
+	if e.Group != "" {
+		s.SecurityGroups = []string{e.Group}
 	}
-	if instance != "" {
-		s.Instance, s.DeviceIndex, s.DeleteOnTermination = instance, index, true
+	if e.Instance != "" {
+		s.Instance, s.DeviceIndex, s.DeleteOnTermination = e.Instance, e.Index, true
 	}
 	return s
 }

@@ -55,7 +55,7 @@ func newWorld(t *testing.T, cfg *rest.Config) *world {
 	w := &world{t: t, ec2: e, k8s: testenv.Client(t, cfg), podENIs: e.World.NetworkInterfaces}
 	testenv.CreateNamespaces(t, w.k8s, ns, opsNS)
 	for i, inst := range e.World.Instances {
-		testenv.CreateNode(t, w.k8s, testenv.NodeName(i), inst.ID, testenv.Zone(i), map[string]string{"role": "multus"})
+		testenv.CreateNode(t, w.k8s, testenv.Node{Name: testenv.NodeName(i), Instance: inst.ID, Zone: testenv.Zone(i), Labels: map[string]string{"role": "multus"}})
 	}
 	ctx := context.Background()
 	for name, s := range map[string]v1alpha1.NodeENISpec{

@@ -508,7 +508,7 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 	vpc, instance, podENI := e.VPC, e.World.Instances[0].ID, e.World.NetworkInterfaces[0]
 	reader := e.Client(ec2.Config{QPS: 1000, Burst: 1000})
 
-	testenv.CreateNode(t, admin, node, instance, "us-east-1a", map[string]string{"role": "opr-multus"})
+	testenv.CreateNode(t, admin, testenv.Node{Name: node, Instance: instance, Zone: "us-east-1a", Labels: map[string]string{"role": "opr-multus"}})
 	t.Cleanup(func() { _ = admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
 	pod := testPod(t, admin, appNS, "web", 1)
 	old := pod.DeepCopy()

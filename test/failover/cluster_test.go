@@ -61,7 +61,7 @@ func newCluster(t *testing.T, cp *testenv.ControlPlane, pods, nodes int, latency
 	c := &cluster{t: t, cp: cp, ec2: e, k8s: testenv.Client(t, cp.User("test")), podENIs: e.World.NetworkInterfaces, nodes: nodes}
 	testenv.CreateNamespaces(t, c.k8s, apps, ops)
 	for i, inst := range e.World.Instances {
-		testenv.CreateNode(t, c.k8s, testenv.NodeName(i), inst.ID, testenv.Zone(i), map[string]string{"role": "multus"})
+		testenv.CreateNode(t, c.k8s, testenv.Node{Name: testenv.NodeName(i), Instance: inst.ID, Zone: testenv.Zone(i), Labels: map[string]string{"role": "multus"}})
 	}
 	// ENI_OPERATOR_BIN runs a binary built before (as make bench does),
 	// such as one of another revision.

@@ -39,15 +39,15 @@ func TestFromAWSMultiENIController(t *testing.T) {
 	var nodes, instances []string
 	for i, inst := range cloud.World.Instances {
 		nodes, instances = append(nodes, testenv.NodeName(i)), append(instances, inst.ID)
-		testenv.CreateNode(t, k8s, nodes[i], inst.ID, testenv.Zone(i), label)
+		testenv.CreateNode(t, k8s, testenv.Node{Name: nodes[i], Instance: inst.ID, Zone: testenv.Zone(i), Labels: label})
 	}
 	subnets := []string{cloud.Subnets["multus-a"], cloud.Subnets["multus-b"]}
 
 	// 1. The state aws-multi-eni-controller leaves (scaled to zero).
 	var specs []emulator.NetworkInterfaceSpec
 	for i := range nodes {
-		specs = append(specs, testenv.MultiENIInterface("multus", nodes[i], []string{"multus-a", "multus-b"}[i], subnets[i],
-			cloud.Groups["multus"], instances[i], 1+i))
+		specs = append(specs, testenv.MultiENIInterface(testenv.MultiENI{NodeENI: "multus", Node: nodes[i],
+			Subnet: []string{"multus-a", "multus-b"}[i], SubnetID: subnets[i], Group: cloud.Groups["multus"], Instance: instances[i], Index: 1 + i}))
 	}
 	enis := cloud.Load(t, emulator.World{NetworkInterfaces: specs}).NetworkInterfaces
 	attachments := map[string]string{}

@@ -98,7 +98,7 @@ func NewOneNode(t testing.TB, cluster, instance string) *OneNode {
 	o := &OneNode{Env: env, K8s: testenv.Client(t, env.Config), Cluster: cluster,
 		AppsNS: cluster + "-apps", OpsNS: cluster + "-ops", Node: testenv.NodeName(0)}
 	testenv.CreateNamespaces(t, o.K8s, o.AppsNS, o.OpsNS)
-	testenv.CreateNode(t, o.K8s, o.Node, instance, "us-east-1a", map[string]string{"role": "multus"})
+	testenv.CreateNode(t, o.K8s, testenv.Node{Name: o.Node, Instance: instance, Zone: "us-east-1a", Labels: map[string]string{"role": "multus"}})
 	o.NodeENI = testenv.CreateNodeENI(t, o.K8s, "multus", "multus", "multus-a")
 	return o
 }
