@@ -160,10 +160,10 @@ func Recorder(r recorder.EventRecorder) recorder.EventRecorder {
 
 type boundedRecorder struct{ next recorder.EventRecorder }
 
-func (b boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+func (b boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) { //nolint:revive // implements recorder.EventRecorder
 	b.next.Eventf(regarding, related, eventtype, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), EventNote))
 }
 
-func (b boundedRecorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) {
+func (b boundedRecorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) { //nolint:revive // implements recorder.EventRecorder
 	b.next.AnnotatedEventf(regarding, related, annotations, eventtype, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), EventNote))
 }

@@ -158,6 +158,6 @@ func (r lateRecorder) Eventf(o runtime.Object, eventtype, reason, format string,
 	r.get().Eventf(o, eventtype, reason, format, args...)
 }
 
-func (r lateRecorder) AnnotatedEventf(o runtime.Object, annotations map[string]string, eventtype, reason, format string, args ...any) {
+func (r lateRecorder) AnnotatedEventf(o runtime.Object, annotations map[string]string, eventtype, reason, format string, args ...any) { //nolint:revive // implements record.EventRecorder
 	r.get().AnnotatedEventf(o, annotations, eventtype, reason, format, args...)
 }
