@@ -10,23 +10,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/phases"
 )
 
 // apply hands the plan's writes, if any, to the writer, which also
 // concludes them; a plan with nothing to write goes on to conclude.
-func (r *Reconciler) apply(ctx context.Context, w *podWork) *stop {
+func (r *Reconciler) apply(ctx context.Context, w *podWork) *phases.Stop {
 	if w.plan.Empty() {
 		return nil
 	}
 	if wait := r.rateLimited(w.key); wait > 0 {
-		return &stop{res: reconcile.Result{RequeueAfter: wait}}
+		return phases.After(wait)
 	}
 	r.writer.submit(w)
-	return done(nil)
+	return phases.Done(nil)
 }
 
 // rateLimited applies --pod-rate-limit-qps to AWS writes and returns how

@@ -9,11 +9,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/phases"
 )
 
 // decide plans the tag diff: for the pod alone on a dedicated ENI, or
 // merged with the other pods of a shared one.
-func (r *Reconciler) decide(ctx context.Context, w *podWork) *stop {
+func (r *Reconciler) decide(ctx context.Context, w *podWork) *phases.Stop {
 	w.desired, w.own = w.asked, w.asked
 	if nodeAddress(w.eni, w.ip) {
 		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonNodeAddress,
@@ -51,7 +52,7 @@ func (r *Reconciler) decide(ctx context.Context, w *podWork) *stop {
 
 // decideShared merges the tags of the pods sharing the ENI (only with
 // --allow-shared-eni-tagging).
-func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *stop {
+func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *phases.Stop {
 	if !r.opts.AllowSharedENITagging {
 		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonSharedENI,
 			message: fmt.Sprintf("pod IP %s is a secondary address or prefix of ENI %s, which other pods share; tags would apply to all of them. Use branch ENIs (security groups for pods) or run with --allow-shared-eni-tagging", w.ip, w.eni.ID),
@@ -60,7 +61,7 @@ func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *stop {
 	var err error
 	w.desired, w.conflicts, err = r.sharedDesired(ctx, &w.pod, w.eni, w.asked)
 	if err != nil {
-		return done(err)
+		return phases.Done(err)
 	}
 	// A disputed key is neither written nor removed; the pod keeps owning
 	// it if its value is the one on the ENI, so it is cleaned up when the

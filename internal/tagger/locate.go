@@ -12,19 +12,20 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // locate finds the ENI that holds the pod's IP and checks it is one the
 // tagger may tag.
-func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
+func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 	w.ip = podIP(&w.pod)
 	if w.ip == "" {
-		return done(nil) // the IP's arrival is an update that brings the pod back
+		return phases.Done(nil) // the IP's arrival is an update that brings the pod back
 	}
 	eni, err := r.resolve(ctx, w.key, w.ip, w.rec, w.hasRec)
 	if errors.Is(err, errLookupPending) {
-		return done(nil) // the lookup's end brings the pod back
+		return phases.Done(nil) // the lookup's end brings the pod back
 	}
 	if ec2.IsNotFound(err) {
 		retry := notFoundRetry(missingFor(&w.pod, time.Now()))
@@ -34,11 +35,11 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
 			// (deleted, or the address moved): say so, not Synced.
 			gone = fmt.Sprintf("ENI %s, which carried the pod's tags, is gone; ", w.rec.ENI)
 		}
-		return &stop{res: reconcile.Result{RequeueAfter: retry}, err: r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
+		return &phases.Stop{Result: reconcile.Result{RequeueAfter: retry}, Err: r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
 			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, w.ip, notFoundMaxRetry)})}
 	}
 	if err != nil {
-		return done(r.awsFailure(ctx, &w.pod, "looking up the pod's ENI", err))
+		return phases.Done(r.awsFailure(ctx, &w.pod, "looking up the pod's ENI", err))
 	}
 	w.eni = eni
 	if len(r.subnets) > 0 && !r.subnets[eni.SubnetID] {
@@ -54,10 +55,10 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *stop {
 			event:   true, warning: true})
 	}
 	if r.pods.writing(w.key) {
-		return done(nil) // the write's end brings the pod back
+		return phases.Done(nil) // the write's end brings the pod back
 	}
 	if err := r.pods.takeWriteError(w.key); err != nil {
-		return done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, err))
+		return phases.Done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, err))
 	}
 	return nil
 }

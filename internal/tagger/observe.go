@@ -13,36 +13,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // observe reads the pod and its record; a pod that is gone or finished
 // ends here.
-func (r *Reconciler) observe(ctx context.Context, w *podWork) *stop {
+func (r *Reconciler) observe(ctx context.Context, w *podWork) *phases.Stop {
 	if err := r.ledger.WaitLoaded(ctx); err != nil {
-		return done(err)
+		return phases.Done(err)
 	}
 	if err := r.client.Get(ctx, w.name, &w.pod); apierrors.IsNotFound(err) {
 		if r.pods.writing(w.key) {
 			// Forgetting now would remove the tags of the record before
 			// the write, and the write would land after. Its end brings
 			// the pod back, and its record then goes with the rest.
-			return done(nil)
+			return phases.Done(nil)
 		}
-		return done(r.forget(ctx, w.key))
+		return phases.Done(r.forget(ctx, w.key))
 	} else if err != nil {
-		return done(err)
+		return phases.Done(err)
 	}
 	w.rec, w.hasRec = r.ledger.Get(w.key)
 	if w.hasRec && w.rec.UID != string(w.pod.UID) {
 		// A new pod with an old pod's name: the old one's tags go first.
 		if err := r.forget(ctx, w.key); err != nil {
-			return done(err)
+			return phases.Done(err)
 		}
 		w.hasRec = false
 	}
 	if w.pod.DeletionTimestamp != nil || w.pod.Status.Phase == corev1.PodSucceeded || w.pod.Status.Phase == corev1.PodFailed {
-		return done(r.finish(ctx, &w.pod, w.key))
+		return phases.Done(r.finish(ctx, &w.pod, w.key))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/phases"
 )
 
 // fieldOwner is the operator's server-side apply field manager on pods.
@@ -72,12 +73,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 	}()
 	w := &podWork{key: req.String(), name: req.NamespacedName}
-	for _, phase := range []func(context.Context, *podWork) *stop{
-		r.observe, r.wanted, r.locate, r.decide, r.apply,
-	} {
-		if s := phase(ctx, w); s != nil {
-			return s.res, s.err
-		}
+	if s := phases.Run(ctx, w, r.observe, r.wanted, r.locate, r.decide, r.apply); s != nil {
+		return s.Result, s.Err
 	}
 	if wait := r.pods.lastAppliedWait(w.key, &w.pod, w.plan.Hash, time.Now()); wait > 0 {
 		// The writer has just concluded this: the watch brings it.
@@ -109,16 +106,8 @@ type podWork struct {
 	plan                    Plan
 }
 
-// stop ends a reconcile early with a result.
-type stop struct {
-	res reconcile.Result
-	err error
-}
-
-func done(err error) *stop { return &stop{err: err} }
-
-func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *stop {
-	return done(r.report(ctx, &w.pod, o))
+func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *phases.Stop {
+	return phases.Done(r.report(ctx, &w.pod, o))
 }
 
 // requeue asks for a reconcile of a pod by key.

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/eni-operator/eni-operator/internal/phases"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // wanted works out the tags the pod asks for and what it was given.
-func (r *Reconciler) wanted(ctx context.Context, w *podWork) *stop {
+func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 	raw, annotated := w.pod.Annotations[r.opts.AnnotationKey]
 	w.applied, w.appliedHash = lastApplied(&w.pod, w.rec, w.hasRec)
 	if !annotated && len(w.applied) == 0 {
@@ -20,9 +21,9 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *stop {
 		r.pods.clearWarning(w.key)
 		r.pods.stopWaiting(w.key)
 		if err := r.clearCondition(ctx, &w.pod); err != nil {
-			return done(err)
+			return phases.Done(err)
 		}
-		return done(r.dropFinalizer(ctx, &w.pod))
+		return phases.Done(r.dropFinalizer(ctx, &w.pod))
 	}
 	if w.pod.Spec.HostNetwork {
 		// Its address is the node's, and so is the ENI that holds it:
