@@ -26,7 +26,7 @@ var shared testenv.Shared
 var agentCommand = clitest.Command{Name: "eni-agent", Env: "ENI_AGENT_TEST_CHILD"}
 
 func TestMain(m *testing.M) {
-	agentCommand.RunIfChild(main, nil)
+	agentCommand.RunIfChild(main)
 	testenv.Main(m, &shared)
 }
 

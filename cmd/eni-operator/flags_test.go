@@ -13,7 +13,7 @@ import (
 // build.
 var operatorCommand = clitest.Command{Name: "eni-operator", Env: "ENI_OPERATOR_TEST_CHILD"}
 
-func TestMain(m *testing.M) { operatorCommand.Main(m, main, nil) }
+func TestMain(m *testing.M) { operatorCommand.Main(m, main) }
 
 // badValues lists, for every flag of the command, values it must refuse;
 // a flag without any names why in none.

@@ -86,8 +86,6 @@ func parse(args []string, out io.Writer) (*cmdline, error) {
 }
 
 func main() {
-	// Started by the sandbox as etcd or kube-apiserver: become it.
-	sandbox.ExecControlPlaneChild()
 	c, err := parse(os.Args[1:], os.Stderr)
 	if status, done := cli.Done(cli.Program{Name: "eni-sandbox", Version: version}, err, err == nil && c.printVersion, os.Stdout, os.Stderr); done {
 		os.Exit(status)
@@ -133,7 +131,7 @@ func run(c *cmdline) error {
 	// Everything the sandbox writes goes to its state directory, removed
 	// at exit (or by the next sandbox, should this one be killed): TMPDIR
 	// points there, so etcd's data and the API server's certificates and
-	// keys (envtest's temporary directories) do too.
+	// keys (the control plane's temporary directory) do too.
 	state, err := sandbox.NewStateDir(o.Progress)
 	if err != nil {
 		return err

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/cli/clitest"
-	"github.com/eni-operator/eni-operator/internal/sandbox"
 )
 
 // sandboxCommand makes the test binary act as eni-sandbox, so the test
@@ -26,9 +25,7 @@ import (
 var sandboxCommand = clitest.Command{Name: "eni-sandbox", Env: "ENI_SANDBOX_TEST_CHILD"}
 
 func TestMain(m *testing.M) {
-	// Started by the sandbox as etcd or kube-apiserver (through a link to
-	// this binary): that comes before the arguments are rewritten.
-	sandboxCommand.Main(m, main, sandbox.ExecControlPlaneChild)
+	sandboxCommand.Main(m, main)
 }
 
 // A port in use is said at once, before the control plane or anything

@@ -19,11 +19,11 @@ import (
 //   - Everything it writes lives in its state directory,
 //     os.TempDir()/eni-sandbox-*: the kubeconfig (administrator
 //     credentials), the operator log, and — because the sandbox points
-//     TMPDIR there — envtest's etcd data and the API server's certificates
-//     and keys. A clean exit removes it.
+//     TMPDIR there — etcd's data and the API server's certificates and
+//     keys. A clean exit removes it.
 //   - etcd and kube-apiserver die with the sandbox even when it is killed
-//     with SIGKILL and has no chance to stop them: they run with a parent
-//     death signal (see ExecControlPlaneChild and startControlPlane).
+//     with SIGKILL and has no chance to stop them: internal/controlplane
+//     starts them with a parent death signal.
 //   - A state directory whose sandbox died without removing it (SIGKILL,
 //     a crash) is removed by the next sandbox at its start: each holds a
 //     pid file naming its sandbox process (pid and start time, so a reused
@@ -167,62 +167,6 @@ func alive(pid int, start string) bool {
 }
 
 var errNoProcess = errors.New("no such process")
-
-// Environment of a control plane child: the directory of the real
-// binaries and the sandbox's pid (see ExecControlPlaneChild).
-const (
-	envExecDir    = "ENI_SANDBOX_CONTROL_PLANE_DIR"
-	envExecParent = "ENI_SANDBOX_CONTROL_PLANE_PARENT"
-)
-
-// wrappedBinaries are the control plane binaries started through the
-// sandbox's own executable.
-var wrappedBinaries = []string{"etcd", "kube-apiserver"}
-
-// ExecControlPlaneChild turns this process into etcd or kube-apiserver
-// when the sandbox started it as one, and returns otherwise. Call it first
-// thing in main.
-//
-// envtest starts etcd and kube-apiserver with exec.Command and no way to
-// set SysProcAttr.Pdeathsig, so the sandbox points envtest at links to its
-// own executable named etcd and kube-apiserver. Started as one of them,
-// the executable asks the kernel to SIGKILL it when its parent thread
-// exits (on Linux; PR_SET_PDEATHSIG), checks that the sandbox did not die
-// before that, and execs the real binary, which keeps the parent death
-// signal: killed with SIGKILL, the sandbox takes its control plane with it.
-func ExecControlPlaneChild() {
-	dir, parent := os.Getenv(envExecDir), os.Getenv(envExecParent)
-	if dir == "" || parent == "" {
-		return
-	}
-	name := filepath.Base(os.Args[0])
-	known := false
-	for _, b := range wrappedBinaries {
-		known = known || name == b
-	}
-	if !known {
-		return
-	}
-	ppid, err := strconv.Atoi(parent)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "eni-sandbox: %s=%q: %v\n", envExecParent, parent, err)
-		os.Exit(2)
-	}
-	real := filepath.Join(dir, name)
-	env := make([]string, 0, len(os.Environ()))
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, envExecDir+"=") && !strings.HasPrefix(kv, envExecParent+"=") {
-			env = append(env, kv)
-		}
-	}
-	if err := dieWithParent(ppid); err != nil {
-		fmt.Fprintf(os.Stderr, "eni-sandbox: %s: %v\n", name, err)
-		os.Exit(2)
-	}
-	err = syscall.Exec(real, append([]string{real}, os.Args[1:]...), env)
-	fmt.Fprintf(os.Stderr, "eni-sandbox: exec %s: %v\n", real, err)
-	os.Exit(2)
-}
 
 // WatchOutput calls stop once one of files is a pipe or socket whose
 // reader went away (`make demo | tee log` and tee died): the sandbox has

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,21 +43,6 @@ func processStart(pid int) (string, error) {
 func ownedByMe(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Getuid()
-}
-
-// dieWithParent asks the kernel for SIGKILL when the thread that started
-// this process exits, and fails if the sandbox is already gone. The
-// parent death signal belongs to the calling thread and survives execve
-// only on that thread: the goroutine stays locked to it until the exec.
-func dieWithParent(ppid int) error {
-	runtime.LockOSThread() // never unlocked: the exec follows on this thread
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("PR_SET_PDEATHSIG: %w", err)
-	}
-	if got := os.Getppid(); got != ppid {
-		return fmt.Errorf("the sandbox (pid %d) is gone (parent is now %d)", ppid, got)
-	}
-	return nil
 }
 
 // brokenOutput reports whether f is a pipe or socket whose reader went

@@ -23,8 +23,4 @@ func processStart(pid int) (string, error) {
 
 func ownedByMe(fs.FileInfo) bool { return true }
 
-// dieWithParent: no parent death signal outside Linux; a sandbox killed
-// with SIGKILL there leaves its control plane running.
-func dieWithParent(int) error { return nil }
-
 func brokenOutput(*os.File) bool { return false }

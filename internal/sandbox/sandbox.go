@@ -1,6 +1,6 @@
 // Package sandbox runs the whole system on one machine with no cluster
-// and no AWS account: a real etcd + kube-apiserver (controller-runtime's
-// envtest, with the binaries hack/control-plane-binaries.sh builds), the
+// and no AWS account: a real etcd + kube-apiserver (internal/controlplane,
+// with the binaries hack/control-plane-binaries.sh builds), the
 // EC2 emulator seeded with a demo world, Node objects for the world's
 // instances, the operator as internal/operator wires it with
 // eni-operator's default flags (the few the sandbox sets are reported),
@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/controlplane"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/operator"
@@ -99,7 +100,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 
 	say("starting etcd and kube-apiserver (they die with the sandbox, even on SIGKILL), installing the CRDs")
-	cp, err := startControlPlane(assets, filepath.Join(o.Root, "config", "crd", "bases"))
+	cp, kubeconfig, err := startControlPlane(ctx, o, assets)
 	if err != nil {
 		return err
 	}
@@ -111,11 +112,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}()
 	// Administrator credentials: removed at exit even when Dir is kept
 	// (--dir), and by the next sandbox should this one be killed.
-	kubeconfig := filepath.Join(o.Dir, "kubeconfig")
 	defer func() { _ = os.Remove(kubeconfig) }()
-	if err := os.WriteFile(kubeconfig, cp.kubeconfig, 0o600); err != nil {
-		return err
-	}
 
 	emu, err := startEmulator(o, ln)
 	if err != nil {
@@ -126,7 +123,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	k8s, err := newClient(cp.cfg)
+	k8s, err := newClient(cp.Admin())
 	if err != nil {
 		return err
 	}
@@ -144,7 +141,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := createNamespace(ctx, k8s, operatorNamespace); err != nil {
 		return err
 	}
-	op, err := startOperator(ctx, o, cp.cfg, emu.loaded.VPCs[0])
+	op, err := startOperator(ctx, o, cp.Admin(), emu.loaded.VPCs[0])
 	if err != nil {
 		return err
 	}
@@ -162,8 +159,30 @@ func Run(ctx context.Context, o Options) (err error) {
 		return nil
 	}
 	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: emu.endpoint,
-		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: cp.cfg.Host, flags: op.changes})
+		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: cp.Host, flags: op.changes})
 	return op.wait(ctx, o)
+}
+
+// startControlPlane starts etcd and kube-apiserver with the CRDs
+// installed, in a temporary directory (TMPDIR is the state directory),
+// and writes an administrator's kubeconfig into Dir.
+func startControlPlane(ctx context.Context, o Options, assets string) (*controlplane.ControlPlane, string, error) {
+	cp, err := controlplane.Start(ctx, controlplane.Options{Bins: assets,
+		CRDDirs: []string{filepath.Join(o.Root, "config", "crd", "bases")}})
+	if err != nil {
+		return nil, "", err
+	}
+	path := filepath.Join(o.Dir, "kubeconfig")
+	kc, err := cp.Kubeconfig("admin", "system:masters")
+	if err == nil {
+		err = os.WriteFile(path, kc, 0o600)
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		_ = cp.Stop()
+		return nil, "", err
+	}
+	return cp, path, nil
 }
 
 // say writes one progress line.

@@ -1,12 +1,13 @@
 // Package testenv starts a real Kubernetes control plane (etcd +
-// kube-apiserver, through controller-runtime's envtest) for integration
-// tests, with the project's CRDs installed.
+// kube-apiserver, through internal/controlplane) for integration tests,
+// with the project's CRDs installed.
 //
 // One control plane per test package: call Main from TestMain; where a
 // single test needs one, StartForTest from that test.
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,18 +18,18 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/controlplane"
 )
 
 // Env is a running control plane.
 type Env struct {
 	// Config reaches the API server as an administrator.
 	Config *rest.Config
-	env    *envtest.Environment
+	cp     *controlplane.ControlPlane
 }
 
 // Shared is one control plane for the tests of a package, started by
@@ -153,21 +154,19 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: false,
-	}
-	cfg, err := env.Start()
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{
+		Bins: assets, CRDDirs: []string{filepath.Join(root, "config", "crd", "bases")}})
 	if err != nil {
-		_ = env.Stop()
 		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
 	}
-	return &Env{Config: cfg, env: env}, nil
+	// As envtest's: no client-side throttling, client-go's user agent.
+	cfg := cp.Admin()
+	cfg.QPS, cfg.Burst, cfg.UserAgent = 1000, 2000, ""
+	return &Env{Config: cfg, cp: cp}, nil
 }
 
 // Stop stops the control plane and removes its data.
-func (e *Env) Stop() error { return e.env.Stop() }
+func (e *Env) Stop() error { return e.cp.Stop() }
 
 // RepoRoot finds the module root by walking up from the working
 // directory to the go.mod of this project.

@@ -12,7 +12,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/eni-operator/eni-operator/internal/testenv"
@@ -32,16 +31,8 @@ func TestCRDStepOfTheRunbooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := fresh.Start()
-	if err != nil {
-		t.Fatalf("starting a fresh control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = fresh.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fresh.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fresh := testenv.StartEmptyControlPlane(t)
+	cfg, kubeconfig := fresh.Admin(), fresh.Kubeconfig(t)
 	scheme := testenv.Scheme(t)
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/eni-operator/eni-operator/internal/testenv"
 )
@@ -48,20 +47,8 @@ func TestKustomizeApplyOnFreshAPIServer(t *testing.T) {
 		}
 	}
 
-	fresh := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := fresh.Start()
-	if err != nil {
-		t.Fatalf("starting a fresh control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fresh.Stop(); err != nil {
-			t.Errorf("stopping the fresh control plane: %v", err)
-		}
-	})
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fresh.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fresh := testenv.StartEmptyControlPlane(t)
+	cfg, kubeconfig := fresh.Admin(), fresh.Kubeconfig(t)
 
 	// The user's overlay, exactly as config/default/kustomization.yaml
 	// documents it (with a relative path to config/default).

@@ -24,21 +24,17 @@ type Command struct {
 }
 
 // Main is TestMain's body: run as the command when started by Run (with
-// the arguments Run gave; before, when set, runs first), else run the
-// tests.
-func (c Command) Main(m *testing.M, main func(), before func()) {
-	c.RunIfChild(main, before)
+// the arguments Run gave), else run the tests.
+func (c Command) Main(m *testing.M, main func()) {
+	c.RunIfChild(main)
 	os.Exit(m.Run())
 }
 
 // RunIfChild runs as the command, and exits, when started by Run; for a
 // TestMain that does more than run the tests.
-func (c Command) RunIfChild(main func(), before func()) {
+func (c Command) RunIfChild(main func()) {
 	if os.Getenv(c.Env) != "1" {
 		return
-	}
-	if before != nil {
-		before()
 	}
 	os.Args = append([]string{c.Name}, strings.Fields(os.Getenv(c.Env+"_ARGS"))...)
 	main()
