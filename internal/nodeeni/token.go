@@ -3,8 +3,10 @@ package nodeeni
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -46,4 +48,92 @@ func mayBeUnseen(now, createdAt, answeredAt time.Time) bool {
 		latest = answeredAt
 	}
 	return !latest.IsZero() && now.Sub(latest) < visibilityWindow
+}
+
+// tokens remembers, per ENI-to-be, which ClientToken attempt is current
+// and the creation time its tags carry: a create retried in this process
+// must send exactly the same parameters, or EC2 refuses the token. Both
+// are kept until the ENI is attached, since until then a create may be
+// repeated (an inventory taken before EC2 showed the new ENI drops it
+// from the view). answered is when EC2 last answered the create.
+type tokens struct {
+	mu       sync.Mutex
+	attempt  map[string]int
+	created  map[string]time.Time
+	answered map[string]time.Time
+	// unseen is when EC2 first refused the key's current token as used
+	// with other parameters while no Describe showed its ENI.
+	unseen map[string]time.Time
+}
+
+func newTokens() *tokens {
+	return &tokens{attempt: map[string]int{}, created: map[string]time.Time{}, answered: map[string]time.Time{},
+		unseen: map[string]time.Time{}}
+}
+
+// unseenSince returns when the key's token was first found used by an
+// ENI nobody can see, recording now if this is the first time.
+func (t *tokens) unseenSince(key string, now time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.unseen[key]; ok {
+		return s
+	}
+	t.unseen[key] = now
+	return now
+}
+
+func tokenKey(uid string, w want, base int) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%d", uid, w.Node, w.Instance, w.Subnet, base)
+}
+
+// current returns the attempt and the creation time for a key.
+func (t *tokens) current(key string) (int, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.attempt[key]
+	ck := fmt.Sprintf("%s|%d", key, a)
+	c, ok := t.created[ck]
+	if !ok {
+		c = time.Now().UTC().Truncate(time.Second)
+		t.created[ck] = c
+	}
+	return a, c
+}
+
+// burn moves a key to its next attempt: its token names a deleted ENI.
+func (t *tokens) burn(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forget(key)
+	t.attempt[key]++
+}
+
+// answer records that EC2 answered the key's create with an ENI at now.
+func (t *tokens) answer(key string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.answered[key] = now
+}
+
+// lastAnswer is when EC2 last answered the key's create in this process
+// (zero when it did not).
+func (t *tokens) lastAnswer(key string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.answered[key]
+}
+
+// done forgets a key whose ENI is attached, keeping the memory bounded.
+func (t *tokens) done(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forget(key)
+}
+
+// forget drops what is kept of the key's current attempt; t.mu is held.
+func (t *tokens) forget(key string) {
+	delete(t.created, fmt.Sprintf("%s|%d", key, t.attempt[key]))
+	delete(t.answered, key)
+	delete(t.unseen, key)
 }

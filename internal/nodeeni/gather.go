@@ -1,0 +1,129 @@
+package nodeeni
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// planInput gathers what the plan depends on: the spec resolved against
+// the catalog, the matching nodes and the NodeENI's ENIs.
+func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleting bool) (planInput, []blocked, error) {
+	in := planInput{
+		Base:                int(ne.Spec.DeviceIndex),
+		DeleteOnTermination: ne.Spec.DeleteOnTermination == nil || *ne.Spec.DeleteOnTermination,
+		Description:         ne.Spec.Description,
+		Tags:                specTags(ne.Spec.Tags),
+		Deleting:            deleting,
+		SubnetsComplete:     true,
+		MTU:                 ne.Spec.MTU,
+		Nodes:               map[string]bool{},
+		NodeInstances:       map[string]string{},
+		CIDRs:               map[string]string{},
+	}
+	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
+	if in.Base < 1 {
+		in.Base = 1
+	}
+	if deleting {
+		return in, nil, nil
+	}
+	res, err := r.resolve(ctx, &ne.Spec)
+	if err != nil {
+		return in, nil, err
+	}
+	in.SecurityGroups, in.SubnetsComplete = res.Groups, res.SubnetsComplete
+	for _, s := range res.Subnets {
+		in.CIDRs[s.ID] = s.CIDR
+	}
+	blocks := append([]blocked(nil), res.Problems...)
+
+	nodes := &corev1.NodeList{}
+	if err := r.client.List(ctx, nodes); err != nil {
+		return in, nil, err
+	}
+	sel := labels.SelectorFromSet(ne.Spec.NodeSelector)
+	var infos []nodeInfo
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if !n.DeletionTimestamp.IsZero() {
+			continue // going away: its ENIs are cleaned up as for a deleted node
+		}
+		in.Nodes[n.Name] = true
+		if !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		info, err := nodeInfoOf(n)
+		if err != nil {
+			blocks = append(blocks, blocked{Node: n.Name, Reason: ReasonNotOnEC2, Message: err.Error()})
+			continue
+		}
+		in.NodeInstances[n.Name] = info.Instance
+		infos = append(infos, info)
+	}
+	var zoneBlocks []blocked
+	in.Wants, zoneBlocks = desired(infos, res.Subnets)
+	return in, append(blocks, zoneBlocks...), nil
+}
+
+// instances describes the instances the plan wants to attach to. The
+// calls run concurrently, so the client batches them into one
+// DescribeInstances; each instance type's limit is then read once.
+func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]instanceView, error) {
+	out := make(map[string]instanceView, len(ids))
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := r.instance(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			out[id] = v
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	for id, v := range out {
+		if v.Type == "" {
+			continue
+		}
+		n, err := r.ec2.MaxENIs(ctx, v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", v.Type, err)
+		}
+		v.MaxENIs = n
+		out[id] = v
+	}
+	return out, nil
+}
+
+func (r *reconciler) instance(ctx context.Context, id string) (instanceView, error) {
+	inst, err := r.ec2.GetInstance(ctx, id)
+	if ec2.IsNotFound(err) {
+		return instanceView{ID: id, State: "not found"}, nil
+	}
+	if err != nil {
+		return instanceView{}, fmt.Errorf("describing instance %s: %w", id, err)
+	}
+	v := instanceView{ID: id, Type: inst.Type, State: inst.State, Zone: inst.AvailabilityZone, Slots: map[int]string{}}
+	for _, e := range inst.ENIs {
+		if e.Attachment != nil {
+			v.Slots[e.Attachment.DeviceIndex] = e.ID
+		}
+	}
+	return v, nil
+}
