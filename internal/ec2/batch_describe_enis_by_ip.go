@@ -27,21 +27,11 @@ const maxLookupBatch = maxFilterValues - 1
 // (each with as many addresses as one call takes).
 const lookupCalls = 5
 
-// The lookup batch's window. Lookups come in bursts (a deployment
-// scaled out: the VPC resource controller creates a branch ENI just
-// before each pod), and every lookup answered leads to a tag write, one
-// per tag set per batch of them: batches that go out every 200 ms while
-// pods keep arriving cost a describe per few dozen pods and split each
-// tag set's writes as finely. So the window adapts to the arrivals: a
-// batch goes out after a pause of lookupPause in them (a lone pod, or
-// the end of a burst, waits no longer than that), and while they keep
-// coming it stays open up to lookupMaxWait, gathering up to lookupCalls
-// describes' worth of addresses. The answers then come back together,
-// and the tag writes they lead to share their batches, one call per tag
-// set per wave (the tag batches go out after their own pause). The
-// ceiling trades latency for calls: at 200 new pods a second over 20 tag
-// sets, 2.5 s gives four waves in ten seconds, about 0.05 calls per pod,
-// with a median wait of half the window.
+// The lookup batch's window adapts to the arrivals (docs/architecture.md,
+// "One annotation, through the code"): a batch goes out after a pause of
+// lookupPause, and while lookups keep coming it stays open up to
+// lookupMaxWait, gathering up to lookupCalls describes' worth of
+// addresses, so the tag writes their answers lead to share batches too.
 const (
 	lookupPause   = 100 * time.Millisecond
 	lookupMaxWait = 2500 * time.Millisecond

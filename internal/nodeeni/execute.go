@@ -315,13 +315,9 @@ func (r *reconciler) remove(ctx context.Context, a action, ev *nodeEvents) (*blo
 	switch {
 	case err == nil, ec2.IsNotFound(err):
 		if o := ownedFrom(e); known && o.UID != "" && o.Base >= 0 {
-			// The ENI's ClientToken now names a deleted ENI: when its node
-			// is wanted again (a label flipped back), the create starts at
-			// the next token. Reusing this one got IdempotentParameterMismatch
-			// (another creation time), read as an ENI EC2 does not show
-			// yet, and the node went without its ENI for visibilityWindow
-			// while the create was retried (the soak figure: 1,027 creates
-			// for 23 attaches).
+			// The ENI's ClientToken now names a deleted ENI: a node wanted
+			// again starts at the next token, since EC2 answers a reused one
+			// with IdempotentParameterMismatch (another creation time).
 			r.tokens.burn(tokenKey(o.UID, want{Node: o.Node, Instance: o.Instance, Subnet: e.SubnetID}, o.Base))
 		}
 		r.unsigned.set(a.ENI, false)
