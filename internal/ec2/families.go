@@ -78,15 +78,10 @@ func (b Bucket) scaled(share float64) Bucket {
 const arrivalJitter = 500 * time.Millisecond
 
 // clientBurst is the client's burst for AWS's bucket b: b's burst less
-// arrivalJitter's worth of refill. A client whose bucket mirrored AWS's
-// exactly would, while calling at the refill rate, leave AWS's bucket
-// near empty, and a request reaching AWS a little sooner after the one
-// before it than it took its token found no token there: throttled,
-// which halves the family's rate for seconds (the limiter's AIMD). The
-// 10,000-pod burst's tail looked so: CreateTags fell from 10 to 5 a
-// second for about seven seconds, each of 20 tag sets waiting its turn
-// twice as long; with the headroom it measured no throttle. The tokens
-// left over absorb the jitter.
+// arrivalJitter's worth of refill. A client mirroring AWS's bucket
+// exactly leaves it near empty while calling at the refill rate, so a
+// request arriving a little early is throttled and the family's rate
+// halves (AIMD); the tokens left over absorb that jitter.
 func (b Bucket) clientBurst() int {
 	return max(1, b.Burst-int(math.Ceil(b.Refill*arrivalJitter.Seconds())))
 }
