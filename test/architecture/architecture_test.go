@@ -32,6 +32,8 @@ func testOnly(pkg string) string {
 		return "the EC2 emulator is test and demo code"
 	case rel == "internal/testenv" || strings.HasPrefix(rel, "internal/testenv/"):
 		return "testenv starts test control planes"
+	case rel == "internal/controlplane":
+		return "controlplane runs etcd and kube-apiserver for tests, the sandbox and e2e"
 	case rel == "test" || strings.HasPrefix(rel, "test/"):
 		return "test/ holds test suites"
 	case strings.HasSuffix(rel, "test"):
@@ -45,6 +47,7 @@ func TestTestOnly(t *testing.T) {
 	for pkg, want := range map[string]bool{
 		module + "/internal/emulator":              true,
 		module + "/internal/testenv":               true,
+		module + "/internal/controlplane":          true,
 		module + "/internal/ec2/ec2test":           true,
 		module + "/internal/operator/operatortest": true,
 		module + "/internal/cli/clitest":           true,

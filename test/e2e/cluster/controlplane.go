@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/controlplane"
 )
 
 // sysctls the kubelet and kube-proxy set on a node (kernel tunables,
@@ -59,79 +60,55 @@ func (c *Cluster) nodeAddress(context.Context) error {
 	return run("ip", "link", "set", nodeLink, "up")
 }
 
+// certificates makes the control plane's directory, certificates and
+// ports (below Dir, so a crashed run's teardown finds its processes by
+// their command lines), with the node's kubelet identity and the API
+// server's settings of a real cluster (Node authorizer, NodeRestriction
+// and ServiceAccount admission).
 func (c *Cluster) certificates(context.Context) error {
-	var err error
-	if c.pki, err = newPKI(c.path("pki")); err != nil {
+	cp, err := controlplane.New(controlplane.Options{
+		Bins: c.cfg.ControlPlaneBin, Dir: c.cfg.Dir, LogDir: c.cfg.LogDir, BindAddress: c.cfg.NodeIP,
+		Hosts: []string{c.cfg.APIServiceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local"},
+		ServiceAccountIssuer: "https://kubernetes.default.svc.cluster.local", ServiceCIDR: c.cfg.ServiceCIDR,
+		APIServerArgs: []string{"--advertise-address=" + c.cfg.NodeIP, "--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction", "--disable-admission-plugins=", "--profiling=false"},
+	})
+	if err != nil {
 		return err
 	}
-	hosts := []string{c.cfg.NodeIP, c.cfg.APIServiceIP, "127.0.0.1", "localhost", "kubernetes",
-		"kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
-	if err := c.pki.issue("apiserver", "kube-apiserver", nil, hosts...); err != nil {
+	c.cp = cp
+	// The API server's identity towards the kubelet (logs, exec).
+	if err := cp.PKI.Issue("admin", "kubernetes-admin", []string{"system:masters"}); err != nil {
 		return err
 	}
-	// One admin identity for the control plane's clients and the tests;
-	// the kubelet has its own, so the Node authorizer and NodeRestriction
-	// treat it as they treat a real node's.
-	if err := c.pki.issue("admin", "kubernetes-admin", []string{"system:masters"}); err != nil {
-		return err
-	}
-	return c.pki.issue("kubelet", "system:node:"+c.cfg.NodeName, []string{"system:nodes"})
+	cp.AddAPIServerArgs("--kubelet-client-certificate="+cp.PKI.Path("admin.crt"),
+		"--kubelet-client-key="+cp.PKI.Path("admin.key"))
+	c.Server = cp.Host
+	return nil
 }
 
-func (c *Cluster) startEtcd(ctx context.Context) error {
-	client, err := freePort()
-	if err != nil {
-		return err
-	}
-	peer, err := freePort()
-	if err != nil {
-		return err
-	}
-	url := "http://" + hostPort("127.0.0.1", client)
-	p, err := c.start("etcd", filepath.Join(c.cfg.ControlPlaneBin, "etcd"),
-		"--data-dir", c.path("etcd"), "--name", "e2e",
-		"--listen-client-urls", url, "--advertise-client-urls", url,
-		"--listen-peer-urls", "http://"+hostPort("127.0.0.1", peer),
-		"--initial-advertise-peer-urls", "http://"+hostPort("127.0.0.1", peer),
-		"--initial-cluster", "e2e=http://"+hostPort("127.0.0.1", peer),
-		"--unsafe-no-fsync")
-	if err != nil {
-		return err
-	}
-	c.etcdURL = url
-	hc := &http.Client{Timeout: 2 * time.Second}
-	return waitFor(ctx, p, time.Minute, "etcd healthy", func() error { return httpOK(hc, url+"/health") })
-}
+func (c *Cluster) startEtcd(ctx context.Context) error { return c.cp.StartEtcd(ctx) }
 
+// startAPIServer starts kube-apiserver and writes the admin's kubeconfig
+// (certificates embedded) for the control plane's clients and the tests.
 func (c *Cluster) startAPIServer(ctx context.Context) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	c.Server = "https://" + hostPort(c.cfg.NodeIP, port)
-	pk := c.pki.path
-	p, err := c.start("kube-apiserver", filepath.Join(c.cfg.ControlPlaneBin, "kube-apiserver"),
-		"--etcd-servers", c.etcdURL,
-		"--bind-address", c.cfg.NodeIP, "--advertise-address", c.cfg.NodeIP,
-		"--secure-port", strconv.Itoa(port),
-		"--tls-cert-file", pk("apiserver.crt"), "--tls-private-key-file", pk("apiserver.key"),
-		"--client-ca-file", pk("ca.crt"),
-		"--kubelet-client-certificate", pk("admin.crt"), "--kubelet-client-key", pk("admin.key"),
-		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file", pk("sa.pub"), "--service-account-signing-key-file", pk("sa.key"),
-		"--service-cluster-ip-range", c.cfg.ServiceCIDR,
-		"--authorization-mode", "Node,RBAC",
-		"--enable-admission-plugins", "NodeRestriction",
-		"--allow-privileged=true",
-		"--profiling=false")
-	if err != nil {
-		return err
-	}
-	if err := waitFor(ctx, p, 2*time.Minute, "kube-apiserver ready", func() error { return c.httpsGet(c.Server + "/readyz") }); err != nil {
+	if err := c.cp.StartAPIServer(ctx); err != nil {
 		return err
 	}
 	c.Kubeconfig = c.path("admin.kubeconfig")
-	return c.pki.kubeconfig(c.Kubeconfig, c.Server, "admin")
+	return c.writeKubeconfig(c.Kubeconfig, "kubernetes-admin", "system:masters")
+}
+
+// writeKubeconfig writes user's kubeconfig to path; the kubelet has its
+// own, so the Node authorizer and NodeRestriction treat it as they treat
+// a real node's.
+func (c *Cluster) writeKubeconfig(path, user string, groups ...string) error {
+	kc, err := c.cp.Kubeconfig(user, groups...)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kc, 0o600)
 }
 
 func (c *Cluster) startControllers(ctx context.Context) error {
@@ -139,7 +116,7 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 	cm, err := c.start("kube-controller-manager", bin("kube-controller-manager"),
 		"--kubeconfig", c.Kubeconfig, "--authentication-kubeconfig", c.Kubeconfig, "--authorization-kubeconfig", c.Kubeconfig,
 		"--leader-elect=false", "--use-service-account-credentials",
-		"--service-account-private-key-file", c.pki.path("sa.key"), "--root-ca-file", c.pki.path("ca.crt"),
+		"--service-account-private-key-file", c.cp.PKI.Path("sa.key"), "--root-ca-file", c.cp.PKI.Path("ca.crt"),
 		"--service-cluster-ip-range", c.cfg.ServiceCIDR,
 		"--bind-address", "127.0.0.1", "--secure-port", "0", "--controllers", "*")
 	if err != nil {

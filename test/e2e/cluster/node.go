@@ -133,12 +133,12 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 rotateCertificates: false
 staticPodPath: ""
-`, cgroupRoot, c.Socket, c.cfg.ProviderID, c.cfg.NodeIP, port, c.pki.path("ca.crt"))
+`, cgroupRoot, c.Socket, c.cfg.ProviderID, c.cfg.NodeIP, port, c.cp.PKI.Path("ca.crt"))
 	if err := c.writeFile(conf, "kubelet", "config.yaml"); err != nil {
 		return err
 	}
 	kc := c.path("kubelet.kubeconfig")
-	if err := c.pki.kubeconfig(kc, c.Server, "kubelet"); err != nil {
+	if err := c.writeKubeconfig(kc, "system:node:"+c.cfg.NodeName, "system:nodes"); err != nil {
 		return err
 	}
 	p, err := c.start("kubelet", filepath.Join(c.cfg.NodeBin, "bin", "kubelet"),

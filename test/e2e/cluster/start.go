@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/controlplane"
 )
 
 // Cluster is a running one-node cluster.
@@ -21,10 +21,10 @@ type Cluster struct {
 	// Server is the API server's URL; EmulatorURL the emulator's.
 	Server, EmulatorURL string
 	// Socket is containerd's.
-	Socket  string
-	pki     *pki
-	etcdURL string
-	procs   []*proc // in start order
+	Socket string
+	// cp is etcd and kube-apiserver, started first and stopped last.
+	cp    *controlplane.ControlPlane
+	procs []*proc // in start order, after cp
 }
 
 // Dir is the node's state directory: a hostPath below it goes with the node.
@@ -134,20 +134,6 @@ func freePort() (int, error) {
 }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
-
-// httpsGet checks that url answers 200 to the admin certificate.
-func (c *Cluster) httpsGet(url string) error {
-	cert, err := tls.LoadX509KeyPair(c.pki.path("admin.crt"), c.pki.path("admin.key"))
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(c.pki.caCert)
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool},
-	}}
-	return httpOK(client, url)
-}
 
 func httpOK(client *http.Client, url string) error {
 	resp, err := client.Get(url)

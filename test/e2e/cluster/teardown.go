@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stop stops the daemons (newest first) and removes everything the node
-// made: containers, mounts, network namespaces, links, iptables rules,
+// Stop stops the daemons (newest first), then kube-apiserver and etcd,
+// and removes everything the node made: containers, mounts, network namespaces, links, iptables rules,
 // cgroups, changed sysctls and Dir. The logs stay in LogDir.
 func (c *Cluster) Stop() error {
 	for i := len(c.procs) - 1; i >= 0; i-- {
@@ -31,7 +31,12 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	c.procs = nil
-	return teardown(c.cfg)
+	var errs []error
+	if c.cp != nil {
+		errs = append(errs, c.cp.Stop())
+		c.cp = nil
+	}
+	return errors.Join(append(errs, teardown(c.cfg))...)
 }
 
 // teardown removes what a node in cfg.Dir left, whether Stop ran or the
