@@ -42,7 +42,21 @@ type describeSecurityGroupsResponse struct {
 }
 
 func (w *world) xVpc(v *vpc) xVpc {
-	return xVpc{VpcID: v.id, State: "available", CidrBlock: v.cidr.String(), OwnerID: w.accountID, Tags: xTags(v.tags)}
+	x := xVpc{VpcID: v.id, State: "available", CidrBlock: v.cidr.String(), OwnerID: w.accountID, Tags: xTags(v.tags)}
+	if v.ipv6.IsValid() {
+		a := xIPv6CidrAssociation{AssociationID: "vpc-cidr-assoc-" + v.id[len("vpc-"):], Ipv6CidrBlock: v.ipv6.String()}
+		a.State.State = "associated"
+		x.Ipv6CidrBlocks = []xIPv6CidrAssociation{a}
+	}
+	return x
+}
+
+// amazonIPv6Block is the /56 an Amazon-provided IPv6 block of the VPC
+// created seq-th gets: 2600:1f13::/32 split by seq, so no two VPCs share one.
+func amazonIPv6Block(seq int64) netip.Prefix {
+	a := netip.MustParseAddr("2600:1f13::").As16()
+	a[4], a[5], a[6] = byte(seq>>16), byte(seq>>8), byte(seq)
+	return netip.PrefixFrom(netip.AddrFrom16(a), 56)
 }
 
 func (w *world) xSecurityGroup(g *securityGroup) xSecurityGroup {
@@ -50,8 +64,9 @@ func (w *world) xSecurityGroup(g *securityGroup) xSecurityGroup {
 		VpcID: g.vpcID, Tags: xTags(g.tags)}
 }
 
-// newVPC validates and creates a VPC with its default security group.
-func (w *world) newVPC(id, cidr string, tags map[string]string) (*vpc, *apiError) {
+// newVPC validates and creates a VPC with its default security group and,
+// when ipv6 is set, an Amazon-provided IPv6 block.
+func (w *world) newVPC(id, cidr string, tags map[string]string, ipv6 bool) (*vpc, *apiError) {
 	pf, perr := netip.ParsePrefix(cidr)
 	if perr != nil || !pf.Addr().Is4() || pf.Bits() < 16 || pf.Bits() > 28 {
 		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter cidrBlock is invalid. The CIDR block must be an IPv4 block between /16 and /28.", cidr)
@@ -65,6 +80,9 @@ func (w *world) newVPC(id, cidr string, tags map[string]string) (*vpc, *apiError
 		return nil, err
 	}
 	v := &vpc{resource: w.newResource(id, tags), cidr: pf.Masked()}
+	if ipv6 {
+		v.ipv6 = amazonIPv6Block(v.seq)
+	}
 	w.vpcs[v.id] = v
 	w.defaultGroup(v.id)
 	return v, nil
@@ -100,7 +118,7 @@ func createVpc(w *world, p params, _ callEnv) (response, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := w.newVPC("", cidr, tags)
+	v, err := w.newVPC("", cidr, tags, p.bool("AmazonProvidedIpv6CidrBlock"))
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +250,9 @@ func (w *world) newSubnet(r subnetRequest) (*subnet, *apiError) {
 	if len(az) != len(w.region)+1 || az[:len(w.region)] != w.region {
 		return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter availabilityZone is invalid. Subnets can currently only be created in the following availability zones: %sa, %sb, %sc.", az, w.region, w.region, w.region)
 	}
-	var v6 netip.Prefix
-	if r.ipv6 != "" {
-		if v6, perr = netip.ParsePrefix(r.ipv6); perr != nil || !v6.Addr().Is6() {
-			return nil, apiErr("InvalidParameterValue", "Value (%s) for parameter ipv6CidrBlock is invalid.", r.ipv6)
-		}
+	v6, err := v.subnetIPv6(r.ipv6)
+	if err != nil {
+		return nil, err
 	}
 	if err := validateTags(nil, r.tags); err != nil {
 		return nil, err
@@ -248,6 +264,23 @@ func (w *world) newSubnet(r subnetRequest) (*subnet, *apiError) {
 	s := &subnet{resource: w.newResource(id, r.tags), vpcID: r.vpcID, az: az, cidr: pf, ipv6: v6.Masked()}
 	w.subnets[s.id] = s
 	return s, nil
+}
+
+// subnetIPv6 parses a subnet's IPv6 CIDR in v (zero for ""). A VPC
+// without an Amazon-provided block takes any block, so worlds may name
+// fixed addresses; one with a block holds only its /64s.
+func (v *vpc) subnetIPv6(cidr string) (netip.Prefix, *apiError) {
+	if cidr == "" {
+		return netip.Prefix{}, nil
+	}
+	v6, perr := netip.ParsePrefix(cidr)
+	if perr != nil || !v6.Addr().Is6() {
+		return netip.Prefix{}, apiErr("InvalidParameterValue", "Value (%s) for parameter ipv6CidrBlock is invalid.", cidr)
+	}
+	if v.ipv6.IsValid() && (v6.Bits() != 64 || !v.ipv6.Contains(v6.Addr())) {
+		return netip.Prefix{}, apiErr("InvalidSubnet.Range", "The IPv6 CIDR '%s' is not a /64 of VPC %s's block %s.", cidr, v.id, v.ipv6)
+	}
+	return v6, nil
 }
 
 func createSubnet(w *world, p params, _ callEnv) (response, *apiError) {

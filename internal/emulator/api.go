@@ -1,8 +1,11 @@
 package emulator
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 )
 
@@ -172,19 +175,46 @@ type VPCSpec struct {
 	CIDR string `json:"cidr"`
 	// SecondaryCIDRs are further IPv4 blocks (at most four), as
 	// AssociateVpcCidrBlock adds: subnets may lie in any block.
-	SecondaryCIDRs []string          `json:"secondaryCidrs,omitempty"`
-	Tags           map[string]string `json:"tags,omitempty"`
+	SecondaryCIDRs []string `json:"secondaryCidrs,omitempty"`
+	// AmazonProvidedIPv6 gives the VPC an IPv6 /56 chosen by EC2, as
+	// CreateVpc's AmazonProvidedIpv6CidrBlock does; subnets take /64s of
+	// it by IPv6CIDRIndex.
+	AmazonProvidedIPv6 bool              `json:"amazonProvidedIpv6CidrBlock,omitempty"`
+	Tags               map[string]string `json:"tags,omitempty"`
 }
 
 // SubnetSpec seeds a subnet.
 type SubnetSpec struct {
-	ID               string            `json:"id,omitempty"`
-	Name             string            `json:"name,omitempty"` // also set as the Name tag
-	VPC              string            `json:"vpcId"`
-	CIDR             string            `json:"cidr"`
-	IPv6CIDR         string            `json:"ipv6Cidr,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Name     string `json:"name,omitempty"` // also set as the Name tag
+	VPC      string `json:"vpcId"`
+	CIDR     string `json:"cidr"`
+	IPv6CIDR string `json:"ipv6Cidr,omitempty"`
+	// IPv6CIDRIndex takes the n-th /64 of the VPC's Amazon-provided block
+	// (instead of IPv6CIDR): that block is known only once the VPC exists.
+	IPv6CIDRIndex    *int              `json:"ipv6CidrIndex,omitempty"`
 	AvailabilityZone string            `json:"availabilityZone"`
 	Tags             map[string]string `json:"tags,omitempty"`
+}
+
+// IPv6CIDRIn is the subnet's IPv6 CIDR ("" for none) in a VPC whose
+// Amazon-provided IPv6 block is vpcBlock (zero when it has none).
+func (s SubnetSpec) IPv6CIDRIn(vpcBlock netip.Prefix) (string, error) {
+	if s.IPv6CIDRIndex == nil {
+		return s.IPv6CIDR, nil
+	}
+	n := *s.IPv6CIDRIndex
+	switch {
+	case s.IPv6CIDR != "":
+		return "", errors.New("ipv6Cidr and ipv6CidrIndex exclude each other")
+	case !vpcBlock.IsValid() || !vpcBlock.Addr().Is6() || vpcBlock.Bits() < 44 || vpcBlock.Bits() > 64:
+		return "", fmt.Errorf("ipv6CidrIndex needs a VPC with an IPv6 block of /44 to /64 (amazonProvidedIpv6CidrBlock), not %q", vpcBlock)
+	case n < 0 || n >= 1<<(64-vpcBlock.Bits()):
+		return "", fmt.Errorf("ipv6CidrIndex %d is outside the %d /64s of %s", n, 1<<(64-vpcBlock.Bits()), vpcBlock)
+	}
+	a := vpcBlock.Masked().Addr().As16()
+	binary.BigEndian.PutUint64(a[:8], binary.BigEndian.Uint64(a[:8])+uint64(n))
+	return netip.PrefixFrom(netip.AddrFrom16(a), 64).String(), nil
 }
 
 // SecurityGroupSpec seeds a security group.

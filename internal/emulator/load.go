@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"time"
 )
 
@@ -100,7 +101,7 @@ func each[S any](field string, list []S, create func(S) error) error {
 
 func (l *loader) vpcs(wd World) error {
 	return each("vpcs", wd.VPCs, func(v VPCSpec) error {
-		x, err := l.w.newVPC(v.ID, v.CIDR, withName(v.Tags, v.Name))
+		x, err := l.w.newVPC(v.ID, v.CIDR, withName(v.Tags, v.Name), v.AmazonProvidedIPv6)
 		for _, c := range v.SecondaryCIDRs {
 			if err == nil {
 				err = x.associateCIDR(c)
@@ -112,7 +113,15 @@ func (l *loader) vpcs(wd World) error {
 
 func (l *loader) subnets(wd World) error {
 	return each("subnets", wd.Subnets, func(s SubnetSpec) error {
-		x, err := l.w.newSubnet(subnetRequest{id: s.ID, vpcID: l.ref(s.VPC), cidr: s.CIDR, ipv6: s.IPv6CIDR,
+		var block netip.Prefix
+		if v, ok := l.w.vpcs[l.ref(s.VPC)]; ok {
+			block = v.ipv6
+		}
+		ipv6, perr := s.IPv6CIDRIn(block)
+		if perr != nil {
+			return perr
+		}
+		x, err := l.w.newSubnet(subnetRequest{id: s.ID, vpcID: l.ref(s.VPC), cidr: s.CIDR, ipv6: ipv6,
 			az: s.AvailabilityZone, tags: withName(s.Tags, s.Name)})
 		return l.created(&l.res.Subnets, s.Name, x, err)
 	})

@@ -77,6 +77,7 @@ type vpc struct {
 	// secondary are the VPC's further IPv4 CIDR blocks (AWS allows up to
 	// five in all), for estates larger than one /16.
 	secondary []netip.Prefix
+	ipv6      netip.Prefix // the Amazon-provided /56; zero when none
 }
 
 // holds reports whether one of the VPC's CIDR blocks contains pf.

@@ -15,7 +15,7 @@ func testWorld(t *testing.T, cidrs ...string) (*world, []*subnet) {
 	w := newWorld("us-east-1", "123456789012", 1)
 	var subnets []*subnet
 	for _, c := range cidrs {
-		v, err := w.newVPC("", c, nil)
+		v, err := w.newVPC("", c, nil, false)
 		if err != nil {
 			t.Fatalf("newVPC %s: %v", c, err)
 		}

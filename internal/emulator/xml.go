@@ -145,12 +145,13 @@ type xIPv6CidrAssociation struct {
 }
 
 type xVpc struct {
-	VpcID     string `xml:"vpcId"`
-	State     string `xml:"state"`
-	CidrBlock string `xml:"cidrBlock"`
-	OwnerID   string `xml:"ownerId"`
-	IsDefault bool   `xml:"isDefault"`
-	Tags      []xTag `xml:"tagSet>item"`
+	VpcID          string                 `xml:"vpcId"`
+	State          string                 `xml:"state"`
+	CidrBlock      string                 `xml:"cidrBlock"`
+	OwnerID        string                 `xml:"ownerId"`
+	IsDefault      bool                   `xml:"isDefault"`
+	Ipv6CidrBlocks []xIPv6CidrAssociation `xml:"ipv6CidrBlockAssociationSet>item"`
+	Tags           []xTag                 `xml:"tagSet>item"`
 }
 
 type xSecurityGroup struct {
