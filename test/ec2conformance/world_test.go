@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net/netip"
 	"os"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/eni-operator/eni-operator/internal/emulator"
 )
 
 // Instance types with known interface limits (MaximumNetworkInterfaces).
@@ -111,67 +112,58 @@ func parallelWorld(t *testing.T, spec worldSpec) *world {
 	return newWorld(t, suite, spec)
 }
 
-// newWorld builds a VPC, subnets a and b, two security groups and the
-// instances of spec through the EC2 API. Instances and ENIs created
-// through the world are terminated and deleted when the test ends.
+// newWorld creates the world of spec (conformanceWorld) through the EC2 API.
+// Instances and ENIs created through the world are terminated and deleted
+// when the test ends.
 func newWorld(t *testing.T, tg *target, spec worldSpec) *world {
 	t.Helper()
-	ctx := t.Context()
 	w := &world{t: t, tg: tg, ec2: tg.client(), name: uniqueName(t), owned: &owned{}}
 	t.Cleanup(w.cleanup)
-	block, k := tg.nets.block()
-
-	vpcIn := &ec2.CreateVpcInput{CidrBlock: aws.String(block.String()), TagSpecifications: tagSpec(types.ResourceTypeVpc, "Name", w.name)}
-	if spec.ipv6 {
-		vpcIn.AmazonProvidedIpv6CidrBlock = aws.Bool(true)
-	}
-	vpc, err := w.ec2.CreateVpc(ctx, vpcIn)
-	noErr(t, err, "CreateVpc %s", block)
-	w.vpc = aws.ToString(vpc.Vpc.VpcId)
-
-	subnet := func(suffix string, idx int, ipv6 string) subnetInfo {
-		b := block.Addr().As4()
-		b[2] += byte(idx)
-		cidr := netip.PrefixFrom(netip.AddrFrom4(b), 24)
-		in := &ec2.CreateSubnetInput{VpcId: aws.String(w.vpc), CidrBlock: aws.String(cidr.String()),
-			AvailabilityZone: aws.String(tg.region + suffix), TagSpecifications: tagSpec(types.ResourceTypeSubnet, "Name", w.name+"-"+suffix)}
-		if ipv6 != "" {
-			in.Ipv6CidrBlock = aws.String(ipv6)
-		}
-		out, err := w.ec2.CreateSubnet(ctx, in)
-		noErr(t, err, "CreateSubnet %s", cidr)
-		return subnetInfo{id: aws.ToString(out.Subnet.SubnetId), az: aws.ToString(out.Subnet.AvailabilityZone), cidr: cidr}
-	}
-	v6 := ""
-	if spec.ipv6 {
-		v6 = fmt.Sprintf("2600:1f18:0:%x::/64", k)
-		for _, as := range vpc.Vpc.Ipv6CidrBlockAssociationSet {
-			// A real VPC gets a /56 from Amazon: use its first /64.
-			if p, err := netip.ParsePrefix(aws.ToString(as.Ipv6CidrBlock)); err == nil {
-				v6 = netip.PrefixFrom(p.Addr(), 64).String()
-			}
-		}
-	}
-	w.a = subnet("a", 0, v6)
-	w.b = subnet("b", 1, "")
-
-	group := func(suffix string) string {
-		out, err := w.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String(w.name + "-" + suffix),
-			Description: aws.String("ec2conformance " + suffix), VpcId: aws.String(w.vpc),
-			TagSpecifications: tagSpec(types.ResourceTypeSecurityGroup, "Name", w.name+"-"+suffix)})
-		noErr(t, err, "CreateSecurityGroup %s", suffix)
-		return aws.ToString(out.GroupId)
-	}
-	w.sg, w.sg2 = group("sg1"), group("sg2")
-
-	typ := spec.instanceType
-	if typ == "" {
-		typ = largeType
-	}
-	for range spec.instances {
-		w.instances = append(w.instances, aws.ToString(w.runInstance(typ, w.a.id).InstanceId))
+	block, _ := tg.nets.block()
+	wd := conformanceWorld(w.name, block, tg.region, spec)
+	res := create(t, w.ec2, wd)
+	w.vpc = res.VPCs[0]
+	w.a = subnetInfo{id: res.Subnets[0], az: wd.Subnets[0].AvailabilityZone, cidr: netip.MustParsePrefix(wd.Subnets[0].CIDR)}
+	w.b = subnetInfo{id: res.Subnets[1], az: wd.Subnets[1].AvailabilityZone, cidr: netip.MustParsePrefix(wd.Subnets[1].CIDR)}
+	w.sg, w.sg2 = res.SecurityGroups[0], res.SecurityGroups[1]
+	for _, i := range res.Instances {
+		w.instances = append(w.instances, i.ID)
 	}
 	return w
+}
+
+// conformanceWorld is a test's world: VPC name on block (with an
+// Amazon-provided IPv6 block when spec.ipv6), subnets name-a and name-b
+// (its first two /24s) in the region's zones a and b, subnet a with the
+// VPC's first IPv6 /64 when spec.ipv6; groups name-sg1 and name-sg2; and
+// spec's instances in subnet a with group sg1, all tagged Name=name.
+func conformanceWorld(name string, block netip.Prefix, region string, spec worldSpec) emulator.World {
+	subnet := func(suffix string, idx int) emulator.SubnetSpec {
+		b := block.Addr().As4()
+		b[2] += byte(idx)
+		return emulator.SubnetSpec{Name: name + "-" + suffix, VPC: name, CIDR: netip.PrefixFrom(netip.AddrFrom4(b), 24).String(),
+			AvailabilityZone: region + suffix}
+	}
+	group := func(suffix string) emulator.SecurityGroupSpec {
+		return emulator.SecurityGroupSpec{Name: name + "-" + suffix, VPC: name, Description: "ec2conformance " + suffix,
+			Tags: map[string]string{"Name": name + "-" + suffix}}
+	}
+	wd := emulator.World{
+		VPCs:           []emulator.VPCSpec{{Name: name, CIDR: block.String(), AmazonProvidedIPv6: spec.ipv6}},
+		Subnets:        []emulator.SubnetSpec{subnet("a", 0), subnet("b", 1)},
+		SecurityGroups: []emulator.SecurityGroupSpec{group("sg1"), group("sg2")},
+	}
+	if spec.ipv6 {
+		first := 0
+		wd.Subnets[0].IPv6CIDRIndex = &first
+	}
+	typ := firstNonEmpty(spec.instanceType, largeType)
+	for range spec.instances {
+		// Named by tag, not by Name: the instances share the VPC's name.
+		wd.Instances = append(wd.Instances, emulator.InstanceSpec{Type: typ, Subnet: name + "-a",
+			SecurityGroups: []string{name + "-sg1"}, Tags: map[string]string{"Name": name}})
+	}
+	return wd
 }
 
 // cleanup terminates the world's instances, then deletes its ENIs. Errors
