@@ -18,10 +18,9 @@ import (
 // writes such a body straight to the socket and then reads it once more
 // to check its length; when the server answers in between, that read
 // fails and the transport closes the connection under the response
-// being read ("use of closed network connection"). With the SDK's
-// retries this is a silent extra call; against a fast endpoint it was
-// 1-6% of calls. An in-memory body is written whole, so the race is gone.
-// EC2 Query requests are small forms; the copy costs nothing.
+// being read ("use of closed network connection"), a silent extra call
+// with the SDK's retries. An in-memory body is written whole, so the race
+// is gone; EC2 Query requests are small forms, the copy costs nothing.
 type bufferedBodies struct{ next aws.HTTPClient }
 
 func withBufferedBodies(c aws.HTTPClient) aws.HTTPClient {
