@@ -1,8 +1,9 @@
 // Package v1alpha1 is the networking.k8s.aws/v1alpha1 API: the NodeENI
 // resource, which gives every matching node an extra ENI in chosen
-// subnets, and the ENINode, one per node, which holds that node's ENIs
-// and its agent's report.
-// Its group, kind and spec field names are those of aws-multi-eni-controller,
+// subnets, the ENINode, one per node, which holds that node's ENIs
+// and its agent's report, and the ENITagPolicy, which tags the ENIs of
+// the pods it selects.
+// NodeENI's group, kind and spec field names are those of aws-multi-eni-controller,
 // so that project's manifests apply unchanged.
 //
 // +kubebuilder:object:generate=true
@@ -23,14 +24,16 @@ var (
 	// (apimachinery's pattern; api/ depends on nothing else).
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-	// AddToScheme adds NodeENI, ENINode and their lists to a scheme.
+	// AddToScheme adds NodeENI, ENINode, ENITagPolicy and their lists to a
+	// scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-// addKnownTypes registers NodeENI, ENINode and their lists under GroupVersion, with
+// addKnownTypes registers this package's kinds and their lists under GroupVersion, with
 // the meta/v1 types every group version carries (ListOptions, ...).
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &NodeENI{}, &NodeENIList{}, &ENINode{}, &ENINodeList{})
+	s.AddKnownTypes(GroupVersion, &NodeENI{}, &NodeENIList{}, &ENINode{}, &ENINodeList{},
+		&ENITagPolicy{}, &ENITagPolicyList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
