@@ -77,10 +77,15 @@ manifests: ## regenerate the CRDs (config/crd/bases) and the RBAC roles (config/
 	$(GO) tool controller-gen rbac:roleName=eni-agent paths=./internal/agent/... output:rbac:artifacts:config=config/agent
 	@$(MAKE) --no-print-directory chart-sync
 
+# The CRDs users install. ENITagPolicy is defined and validated but not yet
+# applied by the tagger: it is left out of the chart and of
+# config/crd/kustomization.yaml until it is.
+INSTALLED_CRDS = $(filter-out %_enitagpolicies.yaml,$(wildcard config/crd/bases/*.yaml))
+
 .PHONY: chart-sync
 chart-sync: ## copy the generated CRDs and RBAC rules into the Helm chart (run by manifests; a test fails when stale)
 	@mkdir -p $(CHART)/crds $(CHART)/files
-	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp $(INSTALLED_CRDS) $(CHART)/crds/
 	cp config/rbac/role.yaml $(CHART)/files/operator-role.yaml
 	cp config/agent/role.yaml $(CHART)/files/agent-role.yaml
 	@mkdir -p $(CHART)/files/iam
@@ -109,9 +114,9 @@ E2E_ARGS ?=
 .PHONY: e2e
 e2e: build image control-plane helm ## the chart, images and agent on a real one-node cluster on this machine (root; kubelet, containerd, CNI); E2E_ARGS="-run ..."
 	@hack/e2e/node-deps.sh
-	@node_bin="$$(hack/e2e/node-binaries.sh)"; \
+	@node_bin="$$(hack/e2e/node-binaries.sh)"; previous="$$(hack/e2e/previous-release.sh)"; \
 	$(GO) run ./hack/e2e/pause-image --out $(BIN)/e2e-pause-image.tar; \
-	ENI_E2E=1 ENI_E2E_CONTROL_PLANE="$$(hack/control-plane-binaries.sh)" ENI_E2E_NODE_BIN="$$node_bin" \
+	ENI_E2E=1 ENI_E2E_CONTROL_PLANE="$$(hack/control-plane-binaries.sh)" ENI_E2E_NODE_BIN="$$node_bin" ENI_E2E_PREVIOUS="$$previous" \
 	ENI_E2E_PAUSE_IMAGE=$(CURDIR)/$(BIN)/e2e-pause-image.tar ENI_E2E_EMULATOR=$(CURDIR)/$(BIN)/ec2-emulator \
 	ENI_E2E_HELM="$$(hack/helm-binary.sh)" ENI_E2E_IMAGE=$(CURDIR)/$(IMAGE_DIR)/eni-operator-image.tar \
 	ENI_E2E_AGENT_IMAGE=$(CURDIR)/$(IMAGE_DIR)/eni-agent-image.tar ENI_E2E_AGENT_IMAGE_REPO='$(IMAGE_AGENT_REPO)' \
@@ -126,11 +131,19 @@ conformance: ## EC2 conformance suite; EC2_ENDPOINT=http://host:port points it a
 emulator: build ## run the EC2 emulator on $(EMULATOR_LISTEN) with the demo world
 	$(BIN)/ec2-emulator --listen $(EMULATOR_LISTEN) --seed-file hack/demo/world.json
 
+# make demo NODE=real: make e2e's node (root) running only TestDemo, which
+# waits for Ctrl-C (-timeout 0); the node is torn down after it.
+NODE ?=
+
 .PHONY: demo
-demo: ## the whole system on one machine: control plane, EC2 emulator, operator, demo pods and a NodeENI (Ctrl-C stops it)
+demo: ## the whole system on one machine: control plane, EC2 emulator, operator, demo pods and a NodeENI (Ctrl-C stops it); NODE=real: on make e2e's real node (root)
+ifeq ($(NODE),real)
+	@ENI_E2E_DEMO=1 $(MAKE) --no-print-directory e2e E2E_ARGS="-run '^TestDemo$$' -timeout 0"
+else
 	@echo "» building the sandbox (bin/eni-sandbox)"
 	@$(GO) build -o $(BIN)/eni-sandbox ./cmd/eni-sandbox
 	@$(BIN)/eni-sandbox $(DEMO_ARGS)
+endif
 
 .PHONY: bench
 bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollouts, NodeENI over 5,000 nodes (about 35 minutes by itself), 10,000-pod burst, new ENIs) with SVG charts and Go benchmarks into bench/results/report.md; FIGURE=PodBurst runs one

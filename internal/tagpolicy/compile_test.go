@@ -21,9 +21,18 @@ func fixed(k, v string) v1alpha1.TagRule             { return v1alpha1.TagRule{K
 func expr(k, e string) v1alpha1.TagRule              { return v1alpha1.TagRule{Key: k, Expression: e} }
 func rules(r ...v1alpha1.TagRule) []v1alpha1.TagRule { return r }
 
+func compiler(t *testing.T) *Compiler {
+	t.Helper()
+	c, err := NewCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func mustCompile(t *testing.T, name string, spec v1alpha1.ENITagPolicySpec) *Policy {
 	t.Helper()
-	p, err := Compile(name, spec)
+	p, err := compiler(t).Compile(name, spec)
 	if err != nil {
 		t.Fatalf("Compile(%s): %v", name, err)
 	}
@@ -137,7 +146,7 @@ func TestCompileRefusesNamingTheRule(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := Compile("cost", c.spec)
+			p, err := compiler(t).Compile("cost", c.spec)
 			if err == nil {
 				t.Fatalf("compiled %+v; want a refusal", p)
 			}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
@@ -32,9 +31,19 @@ const (
 	VarNode      = "node"
 )
 
-// celEnv is built once: an environment is costly to build (its standard
-// library's declarations) and never changes after.
-var celEnv = sync.OnceValues(newEnv)
+// Compiler compiles policies; build one and keep it, as its expression
+// environment (the standard library's declarations) is costly to build
+// and never changes.
+type Compiler struct{ env *cel.Env }
+
+// NewCompiler builds the expression environment.
+func NewCompiler() (*Compiler, error) {
+	env, err := newEnv()
+	if err != nil {
+		return nil, fmt.Errorf("the expression environment: %w", err)
+	}
+	return &Compiler{env: env}, nil
+}
 
 func newEnv() (*cel.Env, error) {
 	return cel.NewEnv(

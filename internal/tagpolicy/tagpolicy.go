@@ -106,11 +106,9 @@ func (e *RuleError) Unwrap() error { return e.Err }
 // Compile checks a policy's spec and compiles its expressions. The error
 // is a *RuleError (errors.As) naming the first rule at fault; a policy
 // that does not compile is applied to no pod.
-func Compile(name string, spec v1alpha1.ENITagPolicySpec) (*Policy, error) {
-	env, err := celEnv()
-	if err != nil {
-		return nil, fmt.Errorf("the expression environment: %w", err)
-	}
+func (c *Compiler) Compile(name string, spec v1alpha1.ENITagPolicySpec) (*Policy, error) {
+	env := c.env
+	var err error
 	p := &Policy{name: name, priority: spec.Priority, externallyManagedKey: map[string]bool{}}
 	if p.namespaces, err = selector("namespaceSelector", spec.NamespaceSelector); err != nil {
 		return nil, err
