@@ -1,5 +1,5 @@
-# Sourced by the scripts that build and cache tools (control plane, helm,
-# promtool).
+# Sourced by the scripts that build and cache tools (control plane, node
+# binaries, helm, promtool, golangci-lint).
 #
 # cache_lock NAME DEST takes an exclusive lock on NAME under $CACHE_ROOT,
 # held until the script exits: concurrent runs (test packages started at
@@ -12,6 +12,21 @@ cache_lock() {
   if ! flock -n 9; then
     echo "$1: waiting for another build of $2" >&2
     flock 9
+  fi
+}
+
+# cache_hit_or_lock NAME DEST prints DEST and ends the calling script when
+# DEST is complete; otherwise it takes NAME's lock and checks again, so one
+# run builds DEST while the others wait and then find it.
+cache_hit_or_lock() {
+  if [[ -f "$2/.complete" ]]; then
+    echo "$2"
+    exit 0
+  fi
+  cache_lock "$1" "$2"
+  if [[ -f "$2/.complete" ]]; then
+    echo "$2"
+    exit 0
   fi
 }
 

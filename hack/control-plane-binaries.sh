@@ -12,18 +12,9 @@ ETCD_VERSION="${ETCD_VERSION:-3.7.0}"
 CACHE_ROOT="${ENI_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/eni-operator}"
 DEST="$CACHE_ROOT/control-plane/k8s-v${K8S_VERSION}-etcd-v${ETCD_VERSION}"
 
-if [[ -f "$DEST/.complete" ]]; then
-  echo "$DEST"
-  exit 0
-fi
-
 # shellcheck source=cache-lock.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cache-lock.sh"
-cache_lock control-plane "$DEST"
-if [[ -f "$DEST/.complete" ]]; then
-  echo "$DEST"
-  exit 0
-fi
+cache_hit_or_lock control-plane "$DEST"
 
 log() { echo "control-plane-binaries: $*" >&2; }
 log "building kube-apiserver v${K8S_VERSION}, kubectl and etcd v${ETCD_VERSION} from the Go module proxy into $DEST (first time only; ~10 min cold)"

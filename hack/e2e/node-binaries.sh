@@ -20,18 +20,9 @@ CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-1.10.0}"
 CACHE_ROOT="${ENI_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/eni-operator}"
 DEST="$CACHE_ROOT/node/k8s-v${K8S_VERSION}-cni-v${CNI_PLUGINS_VERSION}"
 
-if [[ -f "$DEST/.complete" ]]; then
-  echo "$DEST"
-  exit 0
-fi
-
 # shellcheck source=../cache-lock.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../cache-lock.sh"
-cache_lock node "$DEST"
-if [[ -f "$DEST/.complete" ]]; then
-  echo "$DEST"
-  exit 0
-fi
+cache_hit_or_lock node "$DEST"
 
 log() { echo "node-binaries: $*" >&2; }
 log "building kubelet, kube-proxy, kube-controller-manager, kube-scheduler v${K8S_VERSION} and CNI plugins v${CNI_PLUGINS_VERSION} into $DEST (first time only)"
