@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,9 +20,12 @@ const (
 	operatorPods = "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=operator"
 )
 
-var installOnce struct {
-	sync.Once
-	err error
+// shared is the working tree's installation the tests share: installed
+// once, uninstalled by a test that needs the node to itself (and then
+// installed again by the next test that asks). An error sticks.
+var shared struct {
+	installed bool
+	err       error
 }
 
 // installChart imports make image's image into containerd and installs
@@ -31,56 +33,101 @@ var installOnce struct {
 // talks to the emulator on the node's address, as it would to EC2.
 func installChart(t *testing.T) {
 	t.Helper()
-	installOnce.Do(func() {
-		for _, img := range []string{os.Getenv("ENI_E2E_IMAGE"), os.Getenv("ENI_E2E_AGENT_IMAGE")} {
-			if err := node.ImportImage(img); err != nil {
-				installOnce.err = err
-				return
-			}
-		}
-		start := time.Now()
-		out, err := helmOutput("install", release, "../../charts/eni-operator",
-			"--namespace", namespace, "--create-namespace",
-			"--set", "image.repository="+os.Getenv("ENI_E2E_IMAGE_REPO"),
-			"--set", "image.tag="+os.Getenv("ENI_E2E_VERSION"),
-			"--set", "clusterName=e2e",
-			"--set", "operator.flags.vpc-id="+vpcID,
-			"--set", "operator.env[0].name=AWS_ENDPOINT_URL_EC2", "--set", "operator.env[0].value="+node.EmulatorURL,
-			"--set", "operator.env[1].name=AWS_REGION", "--set", "operator.env[1].value=us-east-1",
-			"--set", "operator.env[2].name=AWS_ACCESS_KEY_ID", "--set", "operator.env[2].value=e2e",
-			"--set", "operator.env[3].name=AWS_SECRET_ACCESS_KEY", "--set", "operator.env[3].value=e2e",
-			"--set", "operator.env[4].name=AWS_EC2_METADATA_DISABLED", "--set-string", "operator.env[4].value=true",
-			// The agent, opt-in: its DaemonSet runs on nodes labelled
-			// eni-operator.io/agent=true (TestAgent labels the node), from
-			// make image's agent image; its state directory (a hostPath)
-			// inside the node's directory, which teardown removes.
-			"--set", "agent.enabled=true",
-			"--set", "agent.image.repository="+os.Getenv("ENI_E2E_AGENT_IMAGE_REPO"),
-			"--set", "agent.stateFile="+node.Dir()+"/eni-agent/state.json",
-			"--wait", "--timeout", "3m")
-		if err != nil {
-			installOnce.err = fmt.Errorf("%v\n%s\n%s", err, out, diagnose())
-			return
-		}
-		fmt.Printf("e2e: helm install --wait took %s\n", time.Since(start).Round(time.Second))
-	})
-	if installOnce.err != nil {
-		t.Fatal("installing the chart: ", installOnce.err)
+	if !shared.installed && shared.err == nil {
+		shared.err = installShared()
+		shared.installed = shared.err == nil
+	}
+	if shared.err != nil {
+		t.Fatal("installing the chart: ", shared.err)
 	}
 }
 
+func installShared() error {
+	if err := importImages(); err != nil {
+		return err
+	}
+	start := time.Now()
+	args := append([]string{"install", release, "../../charts/eni-operator",
+		"--namespace", namespace, "--create-namespace",
+		"--set", "image.repository=" + os.Getenv("ENI_E2E_IMAGE_REPO"),
+		"--set", "image.tag=" + os.Getenv("ENI_E2E_VERSION"),
+		"--set", "agent.image.repository=" + os.Getenv("ENI_E2E_AGENT_IMAGE_REPO"),
+		"--wait", "--timeout", "3m"}, nodeValues("eni-agent")...)
+	out, err := helmOutput(args...)
+	if err != nil {
+		return fmt.Errorf("%v\n%s\n%s", err, out, diagnose())
+	}
+	fmt.Printf("e2e: helm install --wait took %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// importImages imports make image's images into the node's containerd.
+func importImages() error {
+	for _, img := range []string{os.Getenv("ENI_E2E_IMAGE"), os.Getenv("ENI_E2E_AGENT_IMAGE")} {
+		if err := node.ImportImage(img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeValues are the chart values for this node: the operator talks to
+// the emulator, and the agent (opt-in: its DaemonSet runs on nodes
+// labelled eni-operator.io/agent=true) keeps its state file in stateDir
+// under the node's directory, which teardown removes.
+func nodeValues(stateDir string) []string {
+	return []string{
+		"--set", "clusterName=e2e",
+		"--set", "operator.flags.vpc-id=" + vpcID,
+		"--set", "operator.env[0].name=AWS_ENDPOINT_URL_EC2", "--set", "operator.env[0].value=" + node.EmulatorURL,
+		"--set", "operator.env[1].name=AWS_REGION", "--set", "operator.env[1].value=us-east-1",
+		"--set", "operator.env[2].name=AWS_ACCESS_KEY_ID", "--set", "operator.env[2].value=e2e",
+		"--set", "operator.env[3].name=AWS_SECRET_ACCESS_KEY", "--set", "operator.env[3].value=e2e",
+		"--set", "operator.env[4].name=AWS_EC2_METADATA_DISABLED", "--set-string", "operator.env[4].value=true",
+		"--set", "agent.enabled=true",
+		"--set", "agent.stateFile=" + node.Dir() + "/" + stateDir + "/state.json",
+	}
+}
+
+// uninstallShared removes the shared installation, if any, and its
+// NodeENIs first (their finalizer needs the running operator).
+func uninstallShared(t *testing.T) {
+	t.Helper()
+	if !shared.installed {
+		return
+	}
+	if _, err := node.Kubectl("get", "crd", "nodeenis.networking.k8s.aws"); err == nil {
+		kubectl(t, "delete", "nodeenis.networking.k8s.aws", "--all", "--timeout=2m")
+	}
+	helm(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "2m")
+	shared.installed = false
+}
+
 // diagnose is what the node says about the operator's pods.
-func diagnose() string {
+func diagnose() string { return diagnoseIn(namespace, operatorPods) }
+
+// diagnoseIn is what the node says about the pods of ns matching selector.
+func diagnoseIn(ns, selector string) string {
 	out, _ := node.Kubectl("get", "pods,events", "-A", "-o", "wide")
-	logs, _ := node.Kubectl("logs", "-n", namespace, "-l", operatorPods, "--tail", "30", "--all-containers", "--prefix")
+	logs, _ := node.Kubectl("logs", "-n", ns, "-l", selector, "--tail", "30", "--all-containers", "--prefix")
 	return out + "\n" + logs
 }
 
 // readyOperators are the names of the operator's Ready pods that are
 // not being deleted.
 func readyOperators(t *testing.T) []string {
+	return readyPods(t, namespace, operatorPods)
+}
+
+// readyPods are the names of the Ready pods of ns matching selector (""
+// for all) that are not being deleted.
+func readyPods(t *testing.T, ns, selector string) []string {
+	args := []string{"get", "pods", "-n", ns, "-o", "json"}
+	if selector != "" {
+		args = append(args, "-l", selector)
+	}
 	var pods corev1.PodList
-	if err := json.Unmarshal([]byte(kubectl(t, "get", "pods", "-n", namespace, "-l", operatorPods, "-o", "json")), &pods); err != nil {
+	if err := json.Unmarshal([]byte(kubectl(t, args...)), &pods); err != nil {
 		t.Fatal(err)
 	}
 	var ready []string

@@ -15,8 +15,8 @@ import (
 // with a tagged pod and a NodeENI's attached ENI in flight: the ENI stays
 // attached under the same attachment, the pod's tags stay, the operators
 // come back Ready, and the pod then deletes normally and is untagged.
-// Both revisions are the working tree's chart and image: an upgrade from
-// an earlier release's chart and image is not covered here.
+// Both revisions are the working tree's chart and image; the upgrade from
+// the previous release is TestUpgradeFromPreviousRelease.
 func TestUpgradeRollback(t *testing.T) {
 	requireNode(t)
 	installChart(t)
