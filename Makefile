@@ -138,7 +138,7 @@ NODE ?=
 .PHONY: demo
 demo: ## the whole system on one machine: control plane, EC2 emulator, operator, demo pods and a NodeENI (Ctrl-C stops it); NODE=real: on make e2e's real node (root)
 ifeq ($(NODE),real)
-	@ENI_E2E_DEMO=1 $(MAKE) --no-print-directory e2e E2E_ARGS="-run '^TestDemo$$' -timeout 0"
+	@ENI_E2E_DEMO=1 $(MAKE) --no-print-directory e2e E2E_ARGS="-run TestDemo -timeout 0"
 else
 	@echo "» building the sandbox (bin/eni-sandbox)"
 	@$(GO) build -o $(BIN)/eni-sandbox ./cmd/eni-sandbox

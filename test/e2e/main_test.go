@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -41,6 +42,14 @@ const (
 // node is the running cluster; nil when the tests are skipped.
 var node *cluster.Cluster
 
+// interrupted is done on SIGINT or SIGTERM. A test that waits for it
+// (TestDemo) sets waitsForInterrupt, so the node is torn down after the
+// tests end instead of at once.
+var (
+	interrupted       context.Context
+	waitsForInterrupt atomic.Bool
+)
+
 func TestMain(m *testing.M) {
 	if os.Getenv("ENI_E2E") == "" {
 		fmt.Println("e2e: skipped; run them with `make e2e` (ENI_E2E=1, root, a real node on this machine)")
@@ -62,6 +71,7 @@ func runWithNode(m *testing.M) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	interrupted = ctx
 	start := time.Now()
 	node, err = cluster.Start(ctx, cfg)
 	if err != nil {
@@ -73,6 +83,9 @@ func runWithNode(m *testing.M) int {
 	go func() {
 		select {
 		case <-ctx.Done():
+			if waitsForInterrupt.Load() {
+				return
+			}
 			fmt.Fprintln(os.Stderr, "e2e: interrupted: tearing the node down")
 			if err := node.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "e2e: teardown:", err)
@@ -100,10 +113,7 @@ func config() (cluster.Config, error) {
 		}
 	}
 	dir := "/var/lib/eni-e2e"
-	logDir := env("ENI_E2E_LOG_DIR")
-	if logDir == "" {
-		logDir = filepath.Join(os.TempDir(), "eni-e2e-logs")
-	}
+	logDir := logDir()
 	_ = os.RemoveAll(logDir)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return cluster.Config{}, err
