@@ -2,9 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -13,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 var policyGVR = schema.GroupVersionResource{Group: "networking.k8s.aws", Version: "v1alpha1", Resource: "enitagpolicies"}
@@ -146,24 +144,7 @@ func TestTagPolicyPrinterColumns(t *testing.T) {
 	if err := c.Status().Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	hc, err := rest.HTTPClientFor(shared.Env(t).Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(shared.Env(t).Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/enitagpolicies/columns", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var table metav1.Table
-	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
-		t.Fatal(err)
-	}
+	table := testenv.Table(t, shared.Env(t).Config, "/apis/networking.k8s.aws/v1alpha1/enitagpolicies/columns")
 	var names []string
 	for _, col := range table.ColumnDefinitions {
 		names = append(names, col.Name)

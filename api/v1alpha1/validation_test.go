@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,24 +282,7 @@ func TestPrinterColumns(t *testing.T) {
 	if err := c.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	hc, err := rest.HTTPClientFor(shared.Env(t).Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(shared.Env(t).Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/nodeenis/columns", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var table metav1.Table
-	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
-		t.Fatal(err)
-	}
+	table := testenv.Table(t, shared.Env(t).Config, "/apis/networking.k8s.aws/v1alpha1/nodeenis/columns")
 	var names []string
 	for _, col := range table.ColumnDefinitions {
 		names = append(names, col.Name)

@@ -1,18 +1,14 @@
 package nodeeni_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // The Ready and Desired columns show 0, asked of the API server as a
@@ -71,28 +67,7 @@ func TestENINodeColumns(t *testing.T) {
 // by column name.
 func (h *harness) tableRow(resource, name string) map[string]any {
 	h.t.Helper()
-	hc, err := rest.HTTPClientFor(shared.Env(h.t).Config)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(shared.Env(h.t).Config.Host, "/")+"/apis/networking.k8s.aws/v1alpha1/"+resource+"/"+name, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := hc.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		h.t.Fatalf("HTTP %d: %s", resp.StatusCode, body)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
-		h.t.Fatal(err)
-	}
+	table := testenv.Table(h.t, shared.Env(h.t).Config, "/apis/networking.k8s.aws/v1alpha1/"+resource+"/"+name)
 	if len(table.Rows) != 1 {
 		h.t.Fatalf("%d rows", len(table.Rows))
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,4 +232,37 @@ func AsRole(t testing.TB, cfg *rest.Config, file, name string, subject rbacv1.Su
 		return err == nil, fmt.Sprint(err)
 	})
 	return as
+}
+
+// Table reads path (e.g. /apis/networking.k8s.aws/v1alpha1/nodeenis)
+// from the API server as a server-side Table, the form kubectl get shows,
+// so printer columns are checked as the API server computes them.
+func Table(t testing.TB, cfg *rest.Config, path string) metav1.Table {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s as a Table: HTTP %d: %s", path, resp.StatusCode, body)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatal(err)
+	}
+	return table
 }
