@@ -15,24 +15,27 @@ cache_lock() {
   fi
 }
 
-# cache_hit_or_lock NAME DEST prints DEST and ends the calling script when
-# DEST is complete; otherwise it takes NAME's lock and checks again, so one
-# run builds DEST while the others wait and then find it.
+# cache_hit_or_lock NAME DEST [SHOWN] prints SHOWN (DEST by default) and
+# ends the calling script when DEST is complete; otherwise it takes NAME's
+# lock and checks again, so one run builds DEST while the others wait and
+# then find it.
 cache_hit_or_lock() {
+  local shown="${3:-$2}"
   if [[ -f "$2/.complete" ]]; then
-    echo "$2"
+    echo "$shown"
     exit 0
   fi
   cache_lock "$1" "$2"
   if [[ -f "$2/.complete" ]]; then
-    echo "$2"
+    echo "$shown"
     exit 0
   fi
 }
 
 # go_install_cached NAME VERSION PACKAGE LDFLAGS VERSION-ARGS... builds a Go
 # command from the Go module proxy once into $CACHE_ROOT/NAME/VERSION and
-# prints the binary's path on stdout (progress on stderr). Only the module
+# prints the binary's path on stdout (progress on stderr); the calling
+# script's last step, as a cache hit ends it. Only the module
 # proxy is reachable where this project is built, not the tools' release
 # downloads. LDFLAGS stamp the version so the binary tells which one the
 # tests used; VERSION-ARGS make it print that version into the build log.
@@ -40,15 +43,7 @@ go_install_cached() {
   local name="$1" version="$2" pkg="$3" ldflags="$4"
   shift 4
   local dest="$CACHE_ROOT/$name/$version"
-  if [[ -f "$dest/.complete" ]]; then
-    echo "$dest/$name"
-    return 0
-  fi
-  cache_lock "$name" "$dest"
-  if [[ -f "$dest/.complete" ]]; then
-    echo "$dest/$name"
-    return 0
-  fi
+  cache_hit_or_lock "$name" "$dest" "$dest/$name"
   echo "$name: building $version from the Go module proxy into $dest (first time only; a few minutes cold)" >&2
   rm -rf "$dest.tmp"
   mkdir -p "$dest.tmp"
