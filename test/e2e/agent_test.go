@@ -39,20 +39,7 @@ func TestAgent(t *testing.T) {
 	checkAgentPodSpec(t, pod)
 
 	apply(t, nodeENI)
-	var att v1alpha1.ENIAttachment
-	eventually(t, 2*time.Minute, "the ENINode listing an attached ENI with a MAC", func() error {
-		en, err := eniNode(t)
-		if err != nil {
-			return err
-		}
-		for _, a := range en.Spec.Attachments {
-			if a.NodeENI == "e2e-secondary" && a.MACAddress != "" {
-				att = a
-				return nil
-			}
-		}
-		return fmt.Errorf("attachments %+v", en.Spec.Attachments)
-	})
+	att := attachedENI(t)
 	t.Logf("operator attached %s (MAC %s) to %s", att.ENIID, att.MACAddress, att.InstanceID)
 
 	// No interface with the ENI's MAC on the host yet: Pending.
@@ -149,6 +136,28 @@ func checkAgentPodSpec(t *testing.T, p corev1.Pod) {
 	case c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil || c.LivenessProbe == nil || c.LivenessProbe.Exec == nil:
 		t.Errorf("agent probes are not exec probes: %+v %+v", c.ReadinessProbe, c.LivenessProbe)
 	}
+}
+
+// attachedENI waits until the node's ENINode lists the e2e-secondary
+// NodeENI's ENI attached, with its attachment ID and MAC address, and
+// returns that entry.
+func attachedENI(t *testing.T) v1alpha1.ENIAttachment {
+	t.Helper()
+	var att v1alpha1.ENIAttachment
+	eventually(t, 2*time.Minute, "the ENINode listing the NodeENI's ENI attached", func() error {
+		en, err := eniNode(t)
+		if err != nil {
+			return err
+		}
+		for _, a := range en.Spec.Attachments {
+			if a.NodeENI == "e2e-secondary" && a.AttachmentID != "" && a.MACAddress != "" {
+				att = a
+				return nil
+			}
+		}
+		return fmt.Errorf("attachments %+v", en.Spec.Attachments)
+	})
+	return att
 }
 
 func eniNode(t *testing.T) (v1alpha1.ENINode, error) {

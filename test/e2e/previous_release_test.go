@@ -119,13 +119,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	})
 	t.Logf("rollback took %s", time.Since(start).Round(time.Second))
 
-	kubectl(t, "delete", "pod", prevPod, "-n", "default", "--timeout=1m")
-	eventually(t, time.Minute, "the deleted pod's ENI untagged", func() error {
-		if err := hasTag(ctx, ip, "Stage", "previous"); err == nil {
-			return fmt.Errorf("still tagged")
-		}
-		return nil
-	})
+	deleteAndCheckUntagged(t, prevPod, ip, "Stage", "previous")
 }
 
 // installPrevious imports the previous release's images and installs its

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
 // TestUpgradeRollback: helm upgrade (a changed value, so the Deployment
@@ -24,20 +22,7 @@ func TestUpgradeRollback(t *testing.T) {
 
 	kubectl(t, "label", "node", nodeName, "--overwrite", "ng=e2e")
 	apply(t, nodeENI)
-	var att v1alpha1.ENIAttachment
-	eventually(t, 2*time.Minute, "the NodeENI's ENI attached", func() error {
-		en, err := eniNode(t)
-		if err != nil {
-			return err
-		}
-		for _, a := range en.Spec.Attachments {
-			if a.NodeENI == "e2e-secondary" && a.AttachmentID != "" {
-				att = a
-				return nil
-			}
-		}
-		return fmt.Errorf("attachments %+v", en.Spec.Attachments)
-	})
+	att := attachedENI(t)
 	const pod = "upgrade-tagged"
 	apply(t, taggedPod(pod, "Stage=upgrade"))
 	kubectl(t, "wait", "--for=condition=Ready", "--timeout=2m", "pod/"+pod, "-n", "default")
@@ -78,9 +63,16 @@ func TestUpgradeRollback(t *testing.T) {
 	unchanged("after helm rollback", "info")
 	t.Logf("rollback took %s", time.Since(start).Round(time.Second))
 
+	deleteAndCheckUntagged(t, pod, ip, "Stage", "upgrade")
+}
+
+// deleteAndCheckUntagged deletes pod through the kubelet (no --force) and
+// waits until the ENI holding ip no longer carries key=value.
+func deleteAndCheckUntagged(t *testing.T, pod, ip, key, value string) {
+	t.Helper()
 	kubectl(t, "delete", "pod", pod, "-n", "default", "--timeout=1m")
 	eventually(t, time.Minute, "the deleted pod's ENI untagged", func() error {
-		if err := hasTag(ctx, ip, "Stage", "upgrade"); err == nil {
+		if err := hasTag(context.Background(), ip, key, value); err == nil {
 			return fmt.Errorf("still tagged")
 		}
 		return nil
