@@ -63,10 +63,10 @@ type ControlPlane struct {
 	opts                      Options
 	ownDir                    bool
 	etcdURL, peerURL, apiPort string
-	launcher                  *launcher
+	launcher                  *Launcher
 
 	mu        sync.Mutex
-	etcd, api *child
+	etcd, api *Process
 	apiStarts int
 	users     map[string]*rest.Config
 }
@@ -141,7 +141,7 @@ func New(o Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	cp.launcher = newLauncher()
+	cp.launcher = NewLauncher()
 	ok = true
 	return cp, nil
 }
@@ -206,7 +206,7 @@ func (cp *ControlPlane) AddAPIServerArgs(args ...string) {
 // StartEtcd starts etcd on its ports and data directory and waits until
 // it is healthy.
 func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
-	c, err := cp.launcher.startChild("etcd", filepath.Join(cp.opts.Bins, "etcd"), filepath.Join(cp.opts.LogDir, "etcd.log"),
+	c, err := cp.launcher.Start("etcd", filepath.Join(cp.opts.Bins, "etcd"), filepath.Join(cp.opts.LogDir, "etcd.log"),
 		"--name=default", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls="+cp.etcdURL, "--advertise-client-urls="+cp.etcdURL,
 		"--listen-peer-urls="+cp.peerURL, "--initial-advertise-peer-urls="+cp.peerURL,
@@ -217,7 +217,8 @@ func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
 	cp.mu.Lock()
 	cp.etcd = c
 	cp.mu.Unlock()
-	return c.waitReady(ctx, time.Minute, &http.Client{Timeout: 2 * time.Second}, cp.etcdURL+"/health")
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return c.WaitUntil(ctx, time.Minute, "etcd healthy", func() error { return HTTPOK(hc, cp.etcdURL+"/health") })
 }
 
 // StartAPIServer starts kube-apiserver on its port with the same
@@ -229,7 +230,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	cp.apiStarts++
 	args := cp.apiServerArgs(n)
 	cp.mu.Unlock()
-	c, err := cp.launcher.startChild("kube-apiserver", filepath.Join(cp.opts.Bins, "kube-apiserver"),
+	c, err := cp.launcher.Start("kube-apiserver", filepath.Join(cp.opts.Bins, "kube-apiserver"),
 		filepath.Join(cp.opts.LogDir, fmt.Sprintf("kube-apiserver-%d.log", n)), args...)
 	if err != nil {
 		return err
@@ -242,7 +243,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		return err
 	}
 	hc.Timeout = 5 * time.Second
-	return c.waitReady(ctx, 2*time.Minute, hc, cp.Host+"/readyz")
+	return c.WaitUntil(ctx, 2*time.Minute, "kube-apiserver ready", func() error { return HTTPOK(hc, cp.Host+"/readyz") })
 }
 
 // apiServerArgs are the defaults for start n, Options.APIServerArgs
@@ -285,12 +286,12 @@ func mergeArgs(args, extra []string) []string {
 }
 
 // KillEtcd kills etcd with SIGKILL and waits for it to go.
-func (cp *ControlPlane) KillEtcd() { cp.take(&cp.etcd, (*child).kill) }
+func (cp *ControlPlane) KillEtcd() { cp.take(&cp.etcd, (*Process).Kill) }
 
 // KillAPIServer kills kube-apiserver with SIGKILL and waits for it to go.
-func (cp *ControlPlane) KillAPIServer() { cp.take(&cp.api, (*child).kill) }
+func (cp *ControlPlane) KillAPIServer() { cp.take(&cp.api, (*Process).Kill) }
 
-func (cp *ControlPlane) take(which **child, end func(*child)) {
+func (cp *ControlPlane) take(which **Process, end func(*Process)) {
 	cp.mu.Lock()
 	c := *which
 	*which = nil
@@ -303,10 +304,10 @@ func (cp *ControlPlane) take(which **child, end func(*child)) {
 // Stop stops kube-apiserver, then etcd (SIGTERM, SIGKILL after ten
 // seconds), and removes Dir if New made it. Stopping again does nothing.
 func (cp *ControlPlane) Stop() error {
-	stop := func(c *child) { c.stop(10 * time.Second) }
+	stop := func(p *Process) { p.Stop(10 * time.Second) }
 	cp.take(&cp.api, stop)
 	cp.take(&cp.etcd, stop)
-	cp.launcher.close()
+	cp.launcher.Close()
 	if cp.ownDir {
 		return os.RemoveAll(cp.Dir)
 	}

@@ -14,10 +14,11 @@ import (
 	"time"
 )
 
-// launcher starts every child of a control plane from one goroutine
-// locked to its OS thread for the control plane's life: the kernel sends
-// the parent death signal when the parent THREAD exits, not the process.
-type launcher struct {
+// Launcher starts processes from one goroutine locked to its OS thread
+// for the launcher's life: the kernel sends the parent death signal when
+// the parent THREAD exits, not the process. Each control plane has one;
+// other daemons a test runs beside it (the e2e node's) may use it too.
+type Launcher struct {
 	mu     sync.Mutex
 	reqs   chan launch
 	closed bool
@@ -28,11 +29,12 @@ type launch struct {
 	err chan error
 }
 
-func newLauncher() *launcher {
-	l := &launcher{reqs: make(chan launch)}
+// NewLauncher starts a launcher; Close ends it.
+func NewLauncher() *Launcher {
+	l := &Launcher{reqs: make(chan launch)}
 	go func() {
 		// Never unlocked: when this returns its thread exits, and any
-		// child still running gets SIGKILL.
+		// process still running gets SIGKILL.
 		runtime.LockOSThread()
 		for r := range l.reqs {
 			r.err <- r.cmd.Start()
@@ -41,18 +43,19 @@ func newLauncher() *launcher {
 	return l
 }
 
-func (l *launcher) start(cmd *exec.Cmd) error {
+func (l *Launcher) launch(cmd *exec.Cmd) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return errors.New("the control plane is stopped")
+		return errors.New("the launcher is closed")
 	}
 	r := launch{cmd: cmd, err: make(chan error, 1)}
 	l.reqs <- r
 	return <-r.err
 }
 
-func (l *launcher) close() {
+// Close ends the launcher's thread: processes still running get SIGKILL.
+func (l *Launcher) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
@@ -61,17 +64,18 @@ func (l *launcher) close() {
 	}
 }
 
-// child is a running binary of the control plane; done closes when it
-// exits.
-type child struct {
-	name, log string
+// Process is a running process of a launcher.
+type Process struct {
+	// Name names it in errors; Log is the file its output goes to.
+	Name, Log string
 	cmd       *exec.Cmd
 	done      chan struct{}
 }
 
-// startChild runs bin with args, its output appended to logPath, in a
-// process group of its own and dying with the launcher (sysProcAttr).
-func (l *launcher) startChild(name, bin, logPath string, args ...string) (*child, error) {
+// Start runs bin with args, its output appended to logPath, in a process
+// group of its own (a Ctrl-C reaches only the test, which stops it) and
+// dying with the launcher.
+func (l *Launcher) Start(name, bin, logPath string, args ...string) (*Process, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
@@ -79,60 +83,74 @@ func (l *launcher) startChild(name, bin, logPath string, args ...string) (*child
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = sysProcAttr()
-	err = l.start(cmd)
-	_ = log.Close() // the child holds its own descriptor
+	err = l.launch(cmd)
+	_ = log.Close() // the process holds its own descriptor
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	c := &child{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(c.done) }()
-	return c, nil
+	p := &Process{Name: name, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
 }
 
-// kill sends SIGKILL and waits for the child to go.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.done
-}
-
-// stop sends SIGTERM, then SIGKILL after grace.
-func (c *child) stop(grace time.Duration) {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
 	select {
-	case <-c.done:
-	case <-time.After(grace):
-		c.kill()
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
-// waitReady polls url with hc until it answers 200; an error (the child
-// exited, timeout or ctx ended) carries the tail of the child's log.
-func (c *child) waitReady(ctx context.Context, timeout time.Duration, hc *http.Client, url string) error {
+// Kill sends SIGKILL and waits for the process to go.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace; false when it had to kill.
+func (p *Process) Stop(grace time.Duration) bool {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(grace):
+		p.Kill()
+		return false
+	}
+}
+
+// WaitUntil polls ok until it returns nil; an error (the process exited,
+// timeout or ctx ended) names what was awaited and carries the tail of
+// the process's log.
+func (p *Process) WaitUntil(ctx context.Context, timeout time.Duration, what string, ok func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		last := httpOK(hc, url)
+		last := ok()
 		if last == nil {
 			return nil
 		}
 		select {
-		case <-c.done:
-			return fmt.Errorf("%s exited (%v) before %s answered; %s:\n%s", c.name, c.cmd.ProcessState, url, c.log, Tail(c.log, 3000))
+		case <-p.done:
+			return fmt.Errorf("%s exited (%v) before %s; %s:\n%s", p.Name, p.cmd.ProcessState, what, p.Log, Tail(p.Log, 3000))
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %s not ready (%v): %w; %s:\n%s", c.name, url, last, ctx.Err(), c.log, Tail(c.log, 3000))
+			return fmt.Errorf("%s: %s not within %v (%v): %w; %s:\n%s", p.Name, what, timeout, last, ctx.Err(), p.Log, Tail(p.Log, 3000))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-func httpOK(hc *http.Client, url string) error {
+// HTTPOK says why url does not answer 200 through hc, or nil.
+func HTTPOK(hc *http.Client, url string) error {
 	resp, err := hc.Get(url)
 	if err != nil {
 		return err
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return errors.New(resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
 }

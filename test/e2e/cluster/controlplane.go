@@ -132,9 +132,9 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 	// serving ports off they have no health endpoint; the tests see their
 	// work (ReplicaSets, scheduled pods) anyway.
 	time.Sleep(3 * time.Second)
-	for _, p := range []*proc{cm, sched} {
-		if p.exited() {
-			return fmt.Errorf("%s exited:\n%s", p.name, p.tail(30))
+	for _, p := range []*controlplane.Process{cm, sched} {
+		if p.Exited() {
+			return fmt.Errorf("%s exited:\n%s", p.Name, controlplane.Tail(p.Log, 3000))
 		}
 	}
 	return nil
@@ -151,5 +151,5 @@ func (c *Cluster) startEmulator(ctx context.Context) error {
 	}
 	c.EmulatorURL = "http://" + listen
 	hc := &http.Client{Timeout: 2 * time.Second}
-	return waitFor(ctx, p, 30*time.Second, "emulator healthy", func() error { return httpOK(hc, c.EmulatorURL+"/_emulator/healthz") })
+	return p.WaitUntil(ctx, 30*time.Second, "emulator healthy", func() error { return controlplane.HTTPOK(hc, c.EmulatorURL+"/_emulator/healthz") })
 }

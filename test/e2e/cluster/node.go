@@ -45,7 +45,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, p, 30*time.Second, "containerd's socket", func() error {
+	if err := p.WaitUntil(ctx, 30*time.Second, "containerd's socket", func() error {
 		conn, err := net.Dial("unix", c.Socket)
 		if err == nil {
 			err = conn.Close()
@@ -148,7 +148,7 @@ staticPodPath: ""
 	if err != nil {
 		return err
 	}
-	return waitFor(ctx, p, 2*time.Minute, "node "+c.cfg.NodeName+" Ready", func() error {
+	return p.WaitUntil(ctx, 2*time.Minute, "node "+c.cfg.NodeName+" Ready", func() error {
 		return c.kubectlCheck("wait", "--for=condition=Ready", "--timeout=1s", "node/"+c.cfg.NodeName)
 	})
 }
@@ -173,7 +173,7 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 	}
 	// Ready when the kubernetes Service's rules are in: pods reach the API
 	// server through its ClusterIP.
-	return waitFor(ctx, p, time.Minute, "kube-proxy's rules for the kubernetes Service", func() error {
+	return p.WaitUntil(ctx, time.Minute, "kube-proxy's rules for the kubernetes Service", func() error {
 		rules, err := output("iptables", "-t", "nat", "-S", "KUBE-SERVICES")
 		if err == nil && !strings.Contains(rules, c.cfg.APIServiceIP+"/32") {
 			err = fmt.Errorf("no rule for %s yet", c.cfg.APIServiceIP)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,8 +22,10 @@ type Cluster struct {
 	// Socket is containerd's.
 	Socket string
 	// cp is etcd and kube-apiserver, started first and stopped last.
-	cp    *controlplane.ControlPlane
-	procs []*proc // in start order, after cp
+	cp *controlplane.ControlPlane
+	// launcher starts the node's daemons, procs, in start order after cp.
+	launcher *controlplane.Launcher
+	procs    []*controlplane.Process
 }
 
 // Dir is the node's state directory: a hostPath below it goes with the node.
@@ -45,7 +46,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := Check(cfg); err != nil {
 		return nil, err
 	}
-	c = &Cluster{cfg: cfg}
+	c = &Cluster{cfg: cfg, launcher: controlplane.NewLauncher()}
 	c.logf("cleaning up what an earlier run left in %s", cfg.Dir)
 	if err := teardown(cfg); err != nil {
 		return nil, fmt.Errorf("cleaning up an earlier run: %w", err)
@@ -89,38 +90,13 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 }
 
 // start starts a daemon and remembers it for Stop.
-func (c *Cluster) start(name, bin string, args ...string) (*proc, error) {
-	p, err := startProc(c.cfg.LogDir, name, bin, args...)
+func (c *Cluster) start(name, bin string, args ...string) (*controlplane.Process, error) {
+	p, err := c.launcher.Start(name, bin, filepath.Join(c.cfg.LogDir, name+".log"), args...)
 	if err != nil {
 		return nil, err
 	}
 	c.procs = append(c.procs, p)
 	return p, nil
-}
-
-// waitFor polls ok until it is true, p exits (its log's tail in the
-// error) or the timeout passes.
-func waitFor(ctx context.Context, p *proc, timeout time.Duration, what string, ok func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		last := ok()
-		if last == nil {
-			return nil
-		}
-		if p != nil && p.exited() {
-			return fmt.Errorf("%s exited before %s:\n%s", p.name, what, p.tail(30))
-		}
-		select {
-		case <-ctx.Done():
-			tail := ""
-			if p != nil {
-				tail = "\n" + p.tail(30)
-			}
-			return fmt.Errorf("%s not within %s: %v%s", what, timeout, last, tail)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 // freePort is a TCP port free on the loopback right now.
@@ -134,15 +110,3 @@ func freePort() (int, error) {
 }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
-
-func httpOK(client *http.Client, url string) error {
-	resp, err := client.Get(url)
-	if err != nil {
-		return err
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
-}

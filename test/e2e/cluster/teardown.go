@@ -21,16 +21,17 @@ import (
 // cgroups, changed sysctls and Dir. The logs stay in LogDir.
 func (c *Cluster) Stop() error {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		if c.procs[i].name == "containerd" {
+		if c.procs[i].Name == "containerd" {
 			// The kubelet is gone: end the containers now, so that the
 			// operator's watches close and the API server stops at once.
 			killCgroup()
 		}
-		if !c.procs[i].stop(10 * time.Second) {
-			c.logf("%s did not stop within 10s of SIGTERM: killed", c.procs[i].name)
+		if !c.procs[i].Stop(10 * time.Second) {
+			c.logf("%s did not stop within 10s of SIGTERM: killed", c.procs[i].Name)
 		}
 	}
 	c.procs = nil
+	c.launcher.Close()
 	var errs []error
 	if c.cp != nil {
 		errs = append(errs, c.cp.Stop())
