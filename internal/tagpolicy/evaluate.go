@@ -88,6 +88,11 @@ func Evaluate(policies []*Policy, in Inputs, annotation map[string]string) Resul
 	}
 	r.ExternallyManaged = slices.Sorted(maps.Keys(external))
 	e := &evaluation{vars: map[string]any{VarPod: in.Pod, VarNamespace: in.Namespace, VarOwner: in.Owner, VarNode: in.Node}}
+	for _, p := range matched {
+		if p.broken != nil {
+			e.failures = append(e.failures, fmt.Errorf("policy %s does not compile (%w); the pod's tags are left as they are until it is fixed", bounded.Quoted(p.name), p.broken))
+		}
+	}
 	enforced := e.layer(matched, true, func(k string) bool { return external[k] })
 	defaults := e.layer(matched, false, func(k string) bool {
 		_, asked := annotation[k]

@@ -339,3 +339,53 @@ func TestEvaluateConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// A policy whose rule does not compile refuses the pods it selects, so a
+// typo leaves their ENIs as they are; one whose selector is malformed
+// selects nothing.
+func TestBrokenPolicyRefusesWhatItSelects(t *testing.T) {
+	c := compiler(t)
+	broken, err := c.Compile("cost", spec{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "checkout"}},
+		Enforced: rules(expr("CostCenter", "namespaceObject.labels['cc'"))})
+	if err == nil || broken == nil || broken.Broken() == nil {
+		t.Fatalf("Compile = %v, %v; want the policy, marked broken, and the error", broken, err)
+	}
+	got := Evaluate([]*Policy{broken, mustCompile(t, "team", spec{Defaults: rules(fixed("Team", "x"))})}, inputs(), annotation("A", "1"))
+	if got.Refused == nil || got.Tags != nil || !strings.Contains(got.Refused.Error(), `policy "cost" does not compile`) ||
+		!strings.Contains(got.Refused.Error(), `enforced[0] (key "CostCenter")`) {
+		t.Errorf("selected pod: tags %v, refused %v; want a refusal naming the policy and the rule", got.Tags, got.Refused)
+	}
+	other := inputs()
+	other.Pod.Labels = map[string]string{"app": "search"}
+	if got := Evaluate([]*Policy{broken}, other, annotation("A", "1")); got.Refused != nil || got.Tags["A"] != "1" {
+		t.Errorf("pod it does not select: tags %v, refused %v; want the annotation's", got.Tags, got.Refused)
+	}
+	if p, err := c.Compile("bad", spec{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}}}); p != nil || err == nil {
+		t.Errorf("malformed selector: Compile = %v, %v; want no policy and an error", p, err)
+	}
+}
+
+// The --default-tags policy selects every pod, overrides the annotation
+// and yields to every ENITagPolicy's enforced tags.
+func TestConstantPolicy(t *testing.T) {
+	c := compiler(t)
+	flag, err := c.Constant("--default-tags", map[string]string{"Cluster": "prod", "Team": "platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := mustCompile(t, "payments", spec{Enforced: rules(fixed("Cluster", "payments-prod"))})
+	got := Evaluate([]*Policy{flag, ns}, inputs(), annotation("Team", "dev"))
+	want := annotation("Cluster", "payments-prod", "Team", "platform")
+	if !maps.Equal(got.Tags, want) {
+		t.Errorf("tags %v; want %v", got.Tags, want)
+	}
+	if o := got.Origins["Team"]; o.Policy != "--default-tags" || !o.Enforced {
+		t.Errorf("Team's origin %+v; want the flag, enforced", o)
+	}
+	if len(got.AnnotationConflicts) != 1 || got.AnnotationConflicts[0].Key != "Team" {
+		t.Errorf("annotation conflicts %+v; want Team's", got.AnnotationConflicts)
+	}
+	if _, err := c.Constant("--default-tags", map[string]string{"kubernetes.io/cluster/x": "owned"}); err == nil {
+		t.Error("a reserved key in --default-tags compiled")
+	}
+}

@@ -7,6 +7,9 @@ package tagpolicy
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -74,6 +77,11 @@ type Policy struct {
 	namespaces, pods     labels.Selector
 	defaults, enforced   []rule
 	externallyManagedKey map[string]bool
+	// broken is why the policy does not compile: the pods it selects are
+	// refused, their ENIs left as they are, until it is fixed.
+	broken error
+	// expressions is true when a rule's value is an expression.
+	expressions bool
 }
 
 // Name is the policy's name.
@@ -104,10 +112,12 @@ func (e *RuleError) Error() string { return e.Rule + ": " + e.Err.Error() }
 func (e *RuleError) Unwrap() error { return e.Err }
 
 // Compile checks a policy's spec and compiles its expressions. The error
-// is a *RuleError (errors.As) naming the first rule at fault; a policy
-// that does not compile is applied to no pod.
+// is a *RuleError (errors.As) naming the first rule at fault. A policy
+// whose selectors are valid is returned even then: Evaluate refuses the
+// pods it selects, so a typo in a rule leaves their ENIs as they are
+// instead of removing the policy's tags from all of them. A policy whose
+// selectors are not valid (nil) selects no pod.
 func (c *Compiler) Compile(name string, spec v1alpha1.ENITagPolicySpec) (*Policy, error) {
-	env := c.env
 	var err error
 	p := &Policy{name: name, priority: spec.Priority, externallyManagedKey: map[string]bool{}}
 	if p.namespaces, err = selector("namespaceSelector", spec.NamespaceSelector); err != nil {
@@ -116,21 +126,56 @@ func (c *Compiler) Compile(name string, spec v1alpha1.ENITagPolicySpec) (*Policy
 	if p.pods, err = selector("podSelector", spec.PodSelector); err != nil {
 		return nil, err
 	}
+	if err := c.compileSpec(p, spec); err != nil {
+		broken := &Policy{name: p.name, priority: p.priority, namespaces: p.namespaces, pods: p.pods, broken: err}
+		return broken, err
+	}
+	return p, nil
+}
+
+// Constant is a policy of fixed enforced tags that selects every pod:
+// the --default-tags flag's, named name, below every ENITagPolicy.
+func (c *Compiler) Constant(name string, tags map[string]string) (*Policy, error) {
+	spec := v1alpha1.ENITagPolicySpec{Priority: math.MinInt32}
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		v := v1alpha1.TagValue(tags[k])
+		spec.Enforced = append(spec.Enforced, v1alpha1.TagRule{Key: k, Value: &v})
+	}
+	p, err := c.Compile(name, spec)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Broken is why the policy does not compile, nil when it does.
+func (p *Policy) Broken() error { return p.broken }
+
+// Expressions tells whether a rule's value is an expression, so the
+// caller gathers the pod's owner and node only for such policies.
+func (p *Policy) Expressions() bool { return p.expressions }
+
+func (c *Compiler) compileSpec(p *Policy, spec v1alpha1.ENITagPolicySpec) error {
+	env := c.env
+	var err error
 	for i, k := range spec.ExternallyManagedKeys {
 		where := fmt.Sprintf("externallyManagedKeys[%d] (key %s)", i, bounded.Quoted(k))
 		if err := checkKey(where, k); err != nil {
-			return nil, err
+			return err
 		}
 		p.externallyManagedKey[k] = true
 	}
 	seen := map[string]string{}
 	if p.defaults, err = compileRules(env, "defaults", spec.Defaults, p.externallyManagedKey, seen); err != nil {
-		return nil, err
+		return err
 	}
 	if p.enforced, err = compileRules(env, "enforced", spec.Enforced, p.externallyManagedKey, seen); err != nil {
-		return nil, err
+		return err
 	}
-	return p, nil
+	for _, r := range slices.Concat(p.defaults, p.enforced) {
+		p.expressions = p.expressions || r.prg != nil
+	}
+	return nil
 }
 
 func selector(field string, s *metav1.LabelSelector) (labels.Selector, error) {
