@@ -77,10 +77,8 @@ manifests: ## regenerate the CRDs (config/crd/bases) and the RBAC roles (config/
 	$(GO) tool controller-gen rbac:roleName=eni-agent paths=./internal/agent/... output:rbac:artifacts:config=config/agent
 	@$(MAKE) --no-print-directory chart-sync
 
-# The CRDs users install. ENITagPolicy is defined and validated but not yet
-# applied by the tagger: it is left out of the chart and of
-# config/crd/kustomization.yaml until it is.
-INSTALLED_CRDS = $(filter-out %_enitagpolicies.yaml,$(wildcard config/crd/bases/*.yaml))
+# The CRDs users install.
+INSTALLED_CRDS = $(wildcard config/crd/bases/*.yaml)
 
 .PHONY: chart-sync
 chart-sync: ## copy the generated CRDs and RBAC rules into the Helm chart (run by manifests; a test fails when stale)

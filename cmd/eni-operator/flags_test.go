@@ -51,6 +51,8 @@ var badValues = map[string][]string{
 	"watch-namespace":                   {"Shop", "shop_1"},
 	"max-concurrent-reconciles":         {"0", "-1"},
 	"dry-run":                           {"maybe"},
+	"default-tags":                      {"aws:x=1", "Kubernetes.io/cluster/a=owned", "eni-tagger.io/hash=x", "Team=" + strings.Repeat("v", 257), "{bad json", "=v"},
+	"enable-tag-policies":               {"maybe"},
 	"allow-shared-eni-tagging":          {"maybe"},
 	"subnet-ids":                        {"subnet-1", "vpc-0123456789abcdef0", "subnet-xyz12345"},
 	"enable-eni-cache":                  {"maybe"},

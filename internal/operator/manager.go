@@ -60,6 +60,13 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 		reg = metrics.Registry
 	}
 	c.Registerer = reg
+	// One set of tag policies for the pod cache's transform and the
+	// tagger.
+	policies, err := tagger.NewPolicies(c.Tagger.DefaultTags)
+	if err != nil {
+		return nil, fmt.Errorf("--default-tags: %w", err)
+	}
+	c.Tagger.Policies = policies
 	mgr, fence, err := newControllerManager(restCfg, c)
 	if err != nil {
 		return nil, err

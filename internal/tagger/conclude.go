@@ -21,18 +21,30 @@ func (r *Reconciler) conclude(ctx context.Context, w *podWork) error {
 	}
 	switch {
 	case len(w.conflicts) > 0:
+		r.notePolicies(w, verdictPending, ReasonConflict)
 		r.pods.waitOn(w.key, w.eni.ID)
 		return r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
 			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", w.eni.ID, conflictsText(w.conflicts)), event: true, warning: true})
 	case len(w.desired) == 0:
+		r.notePolicies(w, verdictPending, "")
 		return r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
 			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", w.eni.ID), event: w.wrote})
 	}
 	// The hash quoted is the token on the ENI (and in the pod's
 	// last-applied-hash): after a key removal it is the earlier set's,
 	// since removing a key does not rewrite the token.
-	return r.report(ctx, &w.pod, outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
-		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(w.own), w.eni.ID, w.plan.Hash), event: changedEvent(w)})
+	o := outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
+		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(w.own), w.eni.ID, w.plan.Hash) + originsText(w.origins),
+		event:   changedEvent(w)}
+	disputes := disputesText(w)
+	if disputes != "" {
+		// Still Synced: the policies decided. A Warning tells the pod's
+		// author once.
+		o.message += "; " + disputes
+		o.warning, o.event = true, true
+	}
+	r.notePolicies(w, verdictTagged, disputes)
+	return r.report(ctx, &w.pod, o)
 }
 
 // keepInLedger keeps the outcome in the ledger (in memory; written in

@@ -28,7 +28,7 @@ func (r *Reconciler) decide(ctx context.Context, w *podWork) *phases.Stop {
 		}
 	}
 	w.plan = PlanTags(PlanInput{Desired: w.desired, Applied: w.applied, AppliedHash: w.appliedHash, ENITags: w.eni.Tags,
-		IgnoreOwnership: r.opts.AllowSharedENITagging})
+		IgnoreOwnership: r.opts.AllowSharedENITagging, Untouched: w.external})
 	switch {
 	case w.plan.Conflict != "":
 		// Another pod's tags may hold the ENI: its release brings this

@@ -117,6 +117,12 @@ func (h *harness) startManager(o tagger.Options) {
 	var started ctrl.Manager
 	// The operator's pod cache (stubs of pods with nothing of the
 	// tagger's), in the test's namespace.
+	if o.Policies == nil {
+		var err error
+		if o.Policies, err = tagger.NewPolicies(o.DefaultTags); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	podCache, newCache := tagger.PodCache(o)
 	h.mgr = testenv.StartManager(h.t, cfg, ctrl.Options{
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}},

@@ -44,4 +44,9 @@ const (
 	ReasonAWSError    = "AWSError"
 	ReasonDryRun      = "DryRun"
 	ReasonRemoved     = "TagsRemoved"
+	// ReasonPolicyRefused: the tag policies that select the pod cannot
+	// give it tags (an expression failed for it, a policy does not
+	// compile, or policies and annotation pass the 50-tag limit); its
+	// ENI's tags are left as they are.
+	ReasonPolicyRefused = "PolicyRefused"
 )

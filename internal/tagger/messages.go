@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/tagpolicy"
 )
 
 // Everything the tagger writes about a pod — condition messages, event
@@ -49,4 +51,41 @@ func conflictsText(conflicts map[string]string) string {
 		parts[i] = fmt.Sprintf("%s (%s)", bounded.Quoted(k), bounded.Truncate(conflicts[k], bounded.Message/4))
 	}
 	return bounded.ListWithin(parts, "; ", bounded.Items, bounded.Message/2)
+}
+
+// originsText says which tag policy gave which key, for the Synced
+// condition; "" when no policy gave any.
+func originsText(origins map[string]tagpolicy.Origin) string {
+	byPolicy := map[string][]string{}
+	for _, k := range slices.Sorted(maps.Keys(origins)) {
+		if o := origins[k]; o.Policy != "" {
+			kind := "default"
+			if o.Enforced {
+				kind = "enforced"
+			}
+			byPolicy[o.Policy] = append(byPolicy[o.Policy], bounded.Quoted(k)+" ("+kind+")")
+		}
+	}
+	if len(byPolicy) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(byPolicy))
+	for _, name := range slices.Sorted(maps.Keys(byPolicy)) {
+		parts = append(parts, "policy "+bounded.Quoted(name)+" gave "+bounded.List(byPolicy[name], ", ", bounded.Items))
+	}
+	return "; " + strings.Join(parts, "; ")
+}
+
+// disputesText tells the annotation's keys an enforced tag overrides and
+// the keys two policies of equal priority disagree on; "" when none.
+func disputesText(w *podWork) string {
+	var parts []string
+	for _, c := range w.overridden {
+		parts = append(parts, fmt.Sprintf("policy %s enforces %s=%s over the annotation's %s", bounded.Quoted(c.Policy), bounded.Quoted(c.Key), bounded.Quoted(c.Enforced), bounded.Quoted(c.Annotation)))
+	}
+	for _, c := range w.policyConflicts {
+		parts = append(parts, fmt.Sprintf("policies %s and %s (equal priority) disagree on %s: %s wins by name over %s",
+			bounded.Quoted(c.Winner), bounded.Quoted(c.Loser), bounded.Quoted(c.Key), bounded.Quoted(c.WinnerValue), bounded.Quoted(c.LoserValue)))
+	}
+	return bounded.List(parts, "; ", bounded.Items)
 }

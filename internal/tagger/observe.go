@@ -53,6 +53,7 @@ func (r *Reconciler) observe(ctx context.Context, w *podWork) *phases.Stop {
 // shared ENI still want stay.
 func (r *Reconciler) forget(ctx context.Context, key string) error {
 	r.pods.forget(key)
+	r.tally.drop(key)
 	rec, ok := r.ledger.Get(key)
 	if !ok {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,18 @@ type Options struct {
 	// SkipNameValidation allows several managers with this controller in
 	// one process (tests).
 	SkipNameValidation bool
+	// TagPolicies applies the cluster's ENITagPolicies (the CRD must be
+	// installed).
+	TagPolicies bool
+	// DefaultTags go on every ENI the tagger tags, over the annotation and
+	// under the ENITagPolicies' enforced tags (the AWS Load Balancer
+	// Controller's --default-tags).
+	DefaultTags map[string]string
+	// Policies are built from DefaultTags by NewPolicies before the
+	// manager's cache, whose pod transform (PodCache) asks which pods they
+	// select; Setup builds them when nil, and the transform then keeps no
+	// pod for a policy's sake.
+	Policies *Policies
 }
 
 // DefaultOptions returns the defaults the flags use.
@@ -62,8 +75,33 @@ func DefaultOptions() Options {
 		CacheBatchInterval: 2 * time.Second, CacheBatchSize: 250, CacheShards: 16,
 		PodRateLimitQPS: 0.1, PodRateLimitBurst: 1,
 		InventoryInterval: 5 * time.Minute, Namespace: ns, LedgerName: "eni-tagger-cache",
-		ControllerName: "pod-tagger",
+		ControllerName: "pod-tagger", TagPolicies: true,
 	}
+}
+
+// tagsFlag is a flag of tags, written as an annotation is: k=v,k=v or a
+// JSON object.
+type tagsFlag struct{ dst *map[string]string }
+
+func (f tagsFlag) String() string {
+	if f.dst == nil || len(*f.dst) == 0 {
+		return ""
+	}
+	pairs := make([]string, 0, len(*f.dst))
+	for k, v := range *f.dst {
+		pairs = append(pairs, k+"="+v)
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, ",")
+}
+
+func (f tagsFlag) Set(s string) error {
+	tags, err := ParseAnnotation(s)
+	if err != nil {
+		return err
+	}
+	*f.dst = tags
+	return nil
 }
 
 type listFlag struct{ dst *[]string }
@@ -108,6 +146,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&o.DenyKeys}, "tag-deny", "comma-separated key patterns pods may not use ('*' wildcard); wins over --tag-allow")
 	fs.DurationVar(&o.InventoryInterval, "eni-inventory-interval", o.InventoryInterval, "how often all ENIs of the VPC are re-read (a few paginated calls) to repair tag drift (>= 0; 0 turns it off)")
 	fs.StringVar(&o.Namespace, "cache-namespace", o.Namespace, "namespace of the ledger ConfigMaps (default $POD_NAMESPACE, else kube-system)")
+	fs.BoolVar(&o.TagPolicies, "enable-tag-policies", o.TagPolicies, "apply the cluster's ENITagPolicies to pods' ENIs (docs/tagging.md, Tag policies)")
+	fs.Var(tagsFlag{&o.DefaultTags}, "default-tags", "tags on every ENI the tagger tags (k=v,k=v): over the pod's annotation, under ENITagPolicies' enforced tags")
 }
 
 // Validate checks the options as the command line gives them; every
@@ -145,6 +185,11 @@ func (o Options) Validate() error {
 	}
 	if err := o.policy().Validate(); err != nil {
 		p.AddErr(err)
+	}
+	if len(o.DefaultTags) > 0 {
+		if _, err := NewPolicies(o.DefaultTags); err != nil {
+			p.Add("default-tags", tagsFlag{&o.DefaultTags}.String(), "tags pods could ask for: "+err.Error())
+		}
 	}
 	return p.Err()
 }

@@ -37,6 +37,9 @@ type PlanInput struct {
 	ENITags map[string]string
 	// IgnoreOwnership skips the ownership check (--allow-shared-eni-tagging).
 	IgnoreOwnership bool
+	// Untouched are keys neither written nor removed, whatever Desired and
+	// Applied say: those tag policies leave to other tools.
+	Untouched []string
 }
 
 // Plan is the minimal set of writes that brings an ENI to the desired tags.
@@ -99,7 +102,7 @@ func ownershipConflict(in PlanInput) string {
 // own (editable) last-applied annotation. The token is planned by token.
 func (p *Plan) diffKeys(in PlanInput) {
 	for k, v := range in.Desired {
-		if reserved(k) {
+		if reserved(k) || slices.Contains(in.Untouched, k) {
 			continue
 		}
 		if cur, ok := in.ENITags[k]; !ok || cur != v {
@@ -108,7 +111,7 @@ func (p *Plan) diffKeys(in PlanInput) {
 		p.Applied[k] = v
 	}
 	for k, v := range in.Applied {
-		if reserved(k) {
+		if reserved(k) || slices.Contains(in.Untouched, k) {
 			continue
 		}
 		if _, still := in.Desired[k]; !still && in.ENITags[k] == v {

@@ -13,6 +13,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
+	"github.com/eni-operator/eni-operator/internal/tagpolicy"
 )
 
 // fieldOwner is the operator's server-side apply field manager on pods.
@@ -42,6 +43,10 @@ type Reconciler struct {
 	writer  *writer
 	lookups *lookups
 	queue   podQueue
+	// tally is where each pod tag policies select stands, for the
+	// policies' status and sweeps.
+	tally  *policyTally
+	owners *owners
 }
 
 // outcome is what a reconcile reports on the pod.
@@ -104,10 +109,32 @@ type podWork struct {
 	desired, own, conflicts map[string]string
 	shared                  bool
 	plan                    Plan
+	// selected tells that an ENITagPolicy selects the pod; matched names
+	// them, origins says where each asked key comes from, external are
+	// the keys they leave to other tools, overridden the annotation's
+	// keys their enforced tags override, policyConflicts their
+	// disagreements.
+	selected        bool
+	matched         []string
+	origins         map[string]tagpolicy.Origin
+	external        []string
+	overridden      []tagpolicy.AnnotationConflict
+	policyConflicts []tagpolicy.PolicyConflict
 }
 
 func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *phases.Stop {
+	verdict, problem := verdictPending, o.reason
+	if o.reason == ReasonPolicyRefused {
+		verdict, problem = verdictRefused, o.message
+	}
+	r.notePolicies(w, verdict, problem)
 	return phases.Done(r.report(ctx, &w.pod, o))
+}
+
+// notePolicies records where the pod stands for the tag policies that
+// select it (their status).
+func (r *Reconciler) notePolicies(w *podWork, verdict policyVerdict, problem string) {
+	r.tally.note(w.key, tallied{namespace: w.pod.Namespace, matched: w.matched, verdict: verdict, problem: problem})
 }
 
 // requeue asks for a reconcile of a pod by key.

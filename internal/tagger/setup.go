@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -46,6 +47,12 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Policies == nil {
+		var err error
+		if o.Policies, err = NewPolicies(o.DefaultTags); err != nil {
+			return nil, err
+		}
+	}
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, err
@@ -55,7 +62,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
-		subnets:  map[string]bool{}, pods: newPods(),
+		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), owners: newOwners(mgr.GetAPIReader()),
 	}
 	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, concluders, r.pods,
 		writerStages{write: r.writeTags, conclude: r.concludeWrite, requeue: r.requeue})
@@ -90,6 +97,12 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		return nil
 	})); err != nil {
 		return nil, err
+	}
+
+	if o.TagPolicies {
+		if err := r.setupPolicies(mgr); err != nil {
+			return nil, err
+		}
 	}
 
 	if o.AllowSharedENITagging {
@@ -172,8 +185,17 @@ func (r *Reconciler) predicate() predicate.Funcs {
 			// the reconcile removes it.
 			return true
 		}
-		_, recorded := r.ledger.Get(client.ObjectKeyFromObject(obj).String())
-		return recorded
+		if _, recorded := r.ledger.Get(client.ObjectKeyFromObject(obj).String()); recorded {
+			return true
+		}
+		// A pod a tag policy selects (the cache keeps it whole; a stub
+		// has no labels and is brought by the policy's sweep instead).
+		if r.opts.Policies.active() && obj.GetLabels() != nil {
+			nsLabels, _ := r.opts.Policies.namespaceLabels(context.Background(), obj.GetNamespace())
+			_, selected := r.opts.Policies.forPod(nsLabels, obj.GetLabels(), false)
+			return selected
+		}
+		return false
 	}
 	fingerprint := func(p *corev1.Pod) string {
 		ips := make([]string, 0, len(p.Status.PodIPs))
@@ -181,7 +203,8 @@ func (r *Reconciler) predicate() predicate.Funcs {
 			ips = append(ips, ip.IP)
 		}
 		return fmt.Sprint(p.Annotations[r.opts.AnnotationKey], "|", p.Status.PodIP, ips, "|", p.Status.Phase, "|",
-			p.DeletionTimestamp != nil, "|", p.UID, "|", controllerutil.ContainsFinalizer(p, Finalizer), "|", p.Spec.NodeName)
+			p.DeletionTimestamp != nil, "|", p.UID, "|", controllerutil.ContainsFinalizer(p, Finalizer), "|", p.Spec.NodeName, "|",
+			labels.Set(p.Labels).String())
 	}
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return relevant(e.Object) },

@@ -18,8 +18,9 @@ import (
 
 // TrimPod returns a cache transform that keeps only what the tagger reads
 // of a pod. The informer holds every pod of the cluster, annotated or not;
-// specs, labels, owner references and other controllers' conditions are
-// most of a pod's bytes and none of the tagger's business. The tagger's
+// specs, other controllers' conditions and annotations are most of a
+// pod's bytes and none of the tagger's business (labels and the
+// controller's reference stay: tag policies read them). The tagger's
 // writes never send back what was trimmed: annotations go by merge patch
 // of the changed keys, the condition by server-side apply. An annotation
 // over MaxAnnotationBytes is kept as a short stand-in that ParseAnnotation
@@ -44,14 +45,18 @@ func TrimPod(annotationKey string) toolscache.TransformFunc {
 // through unless the ledger recorded the pod; a read of a stubbed pod
 // goes to the API server (NewPodCache). A pod the tagger touched keeps its
 // condition, so it stays a Pod in the cache.
-func StubPod(annotationKey string) toolscache.TransformFunc {
+//
+// A pod a tag policy selects (selects) is kept whole too. One that a
+// policy created later selects is a stub until the policy controller
+// brings it to a reconcile, which reads it from the API server.
+func StubPod(annotationKey string, selects func(*corev1.Pod) bool) toolscache.TransformFunc {
 	trim := trimmer(annotationKey)
 	return func(obj any) (any, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
 			return obj, nil
 		}
-		if !hasTaggerState(p, annotationKey) {
+		if !hasTaggerState(p, annotationKey) && (selects == nil || !selects(p)) {
 			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion}}, nil
 		}
@@ -89,8 +94,9 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 		out := &corev1.Pod{
 			TypeMeta: p.TypeMeta,
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: intern(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
-				Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp, Finalizers: internAll(p.Finalizers)},
-			Spec:   corev1.PodSpec{NodeName: intern(p.Spec.NodeName), HostNetwork: p.Spec.HostNetwork},
+				Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp, Finalizers: internAll(p.Finalizers),
+				Labels: internMap(p.Labels), OwnerReferences: controllerRefOnly(p.OwnerReferences)},
+			Spec:   corev1.PodSpec{NodeName: intern(p.Spec.NodeName), HostNetwork: p.Spec.HostNetwork, ServiceAccountName: intern(p.Spec.ServiceAccountName)},
 			Status: corev1.PodStatus{Phase: corev1.PodPhase(intern(string(p.Status.Phase))), PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 		}
 		for _, k := range keep {
@@ -126,26 +132,31 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 type CachedPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	NodeName    string
-	HostNetwork bool
-	Phase       corev1.PodPhase
-	PodIP       string
-	PodIPs      []corev1.PodIP
+	NodeName       string
+	ServiceAccount string
+	HostNetwork    bool
+	Phase          corev1.PodPhase
+	PodIP          string
+	PodIPs         []corev1.PodIP
 	// Conditions are the tagger's own (ConditionType).
 	Conditions []corev1.PodCondition
-	// annotations stand for ObjectMeta.Annotations, which compact leaves
-	// nil (GetAnnotations, Pod).
+	// annotations, labels and owner stand for ObjectMeta's Annotations,
+	// Labels and OwnerReferences (the controller's), which compact leaves
+	// nil (GetAnnotations, GetLabels, GetOwnerReferences, Pod).
 	annotations unique.Handle[taggerAnnotations]
+	labels      unique.Handle[labelSet]
+	owner       unique.Handle[ownerRef]
 }
 
 var _ client.Object = &CachedPod{}
 
 func compact(p *corev1.Pod, annotationKey string) *CachedPod {
 	c := &CachedPod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta,
-		NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork, Phase: p.Status.Phase, PodIP: p.Status.PodIP,
+		NodeName: p.Spec.NodeName, ServiceAccount: p.Spec.ServiceAccountName, HostNetwork: p.Spec.HostNetwork, Phase: p.Status.Phase, PodIP: p.Status.PodIP,
 		PodIPs: p.Status.PodIPs, Conditions: p.Status.Conditions}
-	c.Annotations = nil
+	c.Annotations, c.Labels, c.OwnerReferences = nil, nil, nil
 	c.annotations = newTaggerAnnotations(annotationKey, p.Annotations)
+	c.labels, c.owner = newLabelSet(p.Labels), controllerRef(p.OwnerReferences)
 	return c
 }
 
@@ -205,13 +216,36 @@ func (c *CachedPod) GetAnnotations() map[string]string {
 // with c.
 func (c *CachedPod) Pod() *corev1.Pod {
 	p := &corev1.Pod{TypeMeta: c.TypeMeta,
-		Spec:   corev1.PodSpec{NodeName: c.NodeName, HostNetwork: c.HostNetwork},
+		Spec:   corev1.PodSpec{NodeName: c.NodeName, ServiceAccountName: c.ServiceAccount, HostNetwork: c.HostNetwork},
 		Status: corev1.PodStatus{Phase: c.Phase, PodIP: c.PodIP, PodIPs: slices.Clone(c.PodIPs), Conditions: slices.Clone(c.Conditions)}}
 	c.DeepCopyInto(&p.ObjectMeta)
 	if p.Annotations == nil {
 		p.Annotations = c.GetAnnotations()
 	}
+	if p.Labels == nil {
+		p.Labels = c.GetLabels()
+	}
+	if p.OwnerReferences == nil {
+		p.OwnerReferences = c.GetOwnerReferences()
+	}
 	return p
+}
+
+// GetLabels returns the pod's labels in a new map, unless set since.
+func (c *CachedPod) GetLabels() map[string]string {
+	if c.Labels != nil || c.labels == (unique.Handle[labelSet]{}) {
+		return c.Labels
+	}
+	return c.labels.Value().toMap()
+}
+
+// GetOwnerReferences returns the pod's controller reference, unless
+// references were set since.
+func (c *CachedPod) GetOwnerReferences() []metav1.OwnerReference {
+	if c.OwnerReferences != nil || c.owner == (unique.Handle[ownerRef]{}) {
+		return c.OwnerReferences
+	}
+	return c.owner.Value().refs()
 }
 
 // DeepCopyObject returns the Pod (see CachedPod): a copy in the form
@@ -232,6 +266,18 @@ func AsPod(obj any) (*corev1.Pod, bool) {
 
 // intern returns the one copy of s the process keeps (unique.Make).
 func intern(s string) string { return unique.Make(s).Value() }
+
+// internMap returns a new map of m's strings, interned (nil when empty).
+func internMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
 
 // internAll returns a new slice of ss's strings, interned (finalizer
 // names: a handful shared by every pod).
@@ -300,6 +346,10 @@ func PodCache(o Options) (cache.ByObject, cache.NewCacheFunc) {
 		byObject.Transform = TrimPod(o.AnnotationKey)
 		return byObject, cache.New
 	}
-	byObject.Transform = StubPod(o.AnnotationKey)
+	var selects func(*corev1.Pod) bool
+	if o.Policies != nil {
+		selects = func(p *corev1.Pod) bool { return o.Policies.selects(context.Background(), p) }
+	}
+	byObject.Transform = StubPod(o.AnnotationKey, selects)
 	return byObject, NewPodCache(o.AnnotationKey)
 }

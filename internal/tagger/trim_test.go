@@ -15,15 +15,20 @@ import (
 )
 
 // Pods with nothing of the tagger's are cached as metadata stubs; any of
-// the annotation, the tagger's own annotations, its finalizer or its
-// condition keeps the pod a (trimmed) Pod.
+// the annotation, the tagger's own annotations, its finalizer, its
+// condition or a tag policy's selection keeps the pod a (trimmed) Pod,
+// with the labels, controller reference and service account policies
+// read.
 func TestStubPodKeepsPodsWithTaggerState(t *testing.T) {
 	const key = "example.com/tags"
-	stub := tagger.StubPod(key)
+	stub := tagger.StubPod(key, func(p *corev1.Pod) bool { return p.Labels["cost"] == "tracked" })
+	yes := true
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs1", Controller: &yes}
 	pod := func(mod func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"other": "x"}},
-			Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+			Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"other": "x"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "not-a-controller"}, owner}},
+			Spec:   corev1.PodSpec{NodeName: "n1", ServiceAccountName: "web", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
 			Status: corev1.PodStatus{PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady}}}}
 		mod(p)
 		return p
@@ -42,6 +47,7 @@ func TestStubPodKeepsPodsWithTaggerState(t *testing.T) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: tagger.ConditionType})
 		}), false},
 		"other finalizer":       {pod(func(p *corev1.Pod) { p.Finalizers = []string{"x"} }), true},
+		"selected by a policy":  {pod(func(p *corev1.Pod) { p.Labels["cost"] = "tracked" }), false},
 		"no annotations at all": {pod(func(p *corev1.Pod) { p.Annotations = nil }), true},
 	}
 	for name, c := range cases {
@@ -57,7 +63,9 @@ func TestStubPodKeepsPodsWithTaggerState(t *testing.T) {
 			}
 		case *tagger.CachedPod:
 			p := o.Pod()
-			if c.wantStub || p.Spec.NodeName != "n1" || p.Status.PodIP != "10.0.0.1" || p.Labels != nil || len(p.Spec.Containers) != 0 {
+			if c.wantStub || p.Spec.NodeName != "n1" || p.Status.PodIP != "10.0.0.1" || len(p.Spec.Containers) != 0 ||
+				p.Spec.ServiceAccountName != "web" || !maps.Equal(p.Labels, c.pod.Labels) || !maps.Equal(o.GetLabels(), c.pod.Labels) ||
+				len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != "rs1" || !*p.OwnerReferences[0].Controller {
 				t.Errorf("%s: pod %+v", name, p)
 			}
 		default:
@@ -82,7 +90,7 @@ func TestCachedPodReadsAsTheTrimmedPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cachedObj, err := tagger.StubPod(key)(full.DeepCopy())
+	cachedObj, err := tagger.StubPod(key, nil)(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +159,7 @@ func TestCachedPodsShareEqualAnnotations(t *testing.T) {
 	pod := func(name string) *tagger.CachedPod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
 			Annotations: map[string]string{key: "a=b", tagger.LastAppliedTagsAnnotation: `{"a":"b"}`, tagger.LastAppliedHashAnnotation: "h", "other": "x"}}}
-		c, err := tagger.StubPod(key)(p)
+		c, err := tagger.StubPod(key, nil)(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func TestCompileAcceptsValidPolicies(t *testing.T) {
 		"fixed values": {Defaults: rules(fixed("Team", "net"), fixed("Empty", "")), Enforced: rules(fixed("CostCenter", "1234"))},
 		"every variable": {Enforced: rules(
 			expr("Pod", "pod.name + '/' + pod.namespace + '/' + pod.serviceAccountName + '/' + pod.nodeName"),
-			expr("Labels", "'app' in pod.labels ? pod.labels['app'] : pod.annotations['x']"),
+			expr("Labels", "'app' in pod.labels ? pod.labels['app'] : pod.serviceAccountName"),
 			expr("CostCenter", "namespaceObject.labels['cost-center']"),
 			expr("Namespace", "namespaceObject.name"),
 			expr("Owner", "owner.kind + '/' + owner.name"),

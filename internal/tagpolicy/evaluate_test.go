@@ -17,7 +17,7 @@ import (
 func inputs() Inputs {
 	return Inputs{
 		Pod: Pod{Name: "checkout-7d9f-abcde", Namespace: "shop", Labels: map[string]string{"app": "checkout", "team": "payments"},
-			Annotations: map[string]string{"note": "x"}, ServiceAccountName: "checkout", NodeName: "ip-10-0-1-2"},
+			ServiceAccountName: "checkout", NodeName: "ip-10-0-1-2"},
 		Namespace: Namespace{Name: "shop", Labels: map[string]string{"cost-center": "1234", "tier": "prod"}},
 		Owner:     Owner{Kind: "Deployment", Name: "checkout"},
 		Node:      Node{Name: "ip-10-0-1-2", Labels: map[string]string{"pool": "general"}, Zone: "eu-west-1a", InstanceType: "m7i.large"},
@@ -201,11 +201,11 @@ func TestEvaluateRefuses(t *testing.T) {
 		{"the cost limit", spec{Enforced: rules(expr("Count", "string(pod.labels.filter(k, pod.labels.exists(j, j + k == k + j)).size())"))},
 			func(in *Inputs) { in.Pod.Labels = manyLabels },
 			[]string{`policy "p" enforced[0] (key "Count")`, "exceeded its cost limit (10000)"}},
-		{"a value with a control character", spec{Enforced: rules(expr("Note", "pod.annotations['note']"))},
-			func(in *Inputs) { in.Pod.Annotations["note"] = "a\x00kubernetes.io/cluster/x" },
+		{"a value with a control character", spec{Enforced: rules(expr("Note", "pod.labels['note']"))},
+			func(in *Inputs) { in.Pod.Labels["note"] = "a\x00kubernetes.io/cluster/x" },
 			[]string{`policy "p" enforced[0] (key "Note")`, "not a valid tag value", "control character"}},
-		{"a value too long", spec{Enforced: rules(expr("Note", "pod.annotations['note']"))},
-			func(in *Inputs) { in.Pod.Annotations["note"] = strings.Repeat("n", 257) },
+		{"a value too long", spec{Enforced: rules(expr("Note", "pod.labels['note'] + pod.labels['note']"))},
+			func(in *Inputs) { in.Pod.Labels["note"] = strings.Repeat("n", 129) },
 			[]string{`policy "p" enforced[0] (key "Note")`, "at most 256"}},
 	}
 	for _, c := range cases {

@@ -33,7 +33,6 @@ type Pod struct {
 	Name               string            `cel:"name"`
 	Namespace          string            `cel:"namespace"`
 	Labels             map[string]string `cel:"labels"`
-	Annotations        map[string]string `cel:"annotations"`
 	ServiceAccountName string            `cel:"serviceAccountName"`
 	NodeName           string            `cel:"nodeName"`
 }
@@ -279,3 +278,7 @@ func checkValue(v string) error {
 func Matches(p *Policy, namespaceLabels, podLabels map[string]string) bool {
 	return p.namespaces.Matches(labels.Set(namespaceLabels)) && p.pods.Matches(labels.Set(podLabels))
 }
+
+// Selectors are the policy's namespace and pod selectors, for listing
+// the pods it selects.
+func (p *Policy) Selectors() (namespaces, pods labels.Selector) { return p.namespaces, p.pods }

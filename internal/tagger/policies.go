@@ -1,0 +1,125 @@
+package tagger
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/internal/tagpolicy"
+)
+
+// DefaultTagsPolicy names the --default-tags flag's tags where the pod's
+// condition says which policy set a key. No ENITagPolicy can have the
+// name: Kubernetes names do not start with '-'.
+const DefaultTagsPolicy = "--default-tags"
+
+// Policies are the compiled ENITagPolicies the tagger applies, and the
+// --default-tags flag's. The operator builds them before the manager's
+// cache (whose pod transform asks which pods they select) and hands them
+// to Setup; the policy controller keeps them in line with the cluster.
+type Policies struct {
+	compiler *tagpolicy.Compiler
+	flag     *tagpolicy.Policy // nil without --default-tags
+
+	mu   sync.RWMutex
+	list []*tagpolicy.Policy // sorted by name
+	// namespaces reads a namespace's metadata (the manager's cache); nil
+	// until Setup.
+	namespaces client.Reader
+}
+
+// NewPolicies compiles the --default-tags flag's tags; no ENITagPolicy is
+// applied until the policy controller reads them.
+func NewPolicies(defaultTags map[string]string) (*Policies, error) {
+	c, err := tagpolicy.NewCompiler()
+	if err != nil {
+		return nil, err
+	}
+	p := &Policies{compiler: c}
+	if len(defaultTags) > 0 {
+		if p.flag, err = c.Constant(DefaultTagsPolicy, defaultTags); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// put replaces the named policy (nil removes it) and returns the one it
+// replaced.
+func (p *Policies) put(name string, pol *tagpolicy.Policy) (old *tagpolicy.Policy) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i, found := slices.BinarySearchFunc(p.list, name, func(q *tagpolicy.Policy, n string) int { return strings.Compare(q.Name(), n) })
+	list := slices.Clone(p.list) // readers keep the slice they were given
+	switch {
+	case found && pol == nil:
+		old = list[i]
+		list = slices.Delete(list, i, i+1) // zeroes the old last element
+	case found:
+		old, list[i] = list[i], pol
+	case pol != nil:
+		list = slices.Insert(list, i, pol)
+	}
+	p.list = list
+	return old
+}
+
+// all returns the ENITagPolicies, sorted by name; the caller must not
+// change the slice.
+func (p *Policies) all() []*tagpolicy.Policy {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.list
+}
+
+// active tells whether any ENITagPolicy exists: without one, pods the
+// annotation does not name cost the tagger nothing.
+func (p *Policies) active() bool { return len(p.all()) > 0 }
+
+// forPod returns the policies to evaluate for a pod and whether any
+// ENITagPolicy selects it. The flag's tags go on the ENIs the tagger tags
+// anyway (an annotated or selected pod): it does not make every pod of
+// the cluster the tagger's business.
+func (p *Policies) forPod(namespaceLabels, podLabels map[string]string, annotated bool) (list []*tagpolicy.Policy, selected bool) {
+	all := p.all()
+	for _, q := range all {
+		if tagpolicy.Matches(q, namespaceLabels, podLabels) {
+			selected = true
+			break
+		}
+	}
+	if p.flag != nil && (annotated || selected) {
+		return append(slices.Clip(all), p.flag), selected
+	}
+	return all, selected
+}
+
+// selects tells whether an ENITagPolicy selects the pod: the pod cache's
+// transform keeps such a pod whole and the predicate lets it through.
+func (p *Policies) selects(ctx context.Context, pod *corev1.Pod) bool {
+	if !p.active() || p.namespaces == nil {
+		return false
+	}
+	ns, _ := p.namespaceLabels(ctx, pod.Namespace)
+	_, selected := p.forPod(ns, pod.Labels, false)
+	return selected
+}
+
+// namespaceLabels reads a namespace's labels from the cache; false when
+// it is not there (not yet seen, or gone).
+func (p *Policies) namespaceLabels(ctx context.Context, name string) (map[string]string, bool) {
+	if p.namespaces == nil {
+		return nil, false
+	}
+	ns := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+	if err := p.namespaces.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		return nil, false
+	}
+	return ns.Labels, true
+}

@@ -1,0 +1,178 @@
+package tagger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/tagpolicy"
+)
+
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=enitagpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=enitagpolicies/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+
+// statusInterval is how often the policies whose figures changed get
+// their status written: under a burst of 10,000 pods, once per policy per
+// interval rather than once per pod.
+const statusInterval = 5 * time.Second
+
+// maxStatusProblems bounds the pods' problems a policy's Ready condition
+// quotes.
+const maxStatusProblems = 3
+
+// policyController compiles the cluster's ENITagPolicies into the
+// tagger's Policies, reports each one's status, and brings the pods a
+// change may affect to a reconcile (the sweeper). The pods' tags are the
+// pod reconciler's alone.
+type policyController struct {
+	client   client.Client
+	policies *Policies
+	tally    *policyTally
+	sweeper  *sweeper
+	queue    podQueue
+	// swept is the generation of each policy last swept, so a status
+	// write or a resync does not list its pods again.
+	mu    sync.Mutex
+	swept map[string]int64
+}
+
+// setupPolicies adds the policy controller and its sweeper to mgr.
+func (r *Reconciler) setupPolicies(mgr manager.Manager) error {
+	r.opts.Policies.namespaces = mgr.GetCache()
+	s := newSweeper(r.apiReader, r.opts.Policies, r.tally, r.requeue)
+	pc := &policyController{client: mgr.GetClient(), policies: r.opts.Policies, tally: r.tally, sweeper: s, swept: map[string]int64{}}
+	if err := mgr.Add(s); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		t := time.NewTicker(statusInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				for _, name := range r.tally.takeChanged() {
+					pc.queue.addName(name)
+				}
+			}
+		}
+	})); err != nil {
+		return err
+	}
+	namespace := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+	return builder.ControllerManagedBy(mgr).
+		Named(r.opts.ControllerName+"-policies").
+		For(&v1alpha1.ENITagPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(pc.queue.source()).
+		// A namespace's labels are read by selectors and expressions: a
+		// change sweeps its pods. The namespaces' cache is also what the
+		// pod transform and the reconciler read.
+		WatchesMetadata(namespace, handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r.opts.Policies.active() && !equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+				s.add(sweepNamespace + e.ObjectNew.GetName())
+			}
+		}}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: &r.opts.SkipNameValidation}).
+		Complete(pc)
+}
+
+// Reconcile compiles one policy, applies it and reports its status.
+func (pc *policyController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var p v1alpha1.ENITagPolicy
+	if err := pc.client.Get(ctx, req.NamespacedName, &p); apierrors.IsNotFound(err) {
+		if old := pc.policies.put(req.Name, nil); old != nil {
+			// Its pods lose its tags: exactly those it wrote (the
+			// ledger's record of each pod).
+			pc.sweeper.add(sweepPolicy + req.Name)
+			log.FromContext(ctx).Info("tag policy deleted; its tags are removed from its pods' ENIs", "policy", req.Name)
+		}
+		pc.mu.Lock()
+		delete(pc.swept, req.Name)
+		pc.mu.Unlock()
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	compiled, compileErr := pc.policies.compiler.Compile(p.Name, p.Spec)
+	pc.policies.put(p.Name, compiled)
+	pc.mu.Lock()
+	sweep := pc.swept[p.Name] != p.Generation
+	pc.swept[p.Name] = p.Generation
+	pc.mu.Unlock()
+	if sweep {
+		pc.sweeper.add(sweepPolicy + p.Name)
+	}
+	return reconcile.Result{}, pc.writeStatus(ctx, &p, compileErr)
+}
+
+// writeStatus reports the policy's figures and its Ready condition, only
+// when they change.
+func (pc *policyController) writeStatus(ctx context.Context, p *v1alpha1.ENITagPolicy, compileErr error) error {
+	counts, problems := pc.tally.countsOf(p.Name, maxStatusProblems)
+	st := p.Status.DeepCopy()
+	st.ObservedGeneration = p.Generation
+	st.MatchedPods, st.TaggedPods, st.RefusedPods = int32(counts.matched), int32(counts.tagged), int32(counts.refused)
+	meta.SetStatusCondition(&st.Conditions, readyCondition(p.Generation, counts, problems, compileErr))
+	if equality.Semantic.DeepEqual(st, &p.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Status = *st
+	return client.IgnoreNotFound(pc.client.Status().Patch(ctx, p, patch))
+}
+
+// readyCondition says whether the policy applies, and the first problems
+// of its pods.
+func readyCondition(generation int64, c policyCounts, problems []string, compileErr error) metav1.Condition {
+	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: v1alpha1.TagPolicyReasonValid, ObservedGeneration: generation}
+	if compileErr != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.TagPolicyReasonInvalidTag
+		var re *tagpolicy.RuleError
+		if errors.As(compileErr, &re) {
+			cond.Reason = re.Reason
+		}
+		cond.Message = bounded.Truncate(fmt.Sprintf("%v; the pods it selects (%d) are refused and their ENIs' tags left as they are until it is fixed", compileErr, c.matched), bounded.Message)
+		return cond
+	}
+	cond.Message = fmt.Sprintf("selects %d pods: %d tagged, %d refused", c.matched, c.tagged, c.refused)
+	if len(problems) > 0 {
+		cond.Message += "; " + strings.Join(problems, "; ")
+	}
+	cond.Message = bounded.Truncate(cond.Message, bounded.Message)
+	return cond
+}
+
+// addName requeues a cluster-scoped object by name.
+func (q *podQueue) addName(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.queue != nil {
+		q.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+}
