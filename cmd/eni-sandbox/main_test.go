@@ -92,9 +92,12 @@ func TestSandboxUpAndCtrlC(t *testing.T) {
 	}
 	report := out.String()
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`web-0\s+node-a\d\s+\S+\s+eni-\w+\s+True Synced\s+CostCenter=1234, Team=Payments`),
-		regexp.MustCompile(`api-0\s+.*True Synced\s+Format=json, Service=api, Team=Platform`),
-		regexp.MustCompile(`batch-0\s+node-b1\s+.*True Synced\s+Owner=alice, Team=Data`),
+		regexp.MustCompile(`web-0\s+node-a\d\s+\S+\s+eni-\w+\s+True Synced\s+CostCenter=4410, Team=Payments`),
+		regexp.MustCompile(`web-0: policy "cost-allocation" gave "CostCenter" \(enforced\); policy "cost-allocation" enforces "CostCenter"="4410" over the annotation's "1234"`),
+		regexp.MustCompile(`api-0\s+.*True Synced\s+CostCenter=4410, Format=json, Service=api, Team=Platform`),
+		regexp.MustCompile(`batch-0\s+node-b1\s+.*True Synced\s+CostCenter=4410, Owner=alice, Team=Data`),
+		regexp.MustCompile(`cron-0\s+node-b1\s+.*True Synced\s+CostCenter=4410\n`),
+		regexp.MustCompile(`cost-allocation\s+4\s+4\s+0\s+True Valid`),
 		regexp.MustCompile(`forbidden-0\s+.*False InvalidTags\s+-`),
 		regexp.MustCompile(`(?m)^node-a1\s+i-\w+\s+us-east-1a\s+m5.xlarge\s+0\s+eni-\w+\s+demo-a`),
 		regexp.MustCompile(`(?m)^\s+2\s+eni-\w+\s+multus-subnet-us-east-1b\s+\S+\s+NodeENI multus-eni-by-name`),

@@ -32,7 +32,21 @@ type demoPod struct {
 	Name, Tags, Want string
 }
 
-// demoPods show both annotation formats and one refusal.
+// demoCostCenter is the demo namespace's cost-center label, which the
+// demo's tag policy puts on every ENI of the namespace.
+const demoCostCenter = "4410"
+
+// demoPolicy tags every pod ENI of a namespace labelled cost-center with
+// the label's value, whatever the pods' annotations say.
+func demoPolicy() *v1alpha1.ENITagPolicy {
+	return &v1alpha1.ENITagPolicy{ObjectMeta: metav1.ObjectMeta{Name: "cost-allocation"}, Spec: v1alpha1.ENITagPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "cost-center", Operator: metav1.LabelSelectorOpExists}}},
+		Enforced:          []v1alpha1.TagRule{{Key: "CostCenter", Expression: "namespaceObject.labels['cost-center']"}},
+	}}
+}
+
+// demoPods show both annotation formats, one refusal, and a pod without
+// an annotation that the tag policy alone tags.
 func demoPods() []demoPod {
 	return []demoPod{
 		{Name: "web-0", Tags: "Team=Payments,CostCenter=1234", Want: tagger.ReasonSynced},
@@ -41,6 +55,7 @@ func demoPods() []demoPod {
 		// docs/security.md): refused before any AWS call.
 		{Name: "forbidden-0", Tags: "eni-operator.io/cluster=" + ClusterName + ",Team=Ops", Want: tagger.ReasonInvalidTags},
 		{Name: "batch-0", Tags: "Team=Data,Owner=alice", Want: tagger.ReasonSynced},
+		{Name: "cron-0", Want: tagger.ReasonSynced},
 	}
 }
 
@@ -60,9 +75,9 @@ func readNodeENI(path string) (*v1alpha1.NodeENI, error) {
 	return ne, nil
 }
 
-// createNamespace creates a namespace.
-func createNamespace(ctx context.Context, k8s client.Client, ns string) error {
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+// createNamespace creates a namespace with labels.
+func createNamespace(ctx context.Context, k8s client.Client, ns string, labels map[string]string) error {
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
 	return nil
@@ -74,8 +89,11 @@ func createNamespace(ctx context.Context, k8s client.Client, ns string) error {
 // in that ENI's zone. With no kubelet, the sandbox writes the pod status
 // (Running, podIP) a kubelet and the VPC CNI would.
 func applyDemo(ctx context.Context, k8s client.Client, ec2c *ec2.Client, nodes []node, ne *v1alpha1.NodeENI) error {
-	if err := createNamespace(ctx, k8s, demoNamespace); err != nil {
+	if err := createNamespace(ctx, k8s, demoNamespace, map[string]string{"cost-center": demoCostCenter}); err != nil {
 		return err
+	}
+	if err := k8s.Create(ctx, demoPolicy()); err != nil {
+		return fmt.Errorf("ENITagPolicy: %w", err)
 	}
 	enis, err := ec2c.ListENIs(ctx, ec2.Filter{Name: "interface-type", Values: []string{"branch"}})
 	if err != nil {
@@ -107,9 +125,11 @@ func applyDemo(ctx context.Context, k8s client.Client, ec2c *ec2.Client, nodes [
 		used[eni.AvailabilityZone]++
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: dp.Name, Namespace: demoNamespace,
-				Labels:      map[string]string{"app.kubernetes.io/part-of": "eni-sandbox"},
-				Annotations: map[string]string{tagger.DefaultAnnotationKey: dp.Tags}},
+				Labels: map[string]string{"app.kubernetes.io/part-of": "eni-sandbox"}},
 			Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+		}
+		if dp.Tags != "" {
+			pod.Annotations = map[string]string{tagger.DefaultAnnotationKey: dp.Tags}
 		}
 		if err := k8s.Create(ctx, pod); err != nil {
 			return fmt.Errorf("pod %s: %w", dp.Name, err)
@@ -189,6 +209,18 @@ func convergence(ctx context.Context, k8s client.Client) (string, bool, error) {
 		}
 		parts = append(parts, fmt.Sprintf("NodeENI %s %d/%d nodes ready", ne.Name, ne.Status.ReadyNodes, ne.Status.DesiredNodes))
 	}
+	// Every pod the annotation does not refuse is the policy's.
+	var policy v1alpha1.ENITagPolicy
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(demoPolicy()), &policy); err != nil {
+		return "", false, err
+	}
+	policyWant := int32(0)
+	for _, dp := range demoPods() {
+		if dp.Want == tagger.ReasonSynced {
+			policyWant++
+		}
+	}
+	parts = append(parts, fmt.Sprintf("ENITagPolicy %s %d/%d pods tagged", policy.Name, policy.Status.TaggedPods, policyWant))
 	state := fmt.Sprintf("pods tagged as expected %d/%d; %s", podsDone, len(want), strings.Join(parts, ", "))
-	return state, podsDone == len(want) && len(nes.Items) > 0 && nesDone == len(nes.Items), nil
+	return state, podsDone == len(want) && len(nes.Items) > 0 && nesDone == len(nes.Items) && policy.Status.TaggedPods == policyWant, nil
 }

@@ -20,11 +20,12 @@ import (
 
 // report is what the sandbox shows: each demo pod with its ENI and the
 // tags on it (as EC2 reports them), each node with its attached ENIs, and
-// each NodeENI's readiness.
+// each NodeENI's readiness, each tag policy's figures.
 type report struct {
 	pods     []podRow
 	nodes    []nodeRow
 	nodeENIs []nodeENIRow
+	policies []v1alpha1.ENITagPolicy
 }
 
 type podRow struct {
@@ -73,40 +74,19 @@ func collect(ctx context.Context, k8s client.Client, ec2c *ec2.Client) (*report,
 	if err := k8s.List(ctx, &nes); err != nil {
 		return nil, err
 	}
-	return buildReport(pods.Items, nodes.Items, nes.Items, enis, subnetName), nil
+	var policies v1alpha1.ENITagPolicyList
+	if err := k8s.List(ctx, &policies); err != nil {
+		return nil, err
+	}
+	r := buildReport(pods.Items, nodes.Items, nes.Items, enis, subnetName)
+	r.policies = policies.Items
+	return r, nil
 }
 
 // buildReport joins what the API server and EC2 say.
 func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI, enis []ec2.ENI, subnetName map[string]string) *report {
 	r := &report{}
-	byIP := map[string]ec2.ENI{}
-	for _, e := range enis {
-		byIP[e.PrimaryIP] = e
-		for _, ip := range e.SecondaryIPs {
-			byIP[ip] = e
-		}
-	}
-	for _, p := range pods {
-		row := podRow{name: p.Name, node: p.Spec.NodeName, ip: p.Status.PodIP, condition: "-"}
-		for _, c := range p.Status.Conditions {
-			if string(c.Type) == tagger.ConditionType {
-				row.condition = fmt.Sprintf("%s %s", c.Status, c.Reason)
-				if c.Status != corev1.ConditionTrue {
-					row.message = c.Message
-				}
-			}
-		}
-		if e, ok := byIP[p.Status.PodIP]; ok {
-			row.eni = e.ID
-			row.tags = map[string]string{}
-			for k, v := range e.Tags {
-				if k != tagger.HashTag {
-					row.tags[k] = v
-				}
-			}
-		}
-		r.pods = append(r.pods, row)
-	}
+	r.pods = podRows(pods, enis)
 	slices.SortFunc(r.pods, func(a, b podRow) int { return cmpStrings(a.name, b.name) })
 
 	for _, n := range nodes {
@@ -146,6 +126,43 @@ func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI,
 	return r
 }
 
+// podRows joins each pod with the ENI that holds its IP.
+func podRows(pods []corev1.Pod, enis []ec2.ENI) []podRow {
+	var rows []podRow
+	byIP := map[string]ec2.ENI{}
+	for _, e := range enis {
+		byIP[e.PrimaryIP] = e
+		for _, ip := range e.SecondaryIPs {
+			byIP[ip] = e
+		}
+	}
+	for _, p := range pods {
+		row := podRow{name: p.Name, node: p.Spec.NodeName, ip: p.Status.PodIP, condition: "-"}
+		for _, c := range p.Status.Conditions {
+			if string(c.Type) == tagger.ConditionType {
+				row.condition = fmt.Sprintf("%s %s", c.Status, c.Reason)
+				if c.Status != corev1.ConditionTrue {
+					row.message = c.Message
+				} else if _, fromPolicies, ok := strings.Cut(c.Message, "; "); ok {
+					// Which policy gave which key.
+					row.message = fromPolicies
+				}
+			}
+		}
+		if e, ok := byIP[p.Status.PodIP]; ok {
+			row.eni = e.ID
+			row.tags = map[string]string{}
+			for k, v := range e.Tags {
+				if k != tagger.HashTag {
+					row.tags[k] = v
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 // print writes the report as aligned tables.
 func (r *report) print(out io.Writer) {
 	fmt.Fprintf(out, "\nPODS (namespace %s) — the tags are read back from EC2\n", demoNamespace)
@@ -178,6 +195,18 @@ func (r *report) print(out io.Writer) {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", name, inst, zone, typ, e.deviceIndex, e.id, e.subnet, e.ip, e.role)
 		}
+	}
+	_ = w.Flush()
+
+	fmt.Fprintln(out, "\nENITAGPOLICIES — tags a platform team sets on the ENIs of the pods they select")
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tMATCHED\tTAGGED\tREFUSED\tREADY CONDITION")
+	for _, p := range r.policies {
+		status := "-"
+		if c := meta.FindStatusCondition(p.Status.Conditions, "Ready"); c != nil {
+			status = fmt.Sprintf("%s %s", c.Status, c.Reason)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", p.Name, p.Status.MatchedPods, p.Status.TaggedPods, p.Status.RefusedPods, status)
 	}
 	_ = w.Flush()
 

@@ -138,7 +138,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 
 	// The operator's namespace holds its key ring, which it reads at start.
-	if err := createNamespace(ctx, k8s, operatorNamespace); err != nil {
+	if err := createNamespace(ctx, k8s, operatorNamespace, nil); err != nil {
 		return err
 	}
 	op, err := startOperator(ctx, o, cp.Admin(), emu.loaded.VPCs[0])

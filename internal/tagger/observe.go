@@ -23,6 +23,9 @@ func (r *Reconciler) observe(ctx context.Context, w *podWork) *phases.Stop {
 	if err := r.ledger.WaitLoaded(ctx); err != nil {
 		return phases.Done(err)
 	}
+	if err := r.opts.Policies.waitLoaded(ctx); err != nil {
+		return phases.Done(err)
+	}
 	if err := r.client.Get(ctx, w.name, &w.pod); apierrors.IsNotFound(err) {
 		if r.pods.writing(w.key) {
 			// Forgetting now would remove the tags of the record before

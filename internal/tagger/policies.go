@@ -32,6 +32,11 @@ type Policies struct {
 	// namespaces reads a namespace's metadata (the manager's cache); nil
 	// until Setup.
 	namespaces client.Reader
+	// loaded is closed once the policies the cluster had at start are
+	// compiled: a pod reconciled before would lose their tags, and get
+	// them back a moment later.
+	loaded     chan struct{}
+	loadedOnce sync.Once
 }
 
 // NewPolicies compiles the --default-tags flag's tags; no ENITagPolicy is
@@ -41,13 +46,27 @@ func NewPolicies(defaultTags map[string]string) (*Policies, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Policies{compiler: c}
+	p := &Policies{compiler: c, loaded: make(chan struct{})}
 	if len(defaultTags) > 0 {
 		if p.flag, err = c.Constant(DefaultTagsPolicy, defaultTags); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// markLoaded says the cluster's policies are compiled (or not applied).
+func (p *Policies) markLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
+
+// waitLoaded waits until the policies the cluster had at start are
+// compiled.
+func (p *Policies) waitLoaded(ctx context.Context) error {
+	select {
+	case <-p.loaded:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // put replaces the named policy (nil removes it) and returns the one it

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -64,9 +65,14 @@ type policyController struct {
 // setupPolicies adds the policy controller and its sweeper to mgr.
 func (r *Reconciler) setupPolicies(mgr manager.Manager) error {
 	r.opts.Policies.namespaces = mgr.GetCache()
-	s := newSweeper(r.apiReader, r.opts.Policies, r.tally, r.requeue)
+	s := newSweeper(r.apiReader, r.opts.Policies, r.tally, r.requeue, r.opts.WatchNamespace)
 	pc := &policyController{client: mgr.GetClient(), policies: r.opts.Policies, tally: r.tally, sweeper: s, swept: map[string]int64{}}
 	if err := mgr.Add(s); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return pc.loadAll(ctx, mgr.GetCache())
+	})); err != nil {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -129,6 +135,34 @@ func (pc *policyController) Reconcile(ctx context.Context, req reconcile.Request
 		pc.sweeper.add(sweepPolicy + p.Name)
 	}
 	return reconcile.Result{}, pc.writeStatus(ctx, &p, compileErr)
+}
+
+// loadAll compiles the policies the cluster has once the cache holds
+// them, before any pod is reconciled (Policies.waitLoaded).
+func (pc *policyController) loadAll(ctx context.Context, c cache.Cache) error {
+	var list v1alpha1.ENITagPolicyList
+	for {
+		if !c.WaitForCacheSync(ctx) {
+			return nil
+		}
+		err := c.List(ctx, &list)
+		if err == nil {
+			break
+		}
+		log.FromContext(ctx).Error(err, "listing the ENITagPolicies; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		compiled, _ := pc.policies.compiler.Compile(p.Name, p.Spec)
+		pc.policies.put(p.Name, compiled)
+	}
+	pc.policies.markLoaded()
+	return nil
 }
 
 // writeStatus reports the policy's figures and its Ready condition, only

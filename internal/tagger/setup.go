@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
@@ -99,10 +101,8 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		return nil, err
 	}
 
-	if o.TagPolicies {
-		if err := r.setupPolicies(mgr); err != nil {
-			return nil, err
-		}
+	if err := r.addPolicies(mgr); err != nil {
+		return nil, err
 	}
 
 	if o.AllowSharedENITagging {
@@ -122,6 +122,40 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		WatchesRawSource(r.queue.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation}).
 		Complete(r)
+}
+
+// addPolicies adds the policy controller when tag policies are on and
+// served; otherwise no pod waits for policies.
+func (r *Reconciler) addPolicies(mgr manager.Manager) error {
+	on, err := tagPoliciesServed(mgr, r.opts.TagPolicies)
+	switch {
+	case err != nil:
+		return err
+	case on:
+		return r.setupPolicies(mgr)
+	}
+	r.opts.Policies.markLoaded()
+	return nil
+}
+
+// tagPoliciesServed tells whether to apply ENITagPolicies: asked for and
+// the CRD installed. Without the CRD the tagger runs as before, and says
+// so, rather than failing to start (a manifest install that predates
+// the CRD).
+func tagPoliciesServed(mgr manager.Manager, wanted bool) (bool, error) {
+	if !wanted {
+		return false, nil
+	}
+	gvk := v1alpha1.GroupVersion.WithKind("ENITagPolicy")
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Error(err, "tag policies are OFF: the ENITagPolicy CRD is not installed; install it (the chart's crds/, config/crd) and restart, or set --enable-tag-policies=false to silence this")
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("finding the ENITagPolicy API: %w", err)
+	}
+	return true, nil
 }
 
 // watchInventory keeps the tagger's ENIs fresh in the EC2 state, and

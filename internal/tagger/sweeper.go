@@ -37,10 +37,12 @@ type sweeper struct {
 	tally    *policyTally
 	requeue  func(key string)
 	queue    workqueue.TypedRateLimitingInterface[string]
+	// namespace limits sweeps to the tagger's --watch-namespace ("": all).
+	namespace string
 }
 
-func newSweeper(api client.Reader, policies *Policies, tally *policyTally, requeue func(string)) *sweeper {
-	return &sweeper{api: api, policies: policies, tally: tally, requeue: requeue,
+func newSweeper(api client.Reader, policies *Policies, tally *policyTally, requeue func(string), namespace string) *sweeper {
+	return &sweeper{api: api, policies: policies, tally: tally, requeue: requeue, namespace: namespace,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tag-policy-sweeps"})}
 }
@@ -81,6 +83,9 @@ func (s *sweeper) sweep(ctx context.Context, what string) error {
 		return nil
 	}
 	ns, _ := strings.CutPrefix(what, sweepNamespace)
+	if s.namespace != "" && ns != s.namespace {
+		return nil
+	}
 	for _, key := range s.tally.podsIn(ns) {
 		s.requeue(key)
 	}
@@ -98,7 +103,11 @@ func (s *sweeper) listSelected(ctx context.Context, p *tagpolicy.Policy) error {
 		return nil
 	}
 	nsMatches := map[string]bool{}
-	return s.list(ctx, []client.ListOption{client.MatchingLabelsSelector{Selector: pods}}, func(pod *metav1.PartialObjectMetadata) bool {
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: pods}}
+	if s.namespace != "" {
+		opts = append(opts, client.InNamespace(s.namespace))
+	}
+	return s.list(ctx, opts, func(pod *metav1.PartialObjectMetadata) bool {
 		m, seen := nsMatches[pod.Namespace]
 		if !seen {
 			l, _ := s.policies.namespaceLabels(ctx, pod.Namespace)

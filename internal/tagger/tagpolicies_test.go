@@ -206,3 +206,23 @@ func (h *harness) waitStatus(name string, ok func(v1alpha1.ENITagPolicyStatus) b
 		return ok(last)
 	}, func() string { return fmt.Sprintf("status %+v", last) })
 }
+
+// Restarted with its pods in sync, the tagger writes nothing: no pod is
+// reconciled before the cluster's policies are compiled, so none loses
+// their tags for a moment.
+func TestTagPolicyRestartInSyncWritesNothing(t *testing.T) {
+	h := newHarness(t, branchWorld(3))
+	h.startManager(h.options())
+	h.policy("cost", v1alpha1.ENITagPolicySpec{Enforced: []v1alpha1.TagRule{ruleExpr("CostCenter", "'cc-' + pod.labels['app']")}})
+	for i, e := range h.loaded.NetworkInterfaces {
+		h.pod(fmt.Sprintf("p%d", i), e.PrivateIP, nil)
+	}
+	for i := range h.loaded.NetworkInterfaces {
+		h.waitCondition(fmt.Sprintf("p%d", i), tagger.ReasonSynced, `gave "CostCenter" (enforced)`)
+	}
+	h.startManager(h.options())
+	h.eventually("every pod reconciled after the restart", func() bool { return h.labelled("eni_operator_tagger_reconciles_total", "result", "success") >= 3 }, nil)
+	if n := h.calls()["CreateTags"] + h.calls()["DeleteTags"]; n != 0 {
+		t.Errorf("%d tag writes after a restart in sync: %v", n, h.calls())
+	}
+}
