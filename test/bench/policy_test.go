@@ -49,6 +49,7 @@ func TestFigurePolicyRetag(t *testing.T) {
 	b.waitFor("all pods Synced", 20*time.Minute, func() bool { return b.synced("retag") == n })
 	time.Sleep(2 * time.Second)
 	rssTagged := b.operatorRSS()
+	rssPerPolicy := policiesMemory(b, 100)
 
 	// The change: every ENI's CostCenter, in 20 tag sets.
 	b.emu.ResetCounts()
@@ -92,7 +93,7 @@ func TestFigurePolicyRetag(t *testing.T) {
 			"createTagsCalls": calls["CreateTags"], "createTagsMinimum": minCalls, "ec2CallsPerPod": float64(total) / float64(n),
 			"kubeWritesPerPod": (after - before) / float64(n), "bucketSecondsForCallsMade": bucket,
 			"rssMiBUnselected": rssUnselected / (1 << 20), "rssMiBTagged": rssTagged / (1 << 20),
-			"rssKiBPerMatchedPod": (rssTagged - rssUnselected) / 1024 / float64(n),
+			"rssKiBPerMatchedPod": (rssTagged - rssUnselected) / 1024 / float64(n), "rssKiBPerPolicy": rssPerPolicy / 1024,
 			"sampledENIsRight":    sample, "restartTagWrites": restartCalls["CreateTags"] + restartCalls["DeleteTags"]},
 		Checks: []figure.Check{
 			figure.AtMost("CreateTags calls", float64(calls["CreateTags"]), 1.2*float64(max(minCalls, 1))*5, "",
@@ -105,10 +106,31 @@ func TestFigurePolicyRetag(t *testing.T) {
 		EC2Calls: calls, Notes: []string{
 			fmt.Sprintf("Kubernetes writes by verb and resource during the change: %v", byKey),
 			"Memory per matched pod is the RSS difference between the pods unselected (cache stubs) and tagged by the policy (whole in the cache, a ledger record, a tally line), per pod.",
+			"Memory per policy is the RSS difference after 100 more policies of 5 expression rules each that select no pod, per policy.",
 		}})
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// policiesMemory creates n policies of 5 expression rules each that
+// select no pod, and returns the operator's RSS growth per policy.
+func policiesMemory(b *bed, n int) float64 {
+	before := b.operatorRSS()
+	for i := range n {
+		p := &v1alpha1.ENITagPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-idle-%03d", b.ns, i)}, Spec: v1alpha1.ENITagPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench-unused": "x"}}}}
+		for k := range 5 {
+			p.Spec.Defaults = append(p.Spec.Defaults, v1alpha1.TagRule{Key: fmt.Sprintf("K%d", k),
+				Expression: fmt.Sprintf("'team' in pod.labels ? pod.labels['team'] + '-%d' : namespaceObject.name", k)})
+		}
+		if err := b.k8s.Create(context.Background(), p); err != nil {
+			b.t.Fatal(err)
+		}
+		b.t.Cleanup(func() { _ = b.k8s.Delete(context.Background(), p) })
+	}
+	time.Sleep(5 * time.Second)
+	return (b.operatorRSS() - before) / float64(n)
+}
 
 // labelPods gives pod i the label set=i%sets.
 func labelPods(b *bed, prefix string, n, sets int) {
