@@ -63,8 +63,23 @@ func (r *Reconciler) keepInLedger(w *podWork) {
 // annotation of a running pod and wants to see it land. A pod's first
 // tagging gets none: the condition says it, and a burst of 10,000 new
 // pods would otherwise be 10,000 events (writes to the API server that
-// crowd out the Warnings people look for).
-func changedEvent(w *podWork) bool { return w.wrote && len(w.applied) > 0 }
+// crowd out the Warnings people look for). Nor does a change the pod's
+// tag policies made alone: a policy edit would be an event on each of
+// the thousands of pods it selects, and its status says it.
+func changedEvent(w *podWork) bool {
+	if !w.wrote || len(w.applied) == 0 {
+		return false
+	}
+	if !w.policied {
+		return true
+	}
+	for k, o := range w.origins {
+		if o.Policy == "" && w.applied[k] != w.own[k] {
+			return true // a key the annotation gives changed
+		}
+	}
+	return false
+}
 
 // writeLastApplied writes the last-applied annotations (k8s-eni-tagger's
 // bookkeeping, kept so users can see and tools can read it) and, in

@@ -59,6 +59,14 @@ func (t *policyTally) note(key string, line tallied) {
 	}
 }
 
+// has tells whether policies selected the pod at its last reconcile.
+func (t *policyTally) has(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.pods[key]
+	return ok
+}
+
 // drop removes a pod's line (the pod is gone).
 func (t *policyTally) drop(key string) { t.note(key, tallied{}) }
 

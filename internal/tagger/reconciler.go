@@ -114,7 +114,10 @@ type podWork struct {
 	// the keys they leave to other tools, overridden the annotation's
 	// keys their enforced tags override, policyConflicts their
 	// disagreements.
-	selected        bool
+	selected bool
+	// policied tells that policies select the pod or did at its last
+	// reconcile: a change may be theirs, not its author's.
+	policied        bool
 	matched         []string
 	origins         map[string]tagpolicy.Origin
 	external        []string

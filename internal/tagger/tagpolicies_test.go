@@ -103,6 +103,14 @@ func TestTagPolicyLifecycle(t *testing.T) {
 	h.labelNamespace("cost-center", "5678")
 	plainWant["CostCenter"] = "5678"
 	h.waitTags(plain.ID, withHash(merge(base, plainWant, map[string]string{"Owner": "finance"}), plainWant))
+	h.waitCondition("plain", tagger.ReasonSynced, tagger.Hash(plainWant))
+	// The policy changed it, not the pod's author: no event on the pod
+	// (a policy edit would be one on each of thousands).
+	for _, e := range h.events("plain") {
+		if strings.HasPrefix(e, "Normal/Synced") {
+			t.Errorf("event %q on a pod whose tags only its policy changed", e)
+		}
+	}
 
 	// Deleted: the policy's tags go, the annotation's stay or come back.
 	if err := h.k8s.Delete(context.Background(), p); err != nil {

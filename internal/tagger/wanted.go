@@ -23,6 +23,7 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 		nsLabels, _ = r.opts.Policies.namespaceLabels(ctx, w.pod.Namespace)
 		policies, w.selected = r.opts.Policies.forPod(nsLabels, w.pod.Labels, annotated)
 	}
+	w.policied = w.selected || r.tally.has(w.key)
 	if !annotated && !w.selected && len(w.applied) == 0 {
 		// Nothing asked, nothing applied: a condition left from before
 		// (InvalidTags of an annotation since removed, DryRun of a run

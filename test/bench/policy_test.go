@@ -86,14 +86,20 @@ func TestFigurePolicyRetag(t *testing.T) {
 	b.waitFor("restarted operator's first inventory refresh", time.Minute, func() bool { c, _ := b.calls(); return c["DescribeNetworkInterfaces"] > 0 })
 	time.Sleep(20 * time.Second)
 	restartCalls, _ := b.calls()
+	var restartWrites []string
+	for _, c := range b.emu.Calls() {
+		if c.Action == "CreateTags" || c.Action == "DeleteTags" {
+			restartWrites = append(restartWrites, fmt.Sprint(c.Action, " ", c.Params))
+		}
+	}
 
 	b.write(Figure{Name: "9-policy-retag",
 		Parameters: map[string]any{"pods": n, "tagSets": sets, "policy": "1 ENITagPolicy: Team from a pod label (default), CostCenter enforced; the change: CostCenter 1000 → 2000"},
 		Results: map[string]any{"secondsUntilEveryENIRight": took.Seconds(), "secondsUntilEveryPodConcluded": concluded.Seconds(),
 			"createTagsCalls": calls["CreateTags"], "createTagsMinimum": minCalls, "ec2CallsPerPod": float64(total) / float64(n),
 			"kubeWritesPerPod": (after - before) / float64(n), "bucketSecondsForCallsMade": bucket,
-			"rssMiBUnselected": rssUnselected / (1 << 20), "rssMiBTagged": rssTagged / (1 << 20),
-			"rssKiBPerMatchedPod": (rssTagged - rssUnselected) / 1024 / float64(n), "rssKiBPerPolicy": rssPerPolicy / 1024,
+			"rssMiBUnselected": rssUnselected, "rssMiBTagged": rssTagged,
+			"rssKiBPerMatchedPod": (rssTagged - rssUnselected) * 1024 / float64(n), "rssKiBPerPolicy": rssPerPolicy * 1024,
 			"sampledENIsRight":    sample, "restartTagWrites": restartCalls["CreateTags"] + restartCalls["DeleteTags"]},
 		Checks: []figure.Check{
 			figure.AtMost("CreateTags calls", float64(calls["CreateTags"]), 1.2*float64(max(minCalls, 1))*5, "",
@@ -107,13 +113,14 @@ func TestFigurePolicyRetag(t *testing.T) {
 			fmt.Sprintf("Kubernetes writes by verb and resource during the change: %v", byKey),
 			"Memory per matched pod is the RSS difference between the pods unselected (cache stubs) and tagged by the policy (whole in the cache, a ledger record, a tally line), per pod.",
 			"Memory per policy is the RSS difference after 100 more policies of 5 expression rules each that select no pod, per policy.",
+			fmt.Sprintf("Tag writes after the restart: %v", restartWrites),
 		}})
 }
 
 func ptrTo[T any](v T) *T { return &v }
 
 // policiesMemory creates n policies of 5 expression rules each that
-// select no pod, and returns the operator's RSS growth per policy.
+// select no pod, and returns the operator's RSS growth per policy, in MiB.
 func policiesMemory(b *bed, n int) float64 {
 	before := b.operatorRSS()
 	for i := range n {
