@@ -37,6 +37,7 @@ const (
 )
 
 // ENITagPolicySpec says which pods' ENIs get which tags.
+// +kubebuilder:validation:XValidation:rule="!has(self.nodeSelector) || (!has(self.namespaceSelector) && !has(self.podSelector))",message="a policy tags either pods (namespaceSelector, podSelector) or NodeENI interfaces (nodeSelector): set one kind of selector"
 type ENITagPolicySpec struct {
 	// Priority decides between policies that set the same key on one
 	// pod's ENI: the higher priority wins; between equal priorities the
@@ -56,6 +57,14 @@ type ENITagPolicySpec struct {
 	// namespaces the policy applies to. Unset, it applies to every pod.
 	// +optional
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+
+	// NodeSelector makes the policy one for NodeENI interfaces instead of
+	// pods: it selects nodes by their labels, and the NodeENI interfaces
+	// of those nodes get its tags at creation and keep them in sync. Its
+	// defaults yield to the NodeENI's spec.tags, its enforced tags
+	// override them. An empty selector selects every node.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
 	// Defaults are tags a matching pod's ENI gets unless the pod's
 	// annotation (eni-tagger.io/tags) sets the same key.

@@ -200,6 +200,11 @@ func (in *ENITagPolicySpec) DeepCopyInto(out *ENITagPolicySpec) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.NodeSelector != nil {
+		in, out := &in.NodeSelector, &out.NodeSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Defaults != nil {
 		in, out := &in.Defaults, &out.Defaults
 		*out = make([]TagRule, len(*in))

@@ -3,10 +3,12 @@ package nodeeni
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -66,10 +68,30 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		}
 		in.NodeInstances[n.Name] = info.Instance
 		infos = append(infos, info)
+		r.policyTags(ctx, &in, n)
 	}
 	var zoneBlocks []blocked
 	in.Wants, zoneBlocks = desired(infos, res.Subnets)
 	return in, append(blocks, zoneBlocks...), nil
+}
+
+// policyTags gives a node's interfaces the tags of the tag policies that
+// select it. One whose expression fails for the node keeps spec.tags
+// alone, and the log says why.
+func (r *reconciler) policyTags(ctx context.Context, in *planInput, n *corev1.Node) {
+	if r.opts.TagPolicies == nil {
+		return
+	}
+	tags, err := r.opts.TagPolicies.NodeTags(n, in.Tags)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "the tag policies that select the node give its NodeENI interfaces no tags; they keep spec.tags", "node", n.Name)
+	}
+	if !maps.Equal(tags, in.Tags) {
+		if in.NodeTags == nil {
+			in.NodeTags = map[string]map[string]string{}
+		}
+		in.NodeTags[n.Name] = tags
+	}
 }
 
 // instances describes the instances the plan wants to attach to. The

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/ownership"
@@ -14,7 +15,21 @@ import (
 
 // Options configure the NodeENI controller, its ENI inventory and the
 // leaked-ENI collector. Zero values mean the documented defaults.
+// TagPolicies give the tags tag policies put on a node's NodeENI
+// interfaces, merged with a NodeENI's spec.tags.
+type TagPolicies interface {
+	// NodeTags are the node's interfaces' tags; with an error (a policy's
+	// expression failed for the node), the spec.tags alone.
+	NodeTags(node *corev1.Node, specTags map[string]string) (map[string]string, error)
+	// OnChange registers a function called after each change of the
+	// policies.
+	OnChange(func())
+}
+
 type Options struct {
+	// TagPolicies, when set, give the tags ENITagPolicies with a
+	// nodeSelector put on a node's interfaces (the tagger's policies).
+	TagPolicies TagPolicies
 	// ClusterName is written on every ENI (tag eni-operator.io/cluster)
 	// and scopes the inventory: ENIs of another cluster in the same VPC
 	// are never read or touched. Required.

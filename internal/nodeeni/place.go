@@ -166,7 +166,7 @@ func (p *plan) emit(in planInput, r outcome, needed map[string]bool) {
 			p.Attachments = append(p.Attachments, in.entry(o, v1alpha1.AttachmentCreated, ""))
 		} else {
 			p.Actions = append(p.Actions, action{Kind: actCreate, Node: w.Node, Want: w, Index: r.idx, DOT: in.DeleteOnTermination,
-				Groups: in.SecurityGroups, Description: in.Description, Tags: in.Tags})
+				Groups: in.SecurityGroups, Description: in.Description, Tags: in.tagsFor(w.Node)})
 		}
 	}
 }

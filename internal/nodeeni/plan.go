@@ -105,6 +105,9 @@ type planInput struct {
 	SecurityGroups []string
 	Description    string
 	Tags           map[string]string
+	// NodeTags are the tags of a node's interfaces where tag policies
+	// select the node (Tags merged with theirs); Tags elsewhere.
+	NodeTags map[string]map[string]string
 	// Deleting means the NodeENI is being deleted: nothing is wanted.
 	Deleting bool
 	// SubnetsComplete is false when some subnet source could not be
@@ -402,6 +405,14 @@ const (
 	stHeld                         // placeable, but its node keeps its superseded ENIs
 )
 
+// tagsFor are the tags of a node's interfaces.
+func (in planInput) tagsFor(node string) map[string]string {
+	if t, ok := in.NodeTags[node]; ok {
+		return t
+	}
+	return in.Tags
+}
+
 // drift returns the in-place changes that bring a kept ENI to the spec.
 func drift(in planInput, o owned) []action {
 	var out []action
@@ -418,7 +429,7 @@ func drift(in planInput, o owned) []action {
 	if o.Description != in.Description && (in.Description != "" || o.Description != originalDescription(o.Node)) {
 		out = append(out, action{Kind: actSetDesc, Node: o.Node, ENI: o.ID, Description: in.Description})
 	}
-	if set := userTagDiff(o.Tags, in.Tags); len(set) > 0 {
+	if set := userTagDiff(o.Tags, in.tagsFor(o.Node)); len(set) > 0 {
 		out = append(out, action{Kind: actSetTags, Node: o.Node, ENI: o.ID, Tags: set})
 	}
 	return out

@@ -61,6 +61,15 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 		return err
 	}
 	resync := make(chan event.GenericEvent, 1)
+	if o.TagPolicies != nil {
+		// A policy's change may change any node's interfaces' tags.
+		o.TagPolicies.OnChange(func() {
+			select {
+			case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
+			default:
+			}
+		})
+	}
 	var col *collector
 	if !o.DisableCollector {
 		col = newCollector(mgr.GetClient(), state, o.CollectorGracePeriod, m)

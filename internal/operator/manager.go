@@ -201,6 +201,11 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}
 	c.NodeENI.Keys = keys
+	if c.EnableTagger && c.Tagger.TagPolicies {
+		// ENITagPolicies with a nodeSelector tag NodeENI interfaces; the
+		// tagger's policy controller compiles them.
+		c.NodeENI.TagPolicies = c.Tagger.Policies
+	}
 	if err := nodeeni.Setup(mgr, state, c.NodeENI); err != nil {
 		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}

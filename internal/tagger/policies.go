@@ -37,6 +37,9 @@ type Policies struct {
 	// them back a moment later.
 	loaded     chan struct{}
 	loadedOnce sync.Once
+	// onChange are called after every change of the policies (the NodeENI
+	// controller's requeue of every NodeENI).
+	onChange []func()
 }
 
 // NewPolicies compiles the --default-tags flag's tags; no ENITagPolicy is
@@ -87,6 +90,45 @@ func (p *Policies) put(name string, pol *tagpolicy.Policy) (old *tagpolicy.Polic
 	}
 	p.list = list
 	return old
+}
+
+// OnChange registers f to be called after each change of the policies,
+// before Setup's manager starts.
+func (p *Policies) OnChange(f func()) { p.onChange = append(p.onChange, f) }
+
+// changed calls the OnChange functions.
+func (p *Policies) changed() {
+	for _, f := range p.onChange {
+		f()
+	}
+}
+
+// NodeTags are the tags of a node's NodeENI interfaces: the policies
+// that select the node merged with the NodeENI's spec.tags, as a pod's
+// with its annotation. When an expression fails for the node (or a
+// policy that selects it does not compile) the error says so and the
+// spec.tags alone are given.
+func (p *Policies) NodeTags(node *corev1.Node, specTags map[string]string) (map[string]string, error) {
+	var list []*tagpolicy.Policy
+	for _, q := range p.all() {
+		if tagpolicy.MatchesNode(q, node.Labels) {
+			list = append(list, q)
+		}
+	}
+	if len(list) == 0 {
+		return specTags, nil
+	}
+	in := tagpolicy.Inputs{
+		Pod:       tagpolicy.Pod{Labels: map[string]string{}},
+		Namespace: tagpolicy.Namespace{Labels: map[string]string{}},
+		Node: tagpolicy.Node{Name: node.Name, Labels: orEmpty(node.Labels),
+			Zone: node.Labels[corev1.LabelTopologyZone], InstanceType: node.Labels[corev1.LabelInstanceTypeStable]},
+	}
+	res := tagpolicy.EvaluateNode(list, in, orEmpty(specTags))
+	if res.Refused != nil {
+		return specTags, res.Refused
+	}
+	return res.Tags, nil
 }
 
 // all returns the ENITagPolicies, sorted by name; the caller must not

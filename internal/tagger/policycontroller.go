@@ -113,6 +113,7 @@ func (pc *policyController) Reconcile(ctx context.Context, req reconcile.Request
 	var p v1alpha1.ENITagPolicy
 	if err := pc.client.Get(ctx, req.NamespacedName, &p); apierrors.IsNotFound(err) {
 		if old := pc.policies.put(req.Name, nil); old != nil {
+			pc.policies.changed()
 			// Its pods lose its tags: exactly those it wrote (the
 			// ledger's record of each pod).
 			pc.sweeper.add(sweepPolicy + req.Name)
@@ -133,6 +134,7 @@ func (pc *policyController) Reconcile(ctx context.Context, req reconcile.Request
 	pc.mu.Unlock()
 	if sweep {
 		pc.sweeper.add(sweepPolicy + p.Name)
+		pc.policies.changed()
 	}
 	return reconcile.Result{}, pc.writeStatus(ctx, &p, compileErr)
 }
@@ -162,6 +164,7 @@ func (pc *policyController) loadAll(ctx context.Context, c cache.Cache) error {
 		pc.policies.put(p.Name, compiled)
 	}
 	pc.policies.markLoaded()
+	pc.policies.changed()
 	return nil
 }
 

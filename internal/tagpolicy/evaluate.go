@@ -71,13 +71,31 @@ type Result struct {
 // default the annotation or an enforced tag overrides is not, nor a rule
 // of lower priority than the key's winner.
 func Evaluate(policies []*Policy, in Inputs, annotation map[string]string) Result {
-	var r Result
 	var matched []*Policy
 	for _, p := range policies {
 		if Matches(p, in.Namespace.Labels, in.Pod.Labels) {
 			matched = append(matched, p)
 		}
 	}
+	return evaluate(matched, in, annotation)
+}
+
+// EvaluateNode gives the tags of a node's NodeENI interfaces by the same
+// rules, the NodeENI's spec.tags standing for the annotation: the
+// policies that select the node (in.Node; the pod, namespace and owner
+// are empty) and, for the flag's constants, none.
+func EvaluateNode(policies []*Policy, in Inputs, specTags map[string]string) Result {
+	var matched []*Policy
+	for _, p := range policies {
+		if MatchesNode(p, in.Node.Labels) {
+			matched = append(matched, p)
+		}
+	}
+	return evaluate(matched, in, specTags)
+}
+
+func evaluate(matched []*Policy, in Inputs, annotation map[string]string) Result {
+	var r Result
 	slices.SortFunc(matched, func(a, b *Policy) int {
 		return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.name, b.name))
 	})

@@ -389,3 +389,30 @@ func TestConstantPolicy(t *testing.T) {
 		t.Error("a reserved key in --default-tags compiled")
 	}
 }
+
+// A policy with a nodeSelector tags the NodeENI interfaces of the nodes
+// it selects, by the same precedence with spec.tags for the annotation,
+// and selects no pod; one that mixes both kinds of selector is refused.
+func TestNodePolicies(t *testing.T) {
+	c := compiler(t)
+	zone := mustCompile(t, "zone", spec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "general"}},
+		Enforced: rules(expr("Zone", "node.zone")), Defaults: rules(fixed("Team", "platform"), expr("Type", "node.instanceType"))})
+	pods := mustCompile(t, "pods", spec{Enforced: rules(fixed("CostCenter", "1"))})
+	in := inputs()
+	got := EvaluateNode([]*Policy{zone, pods}, in, annotation("Team", "net", "Zone", "elsewhere"))
+	want := annotation("Zone", "eu-west-1a", "Team", "net", "Type", "m7i.large")
+	if !maps.Equal(got.Tags, want) || len(got.AnnotationConflicts) != 1 {
+		t.Errorf("node tags %v (conflicts %+v); want %v and Zone's conflict", got.Tags, got.AnnotationConflicts, want)
+	}
+	if r := Evaluate([]*Policy{zone}, in, annotation("A", "1")); len(r.Matched) != 0 || !maps.Equal(r.Tags, annotation("A", "1")) {
+		t.Errorf("a node policy applied to a pod: %+v", r)
+	}
+	in.Node.Labels = map[string]string{"pool": "gpu"}
+	if r := EvaluateNode([]*Policy{zone}, in, nil); len(r.Matched) != 0 || len(r.Tags) != 0 {
+		t.Errorf("a node the selector does not select got %v", r.Tags)
+	}
+	if _, err := c.Compile("mixed", spec{NodeSelector: &metav1.LabelSelector{}, PodSelector: &metav1.LabelSelector{}}); err == nil ||
+		!strings.Contains(err.Error(), "either pods") {
+		t.Errorf("mixed selectors: %v; want a refusal", err)
+	}
+}

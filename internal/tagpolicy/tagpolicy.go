@@ -71,9 +71,12 @@ type Inputs struct {
 // Policy is a compiled ENITagPolicy. It is immutable and safe to share
 // between goroutines.
 type Policy struct {
-	name                 string
-	priority             int32
-	namespaces, pods     labels.Selector
+	name             string
+	priority         int32
+	namespaces, pods labels.Selector
+	// nodes is set for a policy of NodeENI interfaces (spec.nodeSelector),
+	// which selects no pod.
+	nodes                labels.Selector
 	defaults, enforced   []rule
 	externallyManagedKey map[string]bool
 	// broken is why the policy does not compile: the pods it selects are
@@ -125,8 +128,17 @@ func (c *Compiler) Compile(name string, spec v1alpha1.ENITagPolicySpec) (*Policy
 	if p.pods, err = selector("podSelector", spec.PodSelector); err != nil {
 		return nil, err
 	}
+	if spec.NodeSelector != nil {
+		if spec.NamespaceSelector != nil || spec.PodSelector != nil {
+			return nil, &RuleError{Rule: "nodeSelector", Reason: v1alpha1.TagPolicyReasonInvalidSelector,
+				Err: errors.New("a policy tags either pods (namespaceSelector, podSelector) or NodeENI interfaces (nodeSelector): set one kind of selector")}
+		}
+		if p.nodes, err = selector("nodeSelector", spec.NodeSelector); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.compileSpec(p, spec); err != nil {
-		broken := &Policy{name: p.name, priority: p.priority, namespaces: p.namespaces, pods: p.pods, broken: err}
+		broken := &Policy{name: p.name, priority: p.priority, namespaces: p.namespaces, pods: p.pods, nodes: p.nodes, broken: err}
 		return broken, err
 	}
 	return p, nil
@@ -274,10 +286,20 @@ func checkValue(v string) error {
 }
 
 // Matches reports whether the policy selects a pod with these labels in
-// a namespace with these labels.
+// a namespace with these labels. A policy of NodeENI interfaces selects
+// no pod.
 func Matches(p *Policy, namespaceLabels, podLabels map[string]string) bool {
-	return p.namespaces.Matches(labels.Set(namespaceLabels)) && p.pods.Matches(labels.Set(podLabels))
+	return p.nodes == nil && p.namespaces.Matches(labels.Set(namespaceLabels)) && p.pods.Matches(labels.Set(podLabels))
 }
+
+// MatchesNode reports whether the policy selects a node with these
+// labels (for its NodeENI interfaces).
+func MatchesNode(p *Policy, nodeLabels map[string]string) bool {
+	return p.nodes != nil && p.nodes.Matches(labels.Set(nodeLabels))
+}
+
+// ForNodes tells whether the policy tags NodeENI interfaces, not pods.
+func (p *Policy) ForNodes() bool { return p.nodes != nil }
 
 // Selectors are the policy's namespace and pod selectors, for listing
 // the pods it selects.

@@ -100,7 +100,7 @@ func TestFigurePolicyRetag(t *testing.T) {
 			"kubeWritesPerPod": (after - before) / float64(n), "bucketSecondsForCallsMade": bucket,
 			"rssMiBUnselected": rssUnselected, "rssMiBTagged": rssTagged,
 			"rssKiBPerMatchedPod": (rssTagged - rssUnselected) * 1024 / float64(n), "rssKiBPerPolicy": rssPerPolicy * 1024,
-			"sampledENIsRight":    sample, "restartTagWrites": len(restartWrites)},
+			"sampledENIsRight": sample, "restartTagWrites": len(restartWrites)},
 		Checks: []figure.Check{
 			figure.AtMost("CreateTags calls", float64(calls["CreateTags"]), 1.2*float64(max(minCalls, 1))*5, "",
 				fmt.Sprintf("5 batches per tag set at most (the batcher closes one after --aws-tag-batch-max-wait while the 10,000 reconciles run), %d the floor", minCalls)),

@@ -1,0 +1,85 @@
+// Package tagpolicy tests ENITagPolicies of NodeENI interfaces on the
+// whole operator: the tagger's policy controller compiles them, the
+// NodeENI controller tags the interfaces of the nodes they select.
+package tagpolicy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
+)
+
+// A policy with a nodeSelector tags the NodeENI interfaces of the nodes
+// it selects when they are created (in the CreateNetworkInterface call,
+// with expressions over the node), its defaults under the NodeENI's
+// spec.tags and its enforced tags over them; a change of the policy
+// reaches the interface already there.
+func TestNodePolicyTagsNodeENIInterfaces(t *testing.T) {
+	ctx := context.Background()
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
+		testenv.OnlySubnets("nodes-a", "multus-a"), testenv.WithNodes(1, "m5.xlarge")))
+	reader := e.Client(ec2.Config{QPS: 1000, Burst: 1000})
+	cl := operatorenv.NewOneNode(t, "prod", e.World.Instances[0].ID)
+	var ne v1alpha1.NodeENI
+	if err := cl.K8s.Get(ctx, client.ObjectKey{Name: cl.NodeENI.Name}, &ne); err != nil {
+		t.Fatal(err)
+	}
+	ne.Spec.Tags = map[string]v1alpha1.TagValue{"Team": "storage", "Zone": "mine"}
+	if err := cl.K8s.Update(ctx, &ne); err != nil {
+		t.Fatal(err)
+	}
+	value := func(v string) *v1alpha1.TagValue { tv := v1alpha1.TagValue(v); return &tv }
+	policy := &v1alpha1.ENITagPolicy{ObjectMeta: metav1.ObjectMeta{Name: "node-zones"}, Spec: v1alpha1.ENITagPolicySpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "multus"}},
+		Enforced:     []v1alpha1.TagRule{{Key: "Zone", Expression: "node.zone"}},
+		Defaults:     []v1alpha1.TagRule{{Key: "Team", Value: value("network")}, {Key: "Host", Expression: "'n-' + node.name"}},
+	}}
+	if err := cl.K8s.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	cl.Start(t, e.URL, cl.Config(e.VPC))
+
+	var own ec2.ENI
+	testenv.Eventually(t, "the NodeENI's interface with the policy's tags", 30*time.Second, func() (bool, string) {
+		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
+		if err != nil || len(enis) != 1 {
+			return false, fmt.Sprint(enis, err)
+		}
+		own = enis[0]
+		return own.Tags["Zone"] == "us-east-1a" && own.Tags["Team"] == "storage" && own.Tags["Host"] == "n-node-0", fmt.Sprint(own.Tags)
+	})
+	created := false
+	for _, c := range e.Emulator.Calls() {
+		if c.Action == "CreateNetworkInterface" && c.Code == "" && strings.Contains(fmt.Sprint(c.Params), "us-east-1a") {
+			created = true
+		}
+	}
+	if !created {
+		t.Error("the policy's tags were not in the CreateNetworkInterface call: set after creation")
+	}
+
+	// The policy changes: the interface already there follows.
+	if err := cl.K8s.Get(ctx, client.ObjectKey{Name: policy.Name}, policy); err != nil {
+		t.Fatal(err)
+	}
+	policy.Spec.Enforced = append(policy.Spec.Enforced, v1alpha1.TagRule{Key: "Pool", Expression: "node.labels['role']"})
+	if err := cl.K8s.Update(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the new enforced tag on the interface", 30*time.Second, func() (bool, string) {
+		got, err := reader.GetENI(ctx, own.ID)
+		return err == nil && got.Tags["Pool"] == "multus", fmt.Sprint(got.Tags, err)
+	})
+}
