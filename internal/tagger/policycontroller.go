@@ -136,7 +136,7 @@ func (pc *policyController) Reconcile(ctx context.Context, req reconcile.Request
 		pc.sweeper.add(sweepPolicy + p.Name)
 		pc.policies.changed()
 	}
-	return reconcile.Result{}, pc.writeStatus(ctx, &p, compileErr)
+	return reconcile.Result{}, pc.writeStatus(ctx, &p, compiled, compileErr)
 }
 
 // loadAll compiles the policies the cluster has once the cache holds
@@ -170,12 +170,13 @@ func (pc *policyController) loadAll(ctx context.Context, c cache.Cache) error {
 
 // writeStatus reports the policy's figures and its Ready condition, only
 // when they change.
-func (pc *policyController) writeStatus(ctx context.Context, p *v1alpha1.ENITagPolicy, compileErr error) error {
+func (pc *policyController) writeStatus(ctx context.Context, p *v1alpha1.ENITagPolicy, compiled *tagpolicy.Policy, compileErr error) error {
 	counts, problems := pc.tally.countsOf(p.Name, maxStatusProblems)
+	forNodes := compiled != nil && compiled.ForNodes()
 	st := p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
 	st.MatchedPods, st.TaggedPods, st.RefusedPods = int32(counts.matched), int32(counts.tagged), int32(counts.refused)
-	meta.SetStatusCondition(&st.Conditions, readyCondition(p.Generation, counts, problems, compileErr))
+	meta.SetStatusCondition(&st.Conditions, readyCondition(p.Generation, counts, problems, forNodes, compileErr))
 	if equality.Semantic.DeepEqual(st, &p.Status) {
 		return nil
 	}
@@ -186,7 +187,7 @@ func (pc *policyController) writeStatus(ctx context.Context, p *v1alpha1.ENITagP
 
 // readyCondition says whether the policy applies, and the first problems
 // of its pods.
-func readyCondition(generation int64, c policyCounts, problems []string, compileErr error) metav1.Condition {
+func readyCondition(generation int64, c policyCounts, problems []string, forNodes bool, compileErr error) metav1.Condition {
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: v1alpha1.TagPolicyReasonValid, ObservedGeneration: generation}
 	if compileErr != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.TagPolicyReasonInvalidTag
@@ -198,6 +199,9 @@ func readyCondition(generation int64, c policyCounts, problems []string, compile
 		return cond
 	}
 	cond.Message = fmt.Sprintf("selects %d pods: %d tagged, %d refused", c.matched, c.tagged, c.refused)
+	if forNodes {
+		cond.Message = "tags the NodeENI interfaces of the nodes it selects (the NodeENIs' status and the operator's log tell their progress)"
+	}
 	if len(problems) > 0 {
 		cond.Message += "; " + strings.Join(problems, "; ")
 	}

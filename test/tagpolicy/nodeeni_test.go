@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,6 +70,13 @@ func TestNodePolicyTagsNodeENIInterfaces(t *testing.T) {
 	if !created {
 		t.Error("the policy's tags were not in the CreateNetworkInterface call: set after creation")
 	}
+
+	testenv.Eventually(t, "the policy Ready, saying what it tags", 30*time.Second, func() (bool, string) {
+		var p v1alpha1.ENITagPolicy
+		err := cl.K8s.Get(ctx, client.ObjectKey{Name: policy.Name}, &p)
+		c := meta.FindStatusCondition(p.Status.Conditions, "Ready")
+		return err == nil && c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "NodeENI interfaces"), fmt.Sprint(c, err)
+	})
 
 	// The policy changes: the interface already there follows.
 	if err := cl.K8s.Get(ctx, client.ObjectKey{Name: policy.Name}, policy); err != nil {
