@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -170,6 +171,21 @@ func (p *Policies) selects(ctx context.Context, pod *corev1.Pod) bool {
 	ns, _ := p.namespaceLabels(ctx, pod.Namespace)
 	_, selected := p.forPod(ns, pod.Labels, false)
 	return selected
+}
+
+// namespacesSelected names the namespaces of the cache the selector
+// selects.
+func (p *Policies) namespacesSelected(ctx context.Context, sel labels.Selector) ([]string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := p.namespaces.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		names = append(names, ns.Name)
+	}
+	return names, nil
 }
 
 // namespaceLabels reads a namespace's labels from the cache; false when

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -96,26 +95,37 @@ func (s *sweeper) sweep(ctx context.Context, what string) error {
 	})
 }
 
-// listSelected requeues the pods the policy selects now.
+// listSelected requeues the pods the policy selects now: listed from the
+// namespaces its namespace selector selects (the namespaces' cache says
+// which), or from all at once when it selects every namespace. A policy
+// that selects no namespace, or no pod (one of NodeENI interfaces),
+// costs no list.
 func (s *sweeper) listSelected(ctx context.Context, p *tagpolicy.Policy) error {
 	namespaces, pods := p.Selectors()
-	if namespaces == nil || pods == nil {
+	if namespaces == nil || pods == nil || p.ForNodes() {
 		return nil
 	}
-	nsMatches := map[string]bool{}
 	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: pods}}
-	if s.namespace != "" {
-		opts = append(opts, client.InNamespace(s.namespace))
-	}
-	return s.list(ctx, opts, func(pod *metav1.PartialObjectMetadata) bool {
-		m, seen := nsMatches[pod.Namespace]
-		if !seen {
-			l, _ := s.policies.namespaceLabels(ctx, pod.Namespace)
-			m = namespaces.Matches(labels.Set(l))
-			nsMatches[pod.Namespace] = m
+	all := func(*metav1.PartialObjectMetadata) bool { return true }
+	if namespaces.Empty() {
+		if s.namespace != "" {
+			opts = append(opts, client.InNamespace(s.namespace))
 		}
-		return m
-	})
+		return s.list(ctx, opts, all)
+	}
+	selected, err := s.policies.namespacesSelected(ctx, namespaces)
+	if err != nil {
+		return err
+	}
+	for _, ns := range selected {
+		if s.namespace != "" && ns != s.namespace {
+			continue
+		}
+		if err := s.list(ctx, append(opts[:len(opts):len(opts)], client.InNamespace(ns)), all); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // list pages through the pods' metadata and requeues those wanted.
