@@ -47,17 +47,27 @@ type world struct {
 	ec2     *testenv.EC2
 	k8s     client.Client
 	podENIs []emulator.LoadedENI
+	// costCenter is the pods' namespace's label, which an ENITagPolicy
+	// puts on every pod's ENI.
+	costCenter string
 }
 
 func newWorld(t *testing.T, cfg *rest.Config) *world {
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 100 * time.Millisecond, Seed: 7}, testenv.DefaultWorld(
 		testenv.WithNodes(nodes, "m5.xlarge"), testenv.WithENIs(testenv.BranchENIs(pods, map[string]string{"Name": "branch"}))))
-	w := &world{t: t, ec2: e, k8s: testenv.Client(t, cfg), podENIs: e.World.NetworkInterfaces}
+	w := &world{t: t, ec2: e, k8s: testenv.Client(t, cfg), podENIs: e.World.NetworkInterfaces, costCenter: "100"}
 	testenv.CreateNamespaces(t, w.k8s, ns, opsNS)
+	w.labelNamespace(w.costCenter)
 	for i, inst := range e.World.Instances {
 		testenv.CreateNode(t, w.k8s, testenv.Node{Name: testenv.NodeName(i), Instance: inst.ID, Zone: testenv.Zone(i), Labels: map[string]string{"role": "multus"}})
 	}
 	ctx := context.Background()
+	if err := w.k8s.Create(ctx, &v1alpha1.ENITagPolicy{ObjectMeta: metav1.ObjectMeta{Name: "chaos-cost"}, Spec: v1alpha1.ENITagPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		Enforced:          []v1alpha1.TagRule{{Key: "CostCenter", Expression: "namespaceObject.labels['cost-center']"}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	for name, s := range map[string]v1alpha1.NodeENISpec{
 		"multus":  {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"multus-a", "multus-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1},
 		"storage": {NodeSelector: map[string]string{"role": "multus"}, SubnetNames: []string{"storage-a", "storage-b"}, SecurityGroupNames: []string{"multus"}, DeviceIndex: 2},
@@ -96,11 +106,26 @@ func desiredAnnotation(i int) string { return fmt.Sprintf("App=app-%d,Team=team-
 // changed are the pods whose annotation changes during the API outage.
 func changed(i int) bool { return i >= 150 && i < 170 }
 
-func desiredTags(i int) map[string]string {
+func (w *world) desiredTags(i int) map[string]string {
 	if changed(i) {
-		return map[string]string{"App": "changed", "Team": fmt.Sprintf("team-%d", i%3)}
+		return map[string]string{"App": "changed", "Team": fmt.Sprintf("team-%d", i%3), "CostCenter": w.costCenter}
 	}
-	return map[string]string{"App": fmt.Sprintf("app-%d", i%groups), "Team": fmt.Sprintf("team-%d", i%3)}
+	return map[string]string{"App": fmt.Sprintf("app-%d", i%groups), "Team": fmt.Sprintf("team-%d", i%3), "CostCenter": w.costCenter}
+}
+
+// labelNamespace sets the pods' namespace's cost-center label.
+func (w *world) labelNamespace(costCenter string) {
+	w.t.Helper()
+	var n corev1.Namespace
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Name: ns}, &n); err != nil {
+		w.t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Labels["cost-center"] = costCenter
+	if err := w.k8s.Patch(context.Background(), &n, patch); err != nil {
+		w.t.Fatal(err)
+	}
+	w.costCenter = costCenter
 }
 
 func (w *world) annotate(name, value string) {
@@ -160,9 +185,9 @@ func (w *world) check() []string {
 	// tags it had before.
 	for i, e := range w.podENIs {
 		got := all[e.ID]
-		want := maps.Clone(desiredTags(i))
+		want := maps.Clone(w.desiredTags(i))
 		want["Name"] = "branch"
-		want[tagger.HashTag] = tagger.Hash(desiredTags(i))
+		want[tagger.HashTag] = tagger.Hash(w.desiredTags(i))
 		if !maps.Equal(got.Tags, want) {
 			problems = append(problems, fmt.Sprintf("pod p-%03d: ENI %s tags %v, want %v", i, e.ID, got.Tags, want))
 		}
@@ -258,10 +283,11 @@ func TestChaos(t *testing.T) {
 	time.Sleep(time.Second)
 	<-created
 	outage.Down()
-	t.Log("API server unreachable for the operator for 10s; 20 pods change their annotation meanwhile")
+	t.Log("API server unreachable for the operator for 10s; 20 pods change their annotation and the namespace its cost-center label meanwhile")
 	for i := 150; i < 170; i++ {
 		w.annotate(fmt.Sprintf("p-%03d", i), fmt.Sprintf("App=changed,Team=team-%d", i%3))
 	}
+	w.labelNamespace("200")
 	time.Sleep(10 * time.Second)
 	outage.Up(t)
 	w.converge(3 * time.Minute)
