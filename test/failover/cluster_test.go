@@ -199,20 +199,21 @@ const (
 
 // checkNoWritesAfter fails the test for every EC2 or Kubernetes write of
 // user received at or after lost (the Lease's own writes aside: they are
-// guarded by its resourceVersion) — but for at most maxInFlight received
-// within inFlightGrace after resumed (non-zero for a paused leader), the
-// writes already on their way when it was frozen — and returns how many
-// writes it made in all.
-func (c *cluster) checkNoWritesAfter(user string, lost, resumed time.Time) int {
+// guarded by its resourceVersion) — but for at most maxInFlight of a
+// paused leader (resumed non-zero) received while it was frozen (a
+// stopped process sends nothing: a loaded API server read them late) or
+// within inFlightGrace after resumed, the writes already on their way
+// when it was frozen — and returns how many writes it made in all.
+func (c *cluster) checkNoWritesAfter(user string, lost, frozen, resumed time.Time) int {
 	c.t.Helper()
 	inFlight := 0
 	late := func(at time.Time, what string) {
 		if at.Before(lost) {
 			return
 		}
-		if !resumed.IsZero() && !at.Before(resumed) && at.Before(resumed.Add(inFlightGrace)) {
+		if !resumed.IsZero() && !at.Before(frozen) && at.Before(resumed.Add(inFlightGrace)) {
 			inFlight++
-			c.t.Logf("%s: %s landed %v after it resumed (in flight when it was frozen)", user, what, at.Sub(resumed))
+			c.t.Logf("%s: %s landed %v after it was frozen, %v after it resumed (in flight when it was frozen)", user, what, at.Sub(frozen), at.Sub(resumed))
 			return
 		}
 		c.t.Errorf("%s wrote after it lost the Lease (%v after): %s", user, at.Sub(lost), what)

@@ -81,7 +81,7 @@ func (c *cluster) finish(created <-chan struct{}, f failover) {
 	c.t.Logf("converged %v after the failover", took.Round(time.Second))
 	// The invariant writes need: none of the old leader's after the new
 	// one took over (from the audit log and the emulator's call log).
-	writes := c.checkNoWritesAfter("replica-a", f.takeover, f.resumed)
+	writes := c.checkNoWritesAfter("replica-a", f.takeover, f.cut, f.resumed)
 	c.t.Logf("replica-a made %d EC2 and Kubernetes writes in all", writes)
 	// Every ENI was created once: no duplicate was made and then removed.
 	if n := c.count("DeleteNetworkInterface"); n != 0 {
