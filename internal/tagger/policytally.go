@@ -24,7 +24,7 @@ type tallied struct {
 }
 
 // policyCounts are one policy's figures for its status.
-type policyCounts struct{ matched, tagged, refused int }
+type policyCounts struct{ matched, tagged, refused, problems int }
 
 // policyTally keeps, for each pod tag policies select, which policies
 // and where it stands, so each policy's status counts its pods and a
@@ -84,6 +84,9 @@ func (t *policyTally) count(line tallied, by int) {
 		case verdictRefused:
 			c.refused += by
 		}
+		if line.problem != "" {
+			c.problems += by
+		}
 		if c.matched == 0 {
 			delete(t.counts, name)
 		}
@@ -101,7 +104,7 @@ func (t *policyTally) countsOf(policy string, limit int) (policyCounts, []string
 		c = *p
 	}
 	var problems []string
-	if c.refused > 0 || c.matched > c.tagged {
+	if c.problems > 0 {
 		for key, line := range t.pods {
 			if line.problem != "" && slices.Contains(line.matched, policy) {
 				problems = append(problems, key+": "+line.problem)

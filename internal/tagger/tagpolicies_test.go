@@ -234,3 +234,26 @@ func TestTagPolicyRestartInSyncWritesNothing(t *testing.T) {
 		t.Errorf("%d tag writes after a restart in sync: %v", n, h.calls())
 	}
 }
+
+// Two policies of equal priority giving a key different values: the
+// first name wins, the pod's condition and event say so, and both
+// policies' Ready conditions quote it.
+func TestTagPolicyConflictIsReportedOnBoth(t *testing.T) {
+	h := newHarness(t, branchWorld(1))
+	h.startManager(h.options())
+	a := h.policy("a-team", v1alpha1.ENITagPolicySpec{Defaults: []v1alpha1.TagRule{ruleValue("Team", "alpha")}})
+	b := h.policy("b-team", v1alpha1.ENITagPolicySpec{Defaults: []v1alpha1.TagRule{ruleValue("Team", "beta")}})
+	h.pod("web", h.loaded.NetworkInterfaces[0].PrivateIP, nil)
+	want := fmt.Sprintf(`policies %q and %q (equal priority) disagree on "Team": "alpha" wins by name over "beta"`, a.Name, b.Name)
+	h.waitCondition("web", tagger.ReasonSynced, want)
+	h.waitEvent("web", "Warning/Synced")
+	if got := h.eniTags(h.loaded.NetworkInterfaces[0].ID)["Team"]; got != "alpha" {
+		t.Errorf("Team = %q; want the first name's alpha", got)
+	}
+	for _, p := range []*v1alpha1.ENITagPolicy{a, b} {
+		h.waitStatus(p.Name, func(st v1alpha1.ENITagPolicyStatus) bool {
+			c := meta.FindStatusCondition(st.Conditions, "Ready")
+			return st.MatchedPods == 1 && st.TaggedPods == 1 && c != nil && strings.Contains(c.Message, want)
+		})
+	}
+}
