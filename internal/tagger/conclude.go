@@ -73,8 +73,8 @@ func changedEvent(w *podWork) bool {
 	if !w.policied {
 		return true
 	}
-	for k, o := range w.origins {
-		if o.Policy == "" && w.applied[k] != w.own[k] {
+	for k := range w.asked {
+		if o, fromPolicies := w.origins[k]; (!fromPolicies || o.Policy == "") && w.applied[k] != w.own[k] {
 			return true // a key the annotation gives changed
 		}
 	}

@@ -144,32 +144,32 @@ func (p *Policies) all() []*tagpolicy.Policy {
 // annotation does not name cost the tagger nothing.
 func (p *Policies) active() bool { return len(p.all()) > 0 }
 
-// forPod returns the policies to evaluate for a pod and whether any
-// ENITagPolicy selects it. The flag's tags go on the ENIs the tagger tags
-// anyway (an annotated or selected pod): it does not make every pod of
-// the cluster the tagger's business.
+// forPod returns the policies that select a pod, with the flag's when it
+// applies, and whether any ENITagPolicy selects it. The flag's tags go on
+// the ENIs the tagger tags anyway (an annotated or selected pod): it does
+// not make every pod of the cluster the tagger's business.
 func (p *Policies) forPod(namespaceLabels, podLabels map[string]string, annotated bool) (list []*tagpolicy.Policy, selected bool) {
-	all := p.all()
-	for _, q := range all {
+	for _, q := range p.all() {
 		if tagpolicy.Matches(q, namespaceLabels, podLabels) {
-			selected = true
-			break
+			list = append(list, q)
 		}
 	}
+	selected = len(list) > 0
 	if p.flag != nil && (annotated || selected) {
-		return append(slices.Clip(all), p.flag), selected
+		list = append(list, p.flag)
 	}
-	return all, selected
+	return list, selected
 }
 
-// selects tells whether an ENITagPolicy selects the pod: the pod cache's
-// transform keeps such a pod whole and the predicate lets it through.
-func (p *Policies) selects(ctx context.Context, pod *corev1.Pod) bool {
+// selects tells whether an ENITagPolicy selects a pod of the namespace
+// with these labels: the pod cache's transform keeps such a pod whole
+// and the predicate lets it through.
+func (p *Policies) selects(ctx context.Context, namespace string, podLabels map[string]string) bool {
 	if !p.active() || p.namespaces == nil {
 		return false
 	}
-	ns, _ := p.namespaceLabels(ctx, pod.Namespace)
-	_, selected := p.forPod(ns, pod.Labels, false)
+	ns, _ := p.namespaceLabels(ctx, namespace)
+	_, selected := p.forPod(ns, podLabels, false)
 	return selected
 }
 

@@ -22,9 +22,9 @@ const operatorTags = 1
 // when full.
 const maxOwners = 10000
 
-// policyInputs gathers what the policies' expressions read of the pod.
-// The owner and the node cost a read each, so only when a policy that
-// selects the pod has an expression.
+// policyInputs gathers what the policies' expressions read of the pod
+// (policies select it). The owner and the node cost a read each, so only
+// when one of them has an expression.
 func (r *Reconciler) policyInputs(ctx context.Context, pod *corev1.Pod, nsLabels map[string]string, policies []*tagpolicy.Policy) (tagpolicy.Inputs, error) {
 	in := tagpolicy.Inputs{
 		Pod: tagpolicy.Pod{Name: pod.Name, Namespace: pod.Namespace, Labels: orEmpty(pod.Labels),
@@ -35,7 +35,7 @@ func (r *Reconciler) policyInputs(ctx context.Context, pod *corev1.Pod, nsLabels
 	}
 	expressions := false
 	for _, p := range policies {
-		expressions = expressions || (p.Expressions() && tagpolicy.Matches(p, nsLabels, pod.Labels))
+		expressions = expressions || p.Expressions()
 	}
 	if !expressions {
 		return in, nil

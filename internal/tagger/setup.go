@@ -224,12 +224,8 @@ func (r *Reconciler) predicate() predicate.Funcs {
 		}
 		// A pod a tag policy selects (the cache keeps it whole; a stub
 		// has no labels and is brought by the policy's sweep instead).
-		if r.opts.Policies.active() && obj.GetLabels() != nil {
-			nsLabels, _ := r.opts.Policies.namespaceLabels(context.Background(), obj.GetNamespace())
-			_, selected := r.opts.Policies.forPod(nsLabels, obj.GetLabels(), false)
-			return selected
-		}
-		return false
+		podLabels := obj.GetLabels()
+		return podLabels != nil && r.opts.Policies.selects(context.Background(), obj.GetNamespace(), podLabels)
 	}
 	fingerprint := func(p *corev1.Pod) string {
 		ips := make([]string, 0, len(p.Status.PodIPs))

@@ -348,7 +348,7 @@ func PodCache(o Options) (cache.ByObject, cache.NewCacheFunc) {
 	}
 	var selects func(*corev1.Pod) bool
 	if o.Policies != nil {
-		selects = func(p *corev1.Pod) bool { return o.Policies.selects(context.Background(), p) }
+		selects = func(p *corev1.Pod) bool { return o.Policies.selects(context.Background(), p.Namespace, p.Labels) }
 	}
 	byObject.Transform = StubPod(o.AnnotationKey, selects)
 	return byObject, NewPodCache(o.AnnotationKey)

@@ -20,7 +20,9 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 	if !w.pod.Spec.HostNetwork {
 		// A host-network pod is never tagged: no policy makes it the
 		// tagger's business.
-		nsLabels, _ = r.opts.Policies.namespaceLabels(ctx, w.pod.Namespace)
+		if r.opts.Policies.active() {
+			nsLabels, _ = r.opts.Policies.namespaceLabels(ctx, w.pod.Namespace)
+		}
 		policies, w.selected = r.opts.Policies.forPod(nsLabels, w.pod.Labels, annotated)
 	}
 	w.policied = w.selected || r.tally.has(w.key)
