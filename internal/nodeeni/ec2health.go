@@ -32,10 +32,7 @@ func watchEC2Health(h *ec2.Health, resync chan<- event.GenericEvent, lg logr.Log
 		if down {
 			lg.Info("NodeENI Ready conditions are Unknown (EC2Unreachable) until EC2 answers again")
 		}
-		select {
-		case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
-		default: // a pending signal already covers it
-		}
+		recheckAll(resync)
 	})
 }
 

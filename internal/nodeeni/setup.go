@@ -63,12 +63,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	resync := make(chan event.GenericEvent, 1)
 	if o.TagPolicies != nil {
 		// A policy's change may change any node's interfaces' tags.
-		o.TagPolicies.OnChange(func() {
-			select {
-			case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
-			default:
-			}
-		})
+		o.TagPolicies.OnChange(func() { recheckAll(resync) })
 	}
 	var col *collector
 	if !o.DisableCollector {
@@ -149,10 +144,15 @@ func (h refreshHandler) refreshed() {
 	if h.collector != nil {
 		h.collector.notify()
 	}
-	// Every NodeENI is re-checked against the new picture; a pending
-	// signal already covers this one.
+	// Every NodeENI is re-checked against the new picture.
+	recheckAll(h.resync)
+}
+
+// recheckAll signals the controller to re-check every NodeENI, without
+// waiting: a pending signal already covers this one.
+func recheckAll(resync chan<- event.GenericEvent) {
 	select {
-	case h.resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
+	case resync <- event.GenericEvent{Object: &v1alpha1.NodeENI{}}:
 	default:
 	}
 }
