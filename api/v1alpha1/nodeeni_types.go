@@ -28,6 +28,15 @@ const (
 	// or has not been reported configured yet, Unknown when no ENI is
 	// attached. It does not affect Ready, which is about EC2 only.
 	ConditionInterfacesConfigured = "InterfacesConfigured"
+	// ConditionPodAddressesRegistered is True when every Multus pod
+	// address on this NodeENI's interfaces is assigned on its ENI (with
+	// multus.registerPodAddresses); its message names the pods refused and
+	// why (address limit, address taken, not in the subnet).
+	ConditionPodAddressesRegistered = "PodAddressesRegistered"
+	// ConditionAttachmentDefinitionsReady is True when every
+	// NetworkAttachmentDefinition multus.attachmentDefinition asks for is
+	// written as it says; its message names those it could not write.
+	ConditionAttachmentDefinitionsReady = "AttachmentDefinitionsReady"
 )
 
 // Attachment states reported in status.attachments[].status.
@@ -47,12 +56,18 @@ const (
 
 // NodeENISpec says which nodes get an ENI, in which subnets, with which
 // security groups and at which device index. At least one subnet source
-// (subnetID, subnetIDs, subnetName, subnetNames) and one security-group
-// source (securityGroupIDs, securityGroupNames) are required; the sources
-// of each kind are combined.
+// (subnetID, subnetIDs, subnetName, subnetNames, subnetSelector) and one
+// security-group source (securityGroupIDs, securityGroupNames,
+// securityGroupSelector) are required; the sources of each kind are
+// combined.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.subnetID) && size(self.subnetID) > 0) || (has(self.subnetName) && size(self.subnetName) > 0) || (has(self.subnetIDs) && size(self.subnetIDs) > 0) || (has(self.subnetNames) && size(self.subnetNames) > 0)",message="a subnet is required: set subnetID, subnetIDs, subnetName or subnetNames"
-// +kubebuilder:validation:XValidation:rule="(has(self.securityGroupIDs) && size(self.securityGroupIDs) > 0) || (has(self.securityGroupNames) && size(self.securityGroupNames) > 0)",message="a security group is required: set securityGroupIDs or securityGroupNames"
+// +kubebuilder:validation:XValidation:rule="(has(self.subnetID) && size(self.subnetID) > 0) || (has(self.subnetName) && size(self.subnetName) > 0) || (has(self.subnetIDs) && size(self.subnetIDs) > 0) || (has(self.subnetNames) && size(self.subnetNames) > 0) || (has(self.subnetSelector) && size(self.subnetSelector) > 0)",message="a subnet is required: set subnetID, subnetIDs, subnetName, subnetNames or subnetSelector"
+// +kubebuilder:validation:XValidation:rule="(has(self.securityGroupIDs) && size(self.securityGroupIDs) > 0) || (has(self.securityGroupNames) && size(self.securityGroupNames) > 0) || (has(self.securityGroupSelector) && size(self.securityGroupSelector) > 0)",message="a security group is required: set securityGroupIDs, securityGroupNames or securityGroupSelector"
+// +kubebuilder:validation:XValidation:rule="!(has(self.secondaryPrivateIPv4Count) && self.secondaryPrivateIPv4Count > 0 && has(self.ipv4PrefixCount) && self.ipv4PrefixCount > 0)",message="EC2 takes secondary IPv4 addresses or IPv4 prefixes on one ENI, not both: set secondaryPrivateIPv4Count or ipv4PrefixCount"
+// +kubebuilder:validation:XValidation:rule="!(has(self.ipv6AddressCount) && self.ipv6AddressCount > 0 && has(self.ipv6PrefixCount) && self.ipv6PrefixCount > 0)",message="EC2 takes IPv6 addresses or IPv6 prefixes on one ENI, not both: set ipv6AddressCount or ipv6PrefixCount"
+// +kubebuilder:validation:XValidation:rule="!has(self.multus) || !has(self.multus.attachmentDefinition) || (has(self.interfaceName) && size(self.interfaceName) > 0)",message="multus.attachmentDefinition names the host interface: set interfaceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.multus) || !has(self.enableDPDK) || !self.enableDPDK",message="an interface bound to DPDK has no kernel interface for Multus: unset enableDPDK or multus"
+// +kubebuilder:validation:XValidation:rule="!has(self.interfaceType) || self.interfaceType != 'efa-only' || !has(self.multus)",message="an efa-only interface has no IP addresses for Multus: use interfaceType efa or unset multus"
 type NodeENISpec struct {
 	// NodeSelector selects the nodes that get the ENIs, by label. An empty
 	// selector selects every node.
@@ -83,6 +98,23 @@ type NodeENISpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=256
 	SubnetNames []string `json:"subnetNames,omitempty"`
+
+	// SubnetSelector selects subnets of the cluster's VPC by tags or ID,
+	// as Karpenter's EC2NodeClass subnetSelectorTerms do: a subnet is
+	// selected when any term matches it. Like subnetNames, a node gets
+	// one ENI in each selected subnet of its availability zone; the
+	// chosen subnets are in status.subnets, and nodes of a zone with none
+	// are named in the Degraded condition.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	SubnetSelector []SubnetSelectorTerm `json:"subnetSelector,omitempty"`
+
+	// SecurityGroupSelector selects security groups of the cluster's VPC
+	// by tags, ID or name: every group any term matches is put on the
+	// ENIs (status.securityGroups lists them).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	SecurityGroupSelector []SecurityGroupSelectorTerm `json:"securityGroupSelector,omitempty"`
 
 	// SecurityGroupIDs are security groups of the ENIs.
 	// +optional
@@ -160,6 +192,64 @@ type NodeENISpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9_-]*$`
 	InterfaceName string `json:"interfaceName,omitempty"`
 
+	// SecondaryPrivateIPv4Count is how many secondary private IPv4
+	// addresses EC2 assigns each ENI at creation (the instance type's
+	// addresses per interface, less the primary, bound it). Raising it
+	// assigns the difference to existing ENIs; lowering it takes nothing
+	// back from a running interface.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=49
+	SecondaryPrivateIPv4Count int32 `json:"secondaryPrivateIPv4Count,omitempty"`
+
+	// IPv4PrefixCount is how many /28 IPv4 prefixes EC2 delegates to each
+	// ENI at creation (Nitro instances only).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=49
+	IPv4PrefixCount int32 `json:"ipv4PrefixCount,omitempty"`
+
+	// IPv6AddressCount is how many IPv6 addresses EC2 assigns each ENI at
+	// creation; the subnet needs an IPv6 CIDR.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=50
+	IPv6AddressCount int32 `json:"ipv6AddressCount,omitempty"`
+
+	// IPv6PrefixCount is how many /80 IPv6 prefixes EC2 delegates to each
+	// ENI at creation; the subnet needs an IPv6 CIDR.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=50
+	IPv6PrefixCount int32 `json:"ipv6PrefixCount,omitempty"`
+
+	// NetworkCardIndex is the network card the ENIs attach to, on
+	// instance types with several (their count is checked against
+	// DescribeInstanceTypes). Changing it replaces the ENIs.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=15
+	NetworkCardIndex int32 `json:"networkCardIndex,omitempty"`
+
+	// SourceDestCheck, when false, lets the ENIs send and receive traffic
+	// not addressed to them (routers, NAT, CNFs). Unset keeps EC2's
+	// default (true). Kept as the spec says when someone changes it.
+	// +optional
+	SourceDestCheck *bool `json:"sourceDestCheck,omitempty"`
+
+	// InterfaceType is interface (the default), efa (an Elastic Fabric
+	// Adapter with IP) or efa-only, where the instance type supports EFA.
+	// Changing it replaces the ENIs.
+	// +optional
+	// +kubebuilder:validation:Enum=interface;efa;efa-only
+	InterfaceType string `json:"interfaceType,omitempty"`
+
+	// Multus makes the ENIs a working secondary network for Multus pods:
+	// their addresses registered on the ENIs and attachment definitions
+	// generated. Unset, the operator does neither.
+	// +optional
+	Multus *MultusSpec `json:"multus,omitempty"`
+
 	// Tags are AWS tags put on the ENIs besides the operator's own. Keys
 	// with a reserved prefix (the operator's own, AWS's, and those other
 	// AWS and Kubernetes components act on; internal/tagkeys lists them
@@ -174,6 +264,104 @@ type NodeENISpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 127 && size(self[k]) <= 256)",message="tag keys must be 1-127 characters and values at most 256"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !['eni-operator.io/', 'eni-tagger.io/', 'aws:', 'kubernetes.io/', 'k8s.io/', 'node.k8s.amazonaws.com/', 'cluster.k8s.amazonaws.com/', 'cni.networking.k8s.aws/', 'vpcresources.k8s.aws/', 'eks:', 'eks-cluster-name', 'karpenter.sh/', 'karpenter.k8s.aws/', 'elbv2.k8s.aws/', 'service.k8s.aws/', 'ingress.k8s.aws/'].exists(p, k.lowerAscii().startsWith(p)))",message="tag keys starting with a reserved prefix (eni-operator.io/, eni-tagger.io/, aws:, kubernetes.io/, k8s.io/, node.k8s.amazonaws.com/, cluster.k8s.amazonaws.com/, cni.networking.k8s.aws/, vpcresources.k8s.aws/, eks:, eks-cluster-name, karpenter.sh/, karpenter.k8s.aws/, elbv2.k8s.aws/, service.k8s.aws/, ingress.k8s.aws/) are not allowed: the operator or another AWS/Kubernetes component acts on them"
 	Tags map[string]TagValue `json:"tags,omitempty"`
+}
+
+// SubnetSelectorTerm selects subnets by tags or by ID: exactly one of
+// the two.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.tags) && size(self.tags) > 0) != (has(self.id) && size(self.id) > 0)",message="a subnet selector term sets tags or id, exactly one"
+type SubnetSelectorTerm struct {
+	// Tags a subnet must all carry; the value "*" matches any value.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 127)",message="tag keys must be 1-127 characters"
+	Tags map[string]TagValue `json:"tags,omitempty"`
+	// ID is a subnet ID.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^subnet-[0-9a-f]{8,17}$`
+	ID string `json:"id,omitempty"`
+}
+
+// SecurityGroupSelectorTerm selects security groups by tags, by ID or
+// by group name: exactly one of the three.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.tags) && size(self.tags) > 0, has(self.id) && size(self.id) > 0, has(self.name) && size(self.name) > 0].filter(x, x).size() == 1",message="a security group selector term sets tags, id or name, exactly one"
+type SecurityGroupSelectorTerm struct {
+	// Tags a group must all carry; the value "*" matches any value.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 127)",message="tag keys must be 1-127 characters"
+	Tags map[string]TagValue `json:"tags,omitempty"`
+	// ID is a security group ID.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sg-[0-9a-f]{8,17}$`
+	ID string `json:"id,omitempty"`
+	// Name is a security group's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Name string `json:"name,omitempty"`
+}
+
+// MultusSpec makes a NodeENI's interfaces a secondary network for
+// Multus.
+type MultusSpec struct {
+	// RegisterPodAddresses makes the operator assign each Multus pod's
+	// addresses on this NodeENI's interface (found by the MAC address in
+	// the pod's k8s.v1.cni.cncf.io/network-status) as secondary private
+	// IPv4 / IPv6 addresses of the node's ENI, so the VPC delivers their
+	// traffic, and unassign them when the pod goes.
+	// +optional
+	RegisterPodAddresses bool `json:"registerPodAddresses,omitempty"`
+	// AttachmentDefinition, when set, makes the operator write a
+	// NetworkAttachmentDefinition for the interfaces in each listed
+	// namespace and keep it in sync.
+	// +optional
+	AttachmentDefinition *AttachmentDefinitionSpec `json:"attachmentDefinition,omitempty"`
+}
+
+// AttachmentDefinitionSpec says which NetworkAttachmentDefinitions the
+// operator writes for a NodeENI: one per namespace and subnet, named
+// after the NodeENI (and the subnet, when it has several), never over one
+// it did not write.
+type AttachmentDefinitionSpec struct {
+	// Name of the definitions; the NodeENI's name when unset. With several
+	// subnets, each definition is <name>-<subnet ID>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name,omitempty"`
+	// Namespaces to write the definitions in.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespaces []string `json:"namespaces"`
+	// Type is the CNI plugin: ipvlan (the default; pods share the ENI's
+	// MAC, which the VPC accepts), macvlan (pods get their own MAC, which
+	// the VPC drops unless source/destination check and MAC rules allow)
+	// or host-device (the whole interface moves into one pod).
+	// +optional
+	// +kubebuilder:default=ipvlan
+	// +kubebuilder:validation:Enum=ipvlan;macvlan;host-device
+	Type string `json:"type,omitempty"`
+	// Mode of ipvlan (l2, l3, l3s; l2 when unset) or macvlan (bridge,
+	// private, vepa, passthru; bridge when unset).
+	// +optional
+	// +kubebuilder:validation:Enum=l2;l3;l3s;bridge;private;vepa;passthru
+	Mode string `json:"mode,omitempty"`
+	// IPAM is whereabouts (the default: addresses from the subnet's CIDR
+	// less the five AWS reserves) or static (each pod names its address
+	// in its network selection).
+	// +optional
+	// +kubebuilder:default=whereabouts
+	// +kubebuilder:validation:Enum=whereabouts;static
+	IPAM string `json:"ipam,omitempty"`
+	// Exclude are CIDRs whereabouts must not hand out (e.g. the part of
+	// the subnet the ENIs' own addresses come from).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=43
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // A type of its own carries the value's rules: a rule over the whole map
@@ -309,12 +497,53 @@ type NodeENIStatus struct {
 	// +listType=map
 	// +listMapKey=eniID
 	Attachments []ENIAttachment `json:"attachments,omitempty"`
-	// Conditions are Ready, Progressing, Degraded and
-	// InterfacesConfigured.
+	// Subnets are the subnets the spec resolves to (IDs, names and
+	// selectors), with their zones.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=256
+	Subnets []ResolvedSubnet `json:"subnets,omitempty"`
+	// SecurityGroups are the security groups the spec resolves to.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	SecurityGroups []string `json:"securityGroups,omitempty"`
+	// Conditions are Ready, Progressing, Degraded, InterfacesConfigured
+	// and, with multus, PodAddressesRegistered and
+	// AttachmentDefinitionsReady. Each condition type has one writer.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ResolvedSubnet is a subnet a NodeENI's spec selects.
+type ResolvedSubnet struct {
+	// ID of the subnet.
+	ID string `json:"id"`
+	// Zone is its availability zone.
+	Zone string `json:"zone"`
+	// CIDR is its IPv4 CIDR.
+	// +optional
+	CIDR string `json:"cidr,omitempty"`
+	// IPv6CIDR is its IPv6 CIDR, when it has one.
+	// +optional
+	IPv6CIDR string `json:"ipv6CIDR,omitempty"`
+}
+
+// PodAddress is an address the operator assigned on one of the node's
+// ENIs for a Multus pod.
+type PodAddress struct {
+	// Address is the IPv4 or IPv6 address.
+	// +kubebuilder:validation:MaxLength=45
+	Address string `json:"address"`
+	// ENIID is the ENI it is assigned on.
+	// +kubebuilder:validation:MaxLength=32
+	ENIID string `json:"eniID"`
+	// Pod is the pod (namespace/name) it was assigned for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	Pod string `json:"pod,omitempty"`
 }
 
 // NodeENI gives every node matching its selector an ENI in each of its
@@ -348,6 +577,16 @@ type ENINodeSpec struct {
 	// +listMapKey=eniID
 	// +kubebuilder:validation:MaxItems=128
 	Attachments []ENIAttachment `json:"attachments,omitempty"`
+	// PodAddresses are the addresses the operator assigned on the node's
+	// ENIs for Multus pods (NodeENI multus.registerPodAddresses): the
+	// record, written before each assignment and only by the operator,
+	// that lets it unassign exactly the addresses it assigned and never
+	// one someone else did.
+	// +optional
+	// +listType=map
+	// +listMapKey=address
+	// +kubebuilder:validation:MaxItems=4096
+	PodAddresses []PodAddress `json:"podAddresses,omitempty"`
 }
 
 // ENINodeStatus is what the node's eni-agent configured.

@@ -120,6 +120,36 @@ func TestAdmissionRefusesInvalidSpecs(t *testing.T) {
 		{"interfaceName too long for a suffix", func(s map[string]any) { s["interfaceName"] = "abcdefghijklmn" }, "spec.interfaceName"},
 		{"interfaceName with a slash", func(s map[string]any) { s["interfaceName"] = "a/b" }, "spec.interfaceName"},
 		{"interfaceName starting with a digit", func(s map[string]any) { s["interfaceName"] = "0eth" }, "spec.interfaceName"},
+		{"subnet selector term with tags and id", func(s map[string]any) {
+			s["subnetSelector"] = []any{map[string]any{"tags": map[string]any{"net": "multus"}, "id": "subnet-0123456789abcdef0"}}
+		}, "exactly one"},
+		{"empty subnet selector term", func(s map[string]any) { s["subnetSelector"] = []any{map[string]any{}} }, "exactly one"},
+		{"security group term with id and name", func(s map[string]any) {
+			s["securityGroupSelector"] = []any{map[string]any{"id": "sg-0123456789abcdef0", "name": "multus"}}
+		}, "exactly one"},
+		{"malformed selector subnet id", func(s map[string]any) { s["subnetSelector"] = []any{map[string]any{"id": "sub-1"}} }, "spec.subnetSelector[0].id"},
+		{"secondary addresses and prefixes", func(s map[string]any) { s["secondaryPrivateIPv4Count"], s["ipv4PrefixCount"] = 2, 1 }, "not both"},
+		{"IPv6 addresses and prefixes", func(s map[string]any) { s["ipv6AddressCount"], s["ipv6PrefixCount"] = 2, 1 }, "not both"},
+		{"secondary address count above 49", func(s map[string]any) { s["secondaryPrivateIPv4Count"] = 50 }, "spec.secondaryPrivateIPv4Count"},
+		{"network card beyond 15", func(s map[string]any) { s["networkCardIndex"] = 16 }, "spec.networkCardIndex"},
+		{"unknown interface type", func(s map[string]any) { s["interfaceType"] = "trunk" }, "spec.interfaceType"},
+		{"attachment definition without interfaceName", func(s map[string]any) {
+			s["multus"] = map[string]any{"attachmentDefinition": map[string]any{"namespaces": []any{"cnf"}}}
+		}, "set interfaceName"},
+		{"attachment definition without namespaces", func(s map[string]any) {
+			s["interfaceName"] = "multus"
+			s["multus"] = map[string]any{"attachmentDefinition": map[string]any{"namespaces": []any{}}}
+		}, "spec.multus.attachmentDefinition.namespaces"},
+		{"attachment definition of an unknown type", func(s map[string]any) {
+			s["interfaceName"] = "multus"
+			s["multus"] = map[string]any{"attachmentDefinition": map[string]any{"namespaces": []any{"cnf"}, "type": "bridge"}}
+		}, "spec.multus.attachmentDefinition.type"},
+		{"multus on a DPDK interface", func(s map[string]any) {
+			s["enableDPDK"], s["multus"] = true, map[string]any{"registerPodAddresses": true}
+		}, "bound to DPDK"},
+		{"multus on an efa-only interface", func(s map[string]any) {
+			s["interfaceType"], s["multus"] = "efa-only", map[string]any{"registerPodAddresses": true}
+		}, "efa-only"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -155,6 +185,22 @@ func TestAdmissionAcceptsValidSpecs(t *testing.T) {
 			s["enableDPDK"], s["dpdkDriver"], s["dpdkResourceName"], s["dpdkPCIAddress"] = true, "vfio-pci", "intel.com/sriov_dpdk", "0000:00:06.0"
 		},
 		"interfaceName": func(s map[string]any) { s["interfaceName"] = "multus_data-1" },
+		"selectors only": func(s map[string]any) {
+			delete(s, "subnetID")
+			delete(s, "securityGroupIDs")
+			s["subnetSelector"] = []any{map[string]any{"tags": map[string]any{"net": "multus", "tier": "*"}}, map[string]any{"id": "subnet-0123456789abcdef0"}}
+			s["securityGroupSelector"] = []any{map[string]any{"tags": map[string]any{"net": "multus"}}, map[string]any{"name": "multus"}}
+		},
+		"every ENI setting": func(s map[string]any) {
+			s["secondaryPrivateIPv4Count"], s["ipv6PrefixCount"], s["networkCardIndex"] = 49, 1, 15
+			s["sourceDestCheck"], s["interfaceType"] = false, "efa"
+		},
+		"multus": func(s map[string]any) {
+			s["interfaceName"] = "multus"
+			s["multus"] = map[string]any{"registerPodAddresses": true, "attachmentDefinition": map[string]any{
+				"namespaces": []any{"cnf", "ran"}, "type": "macvlan", "mode": "bridge", "ipam": "static", "exclude": []any{"10.0.1.0/28"},
+			}}
+		},
 		"user tags": func(s map[string]any) {
 			s["tags"] = map[string]any{"Team": "net", "Name": "multus", "cost-center": "42"}
 		},
