@@ -13,6 +13,7 @@ type SecurityGroup struct {
 	ID    string
 	Name  string
 	VPCID string
+	Tags  map[string]string
 }
 
 // SecurityGroups returns the VPC's security groups matching the filters
@@ -27,5 +28,5 @@ func (c *Client) SecurityGroups(ctx context.Context, filters ...Filter) ([]Secur
 }
 
 func fromSecurityGroup(g types.SecurityGroup) SecurityGroup {
-	return SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId)}
+	return SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId), Tags: tagMap(g.Tags)}
 }

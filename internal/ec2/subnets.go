@@ -14,7 +14,9 @@ type Subnet struct {
 	VPCID            string
 	AvailabilityZone string
 	CIDR             string
-	Tags             map[string]string
+	// IPv6CIDR is the subnet's associated IPv6 block; empty when none.
+	IPv6CIDR string
+	Tags     map[string]string
 }
 
 // Subnets returns the VPC's subnets matching the filters, by ID.
@@ -26,6 +28,13 @@ func (c *Client) Subnets(ctx context.Context, filters ...Filter) ([]Subnet, erro
 }
 
 func fromSubnet(s types.Subnet) Subnet {
-	return Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId),
+	out := Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId),
 		AvailabilityZone: aws.ToString(s.AvailabilityZone), CIDR: aws.ToString(s.CidrBlock), Tags: tagMap(s.Tags)}
+	for _, a := range s.Ipv6CidrBlockAssociationSet {
+		if a.Ipv6CidrBlockState == nil || a.Ipv6CidrBlockState.State == types.SubnetCidrBlockStateCodeAssociated {
+			out.IPv6CIDR = aws.ToString(a.Ipv6CidrBlock)
+			break
+		}
+	}
+	return out
 }

@@ -3,7 +3,9 @@ package nodeeni
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -40,9 +42,11 @@ func (r *reconciler) resolve(ctx context.Context, spec *v1alpha1.NodeENISpec) (r
 }
 
 // resolveIn resolves a spec against a VPC's subnets and groups: IDs must
-// exist in the VPC, a subnet name matches every subnet with that Name tag
-// and a group name the group of that name. Order follows the spec (IDs
-// first, then names), duplicates dropped: it decides device indexes.
+// exist in the VPC, a subnet name matches every subnet with that Name tag,
+// a group name the group of that name and a selector term every subnet or
+// group it matches. Order follows the spec (IDs, then names, then
+// selector terms; within a name or term, by ID), duplicates dropped: it
+// decides device indexes.
 func resolveIn(subnets []ec2.Subnet, groups []ec2.SecurityGroup, spec *v1alpha1.NodeENISpec) resolved {
 	r := resolved{SubnetsComplete: true}
 	r.resolveSubnets(subnets, spec)
@@ -61,7 +65,7 @@ func (r *resolved) resolveSubnets(subnets []ec2.Subnet, spec *v1alpha1.NodeENISp
 	add := func(s ec2.Subnet) {
 		if !seen[s.ID] {
 			seen[s.ID] = true
-			r.Subnets = append(r.Subnets, subnetInfo{ID: s.ID, Zone: s.AvailabilityZone, CIDR: s.CIDR})
+			r.Subnets = append(r.Subnets, subnetInfo{ID: s.ID, Zone: s.AvailabilityZone, CIDR: s.CIDR, IPv6CIDR: s.IPv6CIDR})
 		}
 	}
 	ids := append([]string(nil), spec.SubnetIDs...)
@@ -94,6 +98,57 @@ func (r *resolved) resolveSubnets(subnets []ec2.Subnet, spec *v1alpha1.NodeENISp
 			r.missing(ReasonSubnetNotFound, fmt.Sprintf("no subnet of the cluster's VPC has the Name tag %q; fix subnetName(s) or tag the subnet", name))
 		}
 	}
+	for i, term := range spec.SubnetSelector {
+		found := false
+		for _, s := range subnets {
+			if term.ID != "" && s.ID == term.ID || term.ID == "" && matchesTags(term.Tags, s.Tags) {
+				add(s)
+				found = true
+			}
+		}
+		if !found {
+			r.SubnetsComplete = false
+			r.missing(ReasonSubnetNotFound, fmt.Sprintf("no subnet of the cluster's VPC matches subnetSelector[%d] (%s); fix the term or tag the subnet", i, termText(term.ID, "", term.Tags)))
+		}
+	}
+}
+
+// matchesTags reports whether tags carry every wanted key, with the
+// wanted value or any value where "*" is wanted (Karpenter's rule).
+func matchesTags(want map[string]v1alpha1.TagValue, tags map[string]string) bool {
+	for k, v := range want {
+		got, ok := tags[k]
+		if !ok || (v != "*" && string(v) != got) {
+			return false
+		}
+	}
+	return true
+}
+
+func groupMatches(term v1alpha1.SecurityGroupSelectorTerm, g ec2.SecurityGroup) bool {
+	switch {
+	case term.ID != "":
+		return g.ID == term.ID
+	case term.Name != "":
+		return g.Name == term.Name
+	}
+	return matchesTags(term.Tags, g.Tags)
+}
+
+// termText says what a selector term asks for, for a message.
+func termText(id, name string, tags map[string]v1alpha1.TagValue) string {
+	switch {
+	case id != "":
+		return "id " + id
+	case name != "":
+		return fmt.Sprintf("name %q", name)
+	}
+	keys := slices.Sorted(maps.Keys(tags))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%s", k, tags[k])
+	}
+	return "tags " + strings.Join(parts, ",")
 }
 
 // resolveGroups finds the spec's security groups by ID and by name. Groups
@@ -120,6 +175,19 @@ func (r *resolved) resolveGroups(groups []ec2.SecurityGroup, spec *v1alpha1.Node
 		if !found {
 			ok = false
 			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("no security group named %q in the cluster's VPC; fix securityGroupNames", name))
+		}
+	}
+	for i, term := range spec.SecurityGroupSelector {
+		found := false
+		for _, g := range groups {
+			if groupMatches(term, g) {
+				found = true
+				gs = append(gs, g.ID)
+			}
+		}
+		if !found {
+			ok = false
+			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("no security group of the cluster's VPC matches securityGroupSelector[%d] (%s); fix the term or tag the group", i, termText(term.ID, term.Name, term.Tags)))
 		}
 	}
 	if ok {

@@ -9,7 +9,7 @@ import (
 
 // subnetInfo is a resolved subnet.
 type subnetInfo struct {
-	ID, Zone, CIDR string
+	ID, Zone, CIDR, IPv6CIDR string
 }
 
 // want is one ENI a NodeENI needs: for a node, in one subnet of the
@@ -38,7 +38,7 @@ func desired(nodes []nodeInfo, subnets []subnetInfo) ([]want, []blocked) {
 		in := byZone[n.Zone]
 		if len(in) == 0 {
 			blocks = append(blocks, blocked{Node: n.Name, Reason: ReasonNoSubnetInZone,
-				Message: fmt.Sprintf("none of the NodeENI's subnets is in the node's zone %s; add a subnet of that zone or narrow the nodeSelector", n.Zone)})
+				Message: fmt.Sprintf("none of the NodeENI's subnets is in the node's zone %s; add (or tag, for subnetSelector) a subnet of that zone, or narrow the nodeSelector", n.Zone)})
 			continue
 		}
 		for rank, s := range in {

@@ -40,7 +40,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	if err != nil {
 		return in, nil, err
 	}
-	in.SecurityGroups, in.SubnetsComplete = res.Groups, res.SubnetsComplete
+	in.SecurityGroups, in.SubnetsComplete, in.Subnets = res.Groups, res.SubnetsComplete, res.Subnets
 	for _, s := range res.Subnets {
 		in.CIDRs[s.ID] = s.CIDR
 	}

@@ -122,6 +122,9 @@ type planInput struct {
 	ENIs []owned
 	// Instances are the views fetched for NeedInstances of a previous pass.
 	Instances map[string]instanceView
+	// Subnets are the resolved subnets, in resolution order, for
+	// status.subnets.
+	Subnets []subnetInfo
 	// MTU and CIDRs (by subnet ID) are copied into status for the agent.
 	MTU   int32
 	CIDRs map[string]string

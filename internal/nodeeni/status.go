@@ -46,9 +46,20 @@ func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus 
 	st.DesiredNodes = int32(desiredNodes(ps.in, blocks, ps.deleting))
 	st.ReadyNodes = int32(ps.after.ReadyNodes)
 	st.Attachments = legacy
+	if !ps.deleting {
+		st.Subnets, st.SecurityGroups = resolvedStatus(ps.in.Subnets), ps.in.SecurityGroups
+	}
 	c := conditions{st: &st, generation: ps.ne.Generation}
 	c.set(ps.after, blocks, ps.pending, ps.deleting)
 	return st
+}
+
+func resolvedStatus(subnets []subnetInfo) []v1alpha1.ResolvedSubnet {
+	var out []v1alpha1.ResolvedSubnet
+	for _, s := range subnets {
+		out = append(out, v1alpha1.ResolvedSubnet{ID: s.ID, Zone: s.Zone, CIDR: s.CIDR, IPv6CIDR: s.IPv6CIDR})
+	}
+	return out
 }
 
 // desiredNodes counts the matching nodes: those on EC2 and, unless the
