@@ -94,7 +94,7 @@ func familyOf(operation string, input any) Family {
 	case "CreateTags", "DeleteTags":
 		return FamilyTags
 	case "CreateNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute",
-		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses":
+		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses", "AssignIpv6Addresses", "UnassignIpv6Addresses":
 		return FamilyENIMutation
 	}
 	if !isDescribe(operation) {
