@@ -77,6 +77,7 @@ var badValues = map[string][]string{
 	"nodeeni-max-parallel-nodes":        {"0", "-1"},
 	"enable-nodeeni-controller":         {"maybe"},
 	"enable-eni-collector":              {"maybe"},
+	"enable-multus-pod-addresses":       {"maybe"},
 	"remove-pod-finalizers":             {"maybe"},
 	"version":                           {"maybe"},
 	"kubeconfig":                        {"/nonexistent/kubeconfig", "/"},

@@ -50,6 +50,12 @@ func (s *State) GetInstance(ctx context.Context, id string) (Instance, error) {
 	return s.client.GetInstance(ctx, id)
 }
 
+// InstanceLimits returns an instance type's network limits (one
+// DescribeInstanceTypes per type for the process's life).
+func (s *State) InstanceLimits(ctx context.Context, instanceType string) (InstanceLimits, error) {
+	return s.types.Limits(ctx, instanceType)
+}
+
 // MaxENIs returns how many network interfaces an instance type takes
 // (read once per type for the life of the process).
 func (s *State) MaxENIs(ctx context.Context, instanceType string) (int, error) {

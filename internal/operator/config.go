@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/podaddrs"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -50,6 +52,11 @@ type Config struct {
 	EC2          ec2.Config
 	Tagger       tagger.Options
 	NodeENI      nodeeni.Options
+	// PodAddresses registers Multus pods' addresses on NodeENI
+	// interfaces (NodeENI multus.registerPodAddresses); it runs with the
+	// NodeENI controller unless DisablePodAddresses.
+	PodAddresses        podaddrs.Options
+	DisablePodAddresses bool
 	// Registerer receives every metric (nil: controller-runtime's
 	// registry, which the metrics endpoint serves).
 	Registerer prometheus.Registerer
@@ -130,6 +137,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.EC2.BindFlags(fs)
 	c.Tagger.BindFlags(fs)
 	c.NodeENI.BindFlags(fs)
+	fs.BoolFunc("enable-multus-pod-addresses", "register Multus pods' addresses on the ENIs of NodeENIs that ask for it (multus.registerPodAddresses); its pod watch keeps next to nothing of pods without a secondary network (default true)", func(s string) error {
+		on, err := strconv.ParseBool(s)
+		c.DisablePodAddresses = !on
+		return err
+	})
 }
 
 // Validate checks every value the flags set, before anything starts, and

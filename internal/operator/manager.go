@@ -27,6 +27,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/metricsauth"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/podaddrs"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -210,6 +211,11 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}
 	log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
+	if !c.NodeENI.DisableController && !c.DisablePodAddresses {
+		if err := podaddrs.Setup(mgr, state, c.PodAddresses); err != nil {
+			return false, fmt.Errorf("pod address registration (Multus): %w", err)
+		}
+	}
 	return true, nil
 }
 

@@ -1,0 +1,227 @@
+package podaddrs
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/phases"
+)
+
+// reconciler registers the Multus pod addresses of one node (the
+// request's name) on its ENIs.
+type reconciler struct {
+	client   client.Client
+	pods     cache.Cache
+	ec2      EC2
+	opts     Options
+	tally    *tally
+	limits   *limitMemo
+	recorder events.EventRecorder
+}
+
+// pass is one node's reconcile: what read learnt, what decide chose and
+// what carrying it out left.
+type pass struct {
+	node string
+	en   *v1alpha1.ENINode
+	// pods are the node's kept pods, by namespace/name.
+	pods map[string]*corev1.Pod
+	in   input
+	d    decision
+	done outcome
+}
+
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p := &pass{node: req.Name}
+	if s := phases.Run(ctx, p, r.read, r.decide, r.record, r.assign, r.unassign, r.forget, r.report); s != nil {
+		return s.Result, s.Err
+	}
+	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
+}
+
+// read gathers the node's ENIs (its ENINode, as EC2 shows them), its
+// pods' claims and the record.
+func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
+	p.en = &v1alpha1.ENINode{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: p.node}, p.en); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.tally.forgetNode(p.node) // no ENI left: EC2 took the addresses with them
+			r.limits.forget(p.node)
+			return phases.Done(nil)
+		}
+		return phases.Done(err)
+	}
+	registers, err := r.registering(ctx)
+	if err != nil {
+		return phases.Done(err)
+	}
+	if p.in, err = r.interfaces(ctx, p.node, p.en, registers); err != nil {
+		return phases.Done(err)
+	}
+	if len(p.in.Interfaces) == 0 && len(p.en.Spec.PodAddresses) == 0 {
+		r.tally.forgetNode(p.node)
+		return phases.Done(nil)
+	}
+	if p.pods, p.in.Claims, err = r.claims(ctx, p.node); err != nil {
+		return phases.Done(err)
+	}
+	p.in.Record = p.en.Spec.PodAddresses
+	p.in.HeldBy = func(a netip.Addr) string {
+		e, _ := r.ec2.ENIByIP(a.String())
+		return e.ID
+	}
+	return nil
+}
+
+// registering returns the NodeENIs that ask for pod addresses.
+func (r *reconciler) registering(ctx context.Context) (map[string]bool, error) {
+	var list v1alpha1.NodeENIList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, ne := range list.Items {
+		if ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses && ne.DeletionTimestamp.IsZero() {
+			out[ne.Name] = true
+		}
+	}
+	return out, nil
+}
+
+// providerID is a node's spec.providerID on EC2.
+var providerID = regexp.MustCompile(`^aws:///[^/]+/(i-[0-9a-f]+)$`)
+
+// interfaces describes the node's attached ENIs as EC2 shows them. An
+// ENI EC2 does not show attached to the node's own instance is not
+// worked on (Unknown): only an ENI the operator attached to this node
+// takes this node's pods' addresses.
+func (r *reconciler) interfaces(ctx context.Context, node string, en *v1alpha1.ENINode, registers map[string]bool) (input, error) {
+	in := input{Unknown: map[string]bool{}}
+	n := &corev1.Node{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return in, client.IgnoreNotFound(err)
+	}
+	m := providerID.FindStringSubmatch(n.Spec.ProviderID)
+	if m == nil {
+		return in, nil
+	}
+	instance := m[1]
+	cat, err := r.ec2.Catalog(ctx, r.opts.CatalogMaxAge)
+	if err != nil {
+		return in, err
+	}
+	for _, a := range en.Spec.Attachments {
+		e, ok := r.ec2.ENI(a.ENIID)
+		if !ok || e.Attachment == nil || e.Attachment.InstanceID != instance || a.Status != v1alpha1.AttachmentAttached {
+			in.Unknown[a.ENIID] = true
+			continue
+		}
+		limits, err := r.limits.of(ctx, r.ec2, node, instance)
+		if err != nil {
+			return in, err
+		}
+		in.Interfaces = append(in.Interfaces, ifaceOf(e, a.NodeENI, registers[a.NodeENI], cat, limits))
+	}
+	return in, nil
+}
+
+func ifaceOf(e ec2.ENI, nodeENI string, registers bool, cat ec2.Catalog, l ec2.InstanceLimits) iface {
+	f := iface{ENI: e.ID, NodeENI: nodeENI, MAC: strings.ToLower(e.MAC), Registers: registers, Held: map[netip.Addr]bool{}}
+	f.Primary, _ = netip.ParseAddr(e.PrimaryIP)
+	for _, s := range cat.Subnets {
+		if s.ID == e.SubnetID {
+			f.Subnet4, _ = netip.ParsePrefix(s.CIDR)
+			f.Subnet6, _ = netip.ParsePrefix(s.IPv6CIDR)
+		}
+	}
+	for _, ip := range append(append([]string(nil), e.SecondaryIPs...), e.IPv6Addresses...) {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			f.Held[a] = true
+		}
+	}
+	// A delegated prefix takes one of the interface's address slots.
+	f.Free4 = l.IPv4PerInterface - 1 - len(e.SecondaryIPs) - len(e.IPv4Prefixes)
+	f.Free6 = l.IPv6PerInterface - len(e.IPv6Addresses) - len(e.IPv6Prefixes)
+	return f
+}
+
+// claims reads the network status of the node's running pods.
+func (r *reconciler) claims(ctx context.Context, node string) (map[string]*corev1.Pod, []podClaim, error) {
+	var list corev1.PodList
+	if err := r.pods.List(ctx, &list, client.MatchingFields{podIndex: node}); err != nil {
+		return nil, nil, err
+	}
+	pods := map[string]*corev1.Pod{}
+	var out []podClaim
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue // its sandbox is gone, and with it the address
+		}
+		key := pod.Namespace + "/" + pod.Name
+		nets, err := parseNetworkStatus(pod.Annotations[NetworkStatusAnnotation])
+		pods[key] = pod
+		out = append(out, podClaim{Pod: key, Networks: nets, Err: err})
+	}
+	return pods, out, nil
+}
+
+func (r *reconciler) decide(_ context.Context, p *pass) *phases.Stop {
+	p.d = decide(p.in)
+	return nil
+}
+
+// limitMemo remembers each node's instance limits: an instance's type
+// does not change while it runs, and a node's pass should not cost a
+// DescribeInstances. An entry goes with the node's ENINode.
+type limitMemo struct {
+	mu sync.Mutex
+	m  map[string]memoLimits
+}
+
+type memoLimits struct {
+	instance string
+	limits   ec2.InstanceLimits
+}
+
+func newLimitMemo() *limitMemo { return &limitMemo{m: map[string]memoLimits{}} }
+
+func (l *limitMemo) of(ctx context.Context, e EC2, node, instance string) (ec2.InstanceLimits, error) {
+	l.mu.Lock()
+	v, ok := l.m[node]
+	l.mu.Unlock()
+	if ok && v.instance == instance {
+		return v.limits, nil
+	}
+	inst, err := e.GetInstance(ctx, instance)
+	if err != nil {
+		return ec2.InstanceLimits{}, fmt.Errorf("instance %s: %w", instance, err)
+	}
+	lim, err := e.InstanceLimits(ctx, inst.Type)
+	if err != nil {
+		return ec2.InstanceLimits{}, fmt.Errorf("instance type %s: %w", inst.Type, err)
+	}
+	l.mu.Lock()
+	l.m[node] = memoLimits{instance: instance, limits: lim}
+	l.mu.Unlock()
+	return lim, nil
+}
+
+func (l *limitMemo) forget(node string) {
+	l.mu.Lock()
+	delete(l.m, node)
+	l.mu.Unlock()
+}

@@ -1,0 +1,21 @@
+package podaddrs
+
+import (
+	"context"
+	"time"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// EC2 is what registration needs of EC2: the process's picture of the
+// ENIs, the VPC's subnets, instance limits and the two address calls.
+// *ec2.State implements it.
+type EC2 interface {
+	ENI(id string) (ec2.ENI, bool)
+	ENIByIP(ip string) (ec2.ENI, bool)
+	Catalog(ctx context.Context, maxAge time.Duration) (ec2.Catalog, error)
+	GetInstance(ctx context.Context, id string) (ec2.Instance, error)
+	InstanceLimits(ctx context.Context, instanceType string) (ec2.InstanceLimits, error)
+	AssignAddresses(ctx context.Context, id string, a ec2.Addresses) error
+	UnassignAddresses(ctx context.Context, id string, a ec2.Addresses) error
+}

@@ -1,0 +1,253 @@
+package podaddrs_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/podaddrs"
+	"github.com/eni-operator/eni-operator/internal/testenv"
+)
+
+var shared testenv.Shared
+
+func TestMain(m *testing.M) { testenv.Main(m, &shared) }
+
+const waitFor = 20 * time.Second
+
+// world is one test's EC2 and cluster: a node on an instance of type
+// small (4 IPv4 addresses per interface: the primary and three more),
+// a NodeENI registering pod addresses in subnet multus-a.
+type world struct {
+	*testenv.EC2
+	t        *testing.T
+	k8s      client.Client
+	label    string
+	instance string
+	ns       string
+}
+
+func newWorld(t *testing.T) *world {
+	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(testenv.OnlySubnets("nodes-a", "multus-a")))
+	loaded := e.Load(t, emulator.World{
+		InstanceTypes: []emulator.InstanceTypeSpec{{Name: "small.test", MaximumNetworkInterfaces: 3, IPv4AddressesPerInterface: 4}},
+		Instances:     []emulator.InstanceSpec{{Type: "small.test", Subnet: "nodes-a"}},
+	})
+	w := &world{EC2: e, t: t, k8s: testenv.Client(t, shared.Env(t).Config), label: strings.ToLower(t.Name()), instance: loaded.Instances[0].ID, ns: strings.ToLower(t.Name())}
+	testenv.CreateNamespaces(t, w.k8s, w.ns)
+	testenv.CreateNode(t, w.k8s, testenv.Node{Name: w.node(), Instance: w.instance, Zone: "us-east-1a", Labels: map[string]string{"test": w.label}})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = w.k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(w.ns), client.GracePeriodSeconds(0))
+		_ = w.k8s.Delete(ctx, &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.label}})
+	})
+	return w
+}
+
+func (w *world) node() string { return w.label + "-n0" }
+
+// start runs the NodeENI controller and pod address registration, as
+// the operator does, against the emulator.
+func (w *world) start() *testenv.Manager {
+	return testenv.StartManager(w.t, shared.Env(w.t).Config, ctrl.Options{}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
+		cfg := ec2.Config{VPCID: w.VPC, Registerer: reg, Buckets: map[ec2.Family]ec2.Bucket{}, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
+			BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond}
+		for _, f := range ec2.Families() {
+			cfg.Buckets[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
+		}
+		state := ec2.NewState(testenv.EC2Client(w.URL, cfg))
+		if err := mgr.Add(state); err != nil {
+			return err
+		}
+		if err := nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: "c-" + w.label, Keys: testenv.OwnershipKeys(), ResyncInterval: 300 * time.Millisecond,
+			CatalogInterval: time.Minute, DetachPollInterval: 50 * time.Millisecond, CollectorGracePeriod: time.Second, Registerer: reg}); err != nil {
+			return err
+		}
+		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: 300 * time.Millisecond, StatusInterval: 200 * time.Millisecond, Resync: time.Second})
+	})
+}
+
+// attached creates the NodeENI and returns its ENI once attached.
+func (w *world) attached() ec2.ENI {
+	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.label}, Spec: v1alpha1.NodeENISpec{
+		NodeSelector: map[string]string{"test": w.label}, SubnetName: "multus-a", SecurityGroupNames: []string{"multus"}, DeviceIndex: 1,
+		Multus: &v1alpha1.MultusSpec{RegisterPodAddresses: true}}}
+	if err := w.k8s.Create(context.Background(), ne); err != nil {
+		w.t.Fatal(err)
+	}
+	var eni string
+	w.eventually("the ENI attached", func() (bool, string) {
+		en := w.eniNode()
+		for _, a := range en.Spec.Attachments {
+			if a.Status == v1alpha1.AttachmentAttached {
+				eni = a.ENIID
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", en.Spec.Attachments)
+	})
+	return w.ENI(w.t, eni)
+}
+
+func (w *world) eniNode() *v1alpha1.ENINode {
+	en := &v1alpha1.ENINode{}
+	_ = w.k8s.Get(context.Background(), client.ObjectKey{Name: w.node()}, en)
+	return en
+}
+
+func (w *world) eventually(what string, cond func() (bool, string)) {
+	w.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.t.Fatalf("%s: not within %v; last seen: %s", what, waitFor, last)
+}
+
+// multusPod creates a pod on the node whose network status names mac
+// with addresses, as Multus writes it.
+func (w *world) multusPod(name, mac string, addrs ...string) {
+	quoted := make([]string, len(addrs))
+	for i, a := range addrs {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	status := fmt.Sprintf(`[{"name":"aws-cni","interface":"eth0","ips":["10.0.128.9"],"mac":"0a:00:00:00:00:01","default":true},`+
+		`{"name":"%s/multus","interface":"net1","ips":[%s],"mac":"%s"}]`, w.ns, strings.Join(quoted, ","), mac)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Annotations: map[string]string{podaddrs.NetworkStatusAnnotation: status}},
+		Spec: corev1.PodSpec{NodeName: w.node(), Containers: []corev1.Container{{Name: "c", Image: "cnf"}}}}
+	testenv.CreatePod(w.t, w.k8s, p, testenv.Running("10.0.128.9"))
+}
+
+func (w *world) deletePod(name string) {
+	if err := w.k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns}}, client.GracePeriodSeconds(0)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) secondaries(eni string) []string {
+	out := slices.Clone(w.ENI(w.t, eni).SecondaryIPs)
+	slices.Sort(out)
+	return out
+}
+
+func (w *world) condition() *metav1.Condition {
+	ne := testenv.GetNodeENI(w.t, w.k8s, w.label)
+	for i := range ne.Status.Conditions {
+		if ne.Status.Conditions[i].Type == v1alpha1.ConditionPodAddressesRegistered {
+			return &ne.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// A burst of Multus pods is registered with one call on the ENI whose MAC
+// their network status names; a pod's address goes with it, an address
+// someone else assigned stays, and a restart in sync makes no EC2 write.
+func TestRegisterAndRelease(t *testing.T) {
+	w := newWorld(t)
+	m := w.start()
+	eni := w.attached()
+	mac := strings.ToUpper(eni.MAC) // Multus may report either case
+	w.Emulator.ResetCounts()
+
+	w.multusPod("p1", mac, "10.0.32.101")
+	w.multusPod("p2", mac, "10.0.32.102")
+	w.eventually("both addresses on the ENI", func() (bool, string) {
+		got := w.secondaries(eni.ID)
+		return slices.Equal(got, []string{"10.0.32.101", "10.0.32.102"}), fmt.Sprint(got)
+	})
+	if n := w.Calls()["AssignPrivateIpAddresses"]; n != 1 {
+		t.Errorf("%d AssignPrivateIpAddresses for a burst of two pods on one ENI, want 1", n)
+	}
+	rec := w.eniNode().Spec.PodAddresses
+	if len(rec) != 2 || rec[0].ENIID != eni.ID || rec[0].Pod != w.ns+"/p1" {
+		t.Errorf("record %+v", rec)
+	}
+	w.eventually("condition True", func() (bool, string) {
+		c := w.condition()
+		return c != nil && c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, "2 "), fmt.Sprintf("%+v", c)
+	})
+
+	// Someone else's address on the ENI: never the operator's to remove.
+	admin := w.Client(ec2.Config{VPCID: w.VPC})
+	if err := admin.AssignAddresses(context.Background(), eni.ID, ec2.Addresses{IPv4: []string{"10.0.32.200"}}); err != nil {
+		t.Fatal(err)
+	}
+	w.deletePod("p1")
+	w.eventually("p1's address unassigned, the others kept", func() (bool, string) {
+		got := w.secondaries(eni.ID)
+		return slices.Equal(got, []string{"10.0.32.102", "10.0.32.200"}), fmt.Sprint(got)
+	})
+	w.eventually("the record forgets it", func() (bool, string) {
+		rec := w.eniNode().Spec.PodAddresses
+		return len(rec) == 1 && rec[0].Address == "10.0.32.102", fmt.Sprint(rec)
+	})
+
+	// A restart in sync: no EC2 write.
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	w.Emulator.ResetCounts()
+	w.start()
+	time.Sleep(3 * time.Second)
+	for action, n := range w.Calls() {
+		if !strings.HasPrefix(action, "Describe") {
+			t.Errorf("%d %s after a restart in sync", n, action)
+		}
+	}
+}
+
+// Addresses beyond the instance type's limit, outside the subnet or held
+// by another ENI are refused, each said on its pod and in the condition,
+// and do not stop the others.
+func TestRefusals(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	eni := w.attached()
+	w.multusPod("a", eni.MAC, "10.0.32.101", "10.0.32.102")
+	w.multusPod("b", eni.MAC, "10.0.32.103", "10.0.32.104") // the 4th secondary is one too many
+	w.multusPod("c", eni.MAC, "10.0.99.1")                  // not in multus-a
+	w.eventually("three addresses on the ENI", func() (bool, string) {
+		got := w.secondaries(eni.ID)
+		return len(got) == 3, fmt.Sprint(got)
+	})
+	w.eventually("the condition says why", func() (bool, string) {
+		c := w.condition()
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "2 pod addresses not registered"), fmt.Sprintf("%+v", c)
+	})
+	w.eventually("events on the pods", func() (bool, string) {
+		var list eventsv1.EventList
+		_ = w.k8s.List(context.Background(), &list, client.InNamespace(w.ns))
+		reasons := map[string]string{}
+		for _, e := range list.Items {
+			reasons[e.Regarding.Name] = e.Reason
+		}
+		return reasons["b"] == podaddrs.ReasonAddressLimit && reasons["c"] == podaddrs.ReasonNotInSubnet, fmt.Sprint(reasons)
+	})
+	// The limit freed: b's second address is registered.
+	w.deletePod("a")
+	w.eventually("b registered in full", func() (bool, string) {
+		got := w.secondaries(eni.ID)
+		return slices.Equal(got, []string{"10.0.32.103", "10.0.32.104"}), fmt.Sprint(got)
+	})
+}

@@ -1,0 +1,206 @@
+package podaddrs
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/phases"
+)
+
+// Reasons of the PodAddressesRegistered condition besides the refusals'.
+const ReasonRegistered = "Registered"
+
+// nodeReport is where one node stands for one NodeENI.
+type nodeReport struct {
+	registered int
+	refused    []refusal
+}
+
+// tally holds, per NodeENI and node, the last pass's report: the
+// conditions are written from it, at most every StatusInterval.
+type tally struct {
+	mu      sync.Mutex
+	byNode  map[string]map[string]nodeReport // node -> NodeENI -> report
+	changed bool
+}
+
+func newTally() *tally { return &tally{byNode: map[string]map[string]nodeReport{}} }
+
+// put records a node's pass and returns the refusals that are new since
+// its last one (each is an event once, not once per pass).
+func (t *tally) put(node string, reports map[string]nodeReport) []refusal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.byNode[node]
+	var fresh []refusal
+	for ne, rep := range reports {
+		for _, f := range rep.refused {
+			if !slices.Contains(old[ne].refused, f) {
+				fresh = append(fresh, f)
+			}
+		}
+	}
+	if !maps.EqualFunc(old, reports, func(a, b nodeReport) bool { return a.registered == b.registered && slices.Equal(a.refused, b.refused) }) {
+		t.changed = true
+	}
+	t.byNode[node] = reports
+	return fresh
+}
+
+func (t *tally) forgetNode(node string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.byNode[node]; ok {
+		delete(t.byNode, node)
+		t.changed = true
+	}
+}
+
+// summary is one NodeENI's aggregate over the nodes.
+type summary struct {
+	registered, nodes int
+	refused           []refusal
+}
+
+// take returns the NodeENIs' summaries when something changed since the
+// last take.
+func (t *tally) take() (map[string]summary, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.changed {
+		return nil, false
+	}
+	t.changed = false
+	out := map[string]summary{}
+	for _, reports := range t.byNode {
+		for ne, rep := range reports {
+			s := out[ne]
+			s.registered += rep.registered
+			s.nodes++
+			s.refused = append(s.refused, rep.refused...)
+			out[ne] = s
+		}
+	}
+	return out, true
+}
+
+// report records the pass in the tally, says each new refusal in an
+// event on its pod, and asks for a retry when a call failed transiently.
+func (r *reconciler) report(ctx context.Context, p *pass) *phases.Stop {
+	reports := map[string]nodeReport{}
+	for _, f := range p.in.Interfaces {
+		if f.Registers {
+			reports[f.NodeENI] = nodeReport{registered: p.d.Registered[f.NodeENI] - p.done.failedOf[f.NodeENI]}
+		}
+	}
+	for _, f := range append(slices.Clone(p.d.Refused), p.done.refused...) {
+		rep := reports[f.NodeENI]
+		rep.refused = append(rep.refused, f)
+		reports[f.NodeENI] = rep
+	}
+	for _, f := range r.tally.put(p.node, reports) {
+		if pod := p.pods[f.Pod]; pod != nil {
+			r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, f.Reason, "RegisterAddress", "%s", f.Message)
+		}
+		log.FromContext(ctx).Info("pod address not registered", "pod", f.Pod, "nodeENI", f.NodeENI, "reason", f.Reason, "message", bounded.Truncate(f.Message, bounded.Message))
+	}
+	if p.done.retry {
+		return phases.After(retryAfter)
+	}
+	return nil
+}
+
+// statusWriter writes each registering NodeENI's PodAddressesRegistered
+// condition from the tally, and removes it from a NodeENI that stopped
+// registering. It owns that condition type alone; the optimistic lock
+// keeps the NodeENI controller's conditions.
+type statusWriter struct {
+	client   client.Client
+	tally    *tally
+	interval time.Duration
+}
+
+func (w *statusWriter) NeedLeaderElection() bool { return true }
+
+func (w *statusWriter) Start(ctx context.Context) error {
+	tick := time.NewTicker(w.interval)
+	defer tick.Stop()
+	w.tally.mu.Lock()
+	w.tally.changed = true
+	w.tally.mu.Unlock()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		sums, changed := w.tally.take()
+		if !changed {
+			continue
+		}
+		if err := w.writeAll(ctx, sums); err != nil {
+			log.FromContext(ctx).Error(err, "writing the NodeENIs' PodAddressesRegistered condition; trying again")
+			w.tally.mu.Lock()
+			w.tally.changed = true
+			w.tally.mu.Unlock()
+		}
+	}
+}
+
+func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) error {
+	var list v1alpha1.NodeENIList
+	if err := w.client.List(ctx, &list); err != nil {
+		return err
+	}
+	var firstErr error
+	for i := range list.Items {
+		ne := &list.Items[i]
+		registers := ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses
+		old := ne.DeepCopy()
+		if registers {
+			c := conditionOf(sums[ne.Name])
+			c.ObservedGeneration = ne.Generation
+			meta.SetStatusCondition(&ne.Status.Conditions, c)
+		} else {
+			meta.RemoveStatusCondition(&ne.Status.Conditions, v1alpha1.ConditionPodAddressesRegistered)
+		}
+		if slices.EqualFunc(old.Status.Conditions, ne.Status.Conditions, func(a, b metav1.Condition) bool { return a == b }) {
+			continue
+		}
+		if err := w.client.Status().Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// conditionOf says a NodeENI's registration in one condition: True with
+// the count, or False with the first refusals and what to do.
+func conditionOf(s summary) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionPodAddressesRegistered, Status: metav1.ConditionTrue, Reason: ReasonRegistered,
+		Message: fmt.Sprintf("%d Multus pod addresses registered on the ENIs of %d nodes", s.registered, s.nodes)}
+	if len(s.refused) == 0 {
+		return c
+	}
+	slices.SortFunc(s.refused, func(a, b refusal) int { return strings.Compare(a.Pod+a.Message, b.Pod+b.Message) })
+	var parts []string
+	for _, f := range s.refused[:min(3, len(s.refused))] {
+		parts = append(parts, fmt.Sprintf("pod %s: %s", f.Pod, f.Message))
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, s.refused[0].Reason
+	c.Message = bounded.Truncate(fmt.Sprintf("%d pod addresses not registered (%d registered): %s", len(s.refused), s.registered, strings.Join(parts, "; ")), bounded.Message)
+	return c
+}

@@ -1,0 +1,140 @@
+package podaddrs
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/bounded"
+)
+
+// Options tune pod address registration.
+type Options struct {
+	// BatchDelay is how long a node's pass waits after a pod change, so a
+	// burst of pods on one node makes one call per ENI.
+	BatchDelay time.Duration
+	// Resync is how often a node with registered addresses is checked
+	// again without a change (an address unassigned behind the
+	// operator's back is assigned again).
+	Resync time.Duration
+	// StatusInterval is the most often a NodeENI's condition is written.
+	StatusInterval time.Duration
+	// CatalogMaxAge is how old the VPC's subnets may be.
+	CatalogMaxAge time.Duration
+	// MaxConcurrentReconciles is how many nodes are worked on at once.
+	MaxConcurrentReconciles int
+	// SkipNameValidation lets tests start the controller in several
+	// managers of one process.
+	SkipNameValidation bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.BatchDelay <= 0 {
+		o.BatchDelay = 200 * time.Millisecond
+	}
+	if o.Resync <= 0 {
+		o.Resync = 5 * time.Minute
+	}
+	if o.StatusInterval <= 0 {
+		o.StatusInterval = 2 * time.Second
+	}
+	if o.CatalogMaxAge <= 0 {
+		o.CatalogMaxAge = 10 * time.Minute
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 4
+	}
+	return o
+}
+
+// Setup adds pod address registration to the manager: its own pod
+// informer (keepMultusPods), a controller per node and the NodeENIs'
+// PodAddressesRegistered writer, all on the leader only but the
+// informer. The manager's scheme must hold corev1 and v1alpha1.
+func Setup(mgr ctrl.Manager, e EC2, o Options) error {
+	o = o.withDefaults()
+	pods, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: keepMultusPods()}}})
+	if err != nil {
+		return err
+	}
+	if err := pods.IndexField(context.Background(), &corev1.Pod{}, podIndex, func(o client.Object) []string { return indexByNode(o) }); err != nil {
+		return err
+	}
+	if err := mgr.Add(pods); err != nil {
+		return err
+	}
+	t := newTally()
+	r := &reconciler{client: mgr.GetClient(), pods: pods, ec2: e, opts: o, tally: t, limits: newLimitMemo(),
+		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-podaddrs"))}
+	if err := mgr.Add(&statusWriter{client: mgr.GetClient(), tally: t, interval: o.StatusInterval}); err != nil {
+		return err
+	}
+	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if o.SkipNameValidation {
+		co.SkipNameValidation = &o.SkipNameValidation
+	}
+	delay := o.BatchDelay
+	return ctrl.NewControllerManagedBy(mgr).Named("podaddrs").WithOptions(co).
+		For(&v1alpha1.ENINode{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.NodeENI{}, handler.EnqueueRequestsFromMapFunc(r.nodesOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Kind[client.Object](pods, &corev1.Pod{}, podHandler(delay))).
+		Complete(r)
+}
+
+// podHandler queues a pod's node after delay, so the pods of a burst
+// share the node's pass. An update queues the old object's node too: a
+// pod whose network status went away is a stub now.
+func podHandler(delay time.Duration) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...any) {
+		for _, obj := range objs {
+			if n := nodeOf(obj); n != "" {
+				q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}}, delay)
+			}
+		}
+	}
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+	}
+}
+
+// nodesOf queues every node with an ENI of a changed NodeENI (its
+// registration may have been turned on or off).
+func (r *reconciler) nodesOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.ENINodeList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, en := range list.Items {
+		for _, a := range en.Spec.Attachments {
+			if a.NodeENI == obj.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: en.Name}})
+				break
+			}
+		}
+	}
+	return out
+}
