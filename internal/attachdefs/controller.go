@@ -20,6 +20,9 @@ import (
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=patch
+// A controller reference blocks its owner's deletion, which the API server
+// allows only to those who may update the owner's finalizers.
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // reconciler brings one NodeENI's definitions to what it wants and

@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/attachdefs"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/metricsauth"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
@@ -210,6 +211,13 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}
 	log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
+	if !c.NodeENI.DisableController {
+		// The NodeENIs' Multus attachment definitions, beside the
+		// controller that resolves their subnets.
+		if err := attachdefs.Setup(mgr, attachdefs.Options{SkipNameValidation: c.NodeENI.SkipNameValidation}); err != nil {
+			return false, fmt.Errorf("attachment definitions controller: %w", err)
+		}
+	}
 	return true, nil
 }
 
