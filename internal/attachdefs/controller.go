@@ -178,11 +178,23 @@ func (r *reconciler) create(ctx context.Context, p *pass, d Definition) {
 			return
 		}
 		r.update(ctx, p, d, live)
-	case apierrors.IsNotFound(err):
+	case namespaceNotFound(err):
 		p.out.noNamespace(d.Namespace)
 	default:
 		p.out.failures = append(p.out.failures, d.Key()+": "+err.Error())
 	}
+}
+
+// namespaceNotFound tells a create refused for want of its namespace
+// from one refused because the kind is no longer served (Multus
+// uninstalled): both are 404s.
+func namespaceNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // update brings u, found under d's name, to d when it is the NodeENI's,

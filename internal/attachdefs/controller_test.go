@@ -2,13 +2,14 @@ package attachdefs
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -57,11 +58,7 @@ func TestAUsersEditOrDeletionIsRepaired(t *testing.T) {
 	want := wantedConfig(t, c, "repair", 0)
 	u := waitConfig(t, c, "repair", "repair", want)
 
-	_ = unstructured.SetNestedField(u.Object, `{"cniVersion":"0.3.1","type":"macvlan","master":"eth0"}`, "spec", "config")
-	if err := c.Update(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	waitConfig(t, c, "repair", "repair", want)
+	expectRepaired(t, c, u, want)
 
 	if err := c.Delete(context.Background(), definition(t, c, "repair", "repair")); err != nil {
 		t.Fatal(err)
@@ -189,12 +186,47 @@ func TestWithoutTheCRDThenWithIt(t *testing.T) {
 	u := waitConfig(t, c, "multus", "late", want)
 	waitReason(t, c, "late", ReasonSynced)
 	// The watch started late works: an edit is repaired.
-	_ = unstructured.SetNestedField(u.Object, "{}", "spec", "config")
-	if err := c.Update(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	waitConfig(t, c, "multus", "late", want)
+	expectRepaired(t, c, u, want)
 	if err := m.Stop(); err != nil {
 		t.Errorf("the manager ended with %v", err)
 	}
+}
+
+// The other controllers' conditions in the same list are kept: the
+// controller changes only its own.
+func TestOnlyItsOwnConditionIsWritten(t *testing.T) {
+	cfg, c := withMultus(t)
+	testenv.CreateNamespaces(t, c, "others")
+	createNodeENI(t, c, "others", v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{"others"}}, subnetA)
+	ne := testenv.GetNodeENI(t, c, "others")
+	patch := client.MergeFrom(ne.DeepCopy())
+	theirs := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing", Message: "creating",
+		LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second))}
+	ne.Status.Conditions = []metav1.Condition{theirs}
+	if err := c.Status().Patch(context.Background(), ne, patch); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, cfg)
+	waitReason(t, c, "others", ReasonSynced)
+	conds := testenv.GetNodeENI(t, c, "others").Status.Conditions
+	if len(conds) != 2 || !reflect.DeepEqual(conds[0], theirs) {
+		t.Errorf("conditions %+v; want Ready as it was, then AttachmentDefinitionsReady", conds)
+	}
+}
+
+// The role generated from the RBAC markers (config/rbac/role.yaml) is
+// enough to write, repair and delete definitions and report.
+func TestGeneratedRoleIsEnough(t *testing.T) {
+	cfg, c := withMultus(t)
+	testenv.CreateNamespaces(t, c, "rbac")
+	as := testenv.AsRole(t, cfg, "config/rbac/role.yaml", "attachdefs-rbac-test",
+		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "attachdefs-rbac-test-user"})
+	startController(t, as)
+	createNodeENI(t, c, "rbac", v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{"rbac"}}, subnetA)
+	want := wantedConfig(t, c, "rbac", 0)
+	u := waitConfig(t, c, "rbac", "rbac", want)
+	waitReason(t, c, "rbac", ReasonSynced)
+	expectRepaired(t, c, u, want)
+	testenv.UpdateNodeENISpec(t, c, "rbac", func(s *v1alpha1.NodeENISpec) { s.Multus.AttachmentDefinition = nil })
+	waitGone(t, c, "rbac", "rbac")
 }

@@ -155,3 +155,14 @@ func wantedConfig(t *testing.T, c client.Client, name string, i int) string {
 	}
 	return defs[i].Config
 }
+
+// expectRepaired edits the definition's configuration as a user would
+// and waits for the controller to write want back.
+func expectRepaired(t *testing.T, c client.Client, u *unstructured.Unstructured, want string) {
+	t.Helper()
+	_ = unstructured.SetNestedField(u.Object, `{"cniVersion":"0.3.1","type":"macvlan","master":"eth0"}`, "spec", "config")
+	if err := c.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	waitConfig(t, c, u.GetNamespace(), u.GetName(), want)
+}
