@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
@@ -40,6 +42,10 @@ func Wanted(ne *v1alpha1.NodeENI) ([]Definition, error) {
 	ad := attachmentDefinition(ne)
 	if ad == nil {
 		return nil, nil
+	}
+	if len(ne.Name) > validation.LabelValueMaxLength {
+		// The definitions' label names the NodeENI.
+		return nil, fmt.Errorf("the NodeENI's name is longer than %d characters, the most a label value holds: give it a shorter name", validation.LabelValueMaxLength)
 	}
 	subnets := ne.Status.Subnets
 	base := ad.Name

@@ -70,6 +70,14 @@ func TestWantedNamesOneDefinitionPerNamespaceAndSubnet(t *testing.T) {
 	}
 }
 
+func TestWantedRefusesANodeENINameNoLabelHolds(t *testing.T) {
+	ne := nodeENI(&v1alpha1.AttachmentDefinitionSpec{Name: "short", Namespaces: []string{"apps"}}, subnet("subnet-1", "a", "10.0.1.0/24"))
+	ne.Name = strings.Repeat("n", 64)
+	if _, err := Wanted(ne); err == nil || !strings.Contains(err.Error(), "shorter name") {
+		t.Errorf("error %v, want one asking for a shorter name", err)
+	}
+}
+
 func TestWantedMastersFollowTheAgentsNamesPerZone(t *testing.T) {
 	ne := nodeENI(&v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{"apps"}},
 		subnet("subnet-1", "a", "10.0.1.0/24"), subnet("subnet-2", "b", "10.0.2.0/24"),
