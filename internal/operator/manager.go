@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/attachdefs"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/metricsauth"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
@@ -211,7 +212,19 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}
 	log.Info("NodeENI controller enabled", "cluster", c.ClusterName)
-	if !c.NodeENI.DisableController && !c.DisablePodAddresses {
+	if !c.NodeENI.DisableController {
+		// The NodeENIs' Multus attachment definitions, beside the
+		// controller that resolves their subnets.
+		if err := attachdefs.Setup(mgr, attachdefs.Options{SkipNameValidation: c.NodeENI.SkipNameValidation}); err != nil {
+			return false, fmt.Errorf("attachment definitions controller: %w", err)
+		}
+	}
+	switch {
+	case c.NodeENI.DisableController || c.DisablePodAddresses:
+	case c.NodeENI.DryRun:
+		log.Info("dry run: Multus pod addresses are not registered (no assign or unassign)")
+	default:
+		c.PodAddresses.SkipNameValidation = c.NodeENI.SkipNameValidation
 		if err := podaddrs.Setup(mgr, state, c.PodAddresses); err != nil {
 			return false, fmt.Errorf("pod address registration (Multus): %w", err)
 		}
