@@ -33,7 +33,8 @@ const (
 	// FamilyTags: CreateTags and DeleteTags.
 	FamilyTags Family = "tags"
 	// FamilyENIMutation: Create/DeleteNetworkInterface,
-	// ModifyNetworkInterfaceAttribute, Assign/UnassignPrivateIpAddresses.
+	// ModifyNetworkInterfaceAttribute, Assign/UnassignPrivateIpAddresses,
+	// Assign/UnassignIpv6Addresses.
 	FamilyENIMutation Family = "eni-mutation"
 	// FamilyOtherMutation: every other mutating action, among them
 	// Attach/DetachNetworkInterface.
@@ -94,7 +95,7 @@ func familyOf(operation string, input any) Family {
 	case "CreateTags", "DeleteTags":
 		return FamilyTags
 	case "CreateNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute",
-		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses":
+		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses", "AssignIpv6Addresses", "UnassignIpv6Addresses":
 		return FamilyENIMutation
 	}
 	if !isDescribe(operation) {
