@@ -39,21 +39,6 @@ const (
 	ConditionAttachmentDefinitionsReady = "AttachmentDefinitionsReady"
 )
 
-// Attachment states reported in status.attachments[].status.
-const (
-	AttachmentCreated   = "created"   // the ENI exists, not attached yet (message says why)
-	AttachmentAttached  = "attached"  // attached as the spec says
-	AttachmentDetaching = "detaching" // being removed: detach requested
-	AttachmentDeleting  = "deleting"  // detached, deletion pending
-)
-
-// Interface states reported by the node agent in status.interfaces[].state.
-const (
-	InterfaceConfigured = "Configured" // configured as the spec says
-	InterfacePending    = "Pending"    // the interface has not appeared on the host yet
-	InterfaceFailed     = "Failed"     // the agent could not configure it (message says why)
-)
-
 // NodeENISpec says which nodes get an ENI, in which subnets, with which
 // security groups and at which device index. At least one subnet source
 // (subnetID, subnetIDs, subnetName, subnetNames, subnetSelector) and one
@@ -375,103 +360,6 @@ type AttachmentDefinitionSpec struct {
 // +kubebuilder:validation:XValidation:rule=`!self.matches(r'\p{Cc}')`,message="tag values may not hold control characters (U+0000-U+001F, U+007F-U+009F): remove them"
 type TagValue string
 
-// ENIAttachment is one ENI the operator manages for one node: an entry
-// of ENINode spec.attachments, which the controller owns and the node
-// agent reads (and, in NodeENI status.attachments, of earlier versions).
-type ENIAttachment struct {
-	// NodeENI is the NodeENI the ENI serves.
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	NodeENI string `json:"nodeENI,omitempty"`
-	// NodeID is the node's name.
-	// +kubebuilder:validation:MaxLength=253
-	NodeID string `json:"nodeID"`
-	// InstanceID is the node's EC2 instance.
-	// +kubebuilder:validation:MaxLength=32
-	InstanceID string `json:"instanceID"`
-	// ENIID is the ENI.
-	// +kubebuilder:validation:MaxLength=32
-	ENIID string `json:"eniID"`
-	// AttachmentID is the EC2 attachment, when attached.
-	// +optional
-	AttachmentID string `json:"attachmentID,omitempty"`
-	// SubnetID is the ENI's subnet.
-	SubnetID string `json:"subnetID"`
-	// SubnetCIDR is the subnet's IPv4 CIDR.
-	// +optional
-	SubnetCIDR string `json:"subnetCIDR,omitempty"`
-	// MACAddress finds the interface on the host.
-	// +optional
-	MACAddress string `json:"macAddress,omitempty"`
-	// PrivateIP is the ENI's primary private IPv4 address.
-	// +optional
-	PrivateIP string `json:"privateIP,omitempty"`
-	// DeviceIndex is where the ENI is (or will be) attached.
-	DeviceIndex int32 `json:"deviceIndex"`
-	// DeleteOnTermination as set on the attachment.
-	// +optional
-	DeleteOnTermination bool `json:"deleteOnTermination,omitempty"`
-	// MTU the agent is asked to set (from the spec).
-	// +optional
-	MTU int32 `json:"mtu,omitempty"`
-	// Status is created, attached, detaching or deleting.
-	Status string `json:"status"`
-	// Message explains a failed or pending state.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	Message string `json:"message,omitempty"`
-	// LastUpdated is when this entry last changed.
-	// +optional
-	LastUpdated metav1.Time `json:"lastUpdated,omitempty"`
-}
-
-// InterfaceStatus is what the node agent configured on its node for one
-// ENI: an entry of ENINode status.interfaces. The agent owns these
-// entries; the controller never writes them.
-type InterfaceStatus struct {
-	// ENIID is the ENI the interface belongs to.
-	// +kubebuilder:validation:MaxLength=32
-	ENIID string `json:"eniID"`
-	// InterfaceName is the host's name for the interface.
-	// +optional
-	// +kubebuilder:validation:MaxLength=15
-	InterfaceName string `json:"interfaceName,omitempty"`
-	// MTU as configured.
-	// +optional
-	MTU int32 `json:"mtu,omitempty"`
-	// Up tells whether the agent brought the link up.
-	// +optional
-	Up bool `json:"up,omitempty"`
-	// DPDKBound tells whether the interface is bound to a DPDK driver.
-	// +optional
-	DPDKBound bool `json:"dpdkBound,omitempty"`
-	// DPDKDriver is the driver it is bound to.
-	// +optional
-	// +kubebuilder:validation:MaxLength=64
-	DPDKDriver string `json:"dpdkDriver,omitempty"`
-	// DPDKPCIAddress is the bound device's PCI address.
-	// +optional
-	// +kubebuilder:validation:MaxLength=16
-	DPDKPCIAddress string `json:"dpdkPCIAddress,omitempty"`
-	// DPDKResourceName is the SR-IOV resource it is published as.
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	DPDKResourceName string `json:"dpdkResourceName,omitempty"`
-	// State is the agent's summary: Configured, Pending (the interface
-	// has not appeared on the host yet) or Failed.
-	// +optional
-	// +kubebuilder:validation:Enum=Configured;Pending;Failed
-	State string `json:"state,omitempty"`
-	// Message explains a failure. Bounded: the operator quotes it in the
-	// InterfacesConfigured condition.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	Message string `json:"message,omitempty"`
-	// LastUpdated is when the agent last wrote this entry.
-	// +optional
-	LastUpdated metav1.Time `json:"lastUpdated,omitempty"`
-}
-
 // NodeENIStatus is the observed state of a NodeENI.
 type NodeENIStatus struct {
 	// ObservedGeneration is the spec generation this status describes.
@@ -531,21 +419,6 @@ type ResolvedSubnet struct {
 	IPv6CIDR string `json:"ipv6CIDR,omitempty"`
 }
 
-// PodAddress is an address the operator assigned on one of the node's
-// ENIs for a Multus pod.
-type PodAddress struct {
-	// Address is the IPv4 or IPv6 address.
-	// +kubebuilder:validation:MaxLength=45
-	Address string `json:"address"`
-	// ENIID is the ENI it is assigned on.
-	// +kubebuilder:validation:MaxLength=32
-	ENIID string `json:"eniID"`
-	// Pod is the pod (namespace/name) it was assigned for.
-	// +optional
-	// +kubebuilder:validation:MaxLength=317
-	Pod string `json:"pod,omitempty"`
-}
-
 // NodeENI gives every node matching its selector an ENI in each of its
 // subnets that lies in the node's availability zone.
 //
@@ -564,73 +437,6 @@ type NodeENI struct {
 
 	Spec   NodeENISpec   `json:"spec"`
 	Status NodeENIStatus `json:"status,omitempty"`
-}
-
-// ENINodeSpec is what the operator manages on one node.
-type ENINodeSpec struct {
-	// Attachments are the ENIs the operator manages on the node, for
-	// every NodeENI, each naming its NodeENI. Written by the operator
-	// (one server-side apply field manager per NodeENI); the node agent
-	// configures the attached ones.
-	// +optional
-	// +listType=map
-	// +listMapKey=eniID
-	// +kubebuilder:validation:MaxItems=128
-	Attachments []ENIAttachment `json:"attachments,omitempty"`
-	// PodAddresses are the addresses the operator assigned on the node's
-	// ENIs for Multus pods (NodeENI multus.registerPodAddresses): the
-	// record, written before each assignment and only by the operator,
-	// that lets it unassign exactly the addresses it assigned and never
-	// one someone else did.
-	// +optional
-	// +listType=map
-	// +listMapKey=address
-	// +kubebuilder:validation:MaxItems=4096
-	PodAddresses []PodAddress `json:"podAddresses,omitempty"`
-}
-
-// ENINodeStatus is what the node's eni-agent configured.
-type ENINodeStatus struct {
-	// Interfaces is the agent's report, one entry per attached ENI of
-	// spec.attachments. Written only by the agent of this node (an
-	// admission policy checks its token's node name).
-	// +optional
-	// +listType=map
-	// +listMapKey=eniID
-	// +kubebuilder:validation:MaxItems=64
-	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
-}
-
-// ENINode is one node's share of every NodeENI: the ENIs the operator
-// manages on the node (spec, written by the operator) and what the
-// node's eni-agent configured (status, written by that agent only). It
-// is named after its node and deleted with it, as a kubelet's Lease is.
-// One object per node keeps each write small however many nodes a
-// NodeENI selects, and confines each agent to its own node's object.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster
-// +kubebuilder:printcolumn:name="NodeENIs",type=string,JSONPath=`.spec.attachments[*].nodeENI`,description="NodeENIs with an ENI on the node"
-// +kubebuilder:printcolumn:name="Attached",type=string,JSONPath=`.spec.attachments[?(@.status=="attached")].eniID`,description="ENIs attached to the node"
-// +kubebuilder:printcolumn:name="Configured",type=string,JSONPath=`.status.interfaces[?(@.state=="Configured")].eniID`,description="ENIs the node's eni-agent configured"
-// +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.interfaces[?(@.state=="Failed")].eniID`,description="ENIs the eni-agent failed to configure (see status.interfaces[].message)"
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-type ENINode struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec   ENINodeSpec   `json:"spec,omitempty"`
-	Status ENINodeStatus `json:"status,omitempty"`
-}
-
-// ENINodeList is a list of ENINodes.
-//
-// +kubebuilder:object:root=true
-type ENINodeList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ENINode `json:"items"`
 }
 
 // NodeENIList is a list of NodeENIs.
