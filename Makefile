@@ -125,6 +125,10 @@ e2e: build image control-plane helm ## the chart, images and agent on a real one
 conformance: ## EC2 conformance suite; EC2_ENDPOINT=http://host:port points it at a running endpoint
 	$(GO) test -count=1 -v ./test/ec2conformance/
 
+.PHONY: conformance-moto
+conformance-moto: ## the ENI settings conformance cases against moto_server (a second model of EC2; moto_server must be on PATH)
+	ENI_MOTO=1 $(GO) test -count=1 -v -run 'TestENISettingsAgainstMoto' ./test/ec2conformance/
+
 .PHONY: emulator
 emulator: build ## run the EC2 emulator on $(EMULATOR_LISTEN) with the demo world
 	$(BIN)/ec2-emulator --listen $(EMULATOR_LISTEN) --seed-file hack/demo/world.json

@@ -4,6 +4,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// The ENINode: one node's ENIs, as the operator manages them (spec) and
+// the node agent configured them (status).
+
+// Attachment states reported in status.attachments[].status.
+const (
+	AttachmentCreated   = "created"   // the ENI exists, not attached yet (message says why)
+	AttachmentAttached  = "attached"  // attached as the spec says
+	AttachmentDetaching = "detaching" // being removed: detach requested
+	AttachmentDeleting  = "deleting"  // detached, deletion pending
+)
+
+// Interface states reported by the node agent in status.interfaces[].state.
+const (
+	InterfaceConfigured = "Configured" // configured as the spec says
+	InterfacePending    = "Pending"    // the interface has not appeared on the host yet
+	InterfaceFailed     = "Failed"     // the agent could not configure it (message says why)
+)
+
 // ENIAttachment is one ENI the operator manages for one node: an entry
 // of ENINode spec.attachments, which the controller owns and the node
 // agent reads (and, in NodeENI status.attachments, of earlier versions).

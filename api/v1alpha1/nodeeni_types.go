@@ -39,21 +39,6 @@ const (
 	ConditionAttachmentDefinitionsReady = "AttachmentDefinitionsReady"
 )
 
-// Attachment states reported in status.attachments[].status.
-const (
-	AttachmentCreated   = "created"   // the ENI exists, not attached yet (message says why)
-	AttachmentAttached  = "attached"  // attached as the spec says
-	AttachmentDetaching = "detaching" // being removed: detach requested
-	AttachmentDeleting  = "deleting"  // detached, deletion pending
-)
-
-// Interface states reported by the node agent in status.interfaces[].state.
-const (
-	InterfaceConfigured = "Configured" // configured as the spec says
-	InterfacePending    = "Pending"    // the interface has not appeared on the host yet
-	InterfaceFailed     = "Failed"     // the agent could not configure it (message says why)
-)
-
 // NodeENISpec says which nodes get an ENI, in which subnets, with which
 // security groups and at which device index. At least one subnet source
 // (subnetID, subnetIDs, subnetName, subnetNames, subnetSelector) and one

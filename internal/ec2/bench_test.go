@@ -115,7 +115,7 @@ func rolloutOne(c *Client, subnet, instance string) error {
 	if err != nil {
 		return err
 	}
-	attachment, err := c.AttachENI(ctx, eni.ID, instance, 1)
+	attachment, err := c.AttachENI(ctx, eni.ID, instance, 1, 0)
 	if err != nil {
 		return err
 	}

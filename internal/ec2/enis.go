@@ -27,8 +27,12 @@ type ENI struct {
 	IPv6Prefixes     []netip.Prefix
 	SecurityGroups   []string
 	RequesterManaged bool
-	Attachment       *Attachment
-	Tags             map[string]string
+	// SourceDestCheck is EC2's source/destination check: true (EC2's
+	// default, and what an answer without it means) drops traffic not
+	// addressed to the ENI.
+	SourceDestCheck bool
+	Attachment      *Attachment
+	Tags            map[string]string
 }
 
 // Attachment is an ENI's attachment to an instance.
@@ -36,6 +40,7 @@ type Attachment struct {
 	ID                  string
 	InstanceID          string
 	DeviceIndex         int
+	NetworkCardIndex    int
 	Status              string // attaching, attached, detaching
 	DeleteOnTermination bool
 }
@@ -106,6 +111,10 @@ type CreateENIInput struct {
 	// ClientToken makes the call idempotent: a retry after a lost response
 	// returns the ENI the first call created instead of a second one.
 	ClientToken string
+	// Addresses and prefixes EC2 assigns at creation (0: none).
+	SecondaryIPv4Count, IPv4PrefixCount, IPv6AddressCount, IPv6PrefixCount int
+	// InterfaceType is efa or efa-only; "" or interface makes a plain ENI.
+	InterfaceType string
 }
 
 // CreateENI creates an ENI.
@@ -118,6 +127,7 @@ func (c *Client) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) 
 	if in.ClientToken != "" {
 		req.ClientToken = aws.String(in.ClientToken)
 	}
+	setCreateSettings(req, in)
 	if len(in.Tags) > 0 {
 		req.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeNetworkInterface, Tags: sdkTags(in.Tags)}}
 	}
@@ -128,11 +138,16 @@ func (c *Client) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) 
 	return fromNetworkInterface(*out.NetworkInterface), nil
 }
 
-// AttachENI attaches an ENI at a device index and returns the attachment ID.
-func (c *Client) AttachENI(ctx context.Context, eniID, instanceID string, deviceIndex int) (string, error) {
-	out, err := c.api.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{
+// AttachENI attaches an ENI at a device index of a network card and
+// returns the attachment ID. Card 0 is sent as no card, as EC2 takes it.
+func (c *Client) AttachENI(ctx context.Context, eniID, instanceID string, deviceIndex, networkCard int) (string, error) {
+	in := &ec2.AttachNetworkInterfaceInput{
 		NetworkInterfaceId: aws.String(eniID), InstanceId: aws.String(instanceID), DeviceIndex: aws.Int32(int32(deviceIndex)),
-	})
+	}
+	if networkCard > 0 {
+		in.NetworkCardIndex = aws.Int32(int32(networkCard))
+	}
+	out, err := c.api.AttachNetworkInterface(ctx, in)
 	if err != nil {
 		return "", err
 	}
@@ -185,7 +200,7 @@ func fromNetworkInterface(n types.NetworkInterface) ENI {
 		AvailabilityZone: intern(aws.ToString(n.AvailabilityZone)), InterfaceType: intern(string(n.InterfaceType)),
 		Status: intern(string(n.Status)), Description: intern(aws.ToString(n.Description)), MAC: aws.ToString(n.MacAddress),
 		PrimaryIP: aws.ToString(n.PrivateIpAddress), RequesterManaged: aws.ToBool(n.RequesterManaged),
-		Tags: tagMap(n.TagSet),
+		SourceDestCheck: n.SourceDestCheck == nil || *n.SourceDestCheck, Tags: tagMap(n.TagSet),
 	}
 	for _, a := range n.PrivateIpAddresses {
 		if ip := aws.ToString(a.PrivateIpAddress); ip != "" && !aws.ToBool(a.Primary) {
@@ -207,8 +222,8 @@ func fromNetworkInterface(n types.NetworkInterface) ENI {
 	if a := n.Attachment; a != nil {
 		e.Attachment = &Attachment{
 			ID: aws.ToString(a.AttachmentId), InstanceID: aws.ToString(a.InstanceId),
-			DeviceIndex: int(aws.ToInt32(a.DeviceIndex)), Status: intern(string(a.Status)),
-			DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
+			DeviceIndex: int(aws.ToInt32(a.DeviceIndex)), NetworkCardIndex: int(aws.ToInt32(a.NetworkCardIndex)),
+			Status: intern(string(a.Status)), DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
 		}
 	}
 	return e

@@ -48,7 +48,7 @@ func TestENILifecycle(t *testing.T) {
 		t.Fatalf("%d DescribeInstanceTypes calls, want 1 (cached)", n)
 	}
 	inst := w.loaded.Instances[0].ID
-	attachment, err := c.AttachENI(ctx, e.ID, inst, 1)
+	attachment, err := c.AttachENI(ctx, e.ID, inst, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestENILifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AttachENI(ctx, other.ID, inst, 2); !IsLimitExceeded(err) {
+	if _, err := c.AttachENI(ctx, other.ID, inst, 2, 0); !IsLimitExceeded(err) {
 		t.Fatalf("third ENI on a t3.micro: %v, want a limit error", err)
 	}
 	if err := c.DeleteENI(ctx, e.ID); !IsInUse(err) {

@@ -33,7 +33,8 @@ const (
 	// FamilyTags: CreateTags and DeleteTags.
 	FamilyTags Family = "tags"
 	// FamilyENIMutation: Create/DeleteNetworkInterface,
-	// ModifyNetworkInterfaceAttribute, Assign/UnassignPrivateIpAddresses.
+	// ModifyNetworkInterfaceAttribute, Assign/UnassignPrivateIpAddresses,
+	// Assign/UnassignIpv6Addresses.
 	FamilyENIMutation Family = "eni-mutation"
 	// FamilyOtherMutation: every other mutating action, among them
 	// Attach/DetachNetworkInterface.

@@ -32,6 +32,8 @@ func TestFamilyOf(t *testing.T) {
 		{"DeleteNetworkInterface", nil, FamilyENIMutation},
 		{"ModifyNetworkInterfaceAttribute", nil, FamilyENIMutation},
 		{"AssignPrivateIpAddresses", nil, FamilyENIMutation},
+		{"AssignIpv6Addresses", nil, FamilyENIMutation},
+		{"UnassignIpv6Addresses", nil, FamilyENIMutation},
 		{"UnassignPrivateIpAddresses", nil, FamilyENIMutation},
 		{"AttachNetworkInterface", &ec2.AttachNetworkInterfaceInput{}, FamilyOtherMutation},
 		{"DetachNetworkInterface", nil, FamilyOtherMutation},

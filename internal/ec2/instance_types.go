@@ -10,11 +10,36 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-// InstanceLimits are the network limits of an instance type.
+// InstanceLimits are the network limits of an instance type, as
+// DescribeInstanceTypes' networkInfo gives them.
 type InstanceLimits struct {
-	MaxENIs          int
-	IPv4PerInterface int
-	IPv6PerInterface int
+	// MaxENIs is how many network interfaces the type takes in all.
+	MaxENIs int
+	// IPv4PerInterface and IPv6PerInterface bound an interface's
+	// addresses (IPv4: the primary included).
+	IPv4PerInterface, IPv6PerInterface int
+	IPv6Supported, EFASupported        bool
+	// NetworkCards are the type's network cards, by index; a type that
+	// reports none has one card (index 0) taking MaxENIs.
+	NetworkCards []NetworkCard
+}
+
+// NetworkCard is one network card of an instance type.
+type NetworkCard struct {
+	Index, MaxENIs int
+}
+
+// Card returns the card with an index, and whether the type has it.
+func (l InstanceLimits) Card(index int) (NetworkCard, bool) {
+	if len(l.NetworkCards) == 0 && index == 0 {
+		return NetworkCard{Index: 0, MaxENIs: l.MaxENIs}, true
+	}
+	for _, c := range l.NetworkCards {
+		if c.Index == index {
+			return c, true
+		}
+	}
+	return NetworkCard{}, false
 }
 
 // InstanceTypes caches DescribeInstanceTypes: the limits of a type never
@@ -28,12 +53,6 @@ type InstanceTypes struct {
 // NewInstanceTypes returns an empty cache of instance type limits.
 func (c *Client) NewInstanceTypes() *InstanceTypes {
 	return &InstanceTypes{client: c, limits: map[string]InstanceLimits{}}
-}
-
-// MaxENIs returns how many network interfaces an instance type takes.
-func (t *InstanceTypes) MaxENIs(ctx context.Context, instanceType string) (int, error) {
-	l, err := t.Limits(ctx, instanceType)
-	return l.MaxENIs, err
 }
 
 // Limits returns an instance type's network limits.
@@ -51,11 +70,29 @@ func (t *InstanceTypes) Limits(ctx context.Context, instanceType string) (Instan
 	if len(out.InstanceTypes) == 0 || out.InstanceTypes[0].NetworkInfo == nil {
 		return InstanceLimits{}, fmt.Errorf("instance type %s: EC2 reported no network limits", instanceType)
 	}
-	n := out.InstanceTypes[0].NetworkInfo
-	l = InstanceLimits{MaxENIs: int(aws.ToInt32(n.MaximumNetworkInterfaces)), IPv4PerInterface: int(aws.ToInt32(n.Ipv4AddressesPerInterface)),
-		IPv6PerInterface: int(aws.ToInt32(n.Ipv6AddressesPerInterface))}
+	l = limitsOf(out.InstanceTypes[0].NetworkInfo)
 	t.mu.Lock()
 	t.limits[instanceType] = l
 	t.mu.Unlock()
 	return l, nil
+}
+
+// MaxENIs returns how many network interfaces an instance type takes.
+func (t *InstanceTypes) MaxENIs(ctx context.Context, instanceType string) (int, error) {
+	l, err := t.Limits(ctx, instanceType)
+	return l.MaxENIs, err
+}
+
+func limitsOf(n *types.NetworkInfo) InstanceLimits {
+	l := InstanceLimits{
+		MaxENIs:          int(aws.ToInt32(n.MaximumNetworkInterfaces)),
+		IPv4PerInterface: int(aws.ToInt32(n.Ipv4AddressesPerInterface)),
+		IPv6PerInterface: int(aws.ToInt32(n.Ipv6AddressesPerInterface)),
+		IPv6Supported:    aws.ToBool(n.Ipv6Supported),
+		EFASupported:     aws.ToBool(n.EfaSupported),
+	}
+	for _, c := range n.NetworkCards {
+		l.NetworkCards = append(l.NetworkCards, NetworkCard{Index: int(aws.ToInt32(c.NetworkCardIndex)), MaxENIs: int(aws.ToInt32(c.MaximumNetworkInterfaces))})
+	}
+	return l
 }

@@ -49,7 +49,7 @@ func fromInstanceNetworkInterface(n types.InstanceNetworkInterface, inst Instanc
 		ID: aws.ToString(n.NetworkInterfaceId), SubnetID: aws.ToString(n.SubnetId), VPCID: aws.ToString(n.VpcId),
 		AvailabilityZone: inst.AvailabilityZone, InterfaceType: aws.ToString(n.InterfaceType),
 		Status: string(n.Status), Description: aws.ToString(n.Description), MAC: aws.ToString(n.MacAddress),
-		PrimaryIP: aws.ToString(n.PrivateIpAddress),
+		PrimaryIP: aws.ToString(n.PrivateIpAddress), SourceDestCheck: n.SourceDestCheck == nil || *n.SourceDestCheck,
 	}
 	for _, g := range n.Groups {
 		e.SecurityGroups = append(e.SecurityGroups, aws.ToString(g.GroupId))
@@ -57,7 +57,7 @@ func fromInstanceNetworkInterface(n types.InstanceNetworkInterface, inst Instanc
 	if a := n.Attachment; a != nil {
 		e.Attachment = &Attachment{
 			ID: aws.ToString(a.AttachmentId), InstanceID: inst.ID, DeviceIndex: int(aws.ToInt32(a.DeviceIndex)),
-			Status: string(a.Status), DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
+			NetworkCardIndex: int(aws.ToInt32(a.NetworkCardIndex)), Status: string(a.Status), DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
 		}
 	}
 	return e

@@ -50,16 +50,17 @@ func (s *State) GetInstance(ctx context.Context, id string) (Instance, error) {
 	return s.client.GetInstance(ctx, id)
 }
 
-// InstanceLimits returns an instance type's network limits (one
-// DescribeInstanceTypes per type for the process's life).
-func (s *State) InstanceLimits(ctx context.Context, instanceType string) (InstanceLimits, error) {
-	return s.types.Limits(ctx, instanceType)
-}
-
 // MaxENIs returns how many network interfaces an instance type takes
 // (read once per type for the life of the process).
 func (s *State) MaxENIs(ctx context.Context, instanceType string) (int, error) {
 	return s.types.MaxENIs(ctx, instanceType)
+}
+
+// InstanceLimits returns an instance type's network limits: interfaces
+// in all and per network card, addresses per interface, IPv6 and EFA
+// support (read once per type for the life of the process).
+func (s *State) InstanceLimits(ctx context.Context, instanceType string) (InstanceLimits, error) {
+	return s.types.Limits(ctx, instanceType)
 }
 
 // CreateTags sets tags on an ENI.
@@ -128,15 +129,17 @@ func (s *State) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) {
 	return e, nil
 }
 
-// AttachENI attaches an ENI at a device index and records the attachment.
-func (s *State) AttachENI(ctx context.Context, id, instanceID string, deviceIndex int) (string, error) {
-	attachmentID, err := s.client.AttachENI(ctx, id, instanceID, deviceIndex)
+// AttachENI attaches an ENI at a device index of a network card and
+// records the attachment.
+func (s *State) AttachENI(ctx context.Context, id, instanceID string, deviceIndex, networkCard int) (string, error) {
+	attachmentID, err := s.client.AttachENI(ctx, id, instanceID, deviceIndex, networkCard)
 	if err != nil {
 		return "", err
 	}
 	s.update(id, func(e *ENI) {
 		e.Status = "in-use"
-		e.Attachment = &Attachment{ID: attachmentID, InstanceID: instanceID, DeviceIndex: deviceIndex, Status: "attached"}
+		e.Attachment = &Attachment{ID: attachmentID, InstanceID: instanceID, DeviceIndex: deviceIndex, NetworkCardIndex: networkCard,
+			Status: "attached"}
 	})
 	return attachmentID, nil
 }

@@ -57,12 +57,17 @@ func attachNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	if err != nil {
 		return nil, err
 	}
+	var req attachRequest
 	index, has, err := p.int("DeviceIndex")
 	if err != nil {
 		return nil, err
 	}
 	if !has {
 		return nil, apiErr("MissingParameter", "The request must contain the parameter DeviceIndex")
+	}
+	req.index = index
+	if req.card, _, err = p.int("NetworkCardIndex"); err != nil {
+		return nil, err
 	}
 	n, err := w.lookupENI(eniID)
 	if err != nil {
@@ -72,50 +77,82 @@ func attachNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	if err != nil {
 		return nil, err
 	}
-	a, err := w.attach(n, inst, index, false, env)
+	a, err := w.attach(n, inst, req, env)
 	if err != nil {
 		return nil, err
 	}
 	w.startAttaching(n, env)
-	return &attachNetworkInterfaceResponse{AttachmentID: a.id}, nil
+	return &attachNetworkInterfaceResponse{AttachmentID: a.id, NetworkCardIndex: a.networkCard}, nil
+}
+
+// attachRequest is where an ENI is attached: a device index on a
+// network card.
+type attachRequest struct {
+	index, card         int
+	deleteOnTermination bool
 }
 
 // attach checks everything AWS checks before attaching an ENI.
-func (w *world) attach(n *eni, inst *instance, index int, deleteOnTermination bool, env callEnv) (*attachment, *apiError) {
-	if inst.state != "running" && inst.state != "stopped" {
-		return nil, apiErr("IncorrectInstanceState", "The instance '%s' is not in a state from which it can be attached to (%s).", inst.id, inst.state)
+func (w *world) attach(n *eni, inst *instance, req attachRequest, env callEnv) (*attachment, *apiError) {
+	if err := w.checkAttach(n, inst); err != nil {
+		return nil, err
 	}
-	if n.attachment != nil {
-		return nil, apiErr("InvalidNetworkInterface.InUse", "Interface: [%s] in use.", n.id)
+	t := w.instanceTypes[inst.instanceType]
+	cardLimit, ok := t.card(req.card)
+	if !ok {
+		return nil, apiErr("InvalidParameterValue", "Value (%d) for parameter networkCardIndex is invalid: instance type %s has %d network cards.",
+			req.card, inst.instanceType, len(t.cards))
 	}
-	if n.az != inst.az {
-		return nil, apiErr("InvalidParameterCombination",
-			"You may not attach a network interface to an instance if they are not in the same availability zone")
+	if req.index < 0 || req.index >= 64 {
+		return nil, apiErr("InvalidParameterValue", "Value (%d) for parameter deviceIndex is invalid.", req.index)
 	}
-	if n.vpcID != inst.vpcID {
-		return nil, apiErr("InvalidParameterCombination", "The network interface and the instance are in different VPCs")
-	}
-	if n.interfaceType == "branch" {
-		return nil, apiErr("InvalidParameterValue", "A branch network interface cannot be attached to an instance directly")
-	}
-	limit := w.instanceTypes[inst.instanceType].maxENIs
-	if index < 0 || index >= 64 {
-		return nil, apiErr("InvalidParameterValue", "Value (%d) for parameter deviceIndex is invalid.", index)
-	}
-	attached := w.attachedTo(inst.id)
-	for _, other := range attached {
-		if other.attachment.deviceIndex == index {
-			return nil, apiErr("InvalidParameterValue", "Instance '%s' already has an interface attached at device index '%d'.", inst.id, index)
+	onCard := 0
+	for _, other := range w.attachedTo(inst.id) {
+		if other.attachment.networkCard != req.card {
+			continue
+		}
+		onCard++
+		if other.attachment.deviceIndex == req.index {
+			return nil, apiErr("InvalidParameterValue", "Instance '%s' already has an interface attached at device index '%d'.", inst.id, req.index)
 		}
 	}
-	if len(attached)+1 > limit || index >= limit {
-		return nil, apiErr("AttachmentLimitExceeded", "Interface count %d exceeds the limit for %s", len(attached)+1, inst.instanceType)
+	if onCard+1 > cardLimit || req.index >= cardLimit {
+		return nil, apiErr("AttachmentLimitExceeded", "Interface count %d exceeds the limit for %s", onCard+1, inst.instanceType)
 	}
-	a := &attachment{id: w.newID("eni-attach"), instanceID: inst.id, deviceIndex: index, status: "attached",
-		deleteOnTermination: deleteOnTermination, attachTime: env.now}
+	a := &attachment{id: w.newID("eni-attach"), instanceID: inst.id, deviceIndex: req.index, networkCard: req.card, status: "attached",
+		deleteOnTermination: req.deleteOnTermination, attachTime: env.now}
 	n.attachment = a
 	w.attachments[a.id] = n
 	return a, nil
+}
+
+// checkAttach refuses what no device index makes right: an instance
+// not running or stopped, an ENI in use, in another zone or VPC, a
+// branch ENI, an EFA on a type without EFA, IPv6 on a type without it.
+func (w *world) checkAttach(n *eni, inst *instance) *apiError {
+	if inst.state != "running" && inst.state != "stopped" {
+		return apiErr("IncorrectInstanceState", "The instance '%s' is not in a state from which it can be attached to (%s).", inst.id, inst.state)
+	}
+	if n.attachment != nil {
+		return apiErr("InvalidNetworkInterface.InUse", "Interface: [%s] in use.", n.id)
+	}
+	if n.az != inst.az {
+		return apiErr("InvalidParameterCombination",
+			"You may not attach a network interface to an instance if they are not in the same availability zone")
+	}
+	if n.vpcID != inst.vpcID {
+		return apiErr("InvalidParameterCombination", "The network interface and the instance are in different VPCs")
+	}
+	t := w.instanceTypes[inst.instanceType]
+	switch {
+	case n.interfaceType == "branch":
+		return apiErr("InvalidParameterValue", "A branch network interface cannot be attached to an instance directly")
+	case (n.interfaceType == "efa" || n.interfaceType == "efa-only") && !t.efaSupported:
+		return apiErr("InvalidParameterCombination", "Instance type %s does not support Elastic Fabric Adapter (EFA) interfaces.", inst.instanceType)
+	case (len(n.ipv6) > 0 || len(n.ipv6Prefixes) > 0) && !t.ipv6Supported:
+		return apiErr("InvalidParameterCombination", "Instance type %s does not support IPv6.", inst.instanceType)
+	}
+	return nil
 }
 
 func detachNetworkInterface(w *world, p params, env callEnv) (response, *apiError) {

@@ -25,6 +25,7 @@ type eniRequest struct {
 	ipv6           []string
 	prefixCount    int
 	prefixes       []string
+	ipv6PrefixCnt  int
 	tags           map[string]string
 }
 
@@ -33,7 +34,7 @@ type eniRequest struct {
 func (r eniRequest) fingerprint() string {
 	return strings.Join([]string{r.subnetID, r.interfaceType, r.description, sortedJoin(r.groups),
 		r.primaryIP, strings.Join(r.secondaryIPs, ","), strconv.Itoa(r.secondaryCount), strconv.Itoa(r.ipv6Count),
-		strings.Join(r.ipv6, ","), strconv.Itoa(r.prefixCount), strings.Join(r.prefixes, ","), tagString(r.tags)}, "|")
+		strings.Join(r.ipv6, ","), strconv.Itoa(r.prefixCount), strings.Join(r.prefixes, ","), strconv.Itoa(r.ipv6PrefixCnt), tagString(r.tags)}, "|")
 }
 
 func parseENIRequest(p params) (eniRequest, *apiError) {
@@ -68,6 +69,12 @@ func parseENIRequest(p params) (eniRequest, *apiError) {
 	if r.prefixCount, _, err = p.int("Ipv4PrefixCount"); err != nil {
 		return r, err
 	}
+	if r.ipv6PrefixCnt, _, err = p.int("Ipv6PrefixCount"); err != nil {
+		return r, err
+	}
+	if err := r.checkCombination(); err != nil {
+		return r, err
+	}
 	switch r.interfaceType {
 	case "":
 		r.interfaceType = "interface"
@@ -79,6 +86,23 @@ func parseENIRequest(p params) (eniRequest, *apiError) {
 		return r, err
 	}
 	return r, nil
+}
+
+// checkCombination refuses what EC2 refuses to combine on one ENI:
+// secondary IPv4 addresses with IPv4 prefixes, IPv6 addresses with IPv6
+// prefixes, and negative counts.
+func (r eniRequest) checkCombination() *apiError {
+	if r.secondaryCount < 0 || r.ipv6Count < 0 || r.prefixCount < 0 || r.ipv6PrefixCnt < 0 {
+		return apiErr("InvalidParameterValue", "Address and prefix counts must not be negative.")
+	}
+	if (r.secondaryCount > 0 || len(r.secondaryIPs) > 0) && (r.prefixCount > 0 || len(r.prefixes) > 0) {
+		return apiErr("InvalidParameterCombination",
+			"You can't specify secondary private IPv4 addresses and IPv4 prefixes in the same request.")
+	}
+	if (r.ipv6Count > 0 || len(r.ipv6) > 0) && r.ipv6PrefixCnt > 0 {
+		return apiErr("InvalidParameterCombination", "You can't specify IPv6 addresses and IPv6 prefixes in the same request.")
+	}
+	return nil
 }
 
 func createNetworkInterface(w *world, p params, env callEnv) (response, *apiError) {
@@ -170,7 +194,7 @@ func (w *world) planENI(req eniRequest) (eniPlan, *apiError) {
 	if plan.ipv6, err = w.checkExplicitIPv6(s, req.ipv6); err != nil {
 		return eniPlan{}, err
 	}
-	if (req.ipv6Count > 0 || len(plan.ipv6) > 0) && !s.ipv6.IsValid() {
+	if (req.ipv6Count > 0 || len(plan.ipv6) > 0 || req.ipv6PrefixCnt > 0) && !s.ipv6.IsValid() {
 		return eniPlan{}, apiErr("InvalidParameterValue", "Subnet %s does not have an IPv6 CIDR block.", s.id)
 	}
 	need := req.secondaryCount + len(explicit) + 16*(req.prefixCount+len(plan.prefixes))
@@ -305,15 +329,10 @@ func (w *world) allocateENI(n *eni, plan eniPlan) *apiError {
 	if err := w.addPrefixes(n, req.prefixCount); err != nil {
 		return err
 	}
-	for i := 0; i < req.ipv6Count; i++ {
-		a, err := w.allocateIPv6(s)
-		if err != nil {
-			return err
-		}
-		n.ipv6 = append(n.ipv6, a)
-		w.claim(n, a)
+	if err := w.addIPv6(n, req.ipv6Count); err != nil {
+		return err
 	}
-	return nil
+	return w.addIPv6Prefixes(n, req.ipv6PrefixCnt)
 }
 
 // overlapsAny reports whether pf overlaps one of the prefixes or contains

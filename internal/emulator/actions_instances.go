@@ -27,12 +27,6 @@ type terminateInstancesResponse struct {
 	Instances []xStateChange `xml:"instancesSet>item"`
 }
 
-type describeInstanceTypesResponse struct {
-	respMeta
-	InstanceTypes []xInstanceType `xml:"instanceTypeSet>item"`
-	NextToken     string          `xml:"nextToken,omitempty"`
-}
-
 func (w *world) lookupInstance(id string) (*instance, *apiError) {
 	return lookup(w.instances, "i", id)
 }
@@ -313,61 +307,4 @@ func (w *world) terminate(i *instance, _ callEnv) {
 	}
 	i.state = "shutting-down"
 	w.terminating[i.id] = i
-}
-
-func describeInstanceTypes(w *world, p params, _ callEnv) (response, *apiError) {
-	filters, err := p.filters()
-	if err != nil {
-		return nil, err
-	}
-	fields := func(t instanceType) fieldFunc {
-		return func(name string) ([]string, bool) {
-			switch name {
-			case "instance-type":
-				return []string{t.name}, true
-			case "network-info.maximum-network-interfaces":
-				return []string{strconv.Itoa(t.maxENIs)}, true
-			case "network-info.ipv4-addresses-per-interface":
-				return []string{strconv.Itoa(t.ipv4PerInterface)}, true
-			}
-			return nil, false
-		}
-	}
-	if err := validateFilters(filters, fields(instanceType{})); err != nil {
-		return nil, err
-	}
-	names := p.list("InstanceType")
-	if len(names) == 0 {
-		names = slices.Collect(maps.Keys(w.instanceTypes))
-	}
-	slices.Sort(names)
-	type entry struct {
-		seq int64
-		t   instanceType
-	}
-	var matched []entry
-	for _, n := range names {
-		t, ok := w.instanceTypes[n]
-		if !ok {
-			return nil, apiErr("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", n)
-		}
-		if ok, _ := matchAll(filters, fields(t)); ok {
-			matched = append(matched, entry{seq: int64(len(matched) + 1), t: t})
-		}
-	}
-	pg, next, err := page(matched, func(e entry) int64 { return e.seq }, p)
-	if err != nil {
-		return nil, err
-	}
-	resp := &describeInstanceTypesResponse{NextToken: next}
-	for _, e := range pg {
-		x := xInstanceType{InstanceType: e.t.name}
-		x.NetworkInfo.MaximumNetworkInterfaces = e.t.maxENIs
-		x.NetworkInfo.MaximumNetworkCards = 1
-		x.NetworkInfo.IPv4AddressesPerInterface = e.t.ipv4PerInterface
-		x.NetworkInfo.IPv6AddressesPerInterface = e.t.ipv4PerInterface
-		x.NetworkInfo.IPv6Supported = true
-		resp.InstanceTypes = append(resp.InstanceTypes, x)
-	}
-	return resp, nil
 }

@@ -162,10 +162,18 @@ type World struct {
 }
 
 // InstanceTypeSpec adds or overrides an instance type.
+// Left out: 10 IPv4 addresses per interface, as many IPv6, IPv6
+// supported, no EFA, one network card taking every interface.
 type InstanceTypeSpec struct {
 	Name                      string `json:"name"`
 	MaximumNetworkInterfaces  int    `json:"maximumNetworkInterfaces"`
 	IPv4AddressesPerInterface int    `json:"ipv4AddressesPerInterface,omitempty"`
+	IPv6AddressesPerInterface int    `json:"ipv6AddressesPerInterface,omitempty"`
+	IPv6Supported             *bool  `json:"ipv6Supported,omitempty"`
+	EFASupported              bool   `json:"efaSupported,omitempty"`
+	// NetworkCards are the interface limits of the type's network cards,
+	// by card index; they should add up to MaximumNetworkInterfaces.
+	NetworkCards []int `json:"networkCards,omitempty"`
 }
 
 // VPCSpec seeds a VPC.
@@ -258,6 +266,7 @@ type NetworkInterfaceSpec struct {
 	// Instance and DeviceIndex attach the ENI when Instance is set.
 	Instance            string `json:"instanceId,omitempty"`
 	DeviceIndex         int    `json:"deviceIndex,omitempty"`
+	NetworkCardIndex    int    `json:"networkCardIndex,omitempty"`
 	DeleteOnTermination bool   `json:"deleteOnTermination,omitempty"`
 	// Count creates that many ENIs of this shape (IDs and IPs generated).
 	Count int `json:"count,omitempty"`

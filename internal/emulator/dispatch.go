@@ -10,6 +10,8 @@ var handlers = map[string]handler{
 	"ModifyNetworkInterfaceAttribute": modifyNetworkInterfaceAttribute,
 	"AssignPrivateIpAddresses":        assignPrivateIPAddresses,
 	"UnassignPrivateIpAddresses":      unassignPrivateIPAddresses,
+	"AssignIpv6Addresses":             assignIPv6Addresses,
+	"UnassignIpv6Addresses":           unassignIPv6Addresses,
 	"CreateTags":                      createTags,
 	"DeleteTags":                      deleteTags,
 	"DescribeTags":                    describeTags,

@@ -375,7 +375,7 @@ func defaultBucket(action string, p params) (string, Bucket) {
 	case "CreateTags", "DeleteTags":
 		return action, Bucket{Size: 100, Refill: 10}
 	case "CreateNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute",
-		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses":
+		"AssignPrivateIpAddresses", "UnassignPrivateIpAddresses", "AssignIpv6Addresses", "UnassignIpv6Addresses":
 		return action, Bucket{Size: 100, Refill: 5}
 	case "RunInstances":
 		return action, Bucket{Size: 5, Refill: 2}

@@ -79,11 +79,7 @@ func (l *loader) instanceTypes(wd World) error {
 		if t.Name == "" || t.MaximumNetworkInterfaces < 1 {
 			return fmt.Errorf("instance type %q: name and maximumNetworkInterfaces >= 1 are required", t.Name)
 		}
-		per := t.IPv4AddressesPerInterface
-		if per == 0 {
-			per = 10
-		}
-		l.w.instanceTypes[t.Name] = instanceType{name: t.Name, maxENIs: t.MaximumNetworkInterfaces, ipv4PerInterface: per}
+		l.w.instanceTypes[t.Name] = fromSpec(t)
 	}
 	return nil
 }
@@ -247,7 +243,7 @@ func (l *loader) networkInterface(spec NetworkInterfaceSpec) (LoadedENI, error) 
 		if err != nil {
 			return LoadedENI{}, err
 		}
-		if _, err := w.attach(n, inst, spec.DeviceIndex, spec.DeleteOnTermination, l.env); err != nil {
+		if _, err := w.attach(n, inst, attachRequest{index: spec.DeviceIndex, card: spec.NetworkCardIndex, deleteOnTermination: spec.DeleteOnTermination}, l.env); err != nil {
 			return LoadedENI{}, err
 		}
 	}

@@ -54,12 +54,6 @@ type tokenRecord struct {
 	fingerprint string
 }
 
-type instanceType struct {
-	name             string
-	maxENIs          int
-	ipv4PerInterface int
-}
-
 type resource struct {
 	id   string
 	seq  int64
@@ -131,6 +125,7 @@ type attachment struct {
 	id                  string
 	instanceID          string
 	deviceIndex         int
+	networkCard         int
 	status              string // attaching, attached, detaching
 	deleteOnTermination bool
 	attachTime          time.Time
@@ -151,6 +146,7 @@ type eni struct {
 	secondaryIPs     []netip.Addr
 	ipv6             []netip.Addr
 	prefixes         []netip.Prefix
+	ipv6Prefixes     []netip.Prefix
 	attachment       *attachment
 	requesterManaged bool
 	sourceDestCheck  bool
@@ -431,6 +427,11 @@ func (n *eni) addresses() []netip.Addr {
 	for _, p := range n.prefixes {
 		out = append(out, prefixAddrs(p)...)
 	}
+	// An IPv6 prefix (/80) is too large to hold address by address; its
+	// network address stands for it (ipv6PrefixFree checks overlaps).
+	for _, p := range n.ipv6Prefixes {
+		out = append(out, p.Addr())
+	}
 	return out
 }
 
@@ -476,23 +477,4 @@ func (w *world) taggable(id string) (*resource, string, bool) {
 		return &g.resource, "security-group", true
 	}
 	return nil, "", false
-}
-
-func defaultInstanceTypes() map[string]instanceType {
-	// Figures from the EC2 instance type documentation (MaximumNetworkInterfaces,
-	// Ipv4AddressesPerInterface).
-	table := []instanceType{
-		{"t3.nano", 2, 2}, {"t3.micro", 2, 2}, {"t3.small", 3, 4}, {"t3.medium", 3, 6},
-		{"t3.large", 3, 12}, {"t3.xlarge", 4, 15}, {"t3.2xlarge", 4, 15},
-		{"m5.large", 3, 10}, {"m5.xlarge", 4, 15}, {"m5.2xlarge", 4, 15}, {"m5.4xlarge", 8, 30},
-		{"m5.8xlarge", 8, 30}, {"m5.12xlarge", 8, 30}, {"m5.16xlarge", 15, 50}, {"m5.24xlarge", 15, 50},
-		{"m6i.large", 3, 10}, {"m6i.xlarge", 4, 15}, {"m6i.2xlarge", 4, 15}, {"m6i.4xlarge", 8, 30},
-		{"c5.large", 3, 10}, {"c5.xlarge", 4, 15}, {"c5.2xlarge", 4, 15}, {"c5.4xlarge", 8, 30},
-		{"c5.9xlarge", 8, 30}, {"c5n.18xlarge", 15, 50}, {"r5.large", 3, 10}, {"r5.xlarge", 4, 15},
-	}
-	m := make(map[string]instanceType, len(table))
-	for _, t := range table {
-		m[t.name] = t
-	}
-	return m
 }

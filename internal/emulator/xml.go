@@ -97,6 +97,7 @@ type xInstanceNetworkInterface struct {
 	PrivateIPs         []xPrivateIP  `xml:"privateIpAddressesSet>item"`
 	IPv6Addresses      []xIPv6       `xml:"ipv6AddressesSet>item"`
 	IPv4Prefixes       []xIPv4Prefix `xml:"ipv4PrefixSet>item"`
+	IPv6Prefixes       []xIPv6Prefix `xml:"ipv6PrefixSet>item"`
 }
 
 type xInstance struct {
@@ -163,17 +164,6 @@ type xSecurityGroup struct {
 	Tags             []xTag `xml:"tagSet>item"`
 }
 
-type xInstanceType struct {
-	InstanceType string `xml:"instanceType"`
-	NetworkInfo  struct {
-		MaximumNetworkInterfaces  int  `xml:"maximumNetworkInterfaces"`
-		MaximumNetworkCards       int  `xml:"maximumNetworkCards"`
-		IPv4AddressesPerInterface int  `xml:"ipv4AddressesPerInterface"`
-		IPv6AddressesPerInterface int  `xml:"ipv6AddressesPerInterface"`
-		IPv6Supported             bool `xml:"ipv6Supported"`
-	} `xml:"networkInfo"`
-}
-
 type xStateChange struct {
 	InstanceID    string         `xml:"instanceId"`
 	CurrentState  xInstanceState `xml:"currentState"`
@@ -230,7 +220,7 @@ func (w *world) xAttachment(a *attachment) *xAttachment {
 	}
 	return &xAttachment{
 		AttachmentID: a.id, InstanceID: a.instanceID, InstanceOwnerID: w.accountID,
-		DeviceIndex: a.deviceIndex, Status: a.status, AttachTime: timestamp(a.attachTime),
+		DeviceIndex: a.deviceIndex, NetworkCardIndex: a.networkCard, Status: a.status, AttachTime: timestamp(a.attachTime),
 		DeleteOnTermination: a.deleteOnTermination,
 	}
 }
@@ -244,17 +234,18 @@ func (w *world) xPrivateIPs(n *eni) []xPrivateIP {
 }
 
 func xIPv6s(n *eni) []xIPv6 {
-	out := make([]xIPv6, len(n.ipv6))
-	for i, a := range n.ipv6 {
-		out[i] = xIPv6{IPv6Address: a.String()}
-	}
-	return out
+	return xList(n.ipv6, func(a netip.Addr) xIPv6 { return xIPv6{IPv6Address: a.String()} })
 }
 
 func xPrefixes(n *eni) []xIPv4Prefix {
-	out := make([]xIPv4Prefix, len(n.prefixes))
-	for i, p := range n.prefixes {
-		out[i] = xIPv4Prefix{IPv4Prefix: p.String()}
+	return xList(n.prefixes, func(p netip.Prefix) xIPv4Prefix { return xIPv4Prefix{IPv4Prefix: p.String()} })
+}
+
+// xList is the XML list of a slice, an element each.
+func xList[S, X any](in []S, x func(S) X) []X {
+	out := make([]X, len(in))
+	for i, v := range in {
+		out[i] = x(v)
 	}
 	return out
 }
@@ -272,7 +263,7 @@ func (w *world) xInstanceENI(n *eni) xInstanceNetworkInterface {
 		NetworkInterfaceID: n.id, SubnetID: n.subnetID, VpcID: n.vpcID, Description: n.description,
 		OwnerID: w.accountID, Status: n.status(), MacAddress: n.mac, PrivateIPAddress: n.primaryIP.String(),
 		InterfaceType: n.interfaceType, Groups: w.xGroups(n.groups), Attachment: w.xAttachment(n.attachment),
-		PrivateIPs: w.xPrivateIPs(n), IPv6Addresses: xIPv6s(n), IPv4Prefixes: xPrefixes(n),
+		PrivateIPs: w.xPrivateIPs(n), IPv6Addresses: xIPv6s(n), IPv4Prefixes: xPrefixes(n), IPv6Prefixes: xIPv6Prefixes(n),
 	}
 }
 

@@ -157,7 +157,7 @@ func (r *reconciler) decide(ctx context.Context, p *pass) *phases.Stop {
 	c := classify(p.in)
 	if need := instancesToPlace(p.in, c); len(need) > 0 {
 		var err error
-		if p.in.Instances, err = r.instances(ctx, need); err != nil {
+		if p.in.Instances, err = r.instances(ctx, need, p.in.Settings.Card); err != nil {
 			return phases.Done(err)
 		}
 	}

@@ -20,17 +20,19 @@ type EC2 interface {
 	// Forget records that an ENI no longer exists.
 	Forget(id string)
 	Catalog(ctx context.Context, maxAge time.Duration) (ec2.Catalog, error)
-	MaxENIs(ctx context.Context, instanceType string) (int, error)
+	InstanceLimits(ctx context.Context, instanceType string) (ec2.InstanceLimits, error)
 	Health() *ec2.Health
 
 	GetENI(ctx context.Context, id string) (ec2.ENI, error)
 	ListENIs(ctx context.Context, filters ...ec2.Filter) ([]ec2.ENI, error)
 	GetInstance(ctx context.Context, id string) (ec2.Instance, error)
 	CreateENI(ctx context.Context, in ec2.CreateENIInput) (ec2.ENI, error)
-	AttachENI(ctx context.Context, id, instanceID string, deviceIndex int) (string, error)
+	AttachENI(ctx context.Context, id, instanceID string, deviceIndex, networkCard int) (string, error)
 	SetDeleteOnTermination(ctx context.Context, id, attachmentID string, value bool) error
 	SetSecurityGroups(ctx context.Context, id string, groups []string) error
 	SetDescription(ctx context.Context, id, description string) error
+	SetSourceDestCheck(ctx context.Context, id string, value bool) error
+	AssignPrivateIPs(ctx context.Context, id string, count int) error
 	CreateTags(ctx context.Context, id string, tags map[string]string) error
 	DetachENI(ctx context.Context, id, attachmentID string, force bool) error
 	DeleteENI(ctx context.Context, id string) error

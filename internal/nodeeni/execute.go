@@ -71,7 +71,7 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 		return r.createAndAttach(ctx, ne, a, ev)
 	case actAttach:
 		return r.attach(ctx, ne, a, ev)
-	case actSetDOT, actSetGroups, actSetDesc, actSetTags:
+	case actSetDOT, actSetGroups, actSetDesc, actSetTags, actSetSourceDestCheck, actAssignIPs:
 		return r.modify(ctx, a, ev)
 	case actDetach:
 		return r.detach(ctx, a, ev)
@@ -80,10 +80,10 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 			return nil, err
 		}
 		if e, ok := r.ec2.ENI(a.ENI); ok && e.Attachment == nil && a.Reason != "" {
-			return r.remove(ctx, a, ev)
+			return r.remove(ctx, ne, a, ev)
 		}
 	case actDelete:
-		return r.remove(ctx, a, ev)
+		return r.remove(ctx, ne, a, ev)
 	case actAdopt:
 		return r.adoptENI(ctx, a, ev)
 	case actProve:
@@ -109,7 +109,7 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
 	a.ENI = e.ID
 	if _, proven := e.Tags[TagProof]; proven {
-		return r.attach(ctx, ne, a, ev)
+		return r.attachAndSet(ctx, ne, a, ev)
 	}
 	// Signed before anything else is done with it: until then only this
 	// process knows the ENI is its own, and a restart finds it again only
@@ -124,7 +124,23 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 	case err != nil:
 		return r.failed(ev, a, "writing the ownership proof of "+e.ID, err)
 	}
-	return r.attach(ctx, ne, a, ev)
+	return r.attachAndSet(ctx, ne, a, ev)
+}
+
+// attachAndSet attaches a new ENI, then sets what CreateNetworkInterface
+// cannot: the source/destination check, when the spec turns it off (or
+// on against EC2's default). Should the pass end before, the next one
+// sets it as drift.
+func (r *reconciler) attachAndSet(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
+	b, err := r.attach(ctx, ne, a, ev)
+	check := ne.Spec.SourceDestCheck
+	if b != nil || err != nil || check == nil {
+		return b, err
+	}
+	if e, ok := r.ec2.ENI(a.ENI); ok && e.SourceDestCheck == *check {
+		return nil, nil
+	}
+	return r.modify(ctx, action{Kind: actSetSourceDestCheck, Node: a.Node, Want: a.Want, ENI: a.ENI, Check: *check}, ev)
 }
 
 // modify fixes an attribute of an ENI in place (drift from the spec).
@@ -146,6 +162,14 @@ func (r *reconciler) modify(ctx context.Context, a action, ev *nodeEvents) (*blo
 	case actSetTags:
 		err = r.ec2.CreateTags(ctx, a.ENI, a.Tags)
 		what = "tagging " + a.ENI
+	case actSetSourceDestCheck:
+		err = r.ec2.SetSourceDestCheck(ctx, a.ENI, a.Check)
+		what, eventAction = "setting the source/destination check of "+a.ENI, "SetSourceDestCheck"
+		note = fmt.Sprintf("source/destination check of ENI %s on node %s set to %t", a.ENI, a.Node, a.Check)
+	case actAssignIPs:
+		err = r.ec2.AssignPrivateIPs(ctx, a.ENI, a.Count)
+		what, eventAction = fmt.Sprintf("assigning %d secondary private IPv4 addresses to %s", a.Count, a.ENI), "AssignPrivateIPs"
+		note = fmt.Sprintf("assigned %d secondary private IPv4 addresses to ENI %s on node %s", a.Count, a.ENI, a.Node)
 	}
 	r.metrics.op(a.Kind, err)
 	if err != nil {
@@ -178,21 +202,18 @@ func (r *reconciler) detach(ctx context.Context, a action, ev *nodeEvents) (*blo
 // returns the ENI made the first time.
 func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action) (ec2.ENI, error) {
 	uid := string(ne.UID)
-	key := tokenKey(uid, a.Want, int(ne.Spec.DeviceIndex))
+	key := tokenKey(uid, a.Want, purposeOf(&ne.Spec))
 	for range maxTokenAttempts {
 		attempt, created := r.tokens.current(key)
 		by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: uid, base: int(ne.Spec.DeviceIndex), created: created}
 		tags := ownershipTags(by, a.Want, a.Index, a.Tags)
-		in := ec2.CreateENIInput{
-			SubnetID: a.Want.Subnet, SecurityGroups: a.Groups, Description: a.Description, Tags: tags,
-			ClientToken: clientToken(uid, a.Want, int(ne.Spec.DeviceIndex), attempt),
-		}
+		in := createInput(&ne.Spec, a, tags, clientToken(uid, a.Want, purposeOf(&ne.Spec), attempt))
 		e, err := r.ec2.CreateENI(ctx, in)
 		if ec2.Code(err) == "IdempotentParameterMismatch" {
 			// The token was used with other parameters (the spec or the
 			// creation time changed since a create lost to a crash): find
 			// that ENI by its tags, or move past the token if it is gone.
-			found, ferr := r.findExisting(ctx, in, a.Want, int(ne.Spec.DeviceIndex))
+			found, ferr := r.findExisting(ctx, in, a.Want, &ne.Spec)
 			if ferr != nil {
 				return ec2.ENI{}, ferr
 			}
@@ -234,7 +255,7 @@ var errTokenENIUnseen = errors.New("the ENI this ClientToken made is not visible
 // token's, is taken: a process stopped between a create and its proof
 // left the ENI unproven, and the same create sent again with the
 // creation time that ENI carries makes EC2 answer with the token's ENI.
-func (r *reconciler) findExisting(ctx context.Context, in ec2.CreateENIInput, w want, base int) (*ec2.ENI, error) {
+func (r *reconciler) findExisting(ctx context.Context, in ec2.CreateENIInput, w want, spec *v1alpha1.NodeENISpec) (*ec2.ENI, error) {
 	list, err := r.ec2.ListENIs(ctx,
 		ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{in.Tags[TagNodeENIUID]}},
 		ec2.Filter{Name: "tag:" + TagNode, Values: []string{w.Node}},
@@ -244,7 +265,7 @@ func (r *reconciler) findExisting(ctx context.Context, in ec2.CreateENIInput, w 
 		return nil, err
 	}
 	for _, e := range list {
-		if ownedFrom(e).Base != base {
+		if o := ownedFrom(e); o.Base != int(spec.DeviceIndex) || !settingsOf(spec).matches(o) {
 			continue
 		}
 		switch reason, _ := r.trust.distrust(e, ""); reason {
@@ -273,8 +294,8 @@ func (r *reconciler) tokensENI(ctx context.Context, in ec2.CreateENIInput, e ec2
 // attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
 // with false).
 func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
-	key := tokenKey(string(ne.UID), a.Want, int(ne.Spec.DeviceIndex))
-	id, err := r.ec2.AttachENI(ctx, a.ENI, a.Want.Instance, a.Index)
+	key := tokenKey(string(ne.UID), a.Want, purposeOf(&ne.Spec))
+	id, err := r.ec2.AttachENI(ctx, a.ENI, a.Want.Instance, a.Index, int(ne.Spec.NetworkCardIndex))
 	r.metrics.op(actAttach, err)
 	switch {
 	case ec2.IsNotFound(err) && strings.Contains(ec2.Code(err), "NetworkInterface"):
@@ -308,17 +329,22 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 }
 
 // remove deletes an available ENI that is no longer wanted.
-func (r *reconciler) remove(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
 	e, known := r.ec2.ENI(a.ENI)
 	err := r.ec2.DeleteENI(ctx, a.ENI)
 	r.metrics.op(actDelete, err)
 	switch {
 	case err == nil, ec2.IsNotFound(err):
-		if o := ownedFrom(e); known && o.UID != "" && o.Base >= 0 {
+		if o := ownedFrom(e); known && o.UID != "" && o.Base >= 0 && a.Reason != CleanupSettingsChanged {
 			// The ENI's ClientToken now names a deleted ENI: a node wanted
 			// again starts at the next token, since EC2 answers a reused one
-			// with IdempotentParameterMismatch (another creation time).
-			r.tokens.burn(tokenKey(o.UID, want{Node: o.Node, Instance: o.Instance, Subnet: e.SubnetID}, o.Base))
+			// with IdempotentParameterMismatch (another creation time). A
+			// detached ENI's network card is not known; it is taken to be the
+			// spec's, which holds unless the settings changed, and then the
+			// token is not the current spec's to burn.
+			s := settingsOf(&ne.Spec)
+			s.InterfaceType = e.InterfaceType
+			r.tokens.burn(tokenKey(o.UID, want{Node: o.Node, Instance: o.Instance, Subnet: e.SubnetID}, purpose{base: o.Base, variant: s.variant()}))
 		}
 		r.unsigned.set(a.ENI, false)
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
@@ -348,6 +374,8 @@ func (r *reconciler) reread(ctx context.Context, id string) error {
 func (r *reconciler) failed(ev *nodeEvents, a action, what string, err error) (*blocked, error) {
 	var reason string
 	switch {
+	case ec2.Code(err) == "PrivateIpAddressLimitExceeded", ec2.Code(err) == "Ipv6AddressLimitExceeded":
+		reason = ReasonAddressLimitExceeded
 	case ec2.IsLimitExceeded(err):
 		reason = ReasonENILimitReached
 	case ec2.Code(err) == "InvalidParameterValue" && strings.Contains(err.Error(), "device index"):

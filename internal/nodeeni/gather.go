@@ -19,6 +19,7 @@ import (
 func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleting bool) (planInput, []blocked, error) {
 	in := planInput{
 		Base:                int(ne.Spec.DeviceIndex),
+		Settings:            settingsOf(&ne.Spec),
 		DeleteOnTermination: ne.Spec.DeleteOnTermination == nil || *ne.Spec.DeleteOnTermination,
 		Description:         ne.Spec.Description,
 		Tags:                specTags(ne.Spec.Tags),
@@ -94,10 +95,11 @@ func (r *reconciler) policyTags(ctx context.Context, in *planInput, n *corev1.No
 	}
 }
 
-// instances describes the instances the plan wants to attach to. The
-// calls run concurrently, so the client batches them into one
-// DescribeInstances; each instance type's limit is then read once.
-func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]instanceView, error) {
+// instances describes the instances the plan wants to attach to, with
+// the slots of one network card. The calls run concurrently, so the
+// client batches them into one DescribeInstances; each instance type's
+// limits are then read once.
+func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map[string]instanceView, error) {
 	out := make(map[string]instanceView, len(ids))
 	var mu sync.Mutex
 	var firstErr error
@@ -106,7 +108,7 @@ func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := r.instance(ctx, id)
+			v, err := r.instance(ctx, id, card)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -123,17 +125,17 @@ func (r *reconciler) instances(ctx context.Context, ids []string) (map[string]in
 		if v.Type == "" {
 			continue
 		}
-		n, err := r.ec2.MaxENIs(ctx, v.Type)
+		l, err := r.ec2.InstanceLimits(ctx, v.Type)
 		if err != nil {
 			return nil, fmt.Errorf("instance type %s: %w", v.Type, err)
 		}
-		v.MaxENIs = n
+		v.Limits, v.MaxENIs = l, cardLimit(l, card)
 		out[id] = v
 	}
 	return out, nil
 }
 
-func (r *reconciler) instance(ctx context.Context, id string) (instanceView, error) {
+func (r *reconciler) instance(ctx context.Context, id string, card int) (instanceView, error) {
 	inst, err := r.ec2.GetInstance(ctx, id)
 	if ec2.IsNotFound(err) {
 		return instanceView{ID: id, State: "not found"}, nil
@@ -143,7 +145,7 @@ func (r *reconciler) instance(ctx context.Context, id string) (instanceView, err
 	}
 	v := instanceView{ID: id, Type: inst.Type, State: inst.State, Zone: inst.AvailabilityZone, Slots: map[int]string{}}
 	for _, e := range inst.ENIs {
-		if e.Attachment != nil {
+		if e.Attachment != nil && e.Attachment.NetworkCardIndex == card {
 			v.Slots[e.Attachment.DeviceIndex] = e.ID
 		}
 	}

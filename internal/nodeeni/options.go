@@ -210,10 +210,14 @@ func PreflightIAMActions() []string {
 // against a placeholder ENI, which has no tags, is refused under that
 // document, so a start-up check would report them missing although the
 // real calls are allowed. They are checked at first use instead: EC2's
-// refusal becomes an EC2Error on the node naming the action.
+// refusal becomes an EC2Error on the node naming the action. The address
+// assignments (secondaryPrivateIPv4Count, Multus pod addresses) could
+// not be checked at start anyway: EC2 takes no DryRun for them.
 func ScopedIAMActions() []string {
 	return []string{
 		"ec2:CreateTags", "ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
 		"ec2:DeleteNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
+		"ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",
+		"ec2:AssignIpv6Addresses", "ec2:UnassignIpv6Addresses",
 	}
 }

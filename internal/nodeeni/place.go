@@ -93,7 +93,7 @@ func (p *plan) placement(in planInput, c classified) {
 		wants := c.byNode[node]
 		instID := wants[0].Instance
 		inst := in.Instances[instID]
-		leavingIdx := unionIdx(c.leavingOn[instID], c.superseded[node])
+		leavingIdx := unionIdx(c.leavingOn[instID], c.superseded[node], in.Settings.Card)
 		ready := true
 		for _, r := range placeNode(in, c, wants, inst, leavingIdx) {
 			if r.have {
@@ -186,6 +186,9 @@ func placeOn(in planInput, r outcome, inst instanceView, leavingIdx, usedNow map
 	if inst.Zone != "" && inst.Zone != w.Zone {
 		return block(ReasonZoneMismatch, fmt.Sprintf("the node's zone label says %s but instance %s is in %s; fix the node's %s label",
 			w.Zone, inst.ID, inst.Zone, "topology.kubernetes.io/zone"))
+	}
+	if reason, msg := settingsBlock(in.Settings, inst, !r.have); reason != "" {
+		return block(reason, fmt.Sprintf("instance %s: %s", inst.ID, msg))
 	}
 	taken := map[int]occupant{}
 	inUse := 0

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // Reasons a node cannot get its ENI; they appear in the Degraded
@@ -51,22 +52,25 @@ func (b blocked) transient() bool { return b.Reason == ReasonWaitingForDetach }
 type actionKind int
 
 const (
-	actCreate    actionKind = iota // create, then attach at Index
-	actAttach                      // attach ENI at Index
-	actSetDOT                      // set DeleteOnTermination
-	actSetGroups                   // replace security groups
-	actSetDesc                     // change the description
-	actSetTags                     // add or update user tags
-	actDetach                      // detach (cleanup)
-	actPoll                        // re-read a detaching ENI; delete it once available if unwanted
-	actDelete                      // delete an available ENI (cleanup)
-	actAdopt                       // tag an ENI of aws-multi-eni-controller as this operator's (adopt.go)
-	actProve                       // write an ENI's ownership proof (proofs.go)
+	actCreate             actionKind = iota // create, then attach at Index
+	actAttach                               // attach ENI at Index
+	actSetDOT                               // set DeleteOnTermination
+	actSetGroups                            // replace security groups
+	actSetDesc                              // change the description
+	actSetTags                              // add or update user tags
+	actDetach                               // detach (cleanup)
+	actPoll                                 // re-read a detaching ENI; delete it once available if unwanted
+	actDelete                               // delete an available ENI (cleanup)
+	actAdopt                                // tag an ENI of aws-multi-eni-controller as this operator's (adopt.go)
+	actProve                                // write an ENI's ownership proof (proofs.go)
+	actSetSourceDestCheck                   // set the source/destination check (settings.go)
+	actAssignIPs                            // assign the secondary IPv4 addresses an ENI lacks (settings.go)
 )
 
 var actionNames = map[actionKind]string{actCreate: "create", actAttach: "attach", actSetDOT: "set-delete-on-termination",
 	actSetGroups: "set-security-groups", actSetDesc: "set-description", actSetTags: "set-tags", actDetach: "detach",
-	actPoll: "poll", actDelete: "delete", actAdopt: "adopt", actProve: "prove"}
+	actPoll: "poll", actDelete: "delete", actAdopt: "adopt", actProve: "prove", actSetSourceDestCheck: "set-source-dest-check",
+	actAssignIPs: "assign-private-ips"}
 
 func (k actionKind) String() string { return actionNames[k] }
 
@@ -79,6 +83,8 @@ type action struct {
 	AttachmentID string // detach, set-delete-on-termination
 	Index        int    // create, attach
 	DOT          bool   // create, attach, set-delete-on-termination
+	Check        bool   // set-source-dest-check
+	Count        int    // assign-private-ips
 	Groups       []string
 	Description  string
 	Tags         map[string]string
@@ -90,15 +96,20 @@ type action struct {
 // instanceView is what the plan needs of an instance to attach to it.
 type instanceView struct {
 	ID, Type, State, Zone string
-	MaxENIs               int
-	// Slots maps each device index in use to the ENI holding it.
+	// MaxENIs is how many interfaces the spec's network card takes.
+	MaxENIs int
+	Limits  ec2.InstanceLimits
+	// Slots maps each device index in use on the spec's network card to
+	// the ENI holding it: EC2 counts device indexes and interfaces per card.
 	Slots map[int]string
 }
 
 // planInput is everything one NodeENI's plan depends on.
 type planInput struct {
 	// Base is spec.deviceIndex.
-	Base                int
+	Base int
+	// Settings are the spec's ENI settings (settings.go).
+	Settings            eniSettings
 	DeleteOnTermination bool
 	// SecurityGroups are the resolved groups, sorted; nil when they could
 	// not all be resolved, which stops creates and group changes.
@@ -179,7 +190,8 @@ type leavingENI struct {
 // same instance, and is in place: it keeps working until its replacement
 // is attached (make before break).
 func (l leavingENI) superseded() bool {
-	return (l.reason == CleanupDeviceIndexChanged || l.reason == CleanupSubnetRemoved) && attachedTo(l.owned, l.Instance)
+	return (l.reason == CleanupDeviceIndexChanged || l.reason == CleanupSubnetRemoved || l.reason == CleanupSettingsChanged) &&
+		attachedTo(l.owned, l.Instance)
 }
 
 // classified is the first phase of a plan: for each want the ENI that
@@ -251,7 +263,7 @@ func classify(in planInput) classified {
 	var unwanted []owned
 	for _, o := range in.ENIs {
 		k := planKey{o.Node, o.Instance, o.SubnetID}
-		if !in.Deleting && wantKeys[k] && o.Base == in.Base && candScore(o, o.Instance) < 3 {
+		if !in.Deleting && wantKeys[k] && o.Base == in.Base && in.Settings.matches(o) && candScore(o, o.Instance) < 3 {
 			cands[k] = append(cands[k], o)
 			continue
 		}
@@ -270,7 +282,7 @@ func classify(in planInput) classified {
 		switch a := o.Attachment; {
 		case l.superseded():
 			c.superseded[o.Node] = append(c.superseded[o.Node], o)
-		case l.reason != "" && a != nil:
+		case l.reason != "" && a != nil && a.NetworkCardIndex == in.Settings.Card:
 			if c.leavingOn[a.InstanceID] == nil {
 				c.leavingOn[a.InstanceID] = map[int]bool{}
 			}
@@ -326,7 +338,7 @@ func (p *plan) decideNode(in planInput, c classified, node string, olds []owned)
 	if !known || (creates && in.SecurityGroups == nil) {
 		return "kept until its replacement can be created and attached"
 	}
-	with := placeNode(in, c, wants, inst, unionIdx(c.leavingOn[inst.ID], olds))
+	with := placeNode(in, c, wants, inst, unionIdx(c.leavingOn[inst.ID], olds, in.Settings.Card))
 	if blocksOf(with) == nil {
 		return "kept until its replacement is attached"
 	}
@@ -344,14 +356,15 @@ func (p *plan) decideNode(in planInput, c classified, node string, olds []owned)
 	return "" // a swap: remove first, then place
 }
 
-// unionIdx returns the indexes of leaving plus those of some ENIs.
-func unionIdx(leaving map[int]bool, olds []owned) map[int]bool {
+// unionIdx returns the indexes of leaving plus those of some ENIs on a
+// network card.
+func unionIdx(leaving map[int]bool, olds []owned, card int) map[int]bool {
 	out := map[int]bool{}
 	for i := range leaving {
 		out[i] = true
 	}
 	for _, o := range olds {
-		if o.Attachment != nil {
+		if o.Attachment != nil && o.Attachment.NetworkCardIndex == card {
 			out[o.Attachment.DeviceIndex] = true
 		}
 	}
@@ -435,7 +448,7 @@ func drift(in planInput, o owned) []action {
 	if set := userTagDiff(o.Tags, in.tagsFor(o.Node)); len(set) > 0 {
 		out = append(out, action{Kind: actSetTags, Node: o.Node, ENI: o.ID, Tags: set})
 	}
-	return out
+	return append(out, settingsDrift(in.Settings, o)...)
 }
 
 // cleanupReason says why an ENI is not wanted, or "" when it must be kept
@@ -457,6 +470,8 @@ func cleanupReason(in planInput, o owned, wantSubnets map[string]bool) string {
 		return CleanupSubnetRemoved
 	case o.Base != in.Base:
 		return CleanupDeviceIndexChanged
+	case !in.Settings.matches(o):
+		return CleanupSettingsChanged
 	}
 	return CleanupDuplicate
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
 // maxClientToken is EC2's limit on ClientToken length.
@@ -22,8 +24,15 @@ const maxClientToken = 64
 // attempt moves on when EC2 answers a token with an ENI that has since
 // been deleted (the same node, subnet and index wanted again after a
 // cleanup): AWS keeps answering a used token with its first result.
-func clientToken(uid string, w want, base, attempt int) string {
-	h := sha256.Sum256([]byte(strings.Join([]string{uid, w.Node, w.Instance, w.Subnet, strconv.Itoa(base), strconv.Itoa(attempt)}, "\x00")))
+//
+// The purpose's variant (interface type and network card) is left out
+// when empty, so tokens of plain ENIs are those earlier versions sent.
+func clientToken(uid string, w want, p purpose, attempt int) string {
+	parts := []string{uid, w.Node, w.Instance, w.Subnet, strconv.Itoa(p.base), strconv.Itoa(attempt)}
+	if p.variant != "" {
+		parts = append(parts, p.variant)
+	}
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	// "neni-" + 40 hex digits (160 bits): far from collisions, well within
 	// the 64 characters EC2 accepts.
 	return "neni-" + hex.EncodeToString(h[:20])
@@ -83,8 +92,20 @@ func (t *tokens) unseenSince(key string, now time.Time) time.Time {
 	return now
 }
 
-func tokenKey(uid string, w want, base int) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%d", uid, w.Node, w.Instance, w.Subnet, base)
+func tokenKey(uid string, w want, p purpose) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%s", uid, w.Node, w.Instance, w.Subnet, p.base, p.variant)
+}
+
+// purpose is what a NodeENI's ENIs are, beside node and subnet: the
+// device index base and the settings variant (eniSettings.variant) EC2
+// cannot change on an ENI.
+type purpose struct {
+	base    int
+	variant string
+}
+
+func purposeOf(spec *v1alpha1.NodeENISpec) purpose {
+	return purpose{base: int(spec.DeviceIndex), variant: settingsOf(spec).variant()}
 }
 
 // current returns the attempt and the creation time for a key.
