@@ -68,7 +68,7 @@ generate: ## regenerate deepcopy code of api/ (controller-gen)
 # the node agent's markers (internal/agent) land in the agent's own role
 # (config/agent) and not in the operator's; a new operator package with
 # RBAC markers goes into OPERATOR_RBAC_PATHS.
-OPERATOR_RBAC_PATHS := ./cmd/eni-operator/...;./internal/tagger/...;./internal/nodeeni/...;./internal/attachdefs/...
+OPERATOR_RBAC_PATHS := ./cmd/eni-operator/...;./internal/tagger/...;./internal/nodeeni/...;./internal/attachdefs/...;./internal/podaddrs/...;./internal/readiness/...
 
 .PHONY: manifests
 manifests: ## regenerate the CRDs (config/crd/bases) and the RBAC roles (config/rbac: operator, config/agent: node agent) from the code's markers

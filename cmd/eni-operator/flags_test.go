@@ -78,6 +78,7 @@ var badValues = map[string][]string{
 	"enable-nodeeni-controller":         {"maybe"},
 	"enable-eni-collector":              {"maybe"},
 	"enable-multus-pod-addresses":       {"maybe"},
+	"enable-readiness-taint":            {"maybe"},
 	"remove-pod-finalizers":             {"maybe"},
 	"version":                           {"maybe"},
 	"kubeconfig":                        {"/nonexistent/kubeconfig", "/"},

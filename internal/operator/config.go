@@ -18,6 +18,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
+	"github.com/eni-operator/eni-operator/internal/readiness"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	// NodeENI controller unless DisablePodAddresses.
 	PodAddresses        podaddrs.Options
 	DisablePodAddresses bool
+	// DisableReadinessTaint stops the operator lifting the readiness
+	// taint (readiness.TaintKey) off nodes whose interfaces are ready.
+	DisableReadinessTaint bool
 	// Registerer receives every metric (nil: controller-runtime's
 	// registry, which the metrics endpoint serves).
 	Registerer prometheus.Registerer
@@ -140,6 +144,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolFunc("enable-multus-pod-addresses", "register Multus pods' addresses on the ENIs of NodeENIs that ask for it (multus.registerPodAddresses); its pod watch keeps next to nothing of pods without a secondary network (default true)", func(s string) error {
 		on, err := strconv.ParseBool(s)
 		c.DisablePodAddresses = !on
+		return err
+	})
+	fs.BoolFunc("enable-readiness-taint", "lift the taint "+readiness.TaintKey+":NoSchedule, which nodes opt into by registering with it (kubelet --register-with-taints, Karpenter startupTaints), once every NodeENI selecting the node has its interfaces attached and configured (default true)", func(s string) error {
+		on, err := strconv.ParseBool(s)
+		c.DisableReadinessTaint = !on
 		return err
 	})
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/metricsauth"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
+	"github.com/eni-operator/eni-operator/internal/readiness"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -219,12 +220,17 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 			return false, fmt.Errorf("attachment definitions controller: %w", err)
 		}
 	}
+	if !c.NodeENI.DisableController && !c.DisableReadinessTaint {
+		if err := readiness.Setup(mgr, readiness.Options{SkipNameValidation: c.NodeENI.SkipNameValidation}); err != nil {
+			return false, fmt.Errorf("readiness taint controller: %w", err)
+		}
+	}
 	switch {
 	case c.NodeENI.DisableController || c.DisablePodAddresses:
 	case c.NodeENI.DryRun:
 		log.Info("dry run: Multus pod addresses are not registered (no assign or unassign)")
 	default:
-		c.PodAddresses.SkipNameValidation = c.NodeENI.SkipNameValidation
+		c.PodAddresses.SkipNameValidation, c.PodAddresses.Namespace = c.NodeENI.SkipNameValidation, c.Tagger.WatchNamespace
 		if err := podaddrs.Setup(mgr, state, c.PodAddresses); err != nil {
 			return false, fmt.Errorf("pod address registration (Multus): %w", err)
 		}

@@ -403,7 +403,7 @@ func TestNonDefaultValues(t *testing.T) {
 		t.Errorf("DPDK sysfs mount or metrics address missing: %v", containerArgs(t, ds))
 	}
 	tol, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "tolerations")
-	if fmt.Sprint(tol) != "[map[effect:NoSchedule key:multi-eni operator:Exists]]" {
+	if fmt.Sprint(tol) != "[map[effect:NoSchedule key:eni-operator.io/interfaces-not-ready operator:Exists] map[effect:NoSchedule key:multi-eni operator:Exists]]" {
 		t.Errorf("agent tolerations %v", tol)
 	}
 	apply(t, objs)
@@ -483,8 +483,8 @@ func hasHostPath(ds *unstructured.Unstructured, path string) bool {
 	return false
 }
 
-// The agent, when enabled, is minimal: only on labelled nodes, no
-// tolerations, NET_ADMIN and nothing else, not privileged, unauthenticated
+// The agent, when enabled, is minimal: only on labelled nodes, only the
+// readiness taint tolerated (the agent is what it waits for), NET_ADMIN and nothing else, not privileged, unauthenticated
 // metrics on the node's loopback, probes on the node's IP, no sysfs or
 // SR-IOV mounts; DPDK adds privileged and the mounts.
 func TestAgentValues(t *testing.T) {
@@ -495,8 +495,8 @@ func TestAgentValues(t *testing.T) {
 	if sel := fmt.Sprint(pod["nodeSelector"]); sel != "map[eni-operator.io/agent:true kubernetes.io/os:linux]" {
 		t.Errorf("agent nodeSelector %s; want the eni-operator.io/agent=true label", sel)
 	}
-	if tol, ok := pod["tolerations"]; ok {
-		t.Errorf("agent tolerations %v; want none", tol)
+	if tol := fmt.Sprint(pod["tolerations"]); tol != "[map[effect:NoSchedule key:eni-operator.io/interfaces-not-ready operator:Exists]]" {
+		t.Errorf("agent tolerations %v; want the readiness taint's only", tol)
 	}
 	if hn, _ := pod["hostNetwork"].(bool); !hn {
 		t.Error("the agent must run in the host network namespace")

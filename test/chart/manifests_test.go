@@ -35,14 +35,15 @@ func TestKustomizeManifests(t *testing.T) {
 	// generated agent role.
 	agentObjs := kustomize(t, "agent")
 	ds := find(t, agentObjs, "DaemonSet", "")
-	// Minimal like the chart's default: labelled nodes, no tolerations,
+	// Minimal like the chart's default: labelled nodes, only the
+	// readiness taint tolerated (the agent is what it waits for),
 	// NET_ADMIN only, metrics on loopback.
 	ag := agentContainer(t, ds)
 	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "template", "spec", "nodeSelector")
 	tol, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "tolerations")
 	priv, _, _ := unstructured.NestedBool(ag, "securityContext", "privileged")
 	caps, _, _ := unstructured.NestedStringSlice(ag, "securityContext", "capabilities", "add")
-	if sel["eni-operator.io/agent"] != "true" || len(tol) > 0 || priv || fmt.Sprint(caps) != "[NET_ADMIN]" ||
+	if sel["eni-operator.io/agent"] != "true" || fmt.Sprint(tol) != "[map[effect:NoSchedule key:eni-operator.io/interfaces-not-ready operator:Exists]]" || priv || fmt.Sprint(caps) != "[NET_ADMIN]" ||
 		!slices.Contains(containerArgs(t, ds), "--metrics-bind-address=127.0.0.1:9810") {
 		t.Errorf("config/agent's DaemonSet is not minimal: nodeSelector %v, tolerations %v, privileged %v, capabilities %v, args %v",
 			sel, tol, priv, caps, containerArgs(t, ds))

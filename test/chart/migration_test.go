@@ -477,7 +477,7 @@ var migrationExpectations = map[string][]want{
 		// The node agent replaces the eni-manager DaemonSet: the same nodes
 		// (only the original's selector), tolerations, resources, DPDK.
 		{kind: "DaemonSet", name: agentName, path: pod + "nodeSelector", value: yamlValue(`{role: worker, ng: multi-eni}`)},
-		{kind: "DaemonSet", name: agentName, path: pod + "tolerations", value: yamlValue(`[{key: dedicated, value: multi-eni, effect: NoSchedule}]`)},
+		{kind: "DaemonSet", name: agentName, path: pod + "tolerations", value: yamlValue(`[{key: eni-operator.io/interfaces-not-ready, operator: Exists, effect: NoSchedule}, {key: dedicated, value: multi-eni, effect: NoSchedule}]`)},
 		{kind: "DaemonSet", name: agentName, path: ctr0 + "resources", value: yamlValue(`{limits: {cpu: 300m, memory: 192Mi}, requests: {cpu: 30m, memory: 64Mi}}`)},
 		{kind: "DaemonSet", name: agentName, path: ctr0 + "securityContext.privileged", value: true},
 		{kind: "DaemonSet", name: agentName, path: "args", value: []string{"--zap-log-level=info", "--dpdk-driver=igb_uio", "--sriov-config=/etc/pcidp/config.json"}},
