@@ -60,7 +60,7 @@ func (r *reconciler) ec2Unreachable(ctx context.Context, ne *v1alpha1.NodeENI) (
 	}
 	patched := ne.DeepCopy()
 	meta.SetStatusCondition(&patched.Status.Conditions, cond)
-	return true, r.client.Status().Patch(ctx, patched, client.MergeFrom(ne))
+	return true, r.client.Status().Patch(ctx, patched, client.MergeFromWithOptions(ne, client.MergeFromWithOptimisticLock{}))
 }
 
 // ec2UnreachableMessage names when EC2 calls started failing and the

@@ -273,7 +273,10 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 	ne.Status = st
 	// Remembered before the write: its watch event may come first.
 	r.own.remember(ne.Name, st)
-	if err := r.client.Status().Patch(ctx, ne, client.MergeFrom(old)); err != nil {
+	// Under an optimistic lock: a merge patch replaces the whole
+	// conditions list, and other controllers own some of its types
+	// (PodAddressesRegistered, AttachmentDefinitionsReady).
+	if err := r.client.Status().Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		r.own.forget(ne.Name)
 		return recheck, err
 	}

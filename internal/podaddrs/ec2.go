@@ -19,3 +19,11 @@ type EC2 interface {
 	AssignAddresses(ctx context.Context, id string, a ec2.Addresses) error
 	UnassignAddresses(ctx context.Context, id string, a ec2.Addresses) error
 }
+
+// The rights registration uses (the operator's role has them for the
+// NodeENI controller and the tagger too).
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=eninodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -37,6 +37,9 @@ type Options struct {
 	CatalogMaxAge time.Duration
 	// MaxConcurrentReconciles is how many nodes are worked on at once.
 	MaxConcurrentReconciles int
+	// Namespace limits registration to the pods of one namespace (the
+	// operator's --watch-namespace, whose RBAC lets it see no others).
+	Namespace string
 	// SkipNameValidation lets tests start the controller in several
 	// managers of one process.
 	SkipNameValidation bool
@@ -67,8 +70,12 @@ func (o Options) withDefaults() Options {
 // informer. The manager's scheme must hold corev1 and v1alpha1.
 func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 	o = o.withDefaults()
+	byObject := cache.ByObject{Transform: keepMultusPods()}
+	if o.Namespace != "" {
+		byObject.Namespaces = map[string]cache.Config{o.Namespace: {}}
+	}
 	pods, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: keepMultusPods()}}})
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: byObject}})
 	if err != nil {
 		return err
 	}
