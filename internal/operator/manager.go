@@ -225,6 +225,7 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		log.Info("dry run: Multus pod addresses are not registered (no assign or unassign)")
 	default:
 		c.PodAddresses.SkipNameValidation = c.NodeENI.SkipNameValidation
+		c.PodAddresses.InventoryScope = nodeeni.InventoryScope
 		if err := podaddrs.Setup(mgr, state, c.PodAddresses); err != nil {
 			return false, fmt.Errorf("pod address registration (Multus): %w", err)
 		}
