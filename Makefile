@@ -148,7 +148,7 @@ else
 endif
 
 .PHONY: bench
-bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollouts, NodeENI over 5,000 nodes (about 35 minutes by itself), 10,000-pod burst, new ENIs, tag-policy re-tag of 10,000 pods) with SVG charts and Go benchmarks into bench/results/report.md; FIGURE=PodBurst runs one
+bench: build control-plane ## figures (tagging burst, churn, restart, memory, NodeENI rollouts, NodeENI over 5,000 nodes (about 35 minutes by itself), 10,000-pod burst, new ENIs, tag-policy re-tag of 10,000 pods, 1,000 Multus pod addresses on 50 nodes) with SVG charts and Go benchmarks into bench/results/report.md; FIGURE=PodBurst runs one
 	@mkdir -p bench/results
 	ENI_BENCH=1 ENI_OPERATOR_BIN=$(CURDIR)/$(BIN)/eni-operator KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" \
 		$(GO) test -count=1 -v -timeout 150m -p 1 -run 'TestFigure$(FIGURE)' ./test/bench/ ./test/failover/ | grep --line-buffered -v '^I1' | tee bench/results/figures.log

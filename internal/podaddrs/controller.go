@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,9 +53,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
 }
 
+// inventoryPoll is how often a pass looks again for the first inventory
+// of the NodeENIs' ENIs.
+const inventoryPoll = 500 * time.Millisecond
+
 // read gathers the node's ENIs (its ENINode, as EC2 shows them), its
-// pods' claims and the record.
+// pods' claims and the record. Until the first inventory of the
+// NodeENIs' ENIs it waits: the node's ENIs would all be unknown.
 func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
+	if r.opts.InventoryScope != "" && !r.ec2.Synced(r.opts.InventoryScope) {
+		return phases.After(inventoryPoll)
+	}
 	p.en = &v1alpha1.ENINode{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: p.node}, p.en); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -18,6 +18,8 @@ type EC2 interface {
 	InstanceLimits(ctx context.Context, instanceType string) (ec2.InstanceLimits, error)
 	AssignAddresses(ctx context.Context, id string, a ec2.Addresses) error
 	UnassignAddresses(ctx context.Context, id string, a ec2.Addresses) error
+	// Synced reports whether a refresh covering the scope has completed.
+	Synced(scope string) bool
 }
 
 // The rights registration uses (the operator's role has them for the

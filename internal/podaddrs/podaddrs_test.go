@@ -62,7 +62,10 @@ func (w *world) node() string { return w.label + "-n0" }
 
 // start runs the NodeENI controller and pod address registration, as
 // the operator does, against the emulator.
-func (w *world) start() *testenv.Manager {
+func (w *world) start() *testenv.Manager { return w.startResync(time.Second) }
+
+// startResync is start with the given resync of a node in sync.
+func (w *world) startResync(resync time.Duration) *testenv.Manager {
 	return testenv.StartManager(w.t, shared.Env(w.t).Config, ctrl.Options{}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
 		cfg := ec2.Config{VPCID: w.VPC, Registerer: reg, Buckets: map[ec2.Family]ec2.Bucket{}, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
 			BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond}
@@ -77,7 +80,8 @@ func (w *world) start() *testenv.Manager {
 			CatalogInterval: time.Minute, DetachPollInterval: 50 * time.Millisecond, CollectorGracePeriod: time.Second, Registerer: reg}); err != nil {
 			return err
 		}
-		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: 300 * time.Millisecond, StatusInterval: 200 * time.Millisecond, Resync: time.Second})
+		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: 300 * time.Millisecond, StatusInterval: 200 * time.Millisecond, Resync: resync,
+			InventoryScope: nodeeni.InventoryScope})
 	})
 }
 
@@ -249,5 +253,43 @@ func TestRefusals(t *testing.T) {
 	w.eventually("b registered in full", func() (bool, string) {
 		got := w.secondaries(eni.ID)
 		return slices.Equal(got, []string{"10.0.32.103", "10.0.32.104"}), fmt.Sprint(got)
+	})
+}
+
+// After a restart, a node's pass waits for the first inventory of the
+// NodeENIs' ENIs: a pass before it would see no ENI of the node, do
+// nothing and look again only a resync later, so a pod created while the
+// operator was down would wait that long for its address.
+func TestRestartWaitsForInventory(t *testing.T) {
+	w := newWorld(t)
+	m := w.startResync(time.Minute)
+	eni := w.attached()
+	w.multusPod("p1", eni.MAC, "10.0.32.101")
+	w.eventually("p1's address on the ENI", func() (bool, string) {
+		got := w.secondaries(eni.ID)
+		return slices.Equal(got, []string{"10.0.32.101"}), fmt.Sprint(got)
+	})
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	w.multusPod("p2", eni.MAC, "10.0.32.102") // while the operator is down
+	// The first inventory takes 3 s: the pods' and ENINodes' caches are
+	// ready long before.
+	slow := map[string]emulator.Fault{"DescribeNetworkInterfaces": {Latency: emulator.Duration{Duration: 3 * time.Second}}}
+	if err := w.Emulator.Configure(emulator.Config{Faults: slow}); err != nil {
+		t.Fatal(err)
+	}
+	w.startResync(time.Minute)
+	time.Sleep(4 * time.Second)
+	if err := w.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{}}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("p2's address registered without waiting for a resync", func() (bool, string) {
+		got := w.secondaries(eni.ID)
+		return slices.Equal(got, []string{"10.0.32.101", "10.0.32.102"}), fmt.Sprint(got)
+	})
+	w.eventually("the condition counts both", func() (bool, string) {
+		c := w.condition()
+		return c != nil && c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, "2 "), fmt.Sprintf("%+v", c)
 	})
 }

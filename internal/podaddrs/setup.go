@@ -35,6 +35,11 @@ type Options struct {
 	StatusInterval time.Duration
 	// CatalogMaxAge is how old the VPC's subnets may be.
 	CatalogMaxAge time.Duration
+	// InventoryScope is the EC2 state's scope that holds the NodeENIs'
+	// ENIs (nodeeni.InventoryScope): a node's pass waits for its first
+	// refresh. Without it a pass after a start sees none of the node's
+	// ENIs, does nothing and looks again only a Resync later.
+	InventoryScope string
 	// MaxConcurrentReconciles is how many nodes are worked on at once.
 	MaxConcurrentReconciles int
 	// Namespace limits registration to the pods of one namespace (the
