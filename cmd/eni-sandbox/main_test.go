@@ -101,12 +101,19 @@ func TestSandboxUpAndCtrlC(t *testing.T) {
 		regexp.MustCompile(`forbidden-0\s+.*False InvalidTags\s+-`),
 		regexp.MustCompile(`(?m)^node-a1\s+i-\w+\s+us-east-1a\s+m5.xlarge\s+0\s+eni-\w+\s+demo-a`),
 		regexp.MustCompile(`(?m)^\s+2\s+eni-\w+\s+multus-subnet-us-east-1b\s+\S+\s+NodeENI multus-eni-by-name`),
-		regexp.MustCompile(`multus-eni-by-name\s+3\s+3\s+True Attached`),
+		regexp.MustCompile(`multus-eni-by-name\s+3\s+3\s+True Attached\s+-\s+-\n`),
+		// The secondary network: NodeENI data-plane (its subnet selected
+		// by tags) on the nodes of us-east-1a, its definition, and the
+		// Multus pod's address registered on the ENI.
+		regexp.MustCompile(`data-plane\s+2\s+2\s+True Attached\s+True Registered\s+True Synced`),
+		regexp.MustCompile(`data-plane: PodAddressesRegistered: 1 Multus pod addresses registered on the ENIs of 2 nodes`),
+		regexp.MustCompile(`(?m)^cnf\s+data-plane\s+data-plane\s+ipvlan l2\s+data\s+whereabouts 10\.0\.40\.0/24 \(10\.0\.40\.4-10\.0\.40\.254\)$`),
 	} {
 		if !want.MatchString(report) {
 			t.Errorf("report lacks %s:\n%s", want, report)
 		}
 	}
+	checkSecondaryNetwork(t, report)
 	// The NodeENI ENI appears on all three nodes.
 	if n := strings.Count(report, "NodeENI multus-eni-by-name"); n != 3 {
 		t.Errorf("%d NodeENI ENIs in the node table, want 3:\n%s", n, report)
@@ -157,6 +164,27 @@ func TestSandboxUpAndCtrlC(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopping kube-apiserver and etcd") {
 		t.Errorf("no shutdown progress on stderr:\n%s", stderr.String())
+	}
+}
+
+// checkSecondaryNetwork checks the Multus pod's row: its address, in
+// the definition's range, is a secondary private IP of the ENI EC2 shows
+// attached to the pod's node at device index 1 (the NodeENI's), whose
+// MAC the pod's network status names.
+func checkSecondaryNetwork(t *testing.T, report string) {
+	t.Helper()
+	pod := regexp.MustCompile(`(?m)^cnf/cnf-0\s+(node-a\d)\s+cnf/data-plane\s+net1\s+([0-9a-f:]{17})\s+(10\.0\.40\.\d+)\s+(eni-\w+)\s+secondary private IP$`).FindStringSubmatch(report)
+	if pod == nil {
+		t.Fatalf("no Multus pod row with its address a secondary private IP of its ENI:\n%s", report)
+	}
+	node, addr, eni := pod[1], pod[3], pod[4]
+	onNode := regexp.MustCompile(`(?m)^` + node + `\s+i-\w+\s+us-east-1a\s+\S+\s+0\s+.*\n(?:\s+\d+\s+.*\n)*?\s+1\s+` + eni +
+		`\s+data-us-east-1a\s+10\.0\.40\.\d+\s+NodeENI data-plane, secondary IPs ` + regexp.QuoteMeta(addr) + `\n`)
+	if !onNode.MatchString(report) {
+		t.Errorf("the nodes table does not show %s at index 1 of %s holding %s:\n%s", eni, node, addr, report)
+	}
+	if n := strings.Count(report, "NodeENI data-plane"); n != 2 {
+		t.Errorf("%d data-plane ENIs in the node table, want 2 (the nodes of us-east-1a):\n%s", n, report)
 	}
 }
 
