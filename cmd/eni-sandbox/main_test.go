@@ -101,12 +101,19 @@ func TestSandboxUpAndCtrlC(t *testing.T) {
 		regexp.MustCompile(`forbidden-0\s+.*False InvalidTags\s+-`),
 		regexp.MustCompile(`(?m)^node-a1\s+i-\w+\s+us-east-1a\s+m5.xlarge\s+0\s+eni-\w+\s+demo-a`),
 		regexp.MustCompile(`(?m)^\s+2\s+eni-\w+\s+multus-subnet-us-east-1b\s+\S+\s+NodeENI multus-eni-by-name`),
-		regexp.MustCompile(`multus-eni-by-name\s+3\s+3\s+True Attached`),
+		regexp.MustCompile(`multus-eni-by-name\s+3\s+3\s+True Attached\s+-\s+-\n`),
+		// The secondary network: NodeENI data-plane (its subnet selected
+		// by tags) on the nodes of us-east-1a, its definition, and the
+		// Multus pod's address registered on the ENI.
+		regexp.MustCompile(`data-plane\s+2\s+2\s+True Attached\s+True Registered\s+True Synced`),
+		regexp.MustCompile(`data-plane: PodAddressesRegistered: 1 Multus pod addresses registered on the ENIs of 2 nodes`),
+		regexp.MustCompile(`(?m)^cnf\s+data-plane\s+data-plane\s+ipvlan l2\s+data\s+whereabouts 10\.0\.40\.0/24 \(10\.0\.40\.4-10\.0\.40\.254\)$`),
 	} {
 		if !want.MatchString(report) {
 			t.Errorf("report lacks %s:\n%s", want, report)
 		}
 	}
+	checkSecondaryNetwork(t, report)
 	// The NodeENI ENI appears on all three nodes.
 	if n := strings.Count(report, "NodeENI multus-eni-by-name"); n != 3 {
 		t.Errorf("%d NodeENI ENIs in the node table, want 3:\n%s", n, report)

@@ -20,12 +20,16 @@ import (
 
 // report is what the sandbox shows: each demo pod with its ENI and the
 // tags on it (as EC2 reports them), each node with its attached ENIs, and
-// each NodeENI's readiness, each tag policy's figures.
+// each NodeENI's readiness, each tag policy's figures, and the secondary
+// network: the attachment definitions the operator wrote and the Multus
+// pods' addresses with the ENI EC2 shows holding each.
 type report struct {
 	pods     []podRow
 	nodes    []nodeRow
 	nodeENIs []nodeENIRow
 	policies []v1alpha1.ENITagPolicy
+	defs     []defRow
+	multus   []multusRow
 }
 
 type podRow struct {
@@ -46,6 +50,11 @@ type eniRow struct {
 type nodeENIRow struct {
 	name, status   string
 	ready, desired int32
+	// podAddresses and definitions are the PodAddressesRegistered and
+	// AttachmentDefinitionsReady conditions ("-" without), notes their
+	// messages.
+	podAddresses, definitions string
+	notes                     []string
 }
 
 // collect reads the report from the API server and from EC2.
@@ -80,6 +89,12 @@ func collect(ctx context.Context, k8s client.Client, ec2c *ec2.Client) (*report,
 	}
 	r := buildReport(pods.Items, nodes.Items, nes.Items, enis, subnetName)
 	r.policies = policies.Items
+	if r.defs, err = definitionRows(ctx, k8s); err != nil {
+		return nil, err
+	}
+	if r.multus, err = multusRows(ctx, k8s, enis); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -104,6 +119,9 @@ func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI,
 				role = "primary"
 			case e.Tags["eni-operator.io/nodeeni"] != "":
 				role = "NodeENI " + e.Tags["eni-operator.io/nodeeni"]
+				if len(e.SecondaryIPs) > 0 {
+					role += ", secondary IPs " + strings.Join(e.SecondaryIPs, " ")
+				}
 			}
 			subnet := subnetName[e.SubnetID]
 			if subnet == "" {
@@ -117,9 +135,18 @@ func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI,
 	slices.SortFunc(r.nodes, func(a, b nodeRow) int { return cmpStrings(a.name, b.name) })
 
 	for _, ne := range nes {
-		row := nodeENIRow{name: ne.Name, ready: ne.Status.ReadyNodes, desired: ne.Status.DesiredNodes, status: "-"}
+		row := nodeENIRow{name: ne.Name, ready: ne.Status.ReadyNodes, desired: ne.Status.DesiredNodes, status: "-", podAddresses: "-", definitions: "-"}
 		if c := meta.FindStatusCondition(ne.Status.Conditions, "Ready"); c != nil {
 			row.status = fmt.Sprintf("%s %s", c.Status, c.Reason)
+		}
+		for _, t := range []struct {
+			cond string
+			to   *string
+		}{{v1alpha1.ConditionPodAddressesRegistered, &row.podAddresses}, {v1alpha1.ConditionAttachmentDefinitionsReady, &row.definitions}} {
+			if c := meta.FindStatusCondition(ne.Status.Conditions, t.cond); c != nil {
+				*t.to = fmt.Sprintf("%s %s", c.Status, c.Reason)
+				row.notes = append(row.notes, fmt.Sprintf("  %s: %s: %s", ne.Name, t.cond, c.Message))
+			}
 		}
 		r.nodeENIs = append(r.nodeENIs, row)
 	}
@@ -212,11 +239,17 @@ func (r *report) print(out io.Writer) {
 
 	fmt.Fprintln(out, "\nNODEENIS")
 	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tREADY NODES\tDESIRED\tREADY CONDITION")
+	fmt.Fprintln(w, "NAME\tREADY NODES\tDESIRED\tREADY CONDITION\tPOD ADDRESSES\tATTACHMENT DEFINITIONS")
 	for _, ne := range r.nodeENIs {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", ne.name, ne.ready, ne.desired, ne.status)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\n", ne.name, ne.ready, ne.desired, ne.status, ne.podAddresses, ne.definitions)
 	}
 	_ = w.Flush()
+	for _, ne := range r.nodeENIs {
+		for _, n := range ne.notes {
+			fmt.Fprintln(out, n)
+		}
+	}
+	r.printSecondary(out)
 }
 
 func formatTags(tags map[string]string) string {
@@ -267,11 +300,12 @@ Delete a pod with: kubectl delete pod -n %s NAME --grace-period=0 --force
 Try, in another terminal:
   export KUBECONFIG=%s PATH=%s:$PATH
   kubectl get pods -n %s -o wide; kubectl get neni; kubectl get eninodes
+  kubectl get network-attachment-definitions -A -o yaml; kubectl get pod -n %s %s -o yaml
   kubectl annotate pod -n %s web-0 --overwrite %s='Team=Payments,Env=dev'
   export AWS_ENDPOINT_URL_EC2=%s AWS_REGION=%s AWS_DEFAULT_REGION=%s AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox
   aws ec2 describe-network-interfaces --query 'NetworkInterfaces[].[NetworkInterfaceId,TagSet]'
 
-`, demoNamespace, a.kubeconfig, dirOf(a.kubectl), demoNamespace, demoNamespace, tagger.DefaultAnnotationKey, a.endpoint, region, region)
+`, demoNamespace, a.kubeconfig, dirOf(a.kubectl), demoNamespace, secondaryNamespace, secondaryPodName, demoNamespace, tagger.DefaultAnnotationKey, a.endpoint, region, region)
 }
 
 func dirOf(path string) string {

@@ -4,7 +4,9 @@
 // EC2 emulator seeded with a demo world, Node objects for the world's
 // instances, the operator as internal/operator wires it with
 // eni-operator's default flags (the few the sandbox sets are reported),
-// and demo pods and a NodeENI. It reports what the operator did as
+// demo pods and a NodeENI, and a secondary network: a NodeENI for Multus
+// with a pod on it (Multus' CRD installed, its part played by the
+// sandbox). It reports what the operator did as
 // tables and keeps running for a person to experiment, until its context
 // ends.
 package sandbox
@@ -99,7 +101,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 
-	say("starting etcd and kube-apiserver (they die with the sandbox, even on SIGKILL), installing the CRDs")
+	say("starting etcd and kube-apiserver (they die with the sandbox, even on SIGKILL), installing the CRDs and Multus' NetworkAttachmentDefinition CRD (%s; Multus itself is not installed)", rel(o.Root, nadCRD(o.Root)))
 	cp, kubeconfig, err := startControlPlane(ctx, o, assets)
 	if err != nil {
 		return err
@@ -149,10 +151,12 @@ func Run(ctx context.Context, o Options) (err error) {
 	say("node agent: not started — it configures host interfaces (netlink, sysfs) and needs root and the nodes' real NICs; the sandbox has neither")
 
 	say("applying the demo: namespace %s, %d pods with tag annotations, NodeENI %s from %s", demoNamespace, len(demoPods()), ne.Name, rel(o.Root, o.NodeENIFile))
-	if err := applyDemo(ctx, k8s, reader, nodes, ne); err != nil {
+	d := demoEnv{k8s: k8s, reader: reader, nodes: nodes, timeout: o.Timeout, say: say}
+	then, err := d.apply(ctx, ne)
+	if err != nil {
 		return err
 	}
-	if interrupted, err := converge(ctx, o, k8s, reader, op); interrupted || err != nil {
+	if interrupted, err := converge(ctx, o, d, op, then); interrupted || err != nil {
 		return err
 	}
 	if o.Once {
@@ -168,7 +172,7 @@ func Run(ctx context.Context, o Options) (err error) {
 // and writes an administrator's kubeconfig into Dir.
 func startControlPlane(ctx context.Context, o Options, assets string) (*controlplane.ControlPlane, string, error) {
 	cp, err := controlplane.Start(ctx, controlplane.Options{Bins: assets,
-		CRDDirs: []string{filepath.Join(o.Root, "config", "crd", "bases")}})
+		CRDDirs: []string{filepath.Join(o.Root, "config", "crd", "bases"), nadCRD(o.Root)}})
 	if err != nil {
 		return nil, "", err
 	}
@@ -185,14 +189,26 @@ func startControlPlane(ctx context.Context, o Options, assets string) (*controlp
 	return cp, path, nil
 }
 
+// nadCRD is the minimal NetworkAttachmentDefinition CRD the sandbox
+// installs in Multus' stead.
+func nadCRD(root string) string {
+	return filepath.Join(root, "hack", "demo", "network-attachment-definitions.yaml")
+}
+
 // say writes one progress line.
 func (o *Options) say(format string, a ...any) { fmt.Fprintf(o.Progress, "» "+format+"\n", a...) }
 
-// converge waits for the demo to converge and prints what the operator
-// did (also when it did not converge in time, then with the error).
-// interrupted: ctx ended while it waited, and the run ends without error.
-func converge(ctx context.Context, o Options, k8s client.Client, reader *ec2.Client, op *operatorRun) (interrupted bool, err error) {
-	if err := waitConverged(ctx, k8s, o.Timeout, o.say); err != nil {
+// converge waits for the demo to converge, then runs then (unless nil),
+// and prints what the operator did (also when it did not converge in
+// time, then with the error). interrupted: ctx ended while it waited,
+// and the run ends without error.
+func converge(ctx context.Context, o Options, d demoEnv, op *operatorRun, then func(context.Context) error) (interrupted bool, err error) {
+	k8s, reader := d.k8s, d.reader
+	err = waitConverged(ctx, k8s, o.Timeout, o.say)
+	if err == nil && then != nil {
+		err = then(ctx)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			o.say("interrupted: shutting down")
 			return true, nil
