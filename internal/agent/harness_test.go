@@ -93,6 +93,7 @@ type world struct {
 	subnet string
 	sg     string
 	dir    string
+	ec2    *testenv.EC2
 }
 
 // newWorld makes a node called <test>-<suffix> with n ENIs attached to
@@ -124,7 +125,7 @@ func newWorld(t *testing.T, suffix string, n int) *world {
 		_ = k8s.Delete(context.Background(), &v1alpha1.ENINode{ObjectMeta: metav1.ObjectMeta{Name: node}})
 	})
 	return &world{t: t, k8s: k8s, node: node, prefix: prefix, ns: ns, nl: nl,
-		enis: e.World.NetworkInterfaces, inst: e.World.Instances[0].ID, subnet: e.Subnets["multus-a"], sg: e.Groups["multus"], dir: t.TempDir()}
+		enis: e.World.NetworkInterfaces, inst: e.World.Instances[0].ID, subnet: e.Subnets["multus-a"], sg: e.Groups["multus"], dir: t.TempDir(), ec2: e}
 }
 
 func (w *world) mac(i int) string { return w.enis[i].MAC }
