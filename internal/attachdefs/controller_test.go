@@ -45,7 +45,7 @@ func TestDefinitionsAppearInEachNamespaceOwnedByTheNodeENI(t *testing.T) {
 		t.Errorf("dual-stack definition of the zone's second subnet: %s", cfg)
 	}
 	cond := waitReason(t, c, "appear", ReasonSynced)
-	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "4 NetworkAttachmentDefinitions") {
+	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "written: 4,") {
 		t.Errorf("condition %+v", cond)
 	}
 }

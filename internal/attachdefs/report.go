@@ -81,7 +81,7 @@ func condition(p *pass) *metav1.Condition {
 	}
 	if len(problems) == 0 {
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonSynced
-		c.Message = fmt.Sprintf("%d NetworkAttachmentDefinitions in namespaces %s",
+		c.Message = fmt.Sprintf("NetworkAttachmentDefinitions written: %d, in namespaces %s",
 			len(p.wanted), bounded.List(p.ne.Spec.Multus.AttachmentDefinition.Namespaces, ", ", bounded.Items))
 		return c
 	}

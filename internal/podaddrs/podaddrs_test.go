@@ -189,7 +189,7 @@ func TestRegisterAndRelease(t *testing.T) {
 	}
 	w.eventually("condition True", func() (bool, string) {
 		c := w.condition()
-		return c != nil && c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, "2 "), fmt.Sprintf("%+v", c)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "registered: 2,"), fmt.Sprintf("%+v", c)
 	})
 
 	// Someone else's address on the ENI: never the operator's to remove.
@@ -237,7 +237,7 @@ func TestRefusals(t *testing.T) {
 	})
 	w.eventually("the condition says why", func() (bool, string) {
 		c := w.condition()
-		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "2 pod addresses not registered"), fmt.Sprintf("%+v", c)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "not registered: 2 "), fmt.Sprintf("%+v", c)
 	})
 	w.eventually("events on the pods", func() (bool, string) {
 		var list eventsv1.EventList
@@ -290,6 +290,6 @@ func TestRestartWaitsForInventory(t *testing.T) {
 	})
 	w.eventually("the condition counts both", func() (bool, string) {
 		c := w.condition()
-		return c != nil && c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, "2 "), fmt.Sprintf("%+v", c)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "registered: 2,"), fmt.Sprintf("%+v", c)
 	})
 }

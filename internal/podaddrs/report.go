@@ -191,7 +191,7 @@ func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) er
 // the count, or False with the first refusals and what to do.
 func conditionOf(s summary) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionPodAddressesRegistered, Status: metav1.ConditionTrue, Reason: ReasonRegistered,
-		Message: fmt.Sprintf("%d Multus pod addresses registered on the ENIs of %d nodes", s.registered, s.nodes)}
+		Message: fmt.Sprintf("Multus pod addresses registered: %d, on the ENIs of %d nodes", s.registered, s.nodes)}
 	if len(s.refused) == 0 {
 		return c
 	}
@@ -201,6 +201,6 @@ func conditionOf(s summary) metav1.Condition {
 		parts = append(parts, fmt.Sprintf("pod %s: %s", f.Pod, f.Message))
 	}
 	c.Status, c.Reason = metav1.ConditionFalse, s.refused[0].Reason
-	c.Message = bounded.Truncate(fmt.Sprintf("%d pod addresses not registered (%d registered): %s", len(s.refused), s.registered, strings.Join(parts, "; ")), bounded.Message)
+	c.Message = bounded.Truncate(fmt.Sprintf("pod addresses not registered: %d (registered: %d): %s", len(s.refused), s.registered, strings.Join(parts, "; ")), bounded.Message)
 	return c
 }

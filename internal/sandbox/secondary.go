@@ -172,9 +172,9 @@ func (d demoEnv) runSecondary(ctx context.Context) error {
 		}
 		c := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionPodAddressesRegistered)
 		held := slices.Contains(e.SecondaryIPs, addr.String())
-		// The condition is True with no pod too ("0 Multus pod addresses
-		// registered"): the count says this pod's address is in it.
-		counted := c != nil && c.Status == metav1.ConditionTrue && !strings.HasPrefix(c.Message, "0 ")
+		// The condition is True with no pod too ("Multus pod addresses
+		// registered: 0, ..."): the count says this pod's address is in it.
+		counted := c != nil && c.Status == metav1.ConditionTrue && !strings.Contains(c.Message, "registered: 0,")
 		return fmt.Sprintf("address %s on ENI %s in EC2: %t; NodeENI %s %s counts it: %t", addr, at.ENIID, held,
 			secondaryNodeENIName, v1alpha1.ConditionPodAddressesRegistered, counted), held && counted, nil
 	})

@@ -92,8 +92,8 @@ func TestReportSecondaryNetwork(t *testing.T) {
 	ne := v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: "data-plane"}, Status: v1alpha1.NodeENIStatus{ReadyNodes: 2, DesiredNodes: 2,
 		Conditions: []metav1.Condition{
 			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Attached"},
-			{Type: v1alpha1.ConditionPodAddressesRegistered, Status: metav1.ConditionTrue, Reason: "Registered", Message: "1 Multus pod addresses registered on the ENIs of 2 nodes"},
-			{Type: v1alpha1.ConditionAttachmentDefinitionsReady, Status: metav1.ConditionTrue, Reason: "Synced", Message: "1 NetworkAttachmentDefinitions in namespaces cnf"},
+			{Type: v1alpha1.ConditionPodAddressesRegistered, Status: metav1.ConditionTrue, Reason: "Registered", Message: "Multus pod addresses registered: 1, on the ENIs of 2 nodes"},
+			{Type: v1alpha1.ConditionAttachmentDefinitionsReady, Status: metav1.ConditionTrue, Reason: "Synced", Message: "NetworkAttachmentDefinitions written: 1, in namespaces cnf"},
 		}}}
 	r := buildReport(nil, nil, []v1alpha1.NodeENI{ne}, nil, nil)
 	r.defs = []defRow{{namespace: "cnf", name: "data-plane", nodeENI: "data-plane", typ: "ipvlan l2", master: "data", ipam: "whereabouts 10.0.40.0/24 (10.0.40.4-10.0.40.254)"}}
@@ -103,7 +103,7 @@ func TestReportSecondaryNetwork(t *testing.T) {
 	r.print(&b)
 	for _, want := range []string{
 		"data-plane  2            2        True Attached    True Registered  True Synced",
-		"data-plane: PodAddressesRegistered: 1 Multus pod addresses registered on the ENIs of 2 nodes",
+		"data-plane: PodAddressesRegistered: Multus pod addresses registered: 1, on the ENIs of 2 nodes",
 		"cnf        data-plane  data-plane  ipvlan l2  data    whereabouts 10.0.40.0/24 (10.0.40.4-10.0.40.254)",
 		"cnf/cnf-0  node-a1  cnf/data-plane  net1       02:00:00:00:00:01  10.0.40.6  eni-0123  secondary private IP",
 	} {
