@@ -195,3 +195,25 @@ func TestParseNetworkStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestRegistrationNeeded(t *testing.T) {
+	plain := v1alpha1.NodeENI{}
+	multusOnly := v1alpha1.NodeENI{Spec: v1alpha1.NodeENISpec{Multus: &v1alpha1.MultusSpec{AttachmentDefinition: &v1alpha1.AttachmentDefinitionSpec{}}}}
+	registers := v1alpha1.NodeENI{Spec: v1alpha1.NodeENISpec{Multus: &v1alpha1.MultusSpec{RegisterPodAddresses: true}}}
+	recorded := v1alpha1.ENINode{Spec: v1alpha1.ENINodeSpec{PodAddresses: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1")}}}
+	for _, c := range []struct {
+		name string
+		nes  []v1alpha1.NodeENI
+		ens  []v1alpha1.ENINode
+		want bool
+	}{
+		{"nothing", nil, nil, false},
+		{"NodeENIs without registration", []v1alpha1.NodeENI{plain, multusOnly}, []v1alpha1.ENINode{{}}, false},
+		{"a NodeENI registers", []v1alpha1.NodeENI{plain, registers}, nil, true},
+		{"addresses recorded, registration since turned off", []v1alpha1.NodeENI{plain}, []v1alpha1.ENINode{{}, recorded}, true},
+	} {
+		if got := registrationNeeded(c.nes, c.ens); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -80,7 +80,7 @@ func (w *world) startResync(resync time.Duration) *testenv.Manager {
 			CatalogInterval: time.Minute, DetachPollInterval: 50 * time.Millisecond, CollectorGracePeriod: time.Second, Registerer: reg}); err != nil {
 			return err
 		}
-		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: 300 * time.Millisecond, StatusInterval: 200 * time.Millisecond, Resync: resync,
+		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: 300 * time.Millisecond, StatusInterval: 200 * time.Millisecond, Resync: resync, StartCheck: 100 * time.Millisecond,
 			InventoryScope: nodeeni.InventoryScope})
 	})
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// refresh. Without it a pass after a start sees none of the node's
 	// ENIs, does nothing and looks again only a Resync later.
 	InventoryScope string
+	// StartCheck is how often, until registration starts, the operator
+	// looks for a NodeENI that asks for it.
+	StartCheck time.Duration
 	// MaxConcurrentReconciles is how many nodes are worked on at once.
 	MaxConcurrentReconciles int
 	// Namespace limits registration to the pods of one namespace (the
@@ -66,20 +69,92 @@ func (o Options) withDefaults() Options {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
 	}
+	if o.StartCheck <= 0 {
+		o.StartCheck = 5 * time.Second
+	}
 	return o
 }
 
-// Setup adds pod address registration to the manager: its own pod
-// informer (keepMultusPods), a controller per node and the NodeENIs'
-// PodAddressesRegistered writer, all on the leader only but the
-// informer. The manager's scheme must hold corev1 and v1alpha1.
+// Setup adds pod address registration to the manager. Its pod informer
+// and controller start only once a NodeENI asks for registration (or an
+// ENINode still records addresses to release): a cluster without Multus
+// pays no second watch of every pod. Everything runs on the leader only.
+// The manager's scheme must hold corev1 and v1alpha1.
 func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 	o = o.withDefaults()
+	t := newTally()
+	if err := mgr.Add(&statusWriter{client: mgr.GetClient(), tally: t, interval: o.StatusInterval}); err != nil {
+		return err
+	}
+	return mgr.Add(&starter{mgr: mgr, ec2: e, opts: o, tally: t, every: o.StartCheck})
+}
+
+// starter waits until registration is needed, then starts the pod
+// informer and the controller, once.
+type starter struct {
+	mgr   ctrl.Manager
+	ec2   EC2
+	opts  Options
+	tally *tally
+	every time.Duration
+}
+
+func (s *starter) NeedLeaderElection() bool { return true }
+
+func (s *starter) Start(ctx context.Context) error {
+	tick := time.NewTicker(s.every)
+	defer tick.Stop()
+	for {
+		needed, err := s.needed(ctx)
+		if err == nil && needed {
+			return s.startController()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// needed lists the NodeENIs and ENINodes and says whether registration
+// is needed.
+func (s *starter) needed(ctx context.Context) (bool, error) {
+	var nes v1alpha1.NodeENIList
+	if err := s.mgr.GetClient().List(ctx, &nes); err != nil {
+		return false, err
+	}
+	var ens v1alpha1.ENINodeList
+	if err := s.mgr.GetClient().List(ctx, &ens); err != nil {
+		return false, err
+	}
+	return registrationNeeded(nes.Items, ens.Items), nil
+}
+
+// registrationNeeded reports whether a NodeENI registers pod addresses
+// or an ENINode records some (registration turned off while the operator
+// was down: they are to be released).
+func registrationNeeded(nes []v1alpha1.NodeENI, ens []v1alpha1.ENINode) bool {
+	for _, ne := range nes {
+		if ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses {
+			return true
+		}
+	}
+	for _, en := range ens {
+		if len(en.Spec.PodAddresses) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *starter) startController() error {
+	o := s.opts
 	byObject := cache.ByObject{Transform: keepMultusPods()}
 	if o.Namespace != "" {
 		byObject.Namespaces = map[string]cache.Config{o.Namespace: {}}
 	}
-	pods, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	pods, err := cache.New(s.mgr.GetConfig(), cache.Options{Scheme: s.mgr.GetScheme(), Mapper: s.mgr.GetRESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: byObject}})
 	if err != nil {
 		return err
@@ -87,24 +162,20 @@ func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 	if err := pods.IndexField(context.Background(), &corev1.Pod{}, podIndex, func(o client.Object) []string { return indexByNode(o) }); err != nil {
 		return err
 	}
-	if err := mgr.Add(pods); err != nil {
+	if err := s.mgr.Add(pods); err != nil {
 		return err
 	}
-	t := newTally()
-	r := &reconciler{client: mgr.GetClient(), pods: pods, ec2: e, opts: o, tally: t, limits: newLimitMemo(),
-		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-podaddrs"))}
-	if err := mgr.Add(&statusWriter{client: mgr.GetClient(), tally: t, interval: o.StatusInterval}); err != nil {
-		return err
-	}
+	r := &reconciler{client: s.mgr.GetClient(), pods: pods, ec2: s.ec2, opts: o, tally: s.tally, limits: newLimitMemo(),
+		recorder: bounded.Recorder(s.mgr.GetEventRecorder("eni-operator-podaddrs"))}
 	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	if o.SkipNameValidation {
 		co.SkipNameValidation = &o.SkipNameValidation
 	}
-	delay := o.BatchDelay
-	return ctrl.NewControllerManagedBy(mgr).Named("podaddrs").WithOptions(co).
+	s.mgr.GetLogger().WithName("podaddrs").Info("a NodeENI registers Multus pod addresses: watching pods")
+	return ctrl.NewControllerManagedBy(s.mgr).Named("podaddrs").WithOptions(co).
 		For(&v1alpha1.ENINode{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.NodeENI{}, handler.EnqueueRequestsFromMapFunc(r.nodesOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Kind[client.Object](pods, &corev1.Pod{}, podHandler(delay))).
+		WatchesRawSource(source.Kind[client.Object](pods, &corev1.Pod{}, podHandler(o.BatchDelay))).
 		Complete(r)
 }
 
