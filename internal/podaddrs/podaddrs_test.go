@@ -30,8 +30,9 @@ func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 const waitFor = 20 * time.Second
 
 // world is one test's EC2 and cluster: a node on an instance of type
-// small (4 IPv4 addresses per interface: the primary and three more),
-// a NodeENI registering pod addresses in subnet multus-a.
+// small (4 IPv4 addresses per interface: the primary and three more; 2
+// IPv6), a NodeENI registering pod addresses in subnet multus-a, or in
+// the dual-stack subnet v6-a.
 type world struct {
 	*testenv.EC2
 	t        *testing.T
@@ -44,8 +45,10 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(testenv.OnlySubnets("nodes-a", "multus-a")))
 	loaded := e.Load(t, emulator.World{
-		InstanceTypes: []emulator.InstanceTypeSpec{{Name: "small.test", MaximumNetworkInterfaces: 3, IPv4AddressesPerInterface: 4}},
-		Instances:     []emulator.InstanceSpec{{Type: "small.test", Subnet: "nodes-a"}},
+		InstanceTypes: []emulator.InstanceTypeSpec{{Name: "small.test", MaximumNetworkInterfaces: 3, IPv4AddressesPerInterface: 4, IPv6AddressesPerInterface: 2}},
+		Subnets: []emulator.SubnetSpec{{Name: "v6-a", VPC: "main", CIDR: "10.0.96.0/20", IPv6CIDR: "2600:1f18:aa:100::/64",
+			AvailabilityZone: "us-east-1a"}},
+		Instances: []emulator.InstanceSpec{{Type: "small.test", Subnet: "nodes-a"}},
 	})
 	w := &world{EC2: e, t: t, k8s: testenv.Client(t, shared.Env(t).Config), label: strings.ToLower(t.Name()), instance: loaded.Instances[0].ID, ns: strings.ToLower(t.Name())}
 	testenv.CreateNamespaces(t, w.k8s, w.ns)
@@ -86,9 +89,12 @@ func (w *world) startResync(resync time.Duration) *testenv.Manager {
 }
 
 // attached creates the NodeENI and returns its ENI once attached.
-func (w *world) attached() ec2.ENI {
+func (w *world) attached() ec2.ENI { return w.attachedIn("multus-a") }
+
+// attachedIn is attached with the NodeENI in subnet.
+func (w *world) attachedIn(subnet string) ec2.ENI {
 	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.label}, Spec: v1alpha1.NodeENISpec{
-		NodeSelector: map[string]string{"test": w.label}, SubnetName: "multus-a", SecurityGroupNames: []string{"multus"}, DeviceIndex: 1,
+		NodeSelector: map[string]string{"test": w.label}, SubnetName: subnet, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1,
 		Multus: &v1alpha1.MultusSpec{RegisterPodAddresses: true}}}
 	if err := w.k8s.Create(context.Background(), ne); err != nil {
 		w.t.Fatal(err)
@@ -292,4 +298,29 @@ func TestRestartWaitsForInventory(t *testing.T) {
 		c := w.condition()
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "registered: 2,"), fmt.Sprintf("%+v", c)
 	})
+}
+
+// A pod with an IPv4 and an IPv6 address on a dual-stack subnet's ENI
+// gets both, one call per family; the IPv6 address goes with the pod.
+func TestDualStack(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	eni := w.attachedIn("v6-a")
+	w.Emulator.ResetCounts()
+	w.multusPod("p1", eni.MAC, "10.0.96.50", "2600:1f18:aa:100::50")
+	w.eventually("both addresses on the ENI", func() (bool, string) {
+		e := w.ENI(t, eni.ID)
+		return slices.Contains(e.SecondaryIPs, "10.0.96.50") && slices.Contains(e.IPv6Addresses, "2600:1f18:aa:100::50"), fmt.Sprint(e.SecondaryIPs, e.IPv6Addresses)
+	})
+	if c := w.Calls(); c["AssignPrivateIpAddresses"] != 1 || c["AssignIpv6Addresses"] != 1 {
+		t.Errorf("calls %v; want one assign per family", c)
+	}
+	w.deletePod("p1")
+	w.eventually("both unassigned", func() (bool, string) {
+		e := w.ENI(t, eni.ID)
+		return len(e.SecondaryIPs) == 0 && len(e.IPv6Addresses) == 0, fmt.Sprint(e.SecondaryIPs, e.IPv6Addresses)
+	})
+	if c := w.Calls(); c["UnassignIpv6Addresses"] != 1 {
+		t.Errorf("calls %v; want one IPv6 unassign", c)
+	}
 }
