@@ -95,5 +95,6 @@ type AttachmentDefinitionSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="exclude holds CIDRs such as 10.0.1.0/28 or 2600:1f18::/120"
 	Exclude []string `json:"exclude,omitempty"`
 }

@@ -144,6 +144,10 @@ func TestAdmissionRefusesInvalidSpecs(t *testing.T) {
 			s["interfaceName"] = "multus"
 			s["multus"] = map[string]any{"attachmentDefinition": map[string]any{"namespaces": []any{"cnf"}, "type": "bridge"}}
 		}, "spec.multus.attachmentDefinition.type"},
+		{"an exclude that is no CIDR", func(s map[string]any) {
+			s["interfaceName"] = "multus"
+			s["multus"] = map[string]any{"attachmentDefinition": map[string]any{"namespaces": []any{"cnf"}, "exclude": []any{"10.0.1.0/28", "10.0.1.7"}}}
+		}, "exclude holds CIDRs"},
 		{"multus on a DPDK interface", func(s map[string]any) {
 			s["enableDPDK"], s["multus"] = true, map[string]any{"registerPodAddresses": true}
 		}, "bound to DPDK"},
