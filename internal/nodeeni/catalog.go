@@ -38,7 +38,7 @@ func (r *reconciler) resolve(ctx context.Context, spec *v1alpha1.NodeENISpec) (r
 		}
 		res = resolveIn(c.Subnets, c.Groups, spec)
 	}
-	return res, nil
+	return requireIPv6(res, spec), nil
 }
 
 // resolveIn resolves a spec against a VPC's subnets and groups: IDs must
@@ -51,6 +51,30 @@ func resolveIn(subnets []ec2.Subnet, groups []ec2.SecurityGroup, spec *v1alpha1.
 	r := resolved{SubnetsComplete: true}
 	r.resolveSubnets(subnets, spec)
 	r.resolveGroups(groups, spec)
+	return r
+}
+
+// ReasonSubnetHasNoIPv6: the spec asks for IPv6 addresses or prefixes
+// in a subnet without an IPv6 CIDR.
+const ReasonSubnetHasNoIPv6 = "SubnetHasNoIPv6"
+
+// requireIPv6 takes the subnets without an IPv6 CIDR out of a resolution
+// when the spec asks for IPv6, each a problem: EC2 would refuse every
+// create there. Their ENIs are kept (as for a subnet not found).
+func requireIPv6(r resolved, spec *v1alpha1.NodeENISpec) resolved {
+	if spec.IPv6AddressCount == 0 && spec.IPv6PrefixCount == 0 {
+		return r
+	}
+	var keep []subnetInfo
+	for _, s := range r.Subnets {
+		if s.IPv6CIDR != "" {
+			keep = append(keep, s)
+			continue
+		}
+		r.SubnetsComplete = false
+		r.missing(ReasonSubnetHasNoIPv6, fmt.Sprintf("subnet %s has no IPv6 CIDR, and ipv6AddressCount or ipv6PrefixCount asks for IPv6; associate an IPv6 CIDR with it, or leave it out", s.ID))
+	}
+	r.Subnets = keep
 	return r
 }
 

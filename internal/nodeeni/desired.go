@@ -63,7 +63,7 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 	for _, b := range blocks {
 		if notFoundInVPC(b) {
 			missing = append(missing, b)
-			subnetMissing = subnetMissing || b.Reason == ReasonSubnetNotFound
+			subnetMissing = subnetMissing || b.Reason != ReasonSecurityGroupNotFound
 		}
 	}
 	if len(missing) == 0 || len(nodes) == 0 {
@@ -84,7 +84,7 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 	for _, n := range slices.Sorted(maps.Keys(nodes)) {
 		for _, m := range missing {
 			b := blocked{Node: n, Reason: m.Reason, Message: m.Message}
-			if noZone[n] && someFound && m.Reason == ReasonSubnetNotFound {
+			if noZone[n] && someFound && m.Reason != ReasonSecurityGroupNotFound {
 				b.Message += "; none of the subnets found is in the node's zone"
 			}
 			out = append(out, b)
@@ -94,7 +94,8 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 }
 
 // notFoundInVPC reports whether a block says a subnet or security group
-// of the spec is not in the VPC (a NodeENI-wide problem).
+// of the spec is not in the VPC, or a subnet cannot serve it (no IPv6):
+// a NodeENI-wide problem.
 func notFoundInVPC(b blocked) bool {
-	return b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound)
+	return b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound || b.Reason == ReasonSubnetHasNoIPv6)
 }

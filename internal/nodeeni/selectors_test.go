@@ -84,3 +84,21 @@ func TestResolveSelectors(t *testing.T) {
 		})
 	}
 }
+
+func TestRequireIPv6(t *testing.T) {
+	subnets := []ec2.Subnet{
+		{ID: "subnet-1", AvailabilityZone: "a", CIDR: "10.0.0.0/24", IPv6CIDR: "2600:1f18::/64"},
+		{ID: "subnet-2", AvailabilityZone: "b", CIDR: "10.0.1.0/24"},
+	}
+	groups := []ec2.SecurityGroup{{ID: "sg-1", Name: "g"}}
+	spec := v1alpha1.NodeENISpec{SubnetIDs: []string{"subnet-1", "subnet-2"}, SecurityGroupIDs: []string{"sg-1"}}
+	if r := requireIPv6(resolveIn(subnets, groups, &spec), &spec); len(r.Subnets) != 2 || !r.SubnetsComplete || len(r.Problems) != 0 {
+		t.Fatalf("no IPv6 asked: %+v", r)
+	}
+	spec.IPv6PrefixCount = 1
+	r := requireIPv6(resolveIn(subnets, groups, &spec), &spec)
+	if len(r.Subnets) != 1 || r.Subnets[0].ID != "subnet-1" || r.SubnetsComplete || len(r.Problems) != 1 ||
+		r.Problems[0].Reason != ReasonSubnetHasNoIPv6 || !strings.Contains(r.Problems[0].Message, "subnet-2") {
+		t.Fatalf("IPv6 asked: %+v", r)
+	}
+}
