@@ -103,6 +103,15 @@ func TestDecide(t *testing.T) {
 				return in
 			}(),
 			unassign: "eni-a:10.0.1.20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1")}},
+		{name: "two ENIs of one subnet on the node: each pod's address on the ENI of its MAC, never by subnet",
+			in: func() input {
+				in := input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20"), claim("ns/p2", "02:00:00:00:00:0c", "10.0.1.21")}}
+				twin := in.Interfaces[0]
+				twin.ENI, twin.MAC, twin.Held = "eni-c", "02:00:00:00:00:0c", held()
+				in.Interfaces = append(in.Interfaces, twin)
+				return in
+			}(),
+			assign: "eni-a:10.0.1.20;eni-c:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1"), rec("10.0.1.21", "eni-c", "ns/p2")}, reg: 2},
 		{name: "two pods claiming one address: assigned once",
 			in:     input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p2", macA, "10.0.1.20"), claim("ns/p1", macA, "10.0.1.20")}},
 			assign: "eni-a:10.0.1.20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1")}, reg: 1},
