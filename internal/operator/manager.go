@@ -231,7 +231,7 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		log.Info("dry run: Multus pod addresses are not registered (no assign or unassign)")
 	default:
 		c.PodAddresses.SkipNameValidation, c.PodAddresses.Namespace = c.NodeENI.SkipNameValidation, c.Tagger.WatchNamespace
-		c.PodAddresses.InventoryScope = nodeeni.InventoryScope
+		c.PodAddresses.InventoryScope, c.PodAddresses.Registerer = nodeeni.InventoryScope, c.Registerer
 		if err := podaddrs.Setup(mgr, state, c.PodAddresses); err != nil {
 			return false, fmt.Errorf("pod address registration (Multus): %w", err)
 		}

@@ -83,7 +83,7 @@ func (w *world) startResync(resync time.Duration) *testenv.Manager {
 			CatalogInterval: time.Minute, DetachPollInterval: 50 * time.Millisecond, CollectorGracePeriod: time.Second, Registerer: reg}); err != nil {
 			return err
 		}
-		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: 300 * time.Millisecond, StatusInterval: 200 * time.Millisecond, Resync: resync, StartCheck: 100 * time.Millisecond,
+		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: 300 * time.Millisecond, StatusInterval: 200 * time.Millisecond, Resync: resync, StartCheck: 100 * time.Millisecond, Registerer: reg,
 			InventoryScope: nodeeni.InventoryScope})
 	})
 }
@@ -197,6 +197,9 @@ func TestRegisterAndRelease(t *testing.T) {
 		c := w.condition()
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "registered: 2,"), fmt.Sprintf("%+v", c)
 	})
+	if v := testenv.MetricValue(t, m.Registry, "eni_operator_pod_addresses", map[string]string{"nodeeni": w.label, "state": "registered"}); v != 2 {
+		t.Errorf("eni_operator_pod_addresses registered %v, want 2", v)
+	}
 
 	// Someone else's address on the ENI: never the operator's to remove.
 	admin := w.Client(ec2.Config{VPCID: w.VPC})

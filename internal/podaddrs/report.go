@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,6 +133,7 @@ type statusWriter struct {
 	client   client.Client
 	tally    *tally
 	interval time.Duration
+	gauge    *prometheus.GaugeVec
 }
 
 func (w *statusWriter) NeedLeaderElection() bool { return true }
@@ -170,8 +173,12 @@ func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) er
 		ne := &list.Items[i]
 		registers := ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses
 		old := ne.DeepCopy()
+		w.gauge.DeletePartialMatch(prometheus.Labels{"nodeeni": ne.Name})
 		if registers {
-			c := conditionOf(sums[ne.Name])
+			sum := sums[ne.Name]
+			w.gauge.WithLabelValues(ne.Name, "registered").Set(float64(sum.registered))
+			w.gauge.WithLabelValues(ne.Name, "refused").Set(float64(len(sum.refused)))
+			c := conditionOf(sum)
 			c.ObservedGeneration = ne.Generation
 			meta.SetStatusCondition(&ne.Status.Conditions, c)
 		} else {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -48,6 +50,9 @@ type Options struct {
 	// Namespace limits registration to the pods of one namespace (the
 	// operator's --watch-namespace, whose RBAC lets it see no others).
 	Namespace string
+	// Registerer receives eni_operator_pod_addresses; nil leaves it
+	// unregistered.
+	Registerer prometheus.Registerer
 	// SkipNameValidation lets tests start the controller in several
 	// managers of one process.
 	SkipNameValidation bool
@@ -83,7 +88,15 @@ func (o Options) withDefaults() Options {
 func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 	o = o.withDefaults()
 	t := newTally()
-	if err := mgr.Add(&statusWriter{client: mgr.GetClient(), tally: t, interval: o.StatusInterval}); err != nil {
+	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "eni_operator_pod_addresses",
+		Help: "Multus pod addresses on the ENIs of each NodeENI with multus.registerPodAddresses, by state: registered (assigned on the ENI) and refused (see the PodAddressesRegistered condition)."},
+		[]string{"nodeeni", "state"})
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(gauge); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(&statusWriter{client: mgr.GetClient(), tally: t, interval: o.StatusInterval, gauge: gauge}); err != nil {
 		return err
 	}
 	return mgr.Add(&starter{mgr: mgr, ec2: e, opts: o, tally: t, every: o.StartCheck})
