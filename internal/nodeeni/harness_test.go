@@ -70,18 +70,9 @@ func newHarness(t *testing.T, extra emulator.World) *harness {
 	return h
 }
 
-// ec2Config is the operator's EC2 client configuration here: buckets far
-// beyond AWS's, so tests do not wait for tokens (a 50-node test would
-// otherwise wait on AWS's attach refill; the emulator enforces AWS's
-// buckets only when its throttling is on).
-func ec2Config() ec2.Config {
-	c := ec2.Config{Buckets: map[ec2.Family]ec2.Bucket{}, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
-		BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond}
-	for _, f := range ec2.Families() {
-		c.Buckets[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
-	}
-	return c
-}
+// ec2Config is the operator's EC2 client configuration here
+// (testenv.FastEC2Config; startWith sets the VPC).
+func ec2Config() ec2.Config { return testenv.FastEC2Config("") }
 
 // ec2Client is a client of the test's own for reading the emulator.
 func (h *harness) ec2Client() *ec2.Client { return h.Client(ec2Config()) }

@@ -70,11 +70,8 @@ func (w *world) start() *testenv.Manager { return w.startResync(time.Second) }
 // startResync is start with the given resync of a node in sync.
 func (w *world) startResync(resync time.Duration) *testenv.Manager {
 	return testenv.StartManager(w.t, shared.Env(w.t).Config, ctrl.Options{}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
-		cfg := ec2.Config{VPCID: w.VPC, Registerer: reg, Buckets: map[ec2.Family]ec2.Bucket{}, MaxAttempts: 2, MaxBackoff: 20 * time.Millisecond,
-			BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond}
-		for _, f := range ec2.Families() {
-			cfg.Buckets[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
-		}
+		cfg := testenv.FastEC2Config(w.VPC)
+		cfg.Registerer = reg
 		state := ec2.NewState(testenv.EC2Client(w.URL, cfg))
 		if err := mgr.Add(state); err != nil {
 			return err

@@ -70,10 +70,8 @@ func TestTaintLiftedWhenConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.StartManager(t, shared.Env(t).Config, ctrl.Options{}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
-		cfg := ec2.Config{VPCID: e.VPC, Registerer: reg, Buckets: map[ec2.Family]ec2.Bucket{}, MaxAttempts: 2, BatchIdle: 5 * time.Millisecond, BatchMaxWait: 20 * time.Millisecond}
-		for _, f := range ec2.Families() {
-			cfg.Buckets[f] = ec2.Bucket{Burst: 100000, Refill: 100000}
-		}
+		cfg := testenv.FastEC2Config(e.VPC)
+		cfg.Registerer = reg
 		state := ec2.NewState(testenv.EC2Client(e.URL, cfg))
 		if err := mgr.Add(state); err != nil {
 			return err
