@@ -40,10 +40,13 @@ spec:
     imagePullPolicy: Never
 `, pauseRef))
 
+	// The scheduler says "untolerated taint(s)" without naming them; the
+	// node has no other taint.
 	eventually(t, time.Minute, "the pod unschedulable for the readiness taint", func() error {
 		msg := kubectl(t, "get", "pod", "-n", "default", "untolerating", "-o", `jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}`)
-		if !strings.Contains(msg, readinessTaint) {
-			return fmt.Errorf("PodScheduled message %q", msg)
+		taints := kubectl(t, "get", "node", nodeName, "-o", "jsonpath={.spec.taints[*].key}")
+		if !strings.Contains(msg, "untolerated taint") || taints != readinessTaint {
+			return fmt.Errorf("PodScheduled message %q, node taints %q", msg, taints)
 		}
 		return nil
 	})
