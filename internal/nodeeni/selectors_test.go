@@ -7,6 +7,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestResolveSelectors(t *testing.T) {
@@ -100,5 +101,20 @@ func TestRequireIPv6(t *testing.T) {
 	if len(r.Subnets) != 1 || r.Subnets[0].ID != "subnet-1" || r.SubnetsComplete || len(r.Problems) != 1 ||
 		r.Problems[0].Reason != ReasonSubnetHasNoIPv6 || !strings.Contains(r.Problems[0].Message, "subnet-2") {
 		t.Fatalf("IPv6 asked: %+v", r)
+	}
+}
+
+func TestWithOthersConditions(t *testing.T) {
+	c := func(typ, reason string) metav1.Condition { return metav1.Condition{Type: typ, Reason: reason} }
+	mine := []metav1.Condition{c(v1alpha1.ConditionReady, "Attached"), c(v1alpha1.ConditionPodAddressesRegistered, "stale")}
+	theirs := []metav1.Condition{c(v1alpha1.ConditionReady, "old"), c(v1alpha1.ConditionPodAddressesRegistered, "Registered"), c(v1alpha1.ConditionAttachmentDefinitionsReady, "Synced")}
+	got := withOthersConditions(mine, theirs)
+	want := []metav1.Condition{c(v1alpha1.ConditionReady, "Attached"), c(v1alpha1.ConditionPodAddressesRegistered, "Registered"), c(v1alpha1.ConditionAttachmentDefinitionsReady, "Synced")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+	// Another writer's condition removed meanwhile stays removed.
+	if got := withOthersConditions(mine, nil); len(got) != 1 || got[0].Type != v1alpha1.ConditionReady {
+		t.Fatalf("%+v", got)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -269,18 +271,55 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 		log.FromContext(ctx).Info("NodeENI degraded", "reason", newDeg.Reason, "detail", newDeg.Message)
 		r.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", newDeg.Message)
 	}
-	old := ne.DeepCopy()
-	ne.Status = st
 	// Remembered before the write: its watch event may come first.
 	r.own.remember(ne.Name, st)
-	// Under an optimistic lock: a merge patch replaces the whole
-	// conditions list, and other controllers own some of its types
-	// (PodAddressesRegistered, AttachmentDefinitionsReady).
-	if err := r.client.Status().Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.patchStatus(ctx, ne, st); err != nil {
 		r.own.forget(ne.Name)
 		return recheck, err
 	}
 	return recheck, nil
+}
+
+// ownConditions are the condition types the NodeENI controller writes;
+// attachdefs and podaddrs own the others.
+func ownConditions() []string {
+	return []string{v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded, v1alpha1.ConditionInterfacesConfigured}
+}
+
+// patchStatus writes st under an optimistic lock: a merge patch replaces
+// the whole conditions list, so a write from a stale read would drop
+// another writer's condition. When another writer got there first, the
+// NodeENI's status is read again, its conditions of the other types
+// taken into st, and the write made again (a few times at most).
+func (r *reconciler) patchStatus(ctx context.Context, ne *v1alpha1.NodeENI, st v1alpha1.NodeENIStatus) error {
+	for attempt := 1; ; attempt++ {
+		old := ne.DeepCopy()
+		ne.Status = st
+		err := r.client.Status().Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
+		if err == nil || !apierrors.IsConflict(err) || attempt == 3 {
+			return err
+		}
+		fresh := &v1alpha1.NodeENI{}
+		if err := r.live.Get(ctx, client.ObjectKeyFromObject(ne), fresh); err != nil {
+			return err
+		}
+		// Only the version and status: the pass still acts on the spec it read.
+		ne.ResourceVersion, ne.Status = fresh.ResourceVersion, fresh.Status
+		st.Conditions = withOthersConditions(st.Conditions, fresh.Status.Conditions)
+	}
+}
+
+// withOthersConditions keeps the controller's own conditions of mine and
+// every other condition as theirs has it.
+func withOthersConditions(mine, theirs []metav1.Condition) []metav1.Condition {
+	own := ownConditions()
+	out := slices.DeleteFunc(slices.Clone(mine), func(c metav1.Condition) bool { return !slices.Contains(own, c.Type) })
+	for _, c := range theirs {
+		if !slices.Contains(own, c.Type) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ownWrites remembers, per key, a digest of what this process last
