@@ -2,7 +2,6 @@ package ec2
 
 import (
 	"context"
-	"net/netip"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,26 +11,6 @@ import (
 // Addresses are secondary addresses of one ENI, by family.
 type Addresses struct {
 	IPv4, IPv6 []string
-}
-
-// Empty reports whether there is no address.
-func (a Addresses) Empty() bool { return len(a.IPv4) == 0 && len(a.IPv6) == 0 }
-
-// SplitAddresses sorts addresses into IPv4 and IPv6; a string that is no
-// address is dropped.
-func SplitAddresses(addrs []string) Addresses {
-	var out Addresses
-	for _, s := range addrs {
-		a, err := netip.ParseAddr(s)
-		switch {
-		case err != nil:
-		case a.Is4():
-			out.IPv4 = append(out.IPv4, a.String())
-		default:
-			out.IPv6 = append(out.IPv6, a.String())
-		}
-	}
-	return out
 }
 
 // AssignAddresses assigns secondary IPv4 and IPv6 addresses to an ENI:

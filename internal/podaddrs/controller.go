@@ -103,11 +103,17 @@ func (r *reconciler) registering(ctx context.Context) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, ne := range list.Items {
-		if ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses && ne.DeletionTimestamp.IsZero() {
+		if registersAddresses(&ne) && ne.DeletionTimestamp.IsZero() {
 			out[ne.Name] = true
 		}
 	}
 	return out, nil
+}
+
+// registersAddresses reports whether a NodeENI asks for its Multus pods'
+// addresses on its ENIs.
+func registersAddresses(ne *v1alpha1.NodeENI) bool {
+	return ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses
 }
 
 // providerID is a node's spec.providerID on EC2.

@@ -20,8 +20,6 @@ type outcome struct {
 	// unassigned are the addresses EC2 took off their ENI; failed those
 	// EC2 refused to assign (dropped from the record: not the ENI's).
 	unassigned, failed map[netip.Addr]bool
-	// failedOf counts the failed addresses per NodeENI.
-	failedOf map[string]int
 	// refused are the assignments EC2 refused, for the report.
 	refused []refusal
 	// retry is set when a call failed in a way worth trying again.
@@ -56,7 +54,7 @@ func (r *reconciler) writeRecord(ctx context.Context, en *v1alpha1.ENINode, rec 
 // addresses are tried one by one, so one bad address (taken since the
 // decision, say) does not keep the others off the ENI.
 func (r *reconciler) assign(ctx context.Context, p *pass) *phases.Stop {
-	p.done = outcome{unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}, failedOf: map[string]int{}}
+	p.done = outcome{unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}}
 	for _, eni := range sortedKeys(p.d.Assign) {
 		addrs := p.d.Assign[eni]
 		err := r.ec2.AssignAddresses(ctx, eni, split(addrs))
@@ -97,7 +95,6 @@ func (o *outcome) assignFailed(p *pass, eni string, addrs []netip.Addr, err erro
 			}
 		}
 		o.refused = append(o.refused, f)
-		o.failedOf[f.NodeENI]++
 	}
 }
 

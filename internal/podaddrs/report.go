@@ -62,6 +62,13 @@ func (t *tally) put(node string, reports map[string]nodeReport) []refusal {
 	return fresh
 }
 
+// markChanged has the next take report, even with nothing new.
+func (t *tally) markChanged() {
+	t.mu.Lock()
+	t.changed = true
+	t.mu.Unlock()
+}
+
 func (t *tally) forgetNode(node string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -105,11 +112,18 @@ func (r *reconciler) report(ctx context.Context, p *pass) *phases.Stop {
 	reports := map[string]nodeReport{}
 	for _, f := range p.in.Interfaces {
 		if f.Registers {
-			reports[f.NodeENI] = nodeReport{registered: p.d.Registered[f.NodeENI] - p.done.failedOf[f.NodeENI]}
+			reports[f.NodeENI] = nodeReport{registered: p.d.Registered[f.NodeENI]}
 		}
 	}
-	for _, f := range append(slices.Clone(p.d.Refused), p.done.refused...) {
+	for _, f := range p.d.Refused {
 		rep := reports[f.NodeENI]
+		rep.refused = append(rep.refused, f)
+		reports[f.NodeENI] = rep
+	}
+	// Each address EC2 refused was counted registered by the decision.
+	for _, f := range p.done.refused {
+		rep := reports[f.NodeENI]
+		rep.registered--
 		rep.refused = append(rep.refused, f)
 		reports[f.NodeENI] = rep
 	}
@@ -141,9 +155,7 @@ func (w *statusWriter) NeedLeaderElection() bool { return true }
 func (w *statusWriter) Start(ctx context.Context) error {
 	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
-	w.tally.mu.Lock()
-	w.tally.changed = true
-	w.tally.mu.Unlock()
+	w.tally.markChanged()
 	for {
 		select {
 		case <-ctx.Done():
@@ -156,9 +168,7 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		}
 		if err := w.writeAll(ctx, sums); err != nil {
 			log.FromContext(ctx).Error(err, "writing the NodeENIs' PodAddressesRegistered condition; trying again")
-			w.tally.mu.Lock()
-			w.tally.changed = true
-			w.tally.mu.Unlock()
+			w.tally.markChanged()
 		}
 	}
 }
@@ -171,7 +181,7 @@ func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) er
 	var firstErr error
 	for i := range list.Items {
 		ne := &list.Items[i]
-		registers := ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses
+		registers := registersAddresses(ne)
 		old := ne.DeepCopy()
 		w.gauge.DeletePartialMatch(prometheus.Labels{"nodeeni": ne.Name})
 		if registers {

@@ -148,8 +148,8 @@ func (s *starter) needed(ctx context.Context) (bool, error) {
 // or an ENINode records some (registration turned off while the operator
 // was down: they are to be released).
 func registrationNeeded(nes []v1alpha1.NodeENI, ens []v1alpha1.ENINode) bool {
-	for _, ne := range nes {
-		if ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses {
+	for i := range nes {
+		if registersAddresses(&nes[i]) {
 			return true
 		}
 	}
