@@ -118,17 +118,7 @@ func (w *world) eniNode() *v1alpha1.ENINode {
 
 func (w *world) eventually(what string, cond func() (bool, string)) {
 	w.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(50 * time.Millisecond)
-	}
-	w.t.Fatalf("%s: not within %v; last seen: %s", what, waitFor, last)
+	testenv.Eventually(w.t, what, waitFor, cond)
 }
 
 // multusPod creates a pod on the node whose network status names mac

@@ -29,21 +29,6 @@ func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 
 const waitFor = 20 * time.Second
 
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v; last seen: %s", what, waitFor, last)
-}
-
 // The taint stays on a selected node while its ENI is being attached
 // and until the node's agent reports the interface configured; a
 // tainted node no NodeENI selects has nothing to wait for.
@@ -97,12 +82,12 @@ func TestTaintLiftedWhenConfigured(t *testing.T) {
 		got := taints(name)
 		return slices.Contains(got, readiness.TaintKey) || !slices.Contains(got, "someone.else/taint"), fmt.Sprint(got)
 	}
-	eventually(t, "the unselected node's taint lifted, the other taint kept", func() (bool, string) {
+	testenv.Eventually(t, "the unselected node's taint lifted, the other taint kept", waitFor, func() (bool, string) {
 		tainted, got := has("unselected")
 		return !tainted, got
 	})
 	var eni string
-	eventually(t, "the selected node's ENI attached", func() (bool, string) {
+	testenv.Eventually(t, "the selected node's ENI attached", waitFor, func() (bool, string) {
 		en := &v1alpha1.ENINode{}
 		_ = k8s.Get(ctx, client.ObjectKey{Name: "selected"}, en)
 		for _, a := range en.Spec.Attachments {
@@ -125,11 +110,11 @@ func TestTaintLiftedWhenConfigured(t *testing.T) {
 	if err := k8s.Status().Update(ctx, en); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the selected node's taint lifted", func() (bool, string) {
+	testenv.Eventually(t, "the selected node's taint lifted", waitFor, func() (bool, string) {
 		tainted, got := has("selected")
 		return !tainted, got
 	})
-	eventually(t, "an event says so", func() (bool, string) {
+	testenv.Eventually(t, "an event says so", waitFor, func() (bool, string) {
 		var list eventsv1.EventList
 		_ = k8s.List(ctx, &list)
 		var seen []string

@@ -30,6 +30,7 @@ func TestOperatorNamesPolicy(t *testing.T) {
 		install(t, kustomize(t, "rbac"), operatorPolicyKinds...)
 		checkNamesPolicy(t, "eni-operator", "eni-operator")
 	})
+	t.Run("in-step", func(t *testing.T) { policyInStep(t, c, "eni-operator-names") })
 }
 
 func checkNamesPolicy(t *testing.T, ns, saName string) {

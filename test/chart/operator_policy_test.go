@@ -446,17 +446,7 @@ func checkOperatorNodeENIPolicy(t *testing.T, admin, op client.Client, prefix st
 // eni-operator/eni-operator; the chart renders it whatever the values.
 func TestOperatorPolicyInStep(t *testing.T) {
 	c := newChart(t)
-	chartObjs := c.renderRelease(t, "eni-operator")
-	cfgObjs := kustomize(t, "rbac")
-	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
-		a, b := find(t, chartObjs, kind, "eni-operator-writes"), find(t, cfgObjs, kind, "eni-operator-writes")
-		spec, _, _ := unstructured.NestedMap(a.Object, "spec")
-		want := mustYAML(t, spec) // namespace is eni-operator: the same ServiceAccount
-		got, _, _ := unstructured.NestedMap(b.Object, "spec")
-		if mustYAML(t, got) != want {
-			t.Errorf("config/rbac's %s differs from the chart's:\n%s\nchart (for eni-operator/eni-operator):\n%s", kind, mustYAML(t, got), want)
-		}
-	}
+	policyInStep(t, c, "eni-operator-writes")
 	for _, set := range [][]string{
 		{"agent.enabled=true", "operator.flags.watch-namespace=team-a"},
 		{"operator.serviceAccount.create=false", "operator.serviceAccount.name=byo"},
@@ -474,6 +464,21 @@ func TestOperatorPolicyInStep(t *testing.T) {
 		mc, _, _ := unstructured.NestedSlice(vap.Object, "spec", "matchConditions")
 		if want := "system:serviceaccount:" + namespace + ":" + sa + "'"; !strings.Contains(fmt.Sprint(mc), want) {
 			t.Errorf("%v: the policy matches %v; want the operator's ServiceAccount %s", set, mc, want)
+		}
+	}
+}
+
+// policyInStep checks that config/rbac's admission policy name and its
+// binding are the chart's, rendered as release eni-operator in namespace
+// eni-operator (the same ServiceAccount).
+func policyInStep(t *testing.T, c chart, name string) {
+	t.Helper()
+	chartObjs, cfgObjs := c.renderRelease(t, "eni-operator"), kustomize(t, "rbac")
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		want, _, _ := unstructured.NestedMap(find(t, chartObjs, kind, name).Object, "spec")
+		got, _, _ := unstructured.NestedMap(find(t, cfgObjs, kind, name).Object, "spec")
+		if mustYAML(t, got) != mustYAML(t, want) {
+			t.Errorf("config/rbac's %s %s differs from the chart's:\n%s\nchart (for eni-operator/eni-operator):\n%s", kind, name, mustYAML(t, got), mustYAML(t, want))
 		}
 	}
 }
