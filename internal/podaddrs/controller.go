@@ -30,6 +30,7 @@ type reconciler struct {
 	opts     Options
 	tally    *tally
 	limits   *limitMemo
+	waits    *waiters
 	recorder events.EventRecorder
 }
 
@@ -69,6 +70,7 @@ func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
 		if apierrors.IsNotFound(err) {
 			r.tally.forgetNode(p.node) // no ENI left: EC2 took the addresses with them
 			r.limits.forget(p.node)
+			r.waits.forget(p.node)
 			return phases.Done(nil)
 		}
 		return phases.Done(err)

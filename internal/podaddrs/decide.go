@@ -69,6 +69,9 @@ type decision struct {
 	// longer the node's, or it no longer holds them.
 	Stale   []string
 	Refused []refusal
+	// Taken are the addresses refused because another ENI holds them:
+	// the node waits for them to be released there.
+	Taken []netip.Addr
 	// Registered counts, per NodeENI, the pod addresses in place or being
 	// assigned.
 	Registered map[string]int
@@ -145,6 +148,9 @@ func (d *decision) claimed(in input, byMAC map[string]*iface, recorded map[netip
 			for _, a := range n.Addresses {
 				if reason, msg := f.refuses(a, in.HeldBy, recorded); reason != "" {
 					d.Refused = append(d.Refused, refusal{Pod: c.Pod, NodeENI: f.NodeENI, Reason: reason, Message: msg})
+					if reason == ReasonAddressTaken {
+						d.Taken = append(d.Taken, a)
+					}
 					continue
 				}
 				if _, dup := wanted[a]; !dup && a != f.Primary {
@@ -168,7 +174,7 @@ func (f *iface) refuses(a netip.Addr, heldBy func(netip.Addr) string, recorded m
 	}
 	if other := heldBy(a); other != "" && other != f.ENI {
 		if r, ok := recorded[a]; !ok || r.ENIID != other {
-			return ReasonAddressTaken, fmt.Sprintf("address %s is held by %s, not this node's ENI %s; EC2 does not assign one address twice: fix the IPAM range or free the address", a, other, f.ENI)
+			return ReasonAddressTaken, fmt.Sprintf("address %s is held by %s, not this node's ENI %s; EC2 does not assign one address twice: once it is released there it is registered here (a pod's going from another node releases it); if it is not, fix the IPAM range or free the address", a, other, f.ENI)
 		}
 	}
 	return "", ""

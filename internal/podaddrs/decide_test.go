@@ -57,6 +57,7 @@ func TestDecide(t *testing.T) {
 		record   []v1alpha1.PodAddress
 		stale    []string
 		refused  []string // pod:reason
+		taken    []string // addresses waited for
 		reg      int      // registered on multus
 	}{
 		{name: "a new address is recorded and assigned on the ENI of its MAC",
@@ -87,7 +88,7 @@ func TestDecide(t *testing.T) {
 		{name: "held by another ENI: refused before any call, so it cannot fail the ENI's batch",
 			in: input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20"), claim("ns/p2", macA, "10.0.1.21")},
 				HeldBy: func(a netip.Addr) string { return map[string]string{"10.0.1.20": "eni-other"}[a.String()] }},
-			assign: "eni-a:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.21", "eni-a", "ns/p2")}, refused: []string{"ns/p1:" + ReasonAddressTaken}, reg: 1},
+			assign: "eni-a:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.21", "eni-a", "ns/p2")}, refused: []string{"ns/p1:" + ReasonAddressTaken}, taken: []string{"10.0.1.20"}, reg: 1},
 		{name: "beyond the instance type's addresses per interface: refused, the first ones assigned",
 			in: input{Interfaces: interfaces("10.0.1.50", "10.0.1.51"), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20"), claim("ns/p2", macA, "10.0.1.21"),
 				claim("ns/p3", macA, "10.0.1.22"), claim("ns/p4", macA, "10.0.1.23")}},
@@ -146,6 +147,13 @@ func TestDecide(t *testing.T) {
 			}
 			if !slices.Equal(refused, c.refused) {
 				t.Errorf("refused %v, want %v", refused, c.refused)
+			}
+			var taken []string
+			for _, a := range d.Taken {
+				taken = append(taken, a.String())
+			}
+			if !slices.Equal(taken, c.taken) {
+				t.Errorf("taken %v, want %v", taken, c.taken)
 			}
 			if d.Registered["multus"] != c.reg {
 				t.Errorf("registered %d, want %d", d.Registered["multus"], c.reg)

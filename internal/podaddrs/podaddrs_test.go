@@ -39,7 +39,9 @@ type world struct {
 	k8s      client.Client
 	label    string
 	instance string
-	ns       string
+	// spare is an instance without a node, for a test's second node.
+	spare string
+	ns    string
 }
 
 func newWorld(t *testing.T) *world {
@@ -48,9 +50,10 @@ func newWorld(t *testing.T) *world {
 		InstanceTypes: []emulator.InstanceTypeSpec{{Name: "small.test", MaximumNetworkInterfaces: 3, IPv4AddressesPerInterface: 4, IPv6AddressesPerInterface: 2}},
 		Subnets: []emulator.SubnetSpec{{Name: "v6-a", VPC: "main", CIDR: "10.0.96.0/20", IPv6CIDR: "2600:1f18:aa:100::/64",
 			AvailabilityZone: "us-east-1a"}},
-		Instances: []emulator.InstanceSpec{{Type: "small.test", Subnet: "nodes-a"}},
+		Instances: []emulator.InstanceSpec{{Type: "small.test", Subnet: "nodes-a"}, {Type: "small.test", Subnet: "nodes-a"}},
 	})
-	w := &world{EC2: e, t: t, k8s: testenv.Client(t, shared.Env(t).Config), label: strings.ToLower(t.Name()), instance: loaded.Instances[0].ID, ns: strings.ToLower(t.Name())}
+	w := &world{EC2: e, t: t, k8s: testenv.Client(t, shared.Env(t).Config), label: strings.ToLower(t.Name()), instance: loaded.Instances[0].ID,
+		spare: loaded.Instances[1].ID, ns: strings.ToLower(t.Name())}
 	testenv.CreateNamespaces(t, w.k8s, w.ns)
 	testenv.CreateNode(t, w.k8s, testenv.Node{Name: w.node(), Instance: w.instance, Zone: "us-east-1a", Labels: map[string]string{"test": w.label}})
 	t.Cleanup(func() {
@@ -96,9 +99,14 @@ func (w *world) attachedIn(subnet string) ec2.ENI {
 	if err := w.k8s.Create(context.Background(), ne); err != nil {
 		w.t.Fatal(err)
 	}
+	return w.attachedOn(w.node())
+}
+
+// attachedOn returns the NodeENI's ENI on node once attached.
+func (w *world) attachedOn(node string) ec2.ENI {
 	var eni string
-	w.eventually("the ENI attached", func() (bool, string) {
-		en := w.eniNode()
+	w.eventually("the ENI attached on "+node, func() (bool, string) {
+		en := w.eniNodeOf(node)
 		for _, a := range en.Spec.Attachments {
 			if a.Status == v1alpha1.AttachmentAttached {
 				eni = a.ENIID
@@ -110,9 +118,11 @@ func (w *world) attachedIn(subnet string) ec2.ENI {
 	return w.ENI(w.t, eni)
 }
 
-func (w *world) eniNode() *v1alpha1.ENINode {
+func (w *world) eniNode() *v1alpha1.ENINode { return w.eniNodeOf(w.node()) }
+
+func (w *world) eniNodeOf(node string) *v1alpha1.ENINode {
 	en := &v1alpha1.ENINode{}
-	_ = w.k8s.Get(context.Background(), client.ObjectKey{Name: w.node()}, en)
+	_ = w.k8s.Get(context.Background(), client.ObjectKey{Name: node}, en)
 	return en
 }
 
@@ -124,6 +134,11 @@ func (w *world) eventually(what string, cond func() (bool, string)) {
 // multusPod creates a pod on the node whose network status names mac
 // with addresses, as Multus writes it.
 func (w *world) multusPod(name, mac string, addrs ...string) {
+	w.multusPodOn(w.node(), name, mac, addrs...)
+}
+
+// multusPodOn is multusPod on node.
+func (w *world) multusPodOn(node, name, mac string, addrs ...string) {
 	quoted := make([]string, len(addrs))
 	for i, a := range addrs {
 		quoted[i] = fmt.Sprintf("%q", a)
@@ -131,7 +146,7 @@ func (w *world) multusPod(name, mac string, addrs ...string) {
 	status := fmt.Sprintf(`[{"name":"aws-cni","interface":"eth0","ips":["10.0.128.9"],"mac":"0a:00:00:00:00:01","default":true},`+
 		`{"name":"%s/multus","interface":"net1","ips":[%s],"mac":"%s"}]`, w.ns, strings.Join(quoted, ","), mac)
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Annotations: map[string]string{podaddrs.NetworkStatusAnnotation: status}},
-		Spec: corev1.PodSpec{NodeName: w.node(), Containers: []corev1.Container{{Name: "c", Image: "cnf"}}}}
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "cnf"}}}}
 	testenv.CreatePod(w.t, w.k8s, p, testenv.Running("10.0.128.9"))
 }
 
@@ -250,6 +265,43 @@ func TestRefusals(t *testing.T) {
 		got := w.secondaries(eni.ID)
 		return slices.Equal(got, []string{"10.0.32.103", "10.0.32.104"}), fmt.Sprint(got)
 	})
+}
+
+// An address a pod takes over from a pod going on another node (an IPAM
+// such as whereabouts hands a freed address out again) moves to the new
+// pod's ENI once the other node's pass unassigns it, though the new
+// pod's node was refused it first: not a resync (here a minute) later.
+func TestAddressMovesToAnotherNode(t *testing.T) {
+	w := newWorld(t)
+	other := w.label + "-n1"
+	testenv.CreateNode(t, w.k8s, testenv.Node{Name: other, Instance: w.spare, Zone: "us-east-1a", Labels: map[string]string{"test": w.label}})
+	w.startResync(time.Minute)
+	eni0 := w.attached()
+	eni1 := w.attachedOn(other)
+	w.multusPod("old", eni0.MAC, "10.0.32.101")
+	w.eventually("the address on the first node's ENI", func() (bool, string) {
+		got := w.secondaries(eni0.ID)
+		return slices.Equal(got, []string{"10.0.32.101"}), fmt.Sprint(got)
+	})
+	w.multusPodOn(other, "new", eni1.MAC, "10.0.32.101")
+	w.eventually("the new pod refused while the old one holds it", func() (bool, string) {
+		var list eventsv1.EventList
+		_ = w.k8s.List(context.Background(), &list, client.InNamespace(w.ns))
+		for _, e := range list.Items {
+			if e.Regarding.Name == "new" && e.Reason == podaddrs.ReasonAddressTaken {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(len(list.Items), " events")
+	})
+	w.deletePod("old")
+	w.eventually("the address moved to the second node's ENI", func() (bool, string) {
+		got0, got1 := w.secondaries(eni0.ID), w.secondaries(eni1.ID)
+		return len(got0) == 0 && slices.Equal(got1, []string{"10.0.32.101"}), fmt.Sprint(got0, got1)
+	})
+	if rec := w.eniNodeOf(other).Spec.PodAddresses; len(rec) != 1 || rec[0].ENIID != eni1.ID || rec[0].Pod != w.ns+"/new" {
+		t.Errorf("second node's record %+v", rec)
+	}
 }
 
 // After a restart, a node's pass waits for the first inventory of the

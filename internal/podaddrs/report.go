@@ -133,6 +133,8 @@ func (r *reconciler) report(ctx context.Context, p *pass) *phases.Stop {
 		}
 		log.FromContext(ctx).Info("pod address not registered", "pod", f.Pod, "nodeENI", f.NodeENI, "reason", f.Reason, "message", bounded.Truncate(f.Message, bounded.Message))
 	}
+	r.waits.wait(p.node, p.d.Taken)
+	r.waits.released(p.done.unassigned)
 	if p.done.retry {
 		return phases.After(retryAfter)
 	}

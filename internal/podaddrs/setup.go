@@ -178,7 +178,7 @@ func (s *starter) startController() error {
 	if err := s.mgr.Add(pods); err != nil {
 		return err
 	}
-	r := &reconciler{client: s.mgr.GetClient(), pods: pods, ec2: s.ec2, opts: o, tally: s.tally, limits: newLimitMemo(),
+	r := &reconciler{client: s.mgr.GetClient(), pods: pods, ec2: s.ec2, opts: o, tally: s.tally, limits: newLimitMemo(), waits: newWaiters(),
 		recorder: bounded.Recorder(s.mgr.GetEventRecorder("eni-operator-podaddrs"))}
 	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	if o.SkipNameValidation {
@@ -189,6 +189,7 @@ func (s *starter) startController() error {
 		For(&v1alpha1.ENINode{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.NodeENI{}, handler.EnqueueRequestsFromMapFunc(r.nodesOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Kind[client.Object](pods, &corev1.Pod{}, podHandler(o.BatchDelay))).
+		WatchesRawSource(source.Channel(r.waits.queue, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
