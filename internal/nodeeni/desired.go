@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 )
 
 // subnetInfo is a resolved subnet.
@@ -25,13 +27,13 @@ type want struct {
 // node's zone, in spec order. Nodes whose zone has none of the subnets are
 // returned as blocked. Subnets of other zones are skipped, since EC2
 // cannot attach an ENI across zones.
-func desired(nodes []nodeInfo, subnets []subnetInfo) ([]want, []blocked) {
+func desired(nodes []awsnode.Identity, subnets []subnetInfo) ([]want, []blocked) {
 	byZone := map[string][]subnetInfo{}
 	for _, s := range subnets {
 		byZone[s.Zone] = append(byZone[s.Zone], s)
 	}
-	sorted := append([]nodeInfo(nil), nodes...)
-	slices.SortFunc(sorted, func(a, b nodeInfo) int { return strings.Compare(a.Name, b.Name) })
+	sorted := append([]awsnode.Identity(nil), nodes...)
+	slices.SortFunc(sorted, func(a, b awsnode.Identity) int { return strings.Compare(a.Name, b.Name) })
 	var wants []want
 	var blocks []blocked
 	for _, n := range sorted {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -52,7 +53,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		return in, nil, err
 	}
 	sel := labels.SelectorFromSet(ne.Spec.NodeSelector)
-	var infos []nodeInfo
+	var infos []awsnode.Identity
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if !n.DeletionTimestamp.IsZero() {
@@ -62,7 +63,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		info, err := nodeInfoOf(n)
+		info, err := awsnode.Of(n)
 		if err != nil {
 			blocks = append(blocks, blocked{Node: n.Name, Reason: ReasonNotOnEC2, Message: err.Error()})
 			continue

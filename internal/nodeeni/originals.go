@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -135,9 +136,7 @@ func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI)
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		ev.Nodes[n.Name] = ""
-		if m := providerIDPattern.FindStringSubmatch(n.Spec.ProviderID); m != nil {
-			ev.Nodes[n.Name] = m[2]
-		}
+		ev.Nodes[n.Name], _ = awsnode.Instance(n)
 	}
 	for _, a := range ne.Status.Attachments {
 		ev.Records[a.ENIID] = a

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -95,7 +95,7 @@ func TestChooseIndex(t *testing.T) {
 }
 
 func TestDesired(t *testing.T) {
-	nodes := []nodeInfo{{Name: "b", Instance: "i-b", Zone: "z2"}, {Name: "a", Instance: "i-a", Zone: "z1"}, {Name: "c", Instance: "i-c", Zone: "z3"}}
+	nodes := []awsnode.Identity{{Name: "b", Instance: "i-b", Zone: "z2"}, {Name: "a", Instance: "i-a", Zone: "z1"}, {Name: "c", Instance: "i-c", Zone: "z3"}}
 	subnets := []subnetInfo{{ID: "s1", Zone: "z1"}, {ID: "s2", Zone: "z2"}, {ID: "s3", Zone: "z1"}}
 	wants, blocks := desired(nodes, subnets)
 	got := fmt.Sprint(wants)
@@ -109,32 +109,6 @@ func TestDesired(t *testing.T) {
 	}
 	if len(blocks) != 1 || blocks[0].Node != "c" || blocks[0].Reason != ReasonNoSubnetInZone {
 		t.Fatalf("blocks %+v", blocks)
-	}
-}
-
-func TestNodeInfoOf(t *testing.T) {
-	node := func(pid string, labels map[string]string) *corev1.Node {
-		n := &corev1.Node{Spec: corev1.NodeSpec{ProviderID: pid}}
-		n.Name, n.Labels = "n", labels
-		return n
-	}
-	cases := []struct {
-		n       *corev1.Node
-		want    nodeInfo
-		wantErr bool
-	}{
-		{node("aws:///us-east-1a/i-0abc", nil), nodeInfo{Name: "n", Instance: "i-0abc", Zone: "us-east-1a"}, false},
-		{node("aws:///us-east-1a/i-0abc", map[string]string{corev1.LabelTopologyZone: "us-east-1b"}), nodeInfo{Name: "n", Instance: "i-0abc", Zone: "us-east-1b"}, false},
-		{node("aws:////i-0abc", map[string]string{corev1.LabelFailureDomainBetaZone: "us-east-1c"}), nodeInfo{Name: "n", Instance: "i-0abc", Zone: "us-east-1c"}, false},
-		{node("aws:////i-0abc", nil), nodeInfo{}, true},
-		{node("kind://docker/kind/node", nil), nodeInfo{}, true},
-		{node("", nil), nodeInfo{}, true},
-	}
-	for _, c := range cases {
-		got, err := nodeInfoOf(c.n)
-		if (err != nil) != c.wantErr || got != c.want {
-			t.Errorf("%q %v: %+v, %v", c.n.Spec.ProviderID, c.n.Labels, got, err)
-		}
 	}
 }
 

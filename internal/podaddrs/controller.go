@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
 )
@@ -118,9 +118,6 @@ func registersAddresses(ne *v1alpha1.NodeENI) bool {
 	return ne.Spec.Multus != nil && ne.Spec.Multus.RegisterPodAddresses
 }
 
-// providerID is a node's spec.providerID on EC2.
-var providerID = regexp.MustCompile(`^aws:///[^/]+/(i-[0-9a-f]+)$`)
-
 // interfaces describes the node's attached ENIs as EC2 shows them. An
 // ENI EC2 does not show attached to the node's own instance is not
 // worked on (Unknown): only an ENI the operator attached to this node
@@ -131,11 +128,10 @@ func (r *reconciler) interfaces(ctx context.Context, node string, en *v1alpha1.E
 	if err := r.client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 		return in, client.IgnoreNotFound(err)
 	}
-	m := providerID.FindStringSubmatch(n.Spec.ProviderID)
-	if m == nil {
+	instance, ok := awsnode.Instance(n)
+	if !ok {
 		return in, nil
 	}
-	instance := m[1]
 	cat, err := r.ec2.Catalog(ctx, r.opts.CatalogMaxAge)
 	if err != nil {
 		return in, err

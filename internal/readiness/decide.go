@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 )
 
 // TaintKey is the readiness taint, with effect NoSchedule.
@@ -31,7 +32,7 @@ func tainted(n *corev1.Node) bool {
 // subnet of the node's zone in the node's ENINode, and the node's agent
 // reports each of them Configured.
 func waiting(n *corev1.Node, nodeENIs []v1alpha1.NodeENI, en *v1alpha1.ENINode) []string {
-	zone := n.Labels[corev1.LabelTopologyZone]
+	zone := awsnode.Zone(n)
 	var out []string
 	for i := range nodeENIs {
 		ne := &nodeENIs[i]

@@ -64,4 +64,11 @@ func TestWaiting(t *testing.T) {
 			}
 		})
 	}
+	// The zone as the NodeENI controller reads it: here from the provider
+	// ID, the node having no zone label.
+	unlabelled := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"ng": "multus"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-0abc"}}
+	if got := waiting(unlabelled, []v1alpha1.NodeENI{multus, storage}, &full); len(got) != 0 {
+		t.Errorf("a node whose zone only its provider ID gives waits: %q", got)
+	}
 }
