@@ -346,7 +346,7 @@ func TestRestartWaitsForInventory(t *testing.T) {
 // gets both, one call per family; the IPv6 address goes with the pod.
 func TestDualStack(t *testing.T) {
 	w := newWorld(t)
-	w.start()
+	m := w.start()
 	eni := w.attachedIn("v6-a")
 	w.Emulator.ResetCounts()
 	w.multusPod("p1", eni.MAC, "10.0.96.50", "2600:1f18:aa:100::50")
@@ -365,4 +365,34 @@ func TestDualStack(t *testing.T) {
 	if c := w.Calls(); c["UnassignIpv6Addresses"] != 1 {
 		t.Errorf("calls %v; want one IPv6 unassign", c)
 	}
+	// The NodeENI deleted: its series go with it.
+	if err := w.k8s.Delete(context.Background(), &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.label}}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("the deleted NodeENI's series gone", func() (bool, string) {
+		n := seriesOf(t, m.Registry, "eni_operator_pod_addresses", w.label)
+		return n == 0, fmt.Sprint(n, " series")
+	})
+}
+
+// seriesOf counts the series of metric name about NodeENI nodeENI.
+func seriesOf(t *testing.T, g prometheus.Gatherer, name, nodeENI string) int {
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "nodeeni" && l.GetValue() == nodeENI {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }

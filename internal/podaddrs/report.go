@@ -150,6 +150,8 @@ type statusWriter struct {
 	tally    *tally
 	interval time.Duration
 	gauge    *prometheus.GaugeVec
+	// exposed are the NodeENIs with series in gauge.
+	exposed map[string]bool
 }
 
 func (w *statusWriter) NeedLeaderElection() bool { return true }
@@ -165,7 +167,7 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		case <-tick.C:
 		}
 		sums, changed := w.tally.take()
-		if !changed {
+		if !changed && !w.exposedGone(ctx) {
 			continue
 		}
 		if err := w.writeAll(ctx, sums); err != nil {
@@ -175,21 +177,40 @@ func (w *statusWriter) Start(ctx context.Context) error {
 	}
 }
 
+// exposedGone reports whether a NodeENI with series in the gauge is gone:
+// its deletion changes no node's tally once its ENIs are gone.
+func (w *statusWriter) exposedGone(ctx context.Context) bool {
+	if len(w.exposed) == 0 {
+		return false
+	}
+	var list v1alpha1.NodeENIList
+	if err := w.client.List(ctx, &list); err != nil {
+		return false
+	}
+	present := 0
+	for _, ne := range list.Items {
+		if w.exposed[ne.Name] {
+			present++
+		}
+	}
+	return present < len(w.exposed)
+}
+
 func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) error {
 	var list v1alpha1.NodeENIList
 	if err := w.client.List(ctx, &list); err != nil {
 		return err
 	}
 	var firstErr error
+	exposed := map[string]bool{}
 	for i := range list.Items {
 		ne := &list.Items[i]
-		registers := registersAddresses(ne)
 		old := ne.DeepCopy()
-		w.gauge.DeletePartialMatch(prometheus.Labels{"nodeeni": ne.Name})
-		if registers {
+		if registersAddresses(ne) {
 			sum := sums[ne.Name]
 			w.gauge.WithLabelValues(ne.Name, "registered").Set(float64(sum.registered))
 			w.gauge.WithLabelValues(ne.Name, "refused").Set(float64(len(sum.refused)))
+			exposed[ne.Name] = true
 			c := conditionOf(sum)
 			c.ObservedGeneration = ne.Generation
 			meta.SetStatusCondition(&ne.Status.Conditions, c)
@@ -203,6 +224,13 @@ func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) er
 			firstErr = err
 		}
 	}
+	// A NodeENI deleted or no longer registering takes its series along.
+	for name := range w.exposed {
+		if !exposed[name] {
+			w.gauge.DeletePartialMatch(prometheus.Labels{"nodeeni": name})
+		}
+	}
+	w.exposed = exposed
 	return firstErr
 }
 
