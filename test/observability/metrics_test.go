@@ -16,6 +16,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // synthetic are the series Prometheus makes itself for every target.
@@ -68,6 +69,12 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 
 	cl := operatorenv.NewOneNode(t, "obs", instance)
 	k8s, ne := cl.K8s, cl.NodeENI
+	// Registering Multus pod addresses: their series.
+	registers := ne.DeepCopy()
+	registers.Spec.Multus = &v1alpha1.MultusSpec{RegisterPodAddresses: true}
+	if err := k8s.Patch(ctx, registers, client.MergeFrom(ne)); err != nil {
+		t.Fatal(err)
+	}
 	cl.Pod(t, "app", podIP, "team=network,cost-center=42")
 
 	// The node agent of node-0, as the DaemonSet runs it.
@@ -92,8 +99,11 @@ func TestEveryMetricUsedIsExposed(t *testing.T) {
 		maps.Copy(op, scrape(opMetrics))
 		maps.Copy(ag, scrape(agentMetrics))
 	}
-	eventually(t, 90*time.Second, "the agent's report of the NodeENI's ENI", func() (bool, string) {
+	eventually(t, 90*time.Second, "the agent's report of the NodeENI's ENI, and its pod addresses counted", func() (bool, string) {
 		scrapeBoth()
+		if !op["eni_operator_pod_addresses"] {
+			return false, "no eni_operator_pod_addresses"
+		}
 		var ens v1alpha1.ENINodeList
 		if err := k8s.List(ctx, &ens); err != nil {
 			return false, err.Error()
