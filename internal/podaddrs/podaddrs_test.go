@@ -370,29 +370,7 @@ func TestDualStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.eventually("the deleted NodeENI's series gone", func() (bool, string) {
-		n := seriesOf(t, m.Registry, "eni_operator_pod_addresses", w.label)
+		n := len(testenv.MetricSeries(t, m.Registry, "eni_operator_pod_addresses", map[string]string{"nodeeni": w.label}))
 		return n == 0, fmt.Sprint(n, " series")
 	})
-}
-
-// seriesOf counts the series of metric name about NodeENI nodeENI.
-func seriesOf(t *testing.T, g prometheus.Gatherer, name, nodeENI string) int {
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "nodeeni" && l.GetValue() == nodeENI {
-					n++
-				}
-			}
-		}
-	}
-	return n
 }

@@ -4,17 +4,29 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // MetricValue sums the counters and gauges of a metric's series that
 // carry every label of labels (nil: all series).
 func MetricValue(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
+	sum := 0.0
+	for _, m := range MetricSeries(t, g, name, labels) {
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return sum
+}
+
+// MetricSeries returns a metric's series that carry every label of
+// labels (nil: all series).
+func MetricSeries(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) []*dto.Metric {
+	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := 0.0
+	var out []*dto.Metric
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
@@ -30,8 +42,8 @@ func MetricValue(t testing.TB, g prometheus.Gatherer, name string, labels map[st
 					continue series
 				}
 			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			out = append(out, m)
 		}
 	}
-	return sum
+	return out
 }
