@@ -89,7 +89,7 @@ func (r *reconciler) policyTags(ctx context.Context, in *planInput, n *corev1.No
 		return
 	}
 	// Before the policies are loaded, or where one fails, the tags they
-	// give are not known: none is removed on that account.
+	// give are not known (tagDrift).
 	in.HoldTags = in.HoldTags || !r.opts.TagPolicies.Loaded()
 	tags, err := r.opts.TagPolicies.NodeTags(n, in.Tags)
 	if err != nil {

@@ -124,7 +124,7 @@ type planInput struct {
 	NodeTags map[string]map[string]string
 	// Recorded are the user and policy tags the operator wrote, by ENI
 	// (tagrecord.go). HoldTags (everywhere) and HoldTagsOn (on a node)
-	// say the wanted tags are not known for sure: nothing is removed.
+	// say the wanted tags are not known for sure (tagDrift).
 	Recorded   map[string]map[string]string
 	HoldTags   bool
 	HoldTagsOn map[string]bool

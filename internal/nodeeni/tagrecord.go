@@ -91,13 +91,17 @@ func (in planInput) tagsFor(node string) map[string]string {
 	return in.Tags
 }
 
-// tagDrift is the tag step of a kept ENI, if any. Where the wanted tags
-// are not known for sure (the tag policies not loaded yet, or one that
-// failed for the node), the recorded tags still held count as wanted:
-// nothing is removed on a guess.
+// tagDrift is the tag step of a kept ENI, if any. Before the tag
+// policies are loaded the wanted tags are not known: nothing changes (a
+// policy's tags would be taken off and put back). Where a policy fails
+// for the node, the spec's are set, and the recorded tags still held
+// count as wanted: nothing is removed on a guess.
 func tagDrift(in planInput, o owned) []action {
+	if in.HoldTags {
+		return nil
+	}
 	want, recorded := in.tagsFor(o.Node), in.Recorded[o.ID]
-	if in.HoldTags || in.HoldTagsOn[o.Node] {
+	if in.HoldTagsOn[o.Node] {
 		held := heldRecord(o.Tags, recorded)
 		want = maps.Clone(want)
 		for k, v := range held {
