@@ -70,6 +70,15 @@ type ENIAttachment struct {
 	// LastUpdated is when this entry last changed.
 	// +optional
 	LastUpdated metav1.Time `json:"lastUpdated,omitempty"`
+	// AppliedTags are the NodeENI's spec.tags and tag-policy tags the
+	// operator wrote on the ENI (key to value), read only from the
+	// ENINode, which only the operator writes: a key the NodeENI no
+	// longer gives is removed from the ENI while it still holds this
+	// value, and a value someone else rewrote is left to them. Empty on
+	// ENIs of earlier versions until the operator next writes a tag.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=50
+	AppliedTags map[string]string `json:"appliedTags,omitempty"`
 }
 
 // InterfaceStatus is what the node agent configured on its node for one

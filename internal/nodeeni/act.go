@@ -52,6 +52,7 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 func (r *reconciler) replan(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput, adopting []action, o *acted) {
 	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	in.Adopt = nil // adopted ENIs are now among the NodeENI's own
+	r.applied.overlay(in)
 	o.after = makePlan(*in)
 	// An ENI whose adoption EC2 refused (or is yet to come) stays as the
 	// original recorded it, so its node's agent keeps it configured.

@@ -1,6 +1,7 @@
 package nodeeni
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -164,6 +165,16 @@ func TestAdoption(t *testing.T) {
 	}
 	if _, had := e.Tags[TagCluster]; had {
 		t.Error("adoption changed the ENI it was given")
+	}
+	// Recorded: the spec's tag it wrote, not Team, which the ENI carried
+	// already and may be another tool's; so dropping both from the spec
+	// removes Cost alone.
+	rec := written(a.Tags, a.Tags)
+	if !maps.Equal(rec, map[string]string{"Cost": "42"}) {
+		t.Errorf("adoption records %v", rec)
+	}
+	if c := tagChanges(o.Tags, nil, rec); !maps.Equal(c.remove, map[string]string{"Cost": "42"}) {
+		t.Errorf("after the adoption, dropping the spec's tags removes %v", c.remove)
 	}
 }
 

@@ -46,6 +46,8 @@ type reconciler struct {
 	// are those this process created whose proof is not written yet.
 	trust    trustCheck
 	unsigned *unsigned
+	// applied are records of applied tags not yet in the ENINodes (tagrecord.go).
+	applied *appliedTags
 	// distrusted reports each untrusted ENI of a NodeENI once per reason
 	// (and each ENI of aws-multi-eni-controller not adopted).
 	distrusted *distrustLog

@@ -3,6 +3,8 @@ package nodeeni_test
 import (
 	"testing"
 	"time"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
 // Item 8: with 50 nodes and 2 NodeENIs (100 ENIs) in steady state, one
@@ -20,6 +22,8 @@ func TestSteadyStateCost(t *testing.T) {
 	a.SubnetName, a.SecurityGroupNames, a.DeviceIndex = "multus-a", []string{"multus"}, 1
 	b := h.spec(map[string]string{"ng": "cost"})
 	b.SubnetName, b.SecurityGroupNames, b.DeviceIndex = "storage-a", []string{"storage"}, 2
+	// Tags recorded as applied (ENINode appliedTags) cost nothing either.
+	b.Tags = map[string]v1alpha1.TagValue{"Team": "storage"}
 	start := time.Now()
 	h.createNodeENI("cost-a", a)
 	h.createNodeENI("cost-b", b)
@@ -38,7 +42,7 @@ func TestSteadyStateCost(t *testing.T) {
 		t.Fatalf("%.1f EC2 calls per interval, want at most 5", perInterval)
 	}
 	for _, m := range []string{"CreateNetworkInterface", "AttachNetworkInterface", "ModifyNetworkInterfaceAttribute",
-		"DetachNetworkInterface", "DeleteNetworkInterface", "DescribeInstances", "CreateTags"} {
+		"DetachNetworkInterface", "DeleteNetworkInterface", "DescribeInstances", "CreateTags", "DeleteTags"} {
 		if by[m] != 0 {
 			t.Errorf("%d %s calls in steady state", by[m], m)
 		}

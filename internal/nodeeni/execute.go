@@ -108,6 +108,7 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 	log.FromContext(ctx).Info("created ENI", "node", a.Node, "eni", e.ID, "subnet", e.SubnetID)
 	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
 	a.ENI = e.ID
+	r.applied.set(e.ID, written(a.Tags, e.Tags)) // what it was created with is the operator's
 	if _, proven := e.Tags[TagProof]; proven {
 		return r.attachAndSet(ctx, ne, a, ev)
 	}
@@ -160,8 +161,7 @@ func (r *reconciler) modify(ctx context.Context, a action, ev *nodeEvents) (*blo
 		what, eventAction = "setting the description of "+a.ENI, "SetDescription"
 		note = fmt.Sprintf("description of ENI %s on node %s updated", a.ENI, a.Node)
 	case actSetTags:
-		err = r.ec2.CreateTags(ctx, a.ENI, a.Tags)
-		what = "tagging " + a.ENI
+		what, err = r.retag(ctx, a)
 	case actSetSourceDestCheck:
 		err = r.ec2.SetSourceDestCheck(ctx, a.ENI, a.Check)
 		what, eventAction = "setting the source/destination check of "+a.ENI, "SetSourceDestCheck"
@@ -347,6 +347,7 @@ func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 			r.tokens.burn(tokenKey(o.UID, want{Node: o.Node, Instance: o.Instance, Subnet: e.SubnetID}, purpose{base: o.Base, variant: s.variant()}))
 		}
 		r.unsigned.set(a.ENI, false)
+		r.applied.forget(a.ENI)
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
 		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
 		ev.add(corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason))

@@ -32,6 +32,11 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		CIDRs:               map[string]string{},
 	}
 	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
+	held, err := r.held(ctx, ne.Name)
+	if err != nil {
+		return in, nil, err
+	}
+	in.Recorded = r.applied.records(ne.Name, held, in.ENIs)
 	if in.Base < 1 {
 		in.Base = 1
 	}
@@ -84,9 +89,16 @@ func (r *reconciler) policyTags(ctx context.Context, in *planInput, n *corev1.No
 	if r.opts.TagPolicies == nil {
 		return
 	}
+	// Before the policies are loaded, or where one fails, the tags they
+	// give are not known (tagDrift).
+	in.HoldTags = in.HoldTags || !r.opts.TagPolicies.Loaded()
 	tags, err := r.opts.TagPolicies.NodeTags(n, in.Tags)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "the tag policies that select the node give its NodeENI interfaces no tags; they keep spec.tags", "node", n.Name)
+		if in.HoldTagsOn == nil {
+			in.HoldTagsOn = map[string]bool{}
+		}
+		in.HoldTagsOn[n.Name] = true
 	}
 	if !maps.Equal(tags, in.Tags) {
 		if in.NodeTags == nil {

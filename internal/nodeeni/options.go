@@ -21,6 +21,9 @@ type TagPolicies interface {
 	// NodeTags are the node's interfaces' tags; with an error (a policy's
 	// expression failed for the node), the spec.tags alone.
 	NodeTags(node *corev1.Node, specTags map[string]string) (map[string]string, error)
+	// Loaded reports whether the policies the cluster had at start are
+	// compiled: until then a policy's tags are not removed.
+	Loaded() bool
 	// OnChange registers a function called after each change of the
 	// policies.
 	OnChange(func())
@@ -215,7 +218,7 @@ func PreflightIAMActions() []string {
 // not be checked at start anyway: EC2 takes no DryRun for them.
 func ScopedIAMActions() []string {
 	return []string{
-		"ec2:CreateTags", "ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
+		"ec2:CreateTags", "ec2:DeleteTags", "ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
 		"ec2:DeleteNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
 		"ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",
 		"ec2:AssignIpv6Addresses", "ec2:UnassignIpv6Addresses",

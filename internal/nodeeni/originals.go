@@ -160,6 +160,11 @@ func (r *reconciler) adoptENI(ctx context.Context, a action, ev *nodeEvents) (*b
 	if err != nil {
 		return r.failed(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)
 	}
+	// Only the user tags the adoption wrote are recorded (it writes those
+	// the ENI lacks or holds otherwise): one the original's ENI already
+	// carried with the same value may be another tool's, so it is never
+	// removed.
+	r.applied.set(a.ENI, written(a.Tags, a.Tags))
 	log.FromContext(ctx).Info("adopted ENI of aws-multi-eni-controller in place", "node", a.Node, "eni", a.ENI, "deviceIndex", a.Index)
 	ev.add(corev1.EventTypeNormal, "Adopted", "Adopt",
 		fmt.Sprintf("adopted ENI %s of aws-multi-eni-controller on node %s in place (device index %d kept)", a.ENI, a.Node, a.Index))
@@ -180,6 +185,7 @@ func legacyRecords(records []v1alpha1.ENIAttachment, waiting ...[]action) []v1al
 	var out []v1alpha1.ENIAttachment
 	for _, rec := range records {
 		if ids[rec.ENIID] {
+			rec.AppliedTags = nil // a record counts only in the ENINode, which only the operator writes
 			out = append(out, rec)
 		}
 	}

@@ -57,7 +57,7 @@ const (
 	actSetDOT                               // set DeleteOnTermination
 	actSetGroups                            // replace security groups
 	actSetDesc                              // change the description
-	actSetTags                              // add or update user tags
+	actSetTags                              // set and remove user tags (tagrecord.go)
 	actDetach                               // detach (cleanup)
 	actPoll                                 // re-read a detaching ENI; delete it once available if unwanted
 	actDelete                               // delete an available ENI (cleanup)
@@ -88,6 +88,9 @@ type action struct {
 	Groups       []string
 	Description  string
 	Tags         map[string]string
+	// Remove (set-tags) are tags to remove where they hold these values;
+	// Record is the ENI's record of applied tags once done (tagrecord.go).
+	Remove, Record map[string]string
 	// Reason is the cleanup reason of detach, poll and delete; poll with
 	// no reason is a wanted ENI still detaching.
 	Reason string
@@ -119,6 +122,12 @@ type planInput struct {
 	// NodeTags are the tags of a node's interfaces where tag policies
 	// select the node (Tags merged with theirs); Tags elsewhere.
 	NodeTags map[string]map[string]string
+	// Recorded are the user and policy tags the operator wrote, by ENI
+	// (tagrecord.go). HoldTags (everywhere) and HoldTagsOn (on a node)
+	// say the wanted tags are not known for sure (tagDrift).
+	Recorded   map[string]map[string]string
+	HoldTags   bool
+	HoldTagsOn map[string]bool
 	// Deleting means the NodeENI is being deleted: nothing is wanted.
 	Deleting bool
 	// SubnetsComplete is false when some subnet source could not be
@@ -421,14 +430,6 @@ const (
 	stHeld                         // placeable, but its node keeps its superseded ENIs
 )
 
-// tagsFor are the tags of a node's interfaces.
-func (in planInput) tagsFor(node string) map[string]string {
-	if t, ok := in.NodeTags[node]; ok {
-		return t
-	}
-	return in.Tags
-}
-
 // drift returns the in-place changes that bring a kept ENI to the spec.
 func drift(in planInput, o owned) []action {
 	var out []action
@@ -445,9 +446,7 @@ func drift(in planInput, o owned) []action {
 	if o.Description != in.Description && (in.Description != "" || o.Description != originalDescription(o.Node)) {
 		out = append(out, action{Kind: actSetDesc, Node: o.Node, ENI: o.ID, Description: in.Description})
 	}
-	if set := userTagDiff(o.Tags, in.tagsFor(o.Node)); len(set) > 0 {
-		out = append(out, action{Kind: actSetTags, Node: o.Node, ENI: o.ID, Tags: set})
-	}
+	out = append(out, tagDrift(in, o)...)
 	return append(out, settingsDrift(in.Settings, o)...)
 }
 
@@ -479,7 +478,8 @@ func cleanupReason(in planInput, o owned, wantSubnets map[string]bool) string {
 // entry is the status entry of one of the NodeENI's ENIs.
 func (in planInput) entry(o owned, status, msg string) v1alpha1.ENIAttachment {
 	e := v1alpha1.ENIAttachment{NodeID: o.Node, InstanceID: o.Instance, ENIID: o.ID, SubnetID: o.SubnetID, SubnetCIDR: in.CIDRs[o.SubnetID],
-		MACAddress: o.MAC, PrivateIP: o.PrimaryIP, DeviceIndex: int32(o.Index), Status: status, Message: msg, MTU: in.MTU}
+		MACAddress: o.MAC, PrivateIP: o.PrimaryIP, DeviceIndex: int32(o.Index), Status: status, Message: msg, MTU: in.MTU,
+		AppliedTags: heldRecord(o.Tags, in.Recorded[o.ID])}
 	if a := o.Attachment; a != nil {
 		e.AttachmentID, e.DeviceIndex, e.DeleteOnTermination = a.ID, int32(a.DeviceIndex), a.DeleteOnTermination
 	}

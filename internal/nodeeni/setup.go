@@ -86,7 +86,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
-		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), own: newOwnWrites(), shares: newOwnWrites(),
+		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
 		live: mgr.GetAPIReader(),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ENINode{}, shareIndex, sharesIndexed); err != nil {

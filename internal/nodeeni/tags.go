@@ -112,9 +112,9 @@ func ownershipTags(by ownedBy, w want, index int, user map[string]string) map[st
 }
 
 // userTagDiff returns the spec's tags an ENI lacks or carries with
-// another value. Tags are only ever added or updated in place: a tag
-// missing from the spec may be someone else's (cost allocation, backup
-// tooling), and the spec's earlier tags are not recorded, so it is left.
+// another value. Removal is tagChanges's (tagrecord.go): only a tag the
+// operator recorded writing goes, as a tag missing from the spec may be
+// someone else's (cost allocation, backup tooling).
 func userTagDiff(have, want map[string]string) map[string]string {
 	var set map[string]string
 	for k, v := range want {

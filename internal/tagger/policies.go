@@ -62,6 +62,17 @@ func NewPolicies(defaultTags map[string]string) (*Policies, error) {
 // markLoaded says the cluster's policies are compiled (or not applied).
 func (p *Policies) markLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
 
+// Loaded reports whether the policies the cluster had at start are
+// compiled.
+func (p *Policies) Loaded() bool {
+	select {
+	case <-p.loaded:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitLoaded waits until the policies the cluster had at start are
 // compiled.
 func (p *Policies) waitLoaded(ctx context.Context) error {

@@ -554,6 +554,8 @@ func scenarios(t *testing.T) []scenario {
 		{"nodeeni: delete its ENI", []Request{on("ec2:DeleteNetworkInterface", ownENI)}, I, A, A},
 		{"nodeeni: set its ENI's groups", []Request{on("ec2:ModifyNetworkInterfaceAttribute", ownENI), on("ec2:ModifyNetworkInterfaceAttribute", secGroup)}, I, A, A},
 		{"nodeeni: user tags on its ENI", []Request{on(createTags, ownENI, "Team")}, A, A, A},
+		{"nodeeni: remove a user tag from its ENI", []Request{on(deleteTags, ownENI, "Team")}, A, A, A},
+		{"nodeeni: remove a user tag from another cluster's ENI", []Request{on(deleteTags, otherENI, "Team")}, A, I, A},
 		{"detach a foreign ENI", []Request{on("ec2:DetachNetworkInterface", otherENI), on("ec2:DetachNetworkInterface", instance)}, I, I, I},
 		{"delete a pod's ENI", []Request{on("ec2:DeleteNetworkInterface", podENI)}, I, I, I},
 		{"attach a foreign ENI", []Request{on("ec2:AttachNetworkInterface", otherENI), on("ec2:AttachNetworkInterface", instance)}, I, I, I},
@@ -692,7 +694,7 @@ func TestStartUpCheckAgreesWithTheDocument(t *testing.T) {
 	}
 	for _, a := range nodeeni.ScopedIAMActions() {
 		keys := []string(nil)
-		if a == createTags {
+		if a == createTags || a == deleteTags {
 			keys = []string{"Team"}
 		}
 		onPlaceholder := Request{Action: a, Resource: placeholder, Context: map[string][]string{}}

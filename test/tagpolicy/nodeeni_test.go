@@ -26,7 +26,8 @@ import (
 // it selects when they are created (in the CreateNetworkInterface call,
 // with expressions over the node), its defaults under the NodeENI's
 // spec.tags and its enforced tags over them; a change of the policy
-// reaches the interface already there.
+// reaches the interface already there, and its deletion takes away the
+// tags only it gave.
 func TestNodePolicyTagsNodeENIInterfaces(t *testing.T) {
 	ctx := context.Background()
 	e := testenv.NewEC2(t, emulator.Options{DetachDelay: 50 * time.Millisecond}, testenv.DefaultWorld(
@@ -89,5 +90,22 @@ func TestNodePolicyTagsNodeENIInterfaces(t *testing.T) {
 	testenv.Eventually(t, "the new enforced tag on the interface", 30*time.Second, func() (bool, string) {
 		got, err := reader.GetENI(ctx, own.ID)
 		return err == nil && got.Tags["Pool"] == "multus", fmt.Sprint(got.Tags, err)
+	})
+
+	// The policy goes: the tags only it gave leave the interface, the key
+	// it enforced takes the spec's value back, and the spec's tags and a
+	// tag the operator never wrote stay.
+	if err := reader.CreateTags(ctx, own.ID, map[string]string{"Backup": "daily"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.K8s.Delete(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the policy's tags removed, the others kept", 30*time.Second, func() (bool, string) {
+		got, err := reader.GetENI(ctx, own.ID)
+		_, host := got.Tags["Host"]
+		_, pool := got.Tags["Pool"]
+		return err == nil && !host && !pool && got.Tags["Zone"] == "mine" && got.Tags["Team"] == "storage" && got.Tags["Backup"] == "daily",
+			fmt.Sprint(got.Tags, err)
 	})
 }
