@@ -48,7 +48,7 @@ type pass struct {
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	p := &pass{node: req.Name}
-	if s := phases.Run(ctx, p, r.read, r.decide, r.record, r.assign, r.unassign, r.forget, r.report); s != nil {
+	if s := phases.Run(ctx, p, r.read, r.decide, r.record, r.assign, r.unassign, r.forget, r.gate, r.report); s != nil {
 		return s.Result, s.Err
 	}
 	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
@@ -185,8 +185,13 @@ func (r *reconciler) claims(ctx context.Context, node string) (map[string]*corev
 			continue // its sandbox is gone, and with it the address
 		}
 		key := pod.Namespace + "/" + pod.Name
-		nets, err := parseNetworkStatus(pod.Annotations[NetworkStatusAnnotation])
 		pods[key] = pod
+		v, ok := pod.Annotations[NetworkStatusAnnotation]
+		if !ok {
+			out = append(out, podClaim{Pod: key, NoStatus: true}) // a gated pod Multus has not reached yet
+			continue
+		}
+		nets, err := parseNetworkStatus(v)
 		out = append(out, podClaim{Pod: key, Networks: nets, Err: err})
 	}
 	return pods, out, nil

@@ -39,6 +39,8 @@ type podClaim struct {
 	Networks []attachedNetwork
 	// Err is why its network status could not be read.
 	Err error
+	// NoStatus is set when Multus has not written the network status.
+	NoStatus bool
 }
 
 // input is everything a node's decision depends on.

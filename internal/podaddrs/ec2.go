@@ -25,6 +25,7 @@ type EC2 interface {
 // The rights registration uses (the operator's role has them for the
 // NodeENI controller and the tagger too).
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=eninodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.aws,resources=nodeenis/status,verbs=patch

@@ -17,9 +17,10 @@ import (
 
 // outcome is what carrying a decision out left.
 type outcome struct {
-	// unassigned are the addresses EC2 took off their ENI; failed those
-	// EC2 refused to assign (dropped from the record: not the ENI's).
-	unassigned, failed map[netip.Addr]bool
+	// assigned are the addresses EC2 assigned; unassigned those it took
+	// off their ENI; failed those it refused to assign (dropped from the
+	// record: not the ENI's).
+	assigned, unassigned, failed map[netip.Addr]bool
 	// refused are the assignments EC2 refused, for the report.
 	refused []refusal
 	// retry is set when a call failed in a way worth trying again.
@@ -54,11 +55,12 @@ func (r *reconciler) writeRecord(ctx context.Context, en *v1alpha1.ENINode, rec 
 // addresses are tried one by one, so one bad address (taken since the
 // decision, say) does not keep the others off the ENI.
 func (r *reconciler) assign(ctx context.Context, p *pass) *phases.Stop {
-	p.done = outcome{unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}}
+	p.done = outcome{assigned: map[netip.Addr]bool{}, unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}}
 	for _, eni := range sortedKeys(p.d.Assign) {
 		addrs := p.d.Assign[eni]
 		err := r.ec2.AssignAddresses(ctx, eni, split(addrs))
 		if err == nil {
+			p.done.markAssigned(addrs...)
 			continue
 		}
 		if len(addrs) == 1 || !permanent(err) {
@@ -68,10 +70,18 @@ func (r *reconciler) assign(ctx context.Context, p *pass) *phases.Stop {
 		for _, a := range addrs {
 			if err := r.ec2.AssignAddresses(ctx, eni, split([]netip.Addr{a})); err != nil {
 				p.done.assignFailed(p, eni, []netip.Addr{a}, err)
+			} else {
+				p.done.markAssigned(a)
 			}
 		}
 	}
 	return nil
+}
+
+func (o *outcome) markAssigned(addrs ...netip.Addr) {
+	for _, a := range addrs {
+		o.assigned[a] = true
+	}
 }
 
 // permanent reports whether EC2 refused the call itself (address taken,

@@ -139,15 +139,34 @@ func (w *world) multusPod(name, mac string, addrs ...string) {
 
 // multusPodOn is multusPod on node.
 func (w *world) multusPodOn(node, name, mac string, addrs ...string) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Annotations: map[string]string{podaddrs.NetworkStatusAnnotation: w.networkStatus(mac, addrs...)}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "cnf"}}}}
+	testenv.CreatePod(w.t, w.k8s, p, testenv.Running("10.0.128.9"))
+}
+
+// networkStatus is the network status Multus writes for a pod with a
+// secondary interface of MAC mac and addresses addrs.
+func (w *world) networkStatus(mac string, addrs ...string) string {
 	quoted := make([]string, len(addrs))
 	for i, a := range addrs {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
-	status := fmt.Sprintf(`[{"name":"aws-cni","interface":"eth0","ips":["10.0.128.9"],"mac":"0a:00:00:00:00:01","default":true},`+
+	return fmt.Sprintf(`[{"name":"aws-cni","interface":"eth0","ips":["10.0.128.9"],"mac":"0a:00:00:00:00:01","default":true},`+
 		`{"name":"%s/multus","interface":"net1","ips":[%s],"mac":"%s"}]`, w.ns, strings.Join(quoted, ","), mac)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Annotations: map[string]string{podaddrs.NetworkStatusAnnotation: status}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "cnf"}}}}
-	testenv.CreatePod(w.t, w.k8s, p, testenv.Running("10.0.128.9"))
+}
+
+// gateOf returns a pod's readiness gate condition, if any.
+func (w *world) gateOf(name string) *corev1.PodCondition {
+	p := &corev1.Pod{}
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: name}, p); err != nil {
+		w.t.Fatal(err)
+	}
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == podaddrs.GateCondition {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func (w *world) deletePod(name string) {
@@ -265,6 +284,59 @@ func TestRefusals(t *testing.T) {
 		got := w.secondaries(eni.ID)
 		return slices.Equal(got, []string{"10.0.32.103", "10.0.32.104"}), fmt.Sprint(got)
 	})
+}
+
+// A pod naming the readiness gate is held unready until Multus has
+// written its network status and its address is on the ENI in EC2; a
+// refused address keeps it unready with the refusal's reason. The
+// kubelet's conditions stay as they are.
+func TestReadinessGate(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	eni := w.attached()
+	gated := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+			Spec: corev1.PodSpec{NodeName: w.node(), Containers: []corev1.Container{{Name: "c", Image: "cnf"}},
+				ReadinessGates: []corev1.PodReadinessGate{{ConditionType: podaddrs.GateCondition}}}}
+	}
+	status := testenv.Running("10.0.128.9")
+	status.Conditions = []corev1.PodCondition{{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}
+	testenv.CreatePod(t, w.k8s, gated("app"), status)
+	bad := gated("bad")
+	bad.Annotations = map[string]string{podaddrs.NetworkStatusAnnotation: w.networkStatus(eni.MAC, "10.0.99.1")}
+	testenv.CreatePod(t, w.k8s, bad, status)
+	gateIs := func(pod string, want corev1.ConditionStatus, reason string) {
+		w.eventually(pod+"'s gate "+string(want)+" "+reason, func() (bool, string) {
+			c := w.gateOf(pod)
+			return c != nil && c.Status == want && c.Reason == reason, fmt.Sprintf("%+v", c)
+		})
+	}
+	gateIs("app", corev1.ConditionFalse, podaddrs.ReasonPending)
+	gateIs("bad", corev1.ConditionFalse, podaddrs.ReasonNotInSubnet)
+
+	// Multus writes the network status: the address is assigned, then
+	// the gate opens.
+	p := &corev1.Pod{}
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: "app"}, p); err != nil {
+		t.Fatal(err)
+	}
+	old := p.DeepCopy()
+	p.Annotations = map[string]string{podaddrs.NetworkStatusAnnotation: w.networkStatus(eni.MAC, "10.0.32.101")}
+	if err := w.k8s.Patch(context.Background(), p, client.MergeFrom(old)); err != nil {
+		t.Fatal(err)
+	}
+	gateIs("app", corev1.ConditionTrue, podaddrs.ReasonRegistered)
+	if got := w.secondaries(eni.ID); !slices.Equal(got, []string{"10.0.32.101"}) {
+		t.Errorf("the gate opened with the ENI holding %v", got)
+	}
+	if err := w.k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: "app"}, p); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.ContainersReady && c.Status == corev1.ConditionTrue
+	}) {
+		t.Errorf("the kubelet's condition is gone: %+v", p.Status.Conditions)
+	}
 }
 
 // An address a pod takes over from a pod going on another node (an IPAM

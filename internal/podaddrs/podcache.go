@@ -11,7 +11,8 @@ const podIndex = "spec.nodeName"
 
 // keepMultusPods is the transform of registration's own pod informer:
 // a pod whose network status names a secondary network (or cannot be
-// read, to be reported) is kept as the few fields read here; every
+// read, to be reported), or that names the readiness gate (gate.go), is
+// kept as the few fields read here; every
 // other pod, most of a cluster's, is a stub of name, namespace, UID and
 // resource version. A pod going from kept to stub is still seen: the
 // update's old object names its node.
@@ -26,15 +27,16 @@ func keepMultusPods() toolscache.TransformFunc {
 			nets, err := parseNetworkStatus(v)
 			has = err != nil || len(nets) > 0
 		}
-		if !has || p.Spec.HostNetwork {
+		if !has && !gated(p) || p.Spec.HostNetwork {
 			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion}}, nil
 		}
+		gates, conditions := keepGate(p)
 		return &corev1.Pod{TypeMeta: p.TypeMeta,
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-				DeletionTimestamp: p.DeletionTimestamp, Annotations: map[string]string{NetworkStatusAnnotation: v}},
-			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
-			Status: corev1.PodStatus{Phase: p.Status.Phase},
+				DeletionTimestamp: p.DeletionTimestamp, Annotations: statusOnly(p.Annotations)},
+			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, ReadinessGates: gates},
+			Status: corev1.PodStatus{Phase: p.Status.Phase, Conditions: conditions},
 		}, nil
 	}
 }
@@ -51,6 +53,14 @@ func nodeOf(obj any) string {
 func indexByNode(obj any) []string {
 	if n := nodeOf(obj); n != "" {
 		return []string{n}
+	}
+	return nil
+}
+
+// statusOnly keeps the network status of a pod's annotations, if any.
+func statusOnly(annotations map[string]string) map[string]string {
+	if v, ok := annotations[NetworkStatusAnnotation]; ok {
+		return map[string]string{NetworkStatusAnnotation: v}
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/podaddrs"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/testenv"
 	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
@@ -310,6 +311,16 @@ func checkOperatorPolicy(t *testing.T, ns, saName, prefix string) {
 	got.Labels["role"] = "db"
 	if err := admin.Patch(ctx, got, client.MergeFrom(old)); err != nil {
 		t.Errorf("another user changing a pod's label: %v", err)
+	}
+	// The Multus readiness gate's condition, as internal/podaddrs writes it.
+	if err := op.Status().Apply(ctx, corev1ac.Pod(pod.Name, pod.Namespace).WithStatus(corev1ac.PodStatus().WithConditions(
+		corev1ac.PodCondition().WithType(podaddrs.GateCondition).WithStatus(corev1.ConditionFalse).WithReason(podaddrs.ReasonPending).
+			WithMessage("waiting").WithLastTransitionTime(metav1.Now()))),
+		client.FieldOwner("eni-operator-podaddrs"), client.ForceOwnership); err != nil {
+		t.Errorf("the operator writing the readiness gate condition: %v", err)
+	}
+	if c := podCondition(getPod("web"), corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("the gate condition's write changed the Ready condition: %+v", c)
 	}
 
 	// dropFinalizer on a pod being deleted, and --remove-pod-finalizers
