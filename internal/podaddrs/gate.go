@@ -3,6 +3,7 @@ package podaddrs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -81,13 +82,7 @@ func podStates(node string, in input, d decision, done outcome) map[string]podSt
 				}
 			}
 		}
-		on := strings.Join(slices.Sorted(func(yield func(string) bool) {
-			for e := range enis {
-				if !yield(e) {
-					return
-				}
-			}
-		}), ", ")
+		on := strings.Join(slices.Sorted(maps.Keys(enis)), ", ")
 		switch {
 		case len(enis) == 0:
 			out[c.Pod] = podState{Reason: ReasonNoInterface, Message: fmt.Sprintf(
