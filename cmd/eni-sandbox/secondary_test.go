@@ -9,12 +9,12 @@ import (
 // checkSecondaryNetwork checks the Multus pod's row: its address, in
 // the definition's range, is a secondary private IP of the ENI EC2 shows
 // attached to the pod's node at device index 1 (the NodeENI's), whose
-// MAC the pod's network status names.
+// MAC the pod's network status names, and its readiness gate is open.
 func checkSecondaryNetwork(t *testing.T, report string) {
 	t.Helper()
-	pod := regexp.MustCompile(`(?m)^cnf/cnf-0\s+(node-a\d)\s+cnf/data-plane\s+net1\s+([0-9a-f:]{17})\s+(10\.0\.40\.\d+)\s+(eni-\w+)\s+secondary private IP$`).FindStringSubmatch(report)
+	pod := regexp.MustCompile(`(?m)^cnf/cnf-0\s+(node-a\d)\s+cnf/data-plane\s+net1\s+([0-9a-f:]{17})\s+(10\.0\.40\.\d+)\s+(eni-\w+)\s+secondary private IP\s+True Registered$`).FindStringSubmatch(report)
 	if pod == nil {
-		t.Fatalf("no Multus pod row with its address a secondary private IP of its ENI:\n%s", report)
+		t.Fatalf("no Multus pod row with its address a secondary private IP of its ENI and its readiness gate True:\n%s", report)
 	}
 	node, addr, eni := pod[1], pod[3], pod[4]
 	onNode := regexp.MustCompile(`(?m)^` + node + `\s+i-\w+\s+us-east-1a\s+\S+\s+0\s+.*\n(?:\s+\d+\s+.*\n)*?\s+1\s+` + eni +

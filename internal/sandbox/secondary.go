@@ -175,8 +175,13 @@ func (d demoEnv) runSecondary(ctx context.Context) error {
 		// The condition is True with no pod too ("Multus pod addresses
 		// registered: 0, ..."): the count says this pod's address is in it.
 		counted := c != nil && c.Status == metav1.ConditionTrue && !strings.Contains(c.Message, "registered: 0,")
-		return fmt.Sprintf("address %s on ENI %s in EC2: %t; NodeENI %s %s counts it: %t", addr, at.ENIID, held,
-			secondaryNodeENIName, v1alpha1.ConditionPodAddressesRegistered, counted), held && counted, nil
+		var pod corev1.Pod
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: secondaryNamespace, Name: secondaryPodName}, &pod); err != nil {
+			return "", false, err
+		}
+		gate := gateOf(&pod)
+		return fmt.Sprintf("address %s on ENI %s in EC2: %t; NodeENI %s %s counts it: %t; the pod's readiness gate: %s", addr, at.ENIID, held,
+			secondaryNodeENIName, v1alpha1.ConditionPodAddressesRegistered, counted, gate), held && counted && gate == "True "+podaddrs.ReasonRegistered, nil
 	})
 }
 
@@ -285,7 +290,8 @@ func startMultusPod(ctx context.Context, k8s client.Client, n node, nw podNetwor
 		ObjectMeta: metav1.ObjectMeta{Name: secondaryPodName, Namespace: secondaryNamespace,
 			Labels:      map[string]string{"app.kubernetes.io/part-of": "eni-sandbox"},
 			Annotations: map[string]string{multusNetworksAnnotation: secondaryNodeENIName}},
-		Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+		Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: podaddrs.GateCondition}}},
 	}
 	if err := k8s.Create(ctx, pod); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", secondaryNamespace, secondaryPodName, err)

@@ -31,6 +31,8 @@ type multusRow struct {
 	// eni holds addr in EC2 ("" none); assigned says how: the ENI's
 	// secondary private IP, its primary one, or not assigned.
 	eni, assigned string
+	// gate is the pod's readiness gate condition ("-": no gate).
+	gate string
 }
 
 // definitionRows lists the definitions the operator wrote (those with
@@ -89,7 +91,7 @@ func multusRows(ctx context.Context, k8s client.Client, enis []ec2.ENI) ([]multu
 			}
 			for _, ip := range n.IPs {
 				row := multusRow{pod: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, network: n.Name, iface: n.Interface,
-					mac: n.MAC, addr: ip, assigned: "not assigned"}
+					mac: n.MAC, addr: ip, assigned: "not assigned", gate: gateOf(&p)}
 				for _, e := range enis {
 					switch {
 					case e.PrimaryIP == ip:
@@ -126,9 +128,23 @@ func (r *report) printSecondary(out io.Writer) {
 
 	fmt.Fprintln(out, "\nMULTUS PODS — addresses on secondary networks (network status as Multus writes it; the ENI read back from EC2)")
 	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "POD\tNODE\tNETWORK\tINTERFACE\tMAC\tADDRESS\tENI\tON THE ENI")
+	fmt.Fprintln(w, "POD\tNODE\tNETWORK\tINTERFACE\tMAC\tADDRESS\tENI\tON THE ENI\tREADINESS GATE")
 	for _, m := range r.multus {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.pod, m.node, m.network, m.iface, m.mac, m.addr, orDash(m.eni), m.assigned)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.pod, m.node, m.network, m.iface, m.mac, m.addr, orDash(m.eni), m.assigned, m.gate)
 	}
 	_ = w.Flush()
+}
+
+// gateOf says a pod's readiness gate condition (podaddrs.GateCondition):
+// "-" when the pod does not name the gate.
+func gateOf(p *corev1.Pod) string {
+	if !slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == podaddrs.GateCondition }) {
+		return "-"
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == podaddrs.GateCondition {
+			return fmt.Sprintf("%s %s", c.Status, c.Reason)
+		}
+	}
+	return "not written"
 }

@@ -98,14 +98,14 @@ func TestReportSecondaryNetwork(t *testing.T) {
 	r := buildReport(nil, nil, []v1alpha1.NodeENI{ne}, nil, nil)
 	r.defs = []defRow{{namespace: "cnf", name: "data-plane", nodeENI: "data-plane", typ: "ipvlan l2", master: "data", ipam: "whereabouts 10.0.40.0/24 (10.0.40.4-10.0.40.254)"}}
 	r.multus = []multusRow{{pod: "cnf/cnf-0", node: "node-a1", network: "cnf/data-plane", iface: "net1", mac: "02:00:00:00:00:01",
-		addr: "10.0.40.6", eni: "eni-0123", assigned: "secondary private IP"}}
+		addr: "10.0.40.6", eni: "eni-0123", assigned: "secondary private IP", gate: "True Registered"}}
 	var b bytes.Buffer
 	r.print(&b)
 	for _, want := range []string{
 		"data-plane  2            2        True Attached    True Registered  True Synced",
 		"data-plane: PodAddressesRegistered: Multus pod addresses registered: 1, on the ENIs of 2 nodes",
 		"cnf        data-plane  data-plane  ipvlan l2  data    whereabouts 10.0.40.0/24 (10.0.40.4-10.0.40.254)",
-		"cnf/cnf-0  node-a1  cnf/data-plane  net1       02:00:00:00:00:01  10.0.40.6  eni-0123  secondary private IP",
+		"cnf/cnf-0  node-a1  cnf/data-plane  net1       02:00:00:00:00:01  10.0.40.6  eni-0123  secondary private IP  True Registered",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, b.String())
