@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/tagpolicy"
 )
 
@@ -134,7 +135,7 @@ func (p *Policies) NodeTags(node *corev1.Node, specTags map[string]string) (map[
 		Pod:       tagpolicy.Pod{Labels: map[string]string{}},
 		Namespace: tagpolicy.Namespace{Labels: map[string]string{}},
 		Node: tagpolicy.Node{Name: node.Name, Labels: orEmpty(node.Labels),
-			Zone: node.Labels[corev1.LabelTopologyZone], InstanceType: node.Labels[corev1.LabelInstanceTypeStable]},
+			Zone: awsnode.Zone(node), InstanceType: node.Labels[corev1.LabelInstanceTypeStable]},
 	}
 	res := tagpolicy.EvaluateNode(list, in, orEmpty(specTags))
 	if res.Refused != nil {

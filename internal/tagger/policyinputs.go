@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/tagpolicy"
 )
 
@@ -50,7 +51,7 @@ func (r *Reconciler) policyInputs(ctx context.Context, pod *corev1.Pod, nsLabels
 			return in, fmt.Errorf("reading node %s for the tag policies of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
 		}
 		in.Node.Labels = orEmpty(node.Labels)
-		in.Node.Zone = node.Labels[corev1.LabelTopologyZone]
+		in.Node.Zone = awsnode.Zone(&corev1.Node{ObjectMeta: node.ObjectMeta})
 		in.Node.InstanceType = node.Labels[corev1.LabelInstanceTypeStable]
 	}
 	return in, nil
