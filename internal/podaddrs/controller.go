@@ -71,7 +71,7 @@ func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
 			r.tally.forgetNode(p.node) // no ENI left: EC2 took the addresses with them
 			r.limits.forget(p.node)
 			r.waits.forget(p.node)
-			return phases.Done(nil)
+			return r.gateAlone(ctx, p)
 		}
 		return phases.Done(err)
 	}
@@ -84,7 +84,7 @@ func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
 	}
 	if len(p.in.Interfaces) == 0 && len(p.en.Spec.PodAddresses) == 0 {
 		r.tally.forgetNode(p.node)
-		return phases.Done(nil)
+		return r.gateAlone(ctx, p)
 	}
 	if p.pods, p.in.Claims, err = r.claims(ctx, p.node); err != nil {
 		return phases.Done(err)

@@ -145,6 +145,22 @@ func (r *reconciler) gate(ctx context.Context, p *pass) *phases.Stop {
 	return nil
 }
 
+// gateAlone ends the pass of a node with no ENI to register on by
+// answering its gated pods (NoRegisteringInterface, or Pending before
+// Multus): they would otherwise wait without a word.
+func (r *reconciler) gateAlone(ctx context.Context, p *pass) *phases.Stop {
+	var err error
+	if p.pods, p.in.Claims, err = r.claims(ctx, p.node); err != nil {
+		return phases.Done(err)
+	}
+	p.in.Interfaces, p.d, p.done = nil, decision{}, outcome{}
+	r.gate(ctx, p)
+	if p.done.retry {
+		return phases.After(retryAfter)
+	}
+	return phases.Done(nil)
+}
+
 func gateConditionOf(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == GateCondition {

@@ -313,6 +313,14 @@ func TestReadinessGate(t *testing.T) {
 	}
 	gateIs("app", corev1.ConditionFalse, podaddrs.ReasonPending)
 	gateIs("bad", corev1.ConditionFalse, podaddrs.ReasonNotInSubnet)
+	// On a node no NodeENI selects (no ENINode): said too.
+	bare := w.label + "-bare"
+	testenv.CreateNode(t, w.k8s, testenv.Node{Name: bare, Instance: w.spare, Zone: "us-east-1a"})
+	elsewhere := gated("elsewhere")
+	elsewhere.Spec.NodeName = bare
+	elsewhere.Annotations = map[string]string{podaddrs.NetworkStatusAnnotation: w.networkStatus("02:00:00:00:00:99", "10.0.32.150")}
+	testenv.CreatePod(t, w.k8s, elsewhere, status)
+	gateIs("elsewhere", corev1.ConditionFalse, podaddrs.ReasonNoInterface)
 
 	// Multus writes the network status: the address is assigned, then
 	// the gate opens.
