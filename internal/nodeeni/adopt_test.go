@@ -169,7 +169,7 @@ func TestAdoption(t *testing.T) {
 	// Recorded: the spec's tag it wrote, not Team, which the ENI carried
 	// already and may be another tool's; so dropping both from the spec
 	// removes Cost alone.
-	rec := written(a.Tags, a.Tags)
+	rec := heldRecord(a.Tags, a.Tags)
 	if !maps.Equal(rec, map[string]string{"Cost": "42"}) {
 		t.Errorf("adoption records %v", rec)
 	}

@@ -108,7 +108,7 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 	log.FromContext(ctx).Info("created ENI", "node", a.Node, "eni", e.ID, "subnet", e.SubnetID)
 	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
 	a.ENI = e.ID
-	r.applied.set(e.ID, written(a.Tags, e.Tags)) // what it was created with is the operator's
+	r.applied.set(e.ID, heldRecord(e.Tags, a.Tags)) // what it was created with is the operator's
 	if _, proven := e.Tags[TagProof]; proven {
 		return r.attachAndSet(ctx, ne, a, ev)
 	}

@@ -164,7 +164,7 @@ func (r *reconciler) adoptENI(ctx context.Context, a action, ev *nodeEvents) (*b
 	// the ENI lacks or holds otherwise): one the original's ENI already
 	// carried with the same value may be another tool's, so it is never
 	// removed.
-	r.applied.set(a.ENI, written(a.Tags, a.Tags))
+	r.applied.set(a.ENI, heldRecord(a.Tags, a.Tags))
 	log.FromContext(ctx).Info("adopted ENI of aws-multi-eni-controller in place", "node", a.Node, "eni", a.ENI, "deviceIndex", a.Index)
 	ev.add(corev1.EventTypeNormal, "Adopted", "Adopt",
 		fmt.Sprintf("adopted ENI %s of aws-multi-eni-controller on node %s in place (device index %d kept)", a.ENI, a.Node, a.Index))

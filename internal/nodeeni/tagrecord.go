@@ -53,21 +53,11 @@ func tagChanges(have, want, recorded map[string]string) tagChange {
 
 // heldRecord is the part of a record the ENI still carries with the
 // recorded values: what is still the operator's, whatever was done since.
+// Of the tags just written (at creation, at adoption), it is the record
+// to start with.
 func heldRecord(have, recorded map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range recorded {
-		if cur, ok := have[k]; ok && cur == v && userTag(k, v) {
-			out = put(out, k, v)
-		}
-	}
-	return out
-}
-
-// written is the record of tags the operator just wrote on an ENI
-// (created with, or adopted with), as far as the ENI shows them.
-func written(sent, have map[string]string) map[string]string {
-	var out map[string]string
-	for k, v := range sent {
 		if cur, ok := have[k]; ok && cur == v && userTag(k, v) {
 			out = put(out, k, v)
 		}
