@@ -86,14 +86,10 @@ type decision struct {
 // does not hold yet: an address someone else assigned stays theirs.
 func decide(in input) decision {
 	d := decision{Assign: map[string][]netip.Addr{}, Unassign: map[string][]netip.Addr{}, Registered: map[string]int{}}
-	byMAC := map[string]*iface{}
+	byMAC := registeringByMAC(in.Interfaces)
 	byENI := map[string]*iface{}
 	for i := range in.Interfaces {
-		f := &in.Interfaces[i]
-		byENI[f.ENI] = f
-		if f.Registers {
-			byMAC[f.MAC] = f
-		}
+		byENI[in.Interfaces[i].ENI] = &in.Interfaces[i]
 	}
 	recorded := map[netip.Addr]v1alpha1.PodAddress{}
 	for _, r := range in.Record {
@@ -125,6 +121,18 @@ func decide(in input) decision {
 	}
 	d.release(in, byENI, wanted)
 	return d
+}
+
+// registeringByMAC indexes the interfaces whose NodeENI registers
+// addresses by MAC: a pod's network names its interface by MAC.
+func registeringByMAC(ifaces []iface) map[string]*iface {
+	out := map[string]*iface{}
+	for i := range ifaces {
+		if f := &ifaces[i]; f.Registers {
+			out[f.MAC] = f
+		}
+	}
+	return out
 }
 
 // want is an address a pod claims on an ENI.

@@ -44,12 +44,7 @@ type podState struct {
 // ENI that registers addresses is on that ENI after the pass: held
 // before, or assigned by it.
 func podStates(node string, in input, d decision, done outcome) map[string]podState {
-	byMAC := map[string]*iface{}
-	for i := range in.Interfaces {
-		if f := &in.Interfaces[i]; f.Registers {
-			byMAC[f.MAC] = f
-		}
-	}
+	byMAC := registeringByMAC(in.Interfaces)
 	refused := map[string]refusal{}
 	for _, f := range slices.Concat(d.Refused, done.refused) {
 		if _, seen := refused[f.Pod]; !seen {
