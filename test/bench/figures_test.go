@@ -311,19 +311,24 @@ func (b *bed) removeNodeENIs() {
 		b.t.Error(err)
 	}
 	for i := range list.Items {
-		ne := &list.Items[i]
-		if len(ne.Finalizers) > 0 {
-			unset := ne.DeepCopy()
-			ne.Finalizers = nil
-			if err := b.k8s.Patch(ctx, ne, client.MergeFrom(unset)); err != nil {
-				b.t.Error(err)
-			}
-		}
-		if err := client.IgnoreNotFound(b.k8s.Delete(ctx, ne)); err != nil {
+		b.forceDelete(ctx, &list.Items[i])
+	}
+	if err := b.k8s.DeleteAllOf(ctx, &corev1.Node{}); err != nil {
+		b.t.Error(err)
+	}
+}
+
+// forceDelete deletes obj, its finalizers dropped first: no operator is
+// left to drop them.
+func (b *bed) forceDelete(ctx context.Context, obj client.Object) {
+	if len(obj.GetFinalizers()) > 0 {
+		unset := obj.DeepCopyObject().(client.Object)
+		obj.SetFinalizers(nil)
+		if err := b.k8s.Patch(ctx, obj, client.MergeFrom(unset)); err != nil {
 			b.t.Error(err)
 		}
 	}
-	if err := b.k8s.DeleteAllOf(ctx, &corev1.Node{}); err != nil {
+	if err := client.IgnoreNotFound(b.k8s.Delete(ctx, obj)); err != nil {
 		b.t.Error(err)
 	}
 }

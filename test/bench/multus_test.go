@@ -367,16 +367,6 @@ func (b *bed) removeENINodes() {
 		return
 	}
 	for i := range list.Items {
-		en := &list.Items[i]
-		if len(en.Finalizers) > 0 {
-			unset := en.DeepCopy()
-			en.Finalizers = nil
-			if err := b.k8s.Patch(ctx, en, client.MergeFrom(unset)); err != nil {
-				b.t.Error(err)
-			}
-		}
-		if err := client.IgnoreNotFound(b.k8s.Delete(ctx, en)); err != nil {
-			b.t.Error(err)
-		}
+		b.forceDelete(ctx, &list.Items[i])
 	}
 }
