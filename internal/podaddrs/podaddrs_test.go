@@ -199,12 +199,18 @@ func (w *world) condition() *metav1.Condition {
 // someone else assigned stays, and a restart in sync makes no EC2 write.
 func TestRegisterAndRelease(t *testing.T) {
 	w := newWorld(t)
-	// Two pods made one after the other are a burst only if both arrive
-	// within the batch delay; a loaded machine took over 300 ms for it.
+	// Two pods made one after the other are one burst only if no other
+	// pass runs between them: the pass that follows the attachment (it
+	// waits for the inventory to show the ENI) must be over, no resync may
+	// fall between them, and both must arrive within the batch delay.
 	w.batch = 2 * time.Second
-	m := w.start()
+	m := w.startResync(time.Minute)
 	eni := w.attached()
 	mac := strings.ToUpper(eni.MAC) // Multus may report either case
+	w.eventually("the pass after the attachment", func() (bool, string) {
+		c := w.condition()
+		return c != nil && strings.Contains(c.Message, "registered: 0,"), fmt.Sprintf("%+v", c)
+	})
 	w.Emulator.ResetCounts()
 
 	w.multusPod("p1", mac, "10.0.32.101")
@@ -214,7 +220,13 @@ func TestRegisterAndRelease(t *testing.T) {
 		return slices.Equal(got, []string{"10.0.32.101", "10.0.32.102"}), fmt.Sprint(got)
 	})
 	if n := w.Calls()["AssignPrivateIpAddresses"]; n != 1 {
-		t.Errorf("%d AssignPrivateIpAddresses for a burst of two pods on one ENI, want 1", n)
+		var calls []string
+		for _, c := range w.Emulator.Calls() {
+			if c.Action == "AssignPrivateIpAddresses" {
+				calls = append(calls, fmt.Sprintf("%s %v %s", c.Time.Format(time.StampMicro), c.Params, c.Code))
+			}
+		}
+		t.Errorf("%d AssignPrivateIpAddresses for a burst of two pods on one ENI, want 1:\n%s", n, strings.Join(calls, "\n"))
 	}
 	rec := w.eniNode().Spec.PodAddresses
 	if len(rec) != 2 || rec[0].ENIID != eni.ID || rec[0].Pod != w.ns+"/p1" {
@@ -432,7 +444,7 @@ func TestRestartWaitsForInventory(t *testing.T) {
 // gets both, one call per family; the IPv6 address goes with the pod.
 func TestDualStack(t *testing.T) {
 	w := newWorld(t)
-	m := w.start()
+	m := w.startResync(time.Minute)
 	eni := w.attachedIn("v6-a")
 	w.Emulator.ResetCounts()
 	w.multusPod("p1", eni.MAC, "10.0.96.50", "2600:1f18:aa:100::50")
