@@ -142,9 +142,11 @@ func (r *reconciler) interfaces(ctx context.Context, node string, en *v1alpha1.E
 			in.Unknown[a.ENIID] = true
 			continue
 		}
-		limits, err := r.limits.of(ctx, r.ec2, node, instance)
-		if err != nil {
-			return in, err
+		var limits ec2.InstanceLimits
+		if registers[a.NodeENI] { // the others only answer the gate: no call for them
+			if limits, err = r.limits.of(ctx, r.ec2, node, instance); err != nil {
+				return in, err
+			}
 		}
 		in.Interfaces = append(in.Interfaces, ifaceOf(e, a.NodeENI, registers[a.NodeENI], cat, limits))
 	}

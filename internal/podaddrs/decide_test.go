@@ -225,7 +225,8 @@ func TestRegistrationNeeded(t *testing.T) {
 		want bool
 	}{
 		{"nothing", nil, nil, false},
-		{"NodeENIs without registration", []v1alpha1.NodeENI{plain, multusOnly}, []v1alpha1.ENINode{{}}, false},
+		{"NodeENIs without a multus section", []v1alpha1.NodeENI{plain, plain}, []v1alpha1.ENINode{{}}, false},
+		{"attachment definitions only: their pods may name the gate", []v1alpha1.NodeENI{plain, multusOnly}, []v1alpha1.ENINode{{}}, true},
 		{"a NodeENI registers", []v1alpha1.NodeENI{plain, registers}, nil, true},
 		{"addresses recorded, registration since turned off", []v1alpha1.NodeENI{plain}, []v1alpha1.ENINode{{}, recorded}, true},
 	} {

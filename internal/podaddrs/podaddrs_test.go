@@ -96,9 +96,15 @@ func (w *world) attached() ec2.ENI { return w.attachedIn("multus-a") }
 
 // attachedIn is attached with the NodeENI in subnet.
 func (w *world) attachedIn(subnet string) ec2.ENI {
+	return w.attachedWith(subnet, &v1alpha1.MultusSpec{RegisterPodAddresses: true}, "")
+}
+
+// attachedWith is attached with the NodeENI in subnet, its multus
+// section m and interface name iface.
+func (w *world) attachedWith(subnet string, m *v1alpha1.MultusSpec, iface string) ec2.ENI {
 	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.label}, Spec: v1alpha1.NodeENISpec{
 		NodeSelector: map[string]string{"test": w.label}, SubnetName: subnet, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1,
-		Multus: &v1alpha1.MultusSpec{RegisterPodAddresses: true}}}
+		InterfaceName: iface, Multus: m}}
 	if err := w.k8s.Create(context.Background(), ne); err != nil {
 		w.t.Fatal(err)
 	}
@@ -156,6 +162,30 @@ func (w *world) networkStatus(mac string, addrs ...string) string {
 	}
 	return fmt.Sprintf(`[{"name":"aws-cni","interface":"eth0","ips":["10.0.128.9"],"mac":"0a:00:00:00:00:01","default":true},`+
 		`{"name":"%s/multus","interface":"net1","ips":[%s],"mac":"%s"}]`, w.ns, strings.Join(quoted, ","), mac)
+}
+
+// gated is a pod on the node that names the readiness gate.
+func (w *world) gated(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: corev1.PodSpec{NodeName: w.node(), Containers: []corev1.Container{{Name: "c", Image: "cnf"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: podaddrs.GateCondition}}}}
+}
+
+// readyContainers is the status of a running pod whose containers are
+// ready: the kubelet's part of Ready.
+func readyContainers() corev1.PodStatus {
+	status := testenv.Running("10.0.128.9")
+	status.Conditions = []corev1.PodCondition{{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}
+	return status
+}
+
+// gateIs waits for a pod's readiness gate condition to be want, for reason.
+func (w *world) gateIs(pod string, want corev1.ConditionStatus, reason string) {
+	w.t.Helper()
+	w.eventually(pod+"'s gate "+string(want)+" "+reason, func() (bool, string) {
+		c := w.gateOf(pod)
+		return c != nil && c.Status == want && c.Reason == reason, fmt.Sprintf("%+v", c)
+	})
 }
 
 // gateOf returns a pod's readiness gate condition, if any.
@@ -312,33 +342,21 @@ func TestReadinessGate(t *testing.T) {
 	w := newWorld(t)
 	w.start()
 	eni := w.attached()
-	gated := func(name string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
-			Spec: corev1.PodSpec{NodeName: w.node(), Containers: []corev1.Container{{Name: "c", Image: "cnf"}},
-				ReadinessGates: []corev1.PodReadinessGate{{ConditionType: podaddrs.GateCondition}}}}
-	}
-	status := testenv.Running("10.0.128.9")
-	status.Conditions = []corev1.PodCondition{{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}
-	testenv.CreatePod(t, w.k8s, gated("app"), status)
-	bad := gated("bad")
+	status := readyContainers()
+	testenv.CreatePod(t, w.k8s, w.gated("app"), status)
+	bad := w.gated("bad")
 	bad.Annotations = map[string]string{podaddrs.NetworkStatusAnnotation: w.networkStatus(eni.MAC, "10.0.99.1")}
 	testenv.CreatePod(t, w.k8s, bad, status)
-	gateIs := func(pod string, want corev1.ConditionStatus, reason string) {
-		w.eventually(pod+"'s gate "+string(want)+" "+reason, func() (bool, string) {
-			c := w.gateOf(pod)
-			return c != nil && c.Status == want && c.Reason == reason, fmt.Sprintf("%+v", c)
-		})
-	}
-	gateIs("app", corev1.ConditionFalse, podaddrs.ReasonPending)
-	gateIs("bad", corev1.ConditionFalse, podaddrs.ReasonNotInSubnet)
+	w.gateIs("app", corev1.ConditionFalse, podaddrs.ReasonPending)
+	w.gateIs("bad", corev1.ConditionFalse, podaddrs.ReasonNotInSubnet)
 	// On a node no NodeENI selects (no ENINode): said too.
 	bare := w.label + "-bare"
 	testenv.CreateNode(t, w.k8s, testenv.Node{Name: bare, Instance: w.spare, Zone: "us-east-1a"})
-	elsewhere := gated("elsewhere")
+	elsewhere := w.gated("elsewhere")
 	elsewhere.Spec.NodeName = bare
 	elsewhere.Annotations = map[string]string{podaddrs.NetworkStatusAnnotation: w.networkStatus("02:00:00:00:00:99", "10.0.32.150")}
 	testenv.CreatePod(t, w.k8s, elsewhere, status)
-	gateIs("elsewhere", corev1.ConditionFalse, podaddrs.ReasonNoInterface)
+	w.gateIs("elsewhere", corev1.ConditionFalse, podaddrs.ReasonNoInterface)
 
 	// Multus writes the network status: the address is assigned, then
 	// the gate opens.
@@ -351,7 +369,7 @@ func TestReadinessGate(t *testing.T) {
 	if err := w.k8s.Patch(context.Background(), p, client.MergeFrom(old)); err != nil {
 		t.Fatal(err)
 	}
-	gateIs("app", corev1.ConditionTrue, podaddrs.ReasonRegistered)
+	w.gateIs("app", corev1.ConditionTrue, podaddrs.ReasonRegistered)
 	if got := w.secondaries(eni.ID); !slices.Equal(got, []string{"10.0.32.101"}) {
 		t.Errorf("the gate opened with the ENI holding %v", got)
 	}
@@ -362,6 +380,28 @@ func TestReadinessGate(t *testing.T) {
 		return c.Type == corev1.ContainersReady && c.Status == corev1.ConditionTrue
 	}) {
 		t.Errorf("the kubelet's condition is gone: %+v", p.Status.Conditions)
+	}
+}
+
+// A NodeENI with attachment definitions but no registration still
+// answers the gate of its pods, which would otherwise stay unready
+// without a word; it costs no address call and no instance lookup.
+func TestGateWithoutRegistration(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	eni := w.attachedWith("multus-a", &v1alpha1.MultusSpec{AttachmentDefinition: &v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{w.ns}}}, "data")
+	w.Emulator.ResetCounts()
+	p := w.gated("app")
+	p.Annotations = map[string]string{podaddrs.NetworkStatusAnnotation: w.networkStatus(eni.MAC, "10.0.32.101")}
+	testenv.CreatePod(t, w.k8s, p, readyContainers())
+	w.gateIs("app", corev1.ConditionFalse, podaddrs.ReasonNoInterface)
+	if got := w.secondaries(eni.ID); len(got) != 0 {
+		t.Errorf("the ENI of a NodeENI that does not register holds %v", got)
+	}
+	for action, n := range w.Calls() {
+		if action != "DescribeNetworkInterfaces" {
+			t.Errorf("%d %s for a pod on a NodeENI that does not register", n, action)
+		}
 	}
 }
 

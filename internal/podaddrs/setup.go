@@ -81,7 +81,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Setup adds pod address registration to the manager. Its pod informer
-// and controller start only once a NodeENI asks for registration (or an
+// and controller start only once a NodeENI has a multus section (or an
 // ENINode still records addresses to release): a cluster without Multus
 // pays no second watch of every pod. Everything runs on the leader only.
 // The manager's scheme must hold corev1 and v1alpha1.
@@ -144,12 +144,14 @@ func (s *starter) needed(ctx context.Context) (bool, error) {
 	return registrationNeeded(nes.Items, ens.Items), nil
 }
 
-// registrationNeeded reports whether a NodeENI registers pod addresses
-// or an ENINode records some (registration turned off while the operator
-// was down: they are to be released).
+// registrationNeeded reports whether a NodeENI has a multus section (it
+// registers pod addresses, or its pods may name the readiness gate and
+// are to be told that it does not) or an ENINode records addresses
+// (registration turned off while the operator was down: they are to be
+// released).
 func registrationNeeded(nes []v1alpha1.NodeENI, ens []v1alpha1.ENINode) bool {
 	for i := range nes {
-		if registersAddresses(&nes[i]) {
+		if nes[i].Spec.Multus != nil {
 			return true
 		}
 	}
@@ -184,7 +186,7 @@ func (s *starter) startController() error {
 	if o.SkipNameValidation {
 		co.SkipNameValidation = &o.SkipNameValidation
 	}
-	s.mgr.GetLogger().WithName("podaddrs").Info("a NodeENI registers Multus pod addresses: watching pods")
+	s.mgr.GetLogger().WithName("podaddrs").Info("a NodeENI has a multus section (pod addresses, readiness gate): watching pods")
 	return ctrl.NewControllerManagedBy(s.mgr).Named("podaddrs").WithOptions(co).
 		For(&v1alpha1.ENINode{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.NodeENI{}, handler.EnqueueRequestsFromMapFunc(r.nodesOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
