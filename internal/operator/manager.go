@@ -226,9 +226,16 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		}
 	}
 	switch {
-	case c.NodeENI.DisableController || c.DisablePodAddresses:
-	case c.NodeENI.DryRun:
-		log.Info("dry run: Multus pod addresses are not registered (no assign or unassign)")
+	case c.NodeENI.DisableController:
+	case c.DisablePodAddresses || c.NodeENI.DryRun:
+		reason, why := podaddrs.ReasonRegistrationDisabled, "this operator runs with --enable-multus-pod-addresses=false: Multus pod addresses are not registered on the ENIs; ask its administrator to turn it on, or remove multus.registerPodAddresses"
+		if !c.DisablePodAddresses {
+			reason, why = podaddrs.ReasonDryRun, "dry run (--dry-run): Multus pod addresses are not registered on the ENIs (no assign or unassign)"
+			log.Info(why)
+		}
+		if err := podaddrs.SetupOff(mgr, reason, why, c.PodAddresses.StatusInterval); err != nil {
+			return false, fmt.Errorf("pod address registration (Multus): %w", err)
+		}
 	default:
 		c.PodAddresses.SkipNameValidation, c.PodAddresses.Namespace = c.NodeENI.SkipNameValidation, c.Tagger.WatchNamespace
 		c.PodAddresses.InventoryScope, c.PodAddresses.Registerer = nodeeni.InventoryScope, c.Registerer

@@ -75,6 +75,23 @@ func (w *world) start() *testenv.Manager { return w.startResync(time.Second) }
 
 // startResync is start with the given resync of a node in sync.
 func (w *world) startResync(resync time.Duration) *testenv.Manager {
+	return w.run(func(mgr ctrl.Manager, state *ec2.State, reg *prometheus.Registry) error {
+		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: w.batch, StatusInterval: 200 * time.Millisecond, Resync: resync, StartCheck: 100 * time.Millisecond, Registerer: reg,
+			InventoryScope: nodeeni.InventoryScope})
+	})
+}
+
+// startOff runs the NodeENI controller with registration off, as the
+// operator does with --enable-multus-pod-addresses=false.
+func (w *world) startOff() *testenv.Manager {
+	return w.run(func(mgr ctrl.Manager, _ *ec2.State, _ *prometheus.Registry) error {
+		return podaddrs.SetupOff(mgr, podaddrs.ReasonRegistrationDisabled, "turned off", 200*time.Millisecond)
+	})
+}
+
+// run runs the NodeENI controller against the emulator, and what
+// registration adds.
+func (w *world) run(registration func(ctrl.Manager, *ec2.State, *prometheus.Registry) error) *testenv.Manager {
 	return testenv.StartManager(w.t, shared.Env(w.t).Config, ctrl.Options{}, func(mgr ctrl.Manager, reg *prometheus.Registry) error {
 		cfg := testenv.FastEC2Config(w.VPC)
 		cfg.Registerer = reg
@@ -86,8 +103,7 @@ func (w *world) startResync(resync time.Duration) *testenv.Manager {
 			CatalogInterval: time.Minute, DetachPollInterval: 50 * time.Millisecond, CollectorGracePeriod: time.Second, Registerer: reg}); err != nil {
 			return err
 		}
-		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: w.batch, StatusInterval: 200 * time.Millisecond, Resync: resync, StartCheck: 100 * time.Millisecond, Registerer: reg,
-			InventoryScope: nodeeni.InventoryScope})
+		return registration(mgr, state, reg)
 	})
 }
 
@@ -402,6 +418,33 @@ func TestGateWithoutRegistration(t *testing.T) {
 		if action != "DescribeNetworkInterfaces" {
 			t.Errorf("%d %s for a pod on a NodeENI that does not register", n, action)
 		}
+	}
+}
+
+// An operator that does not register says so on each NodeENI that asks
+// for it, and takes the word back when the NodeENI no longer asks; it
+// touches no address.
+func TestRegistrationOff(t *testing.T) {
+	w := newWorld(t)
+	w.startOff()
+	eni := w.attached()
+	w.multusPod("p1", eni.MAC, "10.0.32.101")
+	w.eventually("the condition says registration is off", func() (bool, string) {
+		c := w.condition()
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == podaddrs.ReasonRegistrationDisabled && c.Message == "turned off", fmt.Sprintf("%+v", c)
+	})
+	ne := testenv.GetNodeENI(t, w.k8s, w.label)
+	old := ne.DeepCopy()
+	ne.Spec.Multus.RegisterPodAddresses = false
+	if err := w.k8s.Patch(context.Background(), ne, client.MergeFrom(old)); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("the condition gone", func() (bool, string) {
+		c := w.condition()
+		return c == nil, fmt.Sprintf("%+v", c)
+	})
+	if got := w.secondaries(eni.ID); len(got) != 0 {
+		t.Errorf("registration off, the ENI holds %v", got)
 	}
 }
 

@@ -152,6 +152,9 @@ type statusWriter struct {
 	gauge    *prometheus.GaugeVec
 	// exposed are the NodeENIs with series in gauge.
 	exposed map[string]bool
+	// off, when set, is the condition of every registering NodeENI: this
+	// operator does not register (SetupOff).
+	off *metav1.Condition
 }
 
 func (w *statusWriter) NeedLeaderElection() bool { return true }
@@ -167,7 +170,7 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		case <-tick.C:
 		}
 		sums, changed := w.tally.take()
-		if !changed && !w.exposedGone(ctx) {
+		if !changed && !w.exposedGone(ctx) && w.off == nil {
 			continue
 		}
 		if err := w.writeAll(ctx, sums); err != nil {
@@ -206,7 +209,11 @@ func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) er
 	for i := range list.Items {
 		ne := &list.Items[i]
 		old := ne.DeepCopy()
-		if registersAddresses(ne) {
+		if registersAddresses(ne) && w.off != nil {
+			c := *w.off
+			c.ObservedGeneration = ne.Generation
+			meta.SetStatusCondition(&ne.Status.Conditions, c)
+		} else if registersAddresses(ne) {
 			sum := sums[ne.Name]
 			w.gauge.WithLabelValues(ne.Name, "registered").Set(float64(sum.registered))
 			w.gauge.WithLabelValues(ne.Name, "refused").Set(float64(len(sum.refused)))

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -100,6 +101,26 @@ func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 		return err
 	}
 	return mgr.Add(&starter{mgr: mgr, ec2: e, opts: o, tally: t, every: o.StartCheck})
+}
+
+// Reasons of the PodAddressesRegistered condition when this operator
+// does not register.
+const (
+	ReasonRegistrationDisabled = "RegistrationDisabled"
+	ReasonDryRun               = "DryRun"
+)
+
+// SetupOff is Setup for an operator that does not register addresses
+// (reason: ReasonRegistrationDisabled or ReasonDryRun; message says why
+// and what to do). A NodeENI that asks for registration is told so in
+// its PodAddressesRegistered condition, instead of showing none. It
+// watches no pod.
+func SetupOff(mgr ctrl.Manager, reason, message string, interval time.Duration) error {
+	if interval <= 0 {
+		interval = Options{}.withDefaults().StatusInterval
+	}
+	return mgr.Add(&statusWriter{client: mgr.GetClient(), tally: newTally(), interval: interval,
+		off: &metav1.Condition{Type: v1alpha1.ConditionPodAddressesRegistered, Status: metav1.ConditionFalse, Reason: reason, Message: message}})
 }
 
 // starter waits until registration is needed, then starts the pod
