@@ -209,20 +209,21 @@ func (w *statusWriter) writeAll(ctx context.Context, sums map[string]summary) er
 	for i := range list.Items {
 		ne := &list.Items[i]
 		old := ne.DeepCopy()
-		if registersAddresses(ne) && w.off != nil {
-			c := *w.off
-			c.ObservedGeneration = ne.Generation
-			meta.SetStatusCondition(&ne.Status.Conditions, c)
-		} else if registersAddresses(ne) {
-			sum := sums[ne.Name]
-			w.gauge.WithLabelValues(ne.Name, "registered").Set(float64(sum.registered))
-			w.gauge.WithLabelValues(ne.Name, "refused").Set(float64(len(sum.refused)))
-			exposed[ne.Name] = true
-			c := conditionOf(sum)
-			c.ObservedGeneration = ne.Generation
-			meta.SetStatusCondition(&ne.Status.Conditions, c)
-		} else {
+		if !registersAddresses(ne) {
 			meta.RemoveStatusCondition(&ne.Status.Conditions, v1alpha1.ConditionPodAddressesRegistered)
+		} else {
+			var c metav1.Condition
+			if w.off != nil {
+				c = *w.off
+			} else {
+				sum := sums[ne.Name]
+				w.gauge.WithLabelValues(ne.Name, "registered").Set(float64(sum.registered))
+				w.gauge.WithLabelValues(ne.Name, "refused").Set(float64(len(sum.refused)))
+				exposed[ne.Name] = true
+				c = conditionOf(sum)
+			}
+			c.ObservedGeneration = ne.Generation
+			meta.SetStatusCondition(&ne.Status.Conditions, c)
 		}
 		if slices.EqualFunc(old.Status.Conditions, ne.Status.Conditions, func(a, b metav1.Condition) bool { return a == b }) {
 			continue
