@@ -84,6 +84,9 @@ func (w *world) planAssign(n *eni, p params) (assignPlan, *apiError) {
 		if perr != nil || !a.Is4() || !s.cidr.Contains(a) {
 			return plan, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's address range", ip)
 		}
+		if s.reservedAddr(a) {
+			return plan, errReserved(a)
+		}
 		if plan.seen[a] {
 			continue
 		}
@@ -104,7 +107,8 @@ func (w *world) checkAssignPrefixes(s *subnet, ps []string, addrs map[netip.Addr
 	var prefixes []netip.Prefix
 	for _, p := range ps {
 		pf, perr := netip.ParsePrefix(p)
-		if perr != nil || pf.Bits() != 28 || pf.Masked() != pf || !s.cidr.Contains(pf.Addr()) || !w.prefixFree(s.vpcID, pf) ||
+		if perr != nil || pf.Bits() != 28 || pf.Masked() != pf || !s.cidr.Contains(pf.Addr()) || reservedOverlap(s.cidr, pf) ||
+			!w.prefixFree(s.vpcID, pf) ||
 			overlapsAny(pf, prefixes, addrs) {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a free /28 inside subnet %s", p, s.id)
 		}

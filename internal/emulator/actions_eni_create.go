@@ -238,6 +238,9 @@ func (w *world) checkExplicitIPv4(s *subnet, ips []string) (map[netip.Addr]bool,
 		if !s.cidr.Contains(a) {
 			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's address range", ip)
 		}
+		if s.reservedAddr(a) {
+			return nil, errReserved(a)
+		}
 		if _, used := w.owner(s.vpcID, a); used || seen[a] {
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address is already in use.")
 		}
@@ -252,7 +255,7 @@ func (w *world) checkENIPrefixes(s *subnet, ps []string, addrs map[netip.Addr]bo
 	var prefixes []netip.Prefix
 	for _, p := range ps {
 		pf, perr := netip.ParsePrefix(p)
-		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || pf.Masked() != pf {
+		if perr != nil || pf.Bits() != 28 || !s.cidr.Contains(pf.Addr()) || pf.Masked() != pf || reservedOverlap(s.cidr, pf) {
 			return nil, apiErr("InvalidParameterValue", "Prefix %s is not a /28 inside subnet %s", p, s.id)
 		}
 		if !w.prefixFree(s.vpcID, pf) || overlapsAny(pf, prefixes, addrs) {
@@ -271,6 +274,9 @@ func (w *world) checkExplicitIPv6(s *subnet, ips []string) ([]netip.Addr, *apiEr
 		a, perr := netip.ParseAddr(ip)
 		if perr != nil || !a.Is6() || !s.ipv6.IsValid() || !s.ipv6.Contains(a) {
 			return nil, apiErr("InvalidParameterValue", "Address %s does not fall within the subnet's IPv6 range", ip)
+		}
+		if s.reservedAddr(a) {
+			return nil, errReserved(a)
 		}
 		if _, used := w.owner(s.vpcID, a); used {
 			return nil, apiErr("InvalidIPAddress.InUse", "The specified address is already in use.")

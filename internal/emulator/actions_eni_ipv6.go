@@ -93,7 +93,8 @@ func (w *world) parseIPv6Request(n *eni, p params) (ipv6Request, *apiError) {
 	}
 	for _, ps := range p.list("Ipv6Prefix") {
 		pf, perr := netip.ParsePrefix(ps)
-		if perr != nil || pf.Bits() != 80 || pf.Masked() != pf || !s.ipv6.Contains(pf.Addr()) || !w.ipv6PrefixFree(s, pf) {
+		if perr != nil || pf.Bits() != 80 || pf.Masked() != pf || !s.ipv6.Contains(pf.Addr()) || reservedOverlap(s.ipv6, pf) ||
+			!w.ipv6PrefixFree(s, pf) {
 			return req, apiErr("InvalidParameterValue", "Prefix %s is not a free /80 inside subnet %s", ps, s.id)
 		}
 		req.prefixes = append(req.prefixes, pf)
@@ -224,7 +225,7 @@ func (w *world) allocateIPv6Prefix(s *subnet) (netip.Prefix, bool) {
 		// The /80's index sits in bits 64-79: bytes 8 and 9.
 		binary.BigEndian.PutUint16(b[8:10], binary.BigEndian.Uint16(base[8:10])+uint16(k))
 		pf := netip.PrefixFrom(netip.AddrFrom16(b), 80)
-		if w.ipv6PrefixFree(s, pf) {
+		if !reservedOverlap(s.ipv6, pf) && w.ipv6PrefixFree(s, pf) {
 			return pf, true
 		}
 	}

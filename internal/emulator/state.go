@@ -284,7 +284,7 @@ func (w *world) allocateIPv6(s *subnet) (netip.Addr, *apiError) {
 		a = s.ipv6.Addr().Next().Next().Next().Next()
 	}
 	for ; s.ipv6.Contains(a); a = a.Next() {
-		if _, used := w.owner(s.vpcID, a); !used {
+		if _, used := w.owner(s.vpcID, a); !used && !s.reservedAddr(a) {
 			s.nextIPv6 = a.Next()
 			return a, nil
 		}

@@ -20,7 +20,7 @@ func TestENISettingsAgainstMoto(t *testing.T) {
 		t.Skip("set ENI_MOTO=1 to run against moto_server (make conformance-moto)")
 	}
 	tg := startMoto(t)
-	for name, run := range settingsCases() {
+	for name, run := range motoCases() {
 		t.Run(name, func(t *testing.T) {
 			if why, gap := motoGaps()[name]; gap {
 				t.Skip("moto does not model this: " + why)
@@ -30,7 +30,19 @@ func TestENISettingsAgainstMoto(t *testing.T) {
 	}
 }
 
-// motoGaps are the settings cases moto answers otherwise than EC2, and
+// motoCases are the cases that run against moto as well: the ENI
+// settings, reserved addresses, ENI attributes and CIDR reservations.
+func motoCases() map[string]func(*testing.T, *target) {
+	all := settingsCases()
+	for _, more := range []map[string]func(*testing.T, *target){reservedCases()} {
+		for name, run := range more {
+			all[name] = run
+		}
+	}
+	return all
+}
+
+// motoGaps are the cases moto answers otherwise than EC2, and
 // how.
 // (moto 5.2.1; the rest pass against it.)
 func motoGaps() map[string]string {
@@ -40,6 +52,8 @@ func motoGaps() map[string]string {
 		"EFA":                            "CreateNetworkInterface ignores InterfaceType efa",
 		"CreateRefusesIPv6WithoutCIDR":   "IPv6 addresses are given in subnets without an IPv6 CIDR",
 		"CreateRefusesAddressesPrefixes": "secondary addresses and prefixes are accepted together",
+		"ReservedAddressesRefused":       "a subnet's reserved addresses are assigned when named",
+		"AutoAssignmentSkipsReserved":    "automatic assignment gives the subnet's base+3 address and never runs out",
 	}
 }
 
