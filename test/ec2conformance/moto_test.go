@@ -34,7 +34,7 @@ func TestENISettingsAgainstMoto(t *testing.T) {
 // settings, reserved addresses, ENI attributes and CIDR reservations.
 func motoCases() map[string]func(*testing.T, *target) {
 	all := settingsCases()
-	for _, more := range []map[string]func(*testing.T, *target){reservedCases()} {
+	for _, more := range []map[string]func(*testing.T, *target){reservedCases(), attributeCases()} {
 		for name, run := range more {
 			all[name] = run
 		}
