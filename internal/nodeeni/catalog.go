@@ -110,14 +110,21 @@ func (r *resolved) resolveSubnets(subnets []ec2.Subnet, spec *v1alpha1.NodeENISp
 		names = append([]string{spec.SubnetName}, names...)
 	}
 	for _, name := range names {
-		found := false
+		var matches []ec2.Subnet
 		for _, s := range subnets { // subnets come sorted by ID: a stable order
 			if s.Tags["Name"] == name {
-				add(s)
-				found = true
+				matches = append(matches, s)
 			}
 		}
-		if !found {
+		if zone, ids := crowdedZone(matches); zone != "" {
+			r.SubnetsComplete = false // the ENIs of its subnets are kept
+			r.Problems = append(r.Problems, ambiguousSubnetName(name, zone, ids))
+			continue
+		}
+		for _, s := range matches {
+			add(s)
+		}
+		if len(matches) == 0 {
 			r.SubnetsComplete = false
 			r.missing(ReasonSubnetNotFound, fmt.Sprintf("no subnet of the cluster's VPC has the Name tag %q; fix subnetName(s) or tag the subnet", name))
 		}
@@ -189,30 +196,38 @@ func (r *resolved) resolveGroups(groups []ec2.SecurityGroup, spec *v1alpha1.Node
 		gs = append(gs, id)
 	}
 	for _, name := range spec.SecurityGroupNames {
-		found := false
+		var matches []string
 		for _, g := range groups {
 			if g.Name == name {
-				found = true
-				gs = append(gs, g.ID)
+				matches = append(matches, g.ID)
 			}
 		}
-		if !found {
+		switch {
+		case len(matches) == 0:
 			ok = false
 			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("no security group named %q in the cluster's VPC; fix securityGroupNames", name))
+		case len(matches) > 1:
+			ok = false
+			r.Problems = append(r.Problems, ambiguousGroupName(fmt.Sprintf("security group name %q", name), matches))
 		}
+		gs = append(gs, matches...)
 	}
 	for i, term := range spec.SecurityGroupSelector {
-		found := false
+		var matches []string
 		for _, g := range groups {
 			if groupMatches(term, g) {
-				found = true
-				gs = append(gs, g.ID)
+				matches = append(matches, g.ID)
 			}
 		}
-		if !found {
+		switch what := fmt.Sprintf("securityGroupSelector[%d] (%s)", i, termText(term.ID, term.Name, term.Tags)); {
+		case len(matches) == 0:
 			ok = false
-			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("no security group of the cluster's VPC matches securityGroupSelector[%d] (%s); fix the term or tag the group", i, termText(term.ID, term.Name, term.Tags)))
+			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("no security group of the cluster's VPC matches %s; fix the term or tag the group", what))
+		case len(matches) > 1 && term.Name != "":
+			ok = false
+			r.Problems = append(r.Problems, ambiguousGroupName(what, matches))
 		}
+		gs = append(gs, matches...)
 	}
 	if ok {
 		slices.Sort(gs)

@@ -65,7 +65,7 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 	for _, b := range blocks {
 		if notFoundInVPC(b) {
 			missing = append(missing, b)
-			subnetMissing = subnetMissing || b.Reason != ReasonSecurityGroupNotFound
+			subnetMissing = subnetMissing || (b.Reason != ReasonSecurityGroupNotFound && !b.group)
 		}
 	}
 	if len(missing) == 0 || len(nodes) == 0 {
@@ -86,7 +86,7 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 	for _, n := range slices.Sorted(maps.Keys(nodes)) {
 		for _, m := range missing {
 			b := blocked{Node: n, Reason: m.Reason, Message: m.Message}
-			if noZone[n] && someFound && m.Reason != ReasonSecurityGroupNotFound {
+			if noZone[n] && someFound && m.Reason != ReasonSecurityGroupNotFound && !m.group {
 				b.Message += "; none of the subnets found is in the node's zone"
 			}
 			out = append(out, b)
@@ -96,8 +96,10 @@ func rootCauses(blocks []blocked, nodes map[string]string, someFound bool) []blo
 }
 
 // notFoundInVPC reports whether a block says a subnet or security group
-// of the spec is not in the VPC, or a subnet cannot serve it (no IPv6):
+// of the spec is not in the VPC, a subnet cannot serve it (no IPv6) or a
+// name of the spec is ambiguous:
 // a NodeENI-wide problem.
 func notFoundInVPC(b blocked) bool {
-	return b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound || b.Reason == ReasonSubnetHasNoIPv6)
+	return b.Node == "" && (b.Reason == ReasonSubnetNotFound || b.Reason == ReasonSecurityGroupNotFound || b.Reason == ReasonSubnetHasNoIPv6 ||
+		b.Reason == ReasonAmbiguousName)
 }

@@ -23,6 +23,9 @@ const (
 	ReasonSecurityGroupNotFound  = "SecurityGroupNotFound"
 	ReasonEC2Error               = "EC2Error"
 	ReasonZoneMismatch           = "ZoneMismatch"
+	// ReasonAmbiguousName: a name of the spec matches more than one
+	// subnet of a zone, or more than one security group (ambiguity.go).
+	ReasonAmbiguousName = "AmbiguousName"
 	// ReasonWaitingForDetach is transient: an ENI being removed still
 	// holds the index or the slot.
 	ReasonWaitingForDetach = "WaitingForDetach"
@@ -43,6 +46,8 @@ const (
 // blocked is a node (and subnet) that cannot get its ENI now.
 type blocked struct {
 	Node, Subnet, Reason, Message string
+	// group: a NodeENI-wide problem of the security groups, not the subnets.
+	group bool
 }
 
 // transient reports whether the block clears by itself (an ENI of the
