@@ -79,6 +79,36 @@ type ENIAttachment struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
 	AppliedTags map[string]string `json:"appliedTags,omitempty"`
+	// Selection is what the operator gave the ENI from its NodeENI's
+	// subnet and security-group sources, read only from the ENINode:
+	// drift repair keeps the ENI at these groups, and its zone at these
+	// subnets, for as long as those sources in the spec are unchanged,
+	// whatever a tag written since makes them resolve to. Empty on ENIs
+	// of earlier versions until the operator next writes the entry.
+	// +optional
+	Selection *ENISelection `json:"selection,omitempty"`
+}
+
+// ENISelection pins an ENI to the subnets and security groups its
+// NodeENI's spec resolved to when the operator created or last set it.
+type ENISelection struct {
+	// SpecHash is a digest of the NodeENI's subnet and security-group
+	// fields (IDs, names, selectors) the pin was taken under; a spec with
+	// other fields re-applies the current resolution.
+	// +kubebuilder:validation:MaxLength=64
+	SpecHash string `json:"specHash"`
+	// SecurityGroups are the groups the ENI is kept at, sorted.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=32
+	SecurityGroups []string `json:"securityGroups,omitempty"`
+	// ZoneSubnets are the NodeENI's subnets in the ENI's zone, in device
+	// index order: no other subnet of the zone joins them while the pin
+	// holds.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=32
+	ZoneSubnets []string `json:"zoneSubnets,omitempty"`
 }
 
 // InterfaceStatus is what the node agent configured on its node for one

@@ -37,6 +37,13 @@ const (
 	// NetworkAttachmentDefinition multus.attachmentDefinition asks for is
 	// written as it says; its message names those it could not write.
 	ConditionAttachmentDefinitionsReady = "AttachmentDefinitionsReady"
+	// ConditionSelectionChanged is True when the subnet and security-group
+	// sources now resolve to something other than what the running ENIs
+	// were given (a subnet or group tagged, untagged or renamed since):
+	// its message names the new and the dropped subnets and groups. The
+	// running ENIs keep theirs until a subnet or security-group field of
+	// the spec changes.
+	ConditionSelectionChanged = "SelectionChanged"
 )
 
 // NodeENISpec says which nodes get an ENI, in which subnets, with which
@@ -298,8 +305,8 @@ type NodeENIStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	SecurityGroups []string `json:"securityGroups,omitempty"`
-	// Conditions are Ready, Progressing, Degraded, InterfacesConfigured
-	// and, with multus, PodAddressesRegistered and
+	// Conditions are Ready, Progressing, Degraded, InterfacesConfigured,
+	// SelectionChanged and, with multus, PodAddressesRegistered and
 	// AttachmentDefinitionsReady. Each condition type has one writer.
 	// +optional
 	// +listType=map

@@ -185,7 +185,7 @@ func legacyRecords(records []v1alpha1.ENIAttachment, waiting ...[]action) []v1al
 	var out []v1alpha1.ENIAttachment
 	for _, rec := range records {
 		if ids[rec.ENIID] {
-			rec.AppliedTags = nil // a record counts only in the ENINode, which only the operator writes
+			rec.AppliedTags, rec.Selection = nil, nil // records count only in the ENINode, which only the operator writes
 			out = append(out, rec)
 		}
 	}
