@@ -26,6 +26,9 @@ var handlers = map[string]handler{
 	"CreateVpc":                         createVpc,
 	"CreateSubnet":                      createSubnet,
 	"CreateSecurityGroup":               createSecurityGroup,
+	"CreateSubnetCidrReservation":       createSubnetCidrReservation,
+	"GetSubnetCidrReservations":         getSubnetCidrReservations,
+	"DeleteSubnetCidrReservation":       deleteSubnetCidrReservation,
 }
 
 // handlerFor returns the implementation of an EC2 action.

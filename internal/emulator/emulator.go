@@ -380,7 +380,7 @@ func defaultBucket(action string, p params) (string, Bucket) {
 	case "RunInstances":
 		return action, Bucket{Size: 5, Refill: 2}
 	}
-	if strings.HasPrefix(action, "Describe") {
+	if strings.HasPrefix(action, "Describe") || strings.HasPrefix(action, "Get") {
 		return action, Bucket{Size: 100, Refill: 20}
 	}
 	return action, Bucket{Size: 50, Refill: 5}

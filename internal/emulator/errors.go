@@ -58,6 +58,7 @@ func idKinds() []idKind {
 		{"subnet", "InvalidSubnetID.NotFound", "subnet ID", "InvalidSubnetID.Malformed"},
 		{"vpc", "InvalidVpcID.NotFound", "vpc ID", "InvalidVpcID.Malformed"},
 		{"sg", "InvalidGroup.NotFound", "security group", "InvalidGroupId.Malformed"},
+		{"scr", "InvalidSubnetCidrReservationID.NotFound", "subnet CIDR reservation ID", "InvalidSubnetCidrReservationID.Malformed"},
 	}
 }
 

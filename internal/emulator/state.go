@@ -23,6 +23,8 @@ type world struct {
 	groups        map[string]*securityGroup
 	instances     map[string]*instance
 	enis          map[string]*eni
+	// reservations are the subnets' CIDR reservations, by ID.
+	reservations map[string]*cidrReservation
 	// ipOwner maps a private IPv4/IPv6 address of a VPC to the ENI that
 	// holds it. VPCs have separate address spaces: two VPCs with the same
 	// CIDR can each hold the same address.
@@ -170,6 +172,7 @@ func newWorld(region, accountID string, seed int64) *world {
 		groups:        map[string]*securityGroup{},
 		instances:     map[string]*instance{},
 		enis:          map[string]*eni{},
+		reservations:  map[string]*cidrReservation{},
 		ipOwner:       map[ipKey]*eni{},
 		attachments:   map[string]*eni{},
 		clientTokens:  map[string]tokenRecord{},
@@ -258,7 +261,7 @@ func (w *world) allocateIP(s *subnet) (netip.Addr, *apiError) {
 	start := s.next
 	a := start
 	for {
-		if _, used := w.owner(s.vpcID, a); !used {
+		if _, used := w.owner(s.vpcID, a); !used && !w.inReservation(s, a) {
 			s.next = a.Next()
 			return a, nil
 		}
@@ -284,7 +287,7 @@ func (w *world) allocateIPv6(s *subnet) (netip.Addr, *apiError) {
 		a = s.ipv6.Addr().Next().Next().Next().Next()
 	}
 	for ; s.ipv6.Contains(a); a = a.Next() {
-		if _, used := w.owner(s.vpcID, a); !used && !s.reservedAddr(a) {
+		if _, used := w.owner(s.vpcID, a); !used && !s.reservedAddr(a) && !w.inReservation(s, a) {
 			s.nextIPv6 = a.Next()
 			return a, nil
 		}
@@ -307,7 +310,7 @@ func (w *world) allocatePrefix(s *subnet) (netip.Prefix, *apiError) {
 		if p.Addr().Less(first) || last.Less(addOffset(start, 15)) {
 			continue
 		}
-		if w.prefixFree(s.vpcID, p) {
+		if w.prefixFree(s.vpcID, p) && !w.overlapsExplicitReservation(s, p) {
 			return p, nil
 		}
 	}

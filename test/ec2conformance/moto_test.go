@@ -34,7 +34,7 @@ func TestENISettingsAgainstMoto(t *testing.T) {
 // settings, reserved addresses, ENI attributes and CIDR reservations.
 func motoCases() map[string]func(*testing.T, *target) {
 	all := settingsCases()
-	for _, more := range []map[string]func(*testing.T, *target){reservedCases(), attributeCases()} {
+	for _, more := range []map[string]func(*testing.T, *target){reservedCases(), attributeCases(), reservationCases()} {
 		for name, run := range more {
 			all[name] = run
 		}
@@ -47,13 +47,16 @@ func motoCases() map[string]func(*testing.T, *target) {
 // (moto 5.2.1; the rest pass against it.)
 func motoGaps() map[string]string {
 	return map[string]string{
-		"AssignUnassignIPv6":             "AssignIpv6Addresses answers every address of the ENI as assigned, not the new ones",
-		"NetworkCards":                   "AttachNetworkInterface ignores NetworkCardIndex (every attachment is on card 0)",
-		"EFA":                            "CreateNetworkInterface ignores InterfaceType efa",
-		"CreateRefusesIPv6WithoutCIDR":   "IPv6 addresses are given in subnets without an IPv6 CIDR",
-		"CreateRefusesAddressesPrefixes": "secondary addresses and prefixes are accepted together",
-		"ReservedAddressesRefused":       "a subnet's reserved addresses are assigned when named",
-		"AutoAssignmentSkipsReserved":    "automatic assignment gives the subnet's base+3 address and never runs out",
+		"AssignUnassignIPv6":              "AssignIpv6Addresses answers every address of the ENI as assigned, not the new ones",
+		"NetworkCards":                    "AttachNetworkInterface ignores NetworkCardIndex (every attachment is on card 0)",
+		"EFA":                             "CreateNetworkInterface ignores InterfaceType efa",
+		"CreateRefusesIPv6WithoutCIDR":    "IPv6 addresses are given in subnets without an IPv6 CIDR",
+		"CreateRefusesAddressesPrefixes":  "secondary addresses and prefixes are accepted together",
+		"ReservedAddressesRefused":        "a subnet's reserved addresses are assigned when named",
+		"AutoAssignmentSkipsReserved":     "automatic assignment gives the subnet's base+3 address and never runs out",
+		"CIDRReservationLifecycle":        "CreateSubnetCidrReservation drops Description and TagSpecifications",
+		"CIDRReservationFilters":          "GetSubnetCidrReservations with Filters answers HTTP 500",
+		"AutoAssignmentAvoidsReservation": "automatic assignment takes addresses of explicit reservations",
 	}
 }
 
