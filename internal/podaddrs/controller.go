@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -31,6 +32,7 @@ type reconciler struct {
 	tally    *tally
 	limits   *limitMemo
 	waits    *waiters
+	backoffs *backoffs
 	recorder events.EventRecorder
 }
 
@@ -44,11 +46,13 @@ type pass struct {
 	in   input
 	d    decision
 	done outcome
+	// now is when the pass began, on the reconciler's clock.
+	now time.Time
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	p := &pass{node: req.Name}
-	if s := phases.Run(ctx, p, r.read, r.decide, r.record, r.assign, r.unassign, r.forget, r.gate, r.report); s != nil {
+	p := &pass{node: req.Name, now: r.opts.Clock.Now(), done: newOutcome()}
+	if s := phases.Run(ctx, p, r.read, r.decide, r.verify, r.record, r.assign, r.unassign, r.forget, r.gate, r.report); s != nil {
 		return s.Result, s.Err
 	}
 	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
@@ -71,6 +75,7 @@ func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
 			r.tally.forgetNode(p.node) // no ENI left: EC2 took the addresses with them
 			r.limits.forget(p.node)
 			r.waits.forget(p.node)
+			r.backoffs.forget(p.node)
 			return r.gateAlone(ctx, p)
 		}
 		return phases.Done(err)
@@ -94,6 +99,7 @@ func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
 		e, _ := r.ec2.ENIByIP(a.String())
 		return e.ID
 	}
+	p.in.Backoff, _ = r.backoffs.active(p.node, p.now)
 	return nil
 }
 
@@ -194,12 +200,47 @@ func (r *reconciler) claims(ctx context.Context, node string) (map[string]*corev
 			continue
 		}
 		nets, err := parseNetworkStatus(v)
-		out = append(out, podClaim{Pod: key, Networks: nets, Err: err})
+		out = append(out, podClaim{Pod: key, Created: pod.CreationTimestamp.Time, Networks: nets, Err: err})
 	}
 	return pods, out, nil
 }
 
 func (r *reconciler) decide(_ context.Context, p *pass) *phases.Stop {
+	p.d = decide(p.in)
+	return nil
+}
+
+// verify reads from EC2, at once, who holds the addresses the decision
+// would record, and decides again with the answer: the inventory may be
+// minutes old, and an address another tool assigned since is not the
+// pod's to record, nor later to unassign. An address EC2 could not be
+// asked about waits for the next pass.
+func (r *reconciler) verify(ctx context.Context, p *pass) *phases.Stop {
+	if len(p.d.Verify) == 0 {
+		return nil
+	}
+	holders := make([]string, len(p.d.Verify))
+	errs := make([]error, len(p.d.Verify))
+	var wg sync.WaitGroup
+	for i, a := range p.d.Verify {
+		wg.Go(func() {
+			e, err := r.ec2.HolderOf(ctx, a.String())
+			holders[i], errs[i] = e.ID, err
+		})
+	}
+	wg.Wait()
+	p.in.Verified = map[netip.Addr]string{}
+	for i, a := range p.d.Verify {
+		switch err := errs[i]; {
+		case err == nil:
+			p.in.Verified[a] = holders[i]
+		case ec2.IsNotFound(err):
+			p.in.Verified[a] = ""
+		default:
+			p.done.retry = true
+			log.FromContext(ctx).Error(err, "reading which ENI holds a pod address; trying again", "address", a)
+		}
+	}
 	p.d = decide(p.in)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
@@ -39,6 +40,43 @@ func interfaces(heldA ...string) []iface {
 	}
 }
 
+const macC = "02:00:00:00:00:0c"
+
+// twinInterfaces are interfaces with eni-c, a second registering ENI of
+// eni-a's subnet (NodeENI multus-c).
+func twinInterfaces() []iface {
+	in := interfaces()
+	twin := in[0]
+	twin.ENI, twin.NodeENI, twin.MAC, twin.Primary, twin.Held = "eni-c", "multus-c", macC, netip.MustParseAddr("10.0.1.5"), held()
+	return append(in, twin)
+}
+
+// claimAt is claim by a pod created at second sec.
+func claimAt(pod, mac string, sec int, ss ...string) podClaim {
+	c := claim(pod, mac, ss...)
+	c.Created = time.Unix(int64(sec), 0)
+	return c
+}
+
+// settle decides as a pass does: when the decision asks who holds the
+// addresses it would record, it decides again with EC2's answer
+// (holders, none by default), unless EC2 does not answer.
+func settle(in input, holders map[string]string, answers bool) (decision, []string) {
+	d := decide(in)
+	if len(d.Verify) == 0 {
+		return d, nil
+	}
+	var asked []string
+	in.Verified = map[netip.Addr]string{}
+	for _, a := range d.Verify {
+		asked = append(asked, a.String())
+		if answers {
+			in.Verified[a] = holders[a.String()]
+		}
+	}
+	return decide(in), asked
+}
+
 func claim(pod, mac string, ss ...string) podClaim {
 	return podClaim{Pod: pod, Networks: []attachedNetwork{{Name: "default/multus", Interface: "net1", MAC: mac, Addresses: addrs(ss...)}}}
 }
@@ -59,10 +97,18 @@ func TestDecide(t *testing.T) {
 		refused  []string // pod:reason
 		taken    []string // addresses waited for
 		reg      int      // registered on multus
+		// ec2 are the holders EC2 shows when asked (none by default);
+		// unanswered leaves every question unanswered.
+		ec2        map[string]string
+		unanswered bool
+		verified   []string // addresses EC2 was asked about
+		refusedOn  []string // the NodeENIs of the refusals, when checked
+		backoff    []string // claims refused on EC2's word: pod:addr
 	}{
 		{name: "a new address is recorded and assigned on the ENI of its MAC",
 			in:     input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20", "2600:1f18::20")}},
-			assign: "eni-a:10.0.1.20,2600:1f18::20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1"), rec("2600:1f18::20", "eni-a", "ns/p1")}, reg: 2},
+			assign: "eni-a:10.0.1.20,2600:1f18::20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1"), rec("2600:1f18::20", "eni-a", "ns/p1")},
+			verified: []string{"10.0.1.20", "2600:1f18::20"}, reg: 2},
 		{name: "an address the ENI already holds is registered but not recorded: it stays its assigner's",
 			in:  input{Interfaces: interfaces("10.0.1.20"), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20")}},
 			reg: 1},
@@ -88,12 +134,13 @@ func TestDecide(t *testing.T) {
 		{name: "held by another ENI: refused before any call, so it cannot fail the ENI's batch",
 			in: input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20"), claim("ns/p2", macA, "10.0.1.21")},
 				HeldBy: func(a netip.Addr) string { return map[string]string{"10.0.1.20": "eni-other"}[a.String()] }},
-			assign: "eni-a:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.21", "eni-a", "ns/p2")}, refused: []string{"ns/p1:" + ReasonAddressTaken}, taken: []string{"10.0.1.20"}, reg: 1},
+			assign: "eni-a:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.21", "eni-a", "ns/p2")}, refused: []string{"ns/p1:" + ReasonAddressTaken}, taken: []string{"10.0.1.20"},
+			verified: []string{"10.0.1.21"}, reg: 1},
 		{name: "beyond the instance type's addresses per interface: refused, the first ones assigned",
 			in: input{Interfaces: interfaces("10.0.1.50", "10.0.1.51"), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20"), claim("ns/p2", macA, "10.0.1.21"),
 				claim("ns/p3", macA, "10.0.1.22"), claim("ns/p4", macA, "10.0.1.23")}},
 			assign: "eni-a:10.0.1.20,10.0.1.21,10.0.1.22", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1"), rec("10.0.1.21", "eni-a", "ns/p2"), rec("10.0.1.22", "eni-a", "ns/p3")},
-			refused: []string{"ns/p4:" + ReasonAddressLimit}, reg: 3},
+			refused: []string{"ns/p4:" + ReasonAddressLimit}, verified: []string{"10.0.1.20", "10.0.1.21", "10.0.1.22"}, reg: 3},
 		{name: "the MAC of an ENI whose NodeENI does not register, an unknown MAC, the ENI's primary address: nothing",
 			in: input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macB, "10.0.2.20"), claim("ns/p2", "02:00:00:00:00:ff", "10.0.1.30"),
 				claim("ns/p3", macA, "10.0.1.4")}}},
@@ -112,20 +159,74 @@ func TestDecide(t *testing.T) {
 				in.Interfaces = append(in.Interfaces, twin)
 				return in
 			}(),
-			assign: "eni-a:10.0.1.20;eni-c:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1"), rec("10.0.1.21", "eni-c", "ns/p2")}, reg: 2},
-		{name: "two pods claiming one address: assigned once",
-			in:     input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p2", macA, "10.0.1.20"), claim("ns/p1", macA, "10.0.1.20")}},
-			assign: "eni-a:10.0.1.20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1")}, reg: 1},
+			assign: "eni-a:10.0.1.20;eni-c:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1"), rec("10.0.1.21", "eni-c", "ns/p2")},
+			verified: []string{"10.0.1.20", "10.0.1.21"}, reg: 2},
+		{name: "two new pods claiming one address: the older one's, the other refused",
+			in:     input{Interfaces: interfaces(), Claims: []podClaim{claimAt("ns/a-new", macA, 2, "10.0.1.20"), claimAt("ns/z-old", macA, 1, "10.0.1.20")}},
+			assign: "eni-a:10.0.1.20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/z-old")}, refused: []string{"ns/a-new:" + ReasonAddressTaken},
+			verified: []string{"10.0.1.20"}, reg: 1},
+		{name: "a pod claiming a living pod's address on the node's other ENI of the subnet: refused on both NodeENIs, nothing moves",
+			in: func() input {
+				in := input{Interfaces: twinInterfaces(), Claims: []podClaim{claimAt("ns/a-thief", macC, 2, "10.0.1.20"), claimAt("ns/holder", macA, 1, "10.0.1.20")},
+					Record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/holder")}}
+				in.Interfaces[0].Held = held("10.0.1.20")
+				return in
+			}(),
+			record:  []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/holder")},
+			refused: []string{"ns/a-thief:" + ReasonAddressTaken, "ns/a-thief:" + ReasonAddressTaken}, refusedOn: []string{"multus-c", "multus"}, reg: 1},
+		{name: "a pod claiming a living pod's address on the same ENI, created first: refused",
+			in: input{Interfaces: interfaces("10.0.1.20"), Claims: []podClaim{claimAt("ns/a-thief", macA, 1, "10.0.1.20"), claimAt("ns/holder", macA, 2, "10.0.1.20")},
+				Record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/holder")}},
+			record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/holder")}, refused: []string{"ns/a-thief:" + ReasonAddressTaken}, reg: 1},
+		{name: "the holder gone, the pod an IPAM handed its address to on the same ENI holds it: no call",
+			in: input{Interfaces: interfaces("10.0.1.20"), Claims: []podClaim{claim("ns/next", macA, "10.0.1.20")},
+				Record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/gone")}},
+			record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/next")}, reg: 1},
+		{name: "the holder gone, claimed on the node's other ENI of the subnet: unassigned where it was, assigned next pass",
+			in: func() input {
+				in := input{Interfaces: twinInterfaces(), Claims: []podClaim{claim("ns/next", macC, "10.0.1.20")}, Record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/gone")}}
+				in.Interfaces[0].Held = held("10.0.1.20")
+				return in
+			}(),
+			unassign: "eni-a:10.0.1.20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/gone")}},
+		{name: "EC2 shows the ENI holding it already (another tool, since the inventory): registered, never recorded",
+			in:  input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20")}},
+			ec2: map[string]string{"10.0.1.20": "eni-a"}, verified: []string{"10.0.1.20"}, reg: 1},
+		{name: "EC2 shows an ENI outside the inventory holding it: refused, waited for, backed off",
+			in:  input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20"), claim("ns/p2", macA, "10.0.1.21")}},
+			ec2: map[string]string{"10.0.1.20": "eni-foreign"}, verified: []string{"10.0.1.20", "10.0.1.21"},
+			assign: "eni-a:10.0.1.21", record: []v1alpha1.PodAddress{rec("10.0.1.21", "eni-a", "ns/p2")}, refused: []string{"ns/p1:" + ReasonAddressTaken},
+			taken: []string{"10.0.1.20"}, backoff: []string{"ns/p1:10.0.1.20"}, reg: 1},
+		{name: "EC2 not answering: nothing recorded or assigned",
+			in:         input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20")}},
+			unanswered: true, verified: []string{"10.0.1.20"}},
+		{name: "a claim EC2 refused lately: refused again without asking",
+			in: input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.20")},
+				Backoff: map[claimKey]refusal{{"ns/p1", netip.MustParseAddr("10.0.1.20")}: {Pod: "ns/p1", NodeENI: "multus", Reason: ReasonAssignFailed, Message: "refused"}}},
+			refused: []string{"ns/p1:" + ReasonAssignFailed}},
+		{name: "addresses AWS reserves in the subnet: refused before any call",
+			in:      input{Interfaces: interfaces(), Claims: []podClaim{claim("ns/p1", macA, "10.0.1.0", "10.0.1.1", "10.0.1.3"), claim("ns/p2", macA, "10.0.1.255", "2600:1f18::2")}},
+			refused: []string{"ns/p1:" + ReasonReserved, "ns/p1:" + ReasonReserved, "ns/p1:" + ReasonReserved, "ns/p2:" + ReasonReserved, "ns/p2:" + ReasonReserved}},
 		{name: "an unreadable network status is refused and does not stop the others",
 			in:     input{Interfaces: interfaces(), Claims: []podClaim{{Pod: "ns/bad", Err: errors.New("not JSON")}, claim("ns/p1", macA, "10.0.1.20")}},
-			assign: "eni-a:10.0.1.20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1")}, refused: []string{"ns/bad:" + ReasonBadNetworkState}, reg: 1},
+			assign: "eni-a:10.0.1.20", record: []v1alpha1.PodAddress{rec("10.0.1.20", "eni-a", "ns/p1")}, refused: []string{"ns/bad:" + ReasonBadNetworkState}, verified: []string{"10.0.1.20"}, reg: 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.in.HeldBy == nil {
 				c.in.HeldBy = nobody
 			}
-			d := decide(c.in)
+			d, asked := settle(c.in, c.ec2, !c.unanswered)
+			if got := fmt.Sprint(asked); got != fmt.Sprint(c.verified) {
+				t.Errorf("EC2 asked about %s, want %v", got, c.verified)
+			}
+			var backoff []string
+			for k := range d.EC2Refused {
+				backoff = append(backoff, k.Pod+":"+k.Addr.String())
+			}
+			if slices.Sort(backoff); !slices.Equal(backoff, c.backoff) {
+				t.Errorf("backed off %v, want %v", backoff, c.backoff)
+			}
 			if got := perENI(d.Assign); got != c.assign {
 				t.Errorf("assign %q, want %q", got, c.assign)
 			}
@@ -139,14 +240,19 @@ func TestDecide(t *testing.T) {
 				t.Errorf("stale %v, want %v", d.Stale, c.stale)
 			}
 			var refused []string
+			var on []string
 			for _, r := range d.Refused {
 				refused = append(refused, r.Pod+":"+r.Reason)
+				on = append(on, r.NodeENI)
 				if r.Message == "" {
 					t.Errorf("refusal of %s says nothing", r.Pod)
 				}
 			}
 			if !slices.Equal(refused, c.refused) {
 				t.Errorf("refused %v, want %v", refused, c.refused)
+			}
+			if c.refusedOn != nil && !slices.Equal(on, c.refusedOn) {
+				t.Errorf("refused on NodeENIs %v, want %v", on, c.refusedOn)
 			}
 			var taken []string
 			for _, a := range d.Taken {

@@ -13,6 +13,9 @@ import (
 type EC2 interface {
 	ENI(id string) (ec2.ENI, bool)
 	ENIByIP(ip string) (ec2.ENI, bool)
+	// HolderOf asks EC2 which ENI holds an address now (a not-found
+	// error: none).
+	HolderOf(ctx context.Context, ip string) (ec2.ENI, error)
 	Catalog(ctx context.Context, maxAge time.Duration) (ec2.Catalog, error)
 	GetInstance(ctx context.Context, id string) (ec2.Instance, error)
 	InstanceLimits(ctx context.Context, instanceType string) (ec2.InstanceLimits, error)

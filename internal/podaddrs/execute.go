@@ -27,6 +27,10 @@ type outcome struct {
 	retry bool
 }
 
+func newOutcome() outcome {
+	return outcome{assigned: map[netip.Addr]bool{}, unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}}
+}
+
 // retryAfter is when a pass whose call failed transiently runs again.
 const retryAfter = 5 * time.Second
 
@@ -55,7 +59,6 @@ func (r *reconciler) writeRecord(ctx context.Context, en *v1alpha1.ENINode, rec 
 // addresses are tried one by one, so one bad address (taken since the
 // decision, say) does not keep the others off the ENI.
 func (r *reconciler) assign(ctx context.Context, p *pass) *phases.Stop {
-	p.done = outcome{assigned: map[netip.Addr]bool{}, unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}}
 	for _, eni := range sortedKeys(p.d.Assign) {
 		addrs := p.d.Assign[eni]
 		err := r.ec2.AssignAddresses(ctx, eni, split(addrs))
@@ -97,7 +100,7 @@ func (o *outcome) assignFailed(p *pass, eni string, addrs []netip.Addr, err erro
 	}
 	for _, a := range addrs {
 		o.failed[a] = true
-		f := refusal{Pod: p.podOf(a), Reason: ReasonAssignFailed,
+		f := refusal{Pod: p.podOf(a), Reason: ReasonAssignFailed, Addr: a,
 			Message: "EC2 refused to assign " + a.String() + " to " + eni + ": " + ec2.Message(err)}
 		for _, i := range p.in.Interfaces {
 			if i.ENI == eni {

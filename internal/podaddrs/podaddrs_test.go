@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,6 +46,11 @@ type world struct {
 	// batch is the pass's BatchDelay: a pod change arriving within it of
 	// the first joins that pass.
 	batch time.Duration
+	// inventory is how often the operator's picture of its ENIs is read
+	// again (the NodeENI controller's resync).
+	inventory time.Duration
+	// clock times registration's backoffs (the real clock when nil).
+	clock clock.PassiveClock
 }
 
 func newWorld(t *testing.T) *world {
@@ -56,7 +62,7 @@ func newWorld(t *testing.T) *world {
 		Instances: []emulator.InstanceSpec{{Type: "small.test", Subnet: "nodes-a"}, {Type: "small.test", Subnet: "nodes-a"}},
 	})
 	w := &world{EC2: e, t: t, k8s: testenv.Client(t, shared.Env(t).Config), label: strings.ToLower(t.Name()), instance: loaded.Instances[0].ID,
-		spare: loaded.Instances[1].ID, ns: strings.ToLower(t.Name()), batch: 300 * time.Millisecond}
+		spare: loaded.Instances[1].ID, ns: strings.ToLower(t.Name()), batch: 300 * time.Millisecond, inventory: 300 * time.Millisecond}
 	testenv.CreateNamespaces(t, w.k8s, w.ns)
 	testenv.CreateNode(t, w.k8s, testenv.Node{Name: w.node(), Instance: w.instance, Zone: "us-east-1a", Labels: map[string]string{"test": w.label}})
 	t.Cleanup(func() {
@@ -77,7 +83,7 @@ func (w *world) start() *testenv.Manager { return w.startResync(time.Second) }
 func (w *world) startResync(resync time.Duration) *testenv.Manager {
 	return w.run(func(mgr ctrl.Manager, state *ec2.State, reg *prometheus.Registry) error {
 		return podaddrs.Setup(mgr, state, podaddrs.Options{BatchDelay: w.batch, StatusInterval: 200 * time.Millisecond, Resync: resync, StartCheck: 100 * time.Millisecond, Registerer: reg,
-			InventoryScope: nodeeni.InventoryScope})
+			InventoryScope: nodeeni.InventoryScope, Clock: w.clock})
 	})
 }
 
@@ -99,7 +105,7 @@ func (w *world) run(registration func(ctrl.Manager, *ec2.State, *prometheus.Regi
 		if err := mgr.Add(state); err != nil {
 			return err
 		}
-		if err := nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: "c-" + w.label, Keys: testenv.OwnershipKeys(), ResyncInterval: 300 * time.Millisecond,
+		if err := nodeeni.Setup(mgr, state, nodeeni.Options{ClusterName: "c-" + w.label, Keys: testenv.OwnershipKeys(), ResyncInterval: w.inventory,
 			CatalogInterval: time.Minute, DetachPollInterval: 50 * time.Millisecond, CollectorGracePeriod: time.Second, Registerer: reg}); err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ func keepMultusPods() toolscache.TransformFunc {
 		gates, conditions := keepGate(p)
 		return &corev1.Pod{TypeMeta: p.TypeMeta,
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-				DeletionTimestamp: p.DeletionTimestamp, Annotations: statusOnly(p.Annotations)},
+				CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp, Annotations: statusOnly(p.Annotations)},
 			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, ReadinessGates: gates},
 			Status: corev1.PodStatus{Phase: p.Status.Phase, Conditions: conditions},
 		}, nil

@@ -135,10 +135,41 @@ func (r *reconciler) report(ctx context.Context, p *pass) *phases.Stop {
 	}
 	r.waits.wait(p.node, p.d.Taken)
 	r.waits.released(p.done.unassigned)
+	r.backoffs.released(p.done.unassigned)
+	r.backoffs.update(p.node, ec2Refusals(p), claimedBy(p.in.Claims), p.done.assigned, p.now)
 	if p.done.retry {
 		return phases.After(retryAfter)
 	}
+	if _, next := r.backoffs.active(p.node, p.now); !next.IsZero() && next.Sub(p.now) < r.opts.Resync {
+		return phases.After(next.Sub(p.now))
+	}
 	return nil
+}
+
+// ec2Refusals are the pass's claims refused on EC2's word: a holder it
+// showed, or an assignment it refused.
+func ec2Refusals(p *pass) map[claimKey]refusal {
+	out := maps.Clone(p.d.EC2Refused)
+	if out == nil {
+		out = map[claimKey]refusal{}
+	}
+	for _, f := range p.done.refused {
+		out[claimKey{f.Pod, f.Addr}] = f
+	}
+	return out
+}
+
+// claimedBy is every address each pod claims.
+func claimedBy(claims []podClaim) map[claimKey]bool {
+	out := map[claimKey]bool{}
+	for _, c := range claims {
+		for _, n := range c.Networks {
+			for _, a := range n.Addresses {
+				out[claimKey{c.Pod, a}] = true
+			}
+		}
+	}
+	return out
 }
 
 // statusWriter writes each registering NodeENI's PodAddressesRegistered

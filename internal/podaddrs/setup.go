@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -57,6 +58,9 @@ type Options struct {
 	// SkipNameValidation lets tests start the controller in several
 	// managers of one process.
 	SkipNameValidation bool
+	// Clock is what refusals' backoffs are timed by (the real clock when
+	// nil).
+	Clock clock.PassiveClock
 }
 
 func (o Options) withDefaults() Options {
@@ -77,6 +81,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StartCheck <= 0 {
 		o.StartCheck = 5 * time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
@@ -201,7 +208,7 @@ func (s *starter) startController() error {
 	if err := s.mgr.Add(pods); err != nil {
 		return err
 	}
-	r := &reconciler{client: s.mgr.GetClient(), pods: pods, ec2: s.ec2, opts: o, tally: s.tally, limits: newLimitMemo(), waits: newWaiters(),
+	r := &reconciler{client: s.mgr.GetClient(), pods: pods, ec2: s.ec2, opts: o, tally: s.tally, limits: newLimitMemo(), waits: newWaiters(), backoffs: newBackoffs(),
 		recorder: bounded.Recorder(s.mgr.GetEventRecorder("eni-operator-podaddrs"))}
 	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	if o.SkipNameValidation {
