@@ -107,8 +107,11 @@ func familyOf(operation string, input any) Family {
 	return FamilyDescribe
 }
 
-// isDescribe reports whether an operation is non-mutating.
-func isDescribe(operation string) bool { return strings.HasPrefix(operation, "Describe") }
+// isDescribe reports whether an operation is non-mutating: AWS counts
+// Get* calls (GetSubnetCidrReservations) with the Describe* ones.
+func isDescribe(operation string) bool {
+	return strings.HasPrefix(operation, "Describe") || strings.HasPrefix(operation, "Get")
+}
 
 // unfiltered reports whether a describe input is one of the three AWS
 // gives the smaller bucket when it narrows nothing: no filter, no IDs,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -79,7 +78,7 @@ func (c *Client) limitAndObserveAttempt(ctx context.Context, in middleware.Final
 		}
 	}
 	// Asked after the limiter's wait, the last moment before sending.
-	if c.writeGate != nil && !strings.HasPrefix(name, "Describe") {
+	if c.writeGate != nil && !isDescribe(name) {
 		if err := c.writeGate(); err != nil {
 			return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("%s not sent: %w", name, err)
 		}
