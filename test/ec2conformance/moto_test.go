@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// TestENISettingsAgainstMoto runs the ENI settings cases (settings_test.go)
-// against moto's EC2 (moto_server), a second, independent model of EC2,
+// TestENISettingsAgainstMoto runs the cases of motoCases (ENI settings,
+// reserved addresses, ENI attributes, CIDR reservations) against moto's EC2 (moto_server), a second, independent model of EC2,
 // when ENI_MOTO=1 (make conformance-moto). Cases of behaviour moto does
 // not model are skipped by name in motoGaps, so what runs must pass.
 func TestENISettingsAgainstMoto(t *testing.T) {
