@@ -83,6 +83,14 @@ func disputesText(w *podWork) string {
 	for _, c := range w.overridden {
 		parts = append(parts, fmt.Sprintf("policy %s enforces %s=%s over the annotation's %s", bounded.Quoted(c.Policy), bounded.Quoted(c.Key), bounded.Quoted(c.Enforced), bounded.Quoted(c.Annotation)))
 	}
+	for _, c := range w.externalConflicts {
+		outcome := "the key is left to other tools"
+		if c.EnforcerWins {
+			outcome = "the enforced value wins by priority"
+		}
+		parts = append(parts, fmt.Sprintf("policy %s enforces %s, which policy %s leaves to other tools (externallyManagedKeys): %s",
+			bounded.Quoted(c.Enforcer), bounded.Quoted(c.Key), bounded.Quoted(c.External), outcome))
+	}
 	for _, c := range w.policyConflicts {
 		parts = append(parts, fmt.Sprintf("policies %s and %s (equal priority) disagree on %s: %s wins by name over %s",
 			bounded.Quoted(c.Winner), bounded.Quoted(c.Loser), bounded.Quoted(c.Key), bounded.Quoted(c.WinnerValue), bounded.Quoted(c.LoserValue)))

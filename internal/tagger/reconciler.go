@@ -123,6 +123,9 @@ type podWork struct {
 	external        []string
 	overridden      []tagpolicy.AnnotationConflict
 	policyConflicts []tagpolicy.PolicyConflict
+	// externalConflicts are keys one policy enforces and another leaves
+	// to other tools.
+	externalConflicts []tagpolicy.ExternalConflict
 }
 
 func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *phases.Stop {

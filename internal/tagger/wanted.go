@@ -86,6 +86,7 @@ func (r *Reconciler) applyPolicies(ctx context.Context, w *podWork, policies []*
 	w.asked, w.origins, w.external = res.Tags, res.Origins, res.ExternallyManaged
 	w.overridden = res.AnnotationConflicts
 	w.policyConflicts = res.PolicyConflicts
+	w.externalConflicts = res.ExternalConflicts
 	return nil
 }
 

@@ -31,6 +31,15 @@ type PolicyConflict struct {
 	WinnerValue, LoserValue string
 }
 
+// ExternalConflict is a key one matching policy enforces and another
+// leaves to other tools (externallyManagedKeys). The enforcer wins when
+// its priority is higher; otherwise the key is left to other tools.
+// Report it on the pod and both policies.
+type ExternalConflict struct {
+	Key, Enforcer, External string
+	EnforcerWins            bool
+}
+
 // AnnotationConflict is an enforced key overriding another value the
 // pod's annotation asks for. Report it on the pod and the policy.
 type AnnotationConflict struct {
@@ -54,6 +63,7 @@ type Result struct {
 	// PolicyConflicts and AnnotationConflicts are sorted by key.
 	PolicyConflicts     []PolicyConflict
 	AnnotationConflicts []AnnotationConflict
+	ExternalConflicts   []ExternalConflict
 	// Refused is why the pod cannot be tagged: one error per rule whose
 	// expression failed for it, each naming the policy and the rule.
 	Refused error
@@ -99,11 +109,10 @@ func evaluate(matched []*Policy, in Inputs, annotation map[string]string) Result
 	slices.SortFunc(matched, func(a, b *Policy) int {
 		return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.name, b.name))
 	})
-	external := map[string]bool{}
 	for _, p := range matched {
 		r.Matched = append(r.Matched, p.name)
-		maps.Copy(external, p.externallyManagedKey)
 	}
+	external := externalKeys(matched, &r)
 	r.ExternallyManaged = slices.Sorted(maps.Keys(external))
 	e := &evaluation{vars: map[string]any{VarPod: in.Pod, VarNamespace: in.Namespace, VarOwner: in.Owner, VarNode: in.Node}}
 	for _, p := range matched {
@@ -139,6 +148,37 @@ func evaluate(matched []*Policy, in Inputs, annotation map[string]string) Result
 		r.Tags[k], r.Origins[k] = t.value, t.origin
 	}
 	return r
+}
+
+// externalKeys returns the keys the matching policies (in precedence
+// order) leave to other tools, less those a policy of higher priority
+// enforces; each key both enforced and left is an ExternalConflict.
+func externalKeys(matched []*Policy, r *Result) map[string]bool {
+	leftBy, enforcedBy := map[string]*Policy{}, map[string]*Policy{}
+	for _, p := range matched {
+		for k := range p.externallyManagedKey {
+			if leftBy[k] == nil {
+				leftBy[k] = p
+			}
+		}
+		for i := range p.enforced {
+			if k := p.enforced[i].key; enforcedBy[k] == nil {
+				enforcedBy[k] = p
+			}
+		}
+	}
+	out := map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(leftBy)) {
+		ext, enf := leftBy[k], enforcedBy[k]
+		wins := enf != nil && enf.priority > ext.priority
+		if enf != nil {
+			r.ExternalConflicts = append(r.ExternalConflicts, ExternalConflict{Key: k, Enforcer: enf.name, External: ext.name, EnforcerWins: wins})
+		}
+		if !wins {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // evaluation is one pod's: its variables, and what the layers found.

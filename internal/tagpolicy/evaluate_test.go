@@ -45,6 +45,7 @@ func TestEvaluate(t *testing.T) {
 		origins    map[string]string // key -> policy/rule, "" for the annotation; only the keys listed are checked
 		policyConf []PolicyConflict
 		annotConf  []AnnotationConflict
+		extConf    []ExternalConflict
 		external   []string
 		matched    []string
 	}{
@@ -89,7 +90,18 @@ func TestEvaluate(t *testing.T) {
 			policies: map[string]spec{"ext": {ExternallyManagedKeys: []string{"Owner", "Billing"}},
 				"other": {Defaults: rules(fixed("Owner", "x")), Enforced: rules(fixed("Billing", "y"), fixed("Team", "net"))}},
 			annotation: annotation("Owner", "me", "Billing", "z", "App", "shop"),
-			want:       annotation("App", "shop", "Team", "net"), external: []string{"Billing", "Owner"}, matched: []string{"ext", "other"}},
+			want:       annotation("App", "shop", "Team", "net"), external: []string{"Billing", "Owner"}, matched: []string{"ext", "other"},
+			extConf: []ExternalConflict{{Key: "Billing", Enforcer: "other", External: "ext"}}},
+		{name: "a key enforced by a higher priority than the policy leaving it to other tools: enforced, reported",
+			policies: map[string]spec{"low-ext": prio(1, spec{ExternallyManagedKeys: []string{"CostCenter"}}),
+				"high-enf": prio(10, spec{Enforced: rules(fixed("CostCenter", "1234"))})},
+			want: annotation("CostCenter", "1234"), matched: []string{"high-enf", "low-ext"},
+			extConf: []ExternalConflict{{Key: "CostCenter", Enforcer: "high-enf", External: "low-ext", EnforcerWins: true}}},
+		{name: "a key left to other tools by a higher priority than its enforcer: left, reported",
+			policies: map[string]spec{"high-ext": prio(10, spec{ExternallyManagedKeys: []string{"CostCenter"}}),
+				"low-enf": prio(1, spec{Enforced: rules(fixed("CostCenter", "1234"))})},
+			want: map[string]string{}, external: []string{"CostCenter"}, matched: []string{"high-ext", "low-enf"},
+			extConf: []ExternalConflict{{Key: "CostCenter", Enforcer: "low-enf", External: "high-ext"}}},
 		{name: "policies that do not select the pod are ignored",
 			policies: map[string]spec{
 				"other-ns":  {NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "dev"}}, Enforced: rules(fixed("A", "1"))},
@@ -136,6 +148,7 @@ func TestEvaluate(t *testing.T) {
 			}
 			check(t, "policy conflicts", got.PolicyConflicts, c.policyConf)
 			check(t, "annotation conflicts", got.AnnotationConflicts, c.annotConf)
+			check(t, "externally managed conflicts", got.ExternalConflicts, c.extConf)
 			check(t, "externally managed", got.ExternallyManaged, c.external)
 			check(t, "matched", got.Matched, c.matched)
 		})
