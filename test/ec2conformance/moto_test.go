@@ -12,8 +12,9 @@ import (
 )
 
 // TestENISettingsAgainstMoto runs the cases of motoCases (ENI settings,
-// reserved addresses, ENI attributes, CIDR reservations) against moto's EC2 (moto_server), a second, independent model of EC2,
-// when ENI_MOTO=1 (make conformance-moto). Cases of behaviour moto does
+// reserved addresses, ENI attributes, CIDR reservations) against moto's
+// EC2 (moto_server), a second, independent model of EC2, when
+// ENI_MOTO=1 (make conformance-moto). Cases of behaviour moto does
 // not model are skipped by name in motoGaps, so what runs must pass.
 func TestENISettingsAgainstMoto(t *testing.T) {
 	if os.Getenv("ENI_MOTO") != "1" {
