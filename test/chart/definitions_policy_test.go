@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -43,6 +45,8 @@ func definition(ns, name string, ours bool) *unstructured.Unstructured {
 	}}
 	if ours {
 		u.SetLabels(map[string]string{"eni-operator.io/nodeeni": "multus"})
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "networking.k8s.aws/v1alpha1", Kind: "NodeENI", Name: "multus",
+			UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}})
 	}
 	return u
 }
@@ -67,6 +71,14 @@ func checkDefinitionsPolicy(t *testing.T, ns, saName string) {
 	}); err != nil {
 		t.Fatalf("the definitions policy never refused the operator creating an unlabelled definition: %v", err)
 	}
+	// A stolen token's definition, labelled but controlled by no NodeENI,
+	// would be left by the operator and the garbage collector alike.
+	forged := definition(ns, "forged-"+saName, true)
+	forged.SetOwnerReferences(nil)
+	refusedByPolicy(t, "creating a labelled definition no NodeENI controls", op.Create(ctx, forged))
+	forged.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "networking.k8s.aws/v1alpha1", Kind: "NodeENI", Name: "other",
+		UID: "00000000-0000-0000-0000-000000000002", Controller: ptr.To(true)}})
+	refusedByPolicy(t, "creating a definition controlled by a NodeENI its label does not name", op.Create(ctx, forged))
 	mine := definition(ns, "mine-"+saName, true)
 	if err := op.Create(ctx, mine); err != nil {
 		t.Fatalf("creating its own definition: %v", err)
