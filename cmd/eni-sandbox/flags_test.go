@@ -16,13 +16,14 @@ import (
 // badValues lists, for every flag of the command, values it must refuse;
 // a flag without any names why in none.
 var badValues = map[string][]string{
-	"emulator-listen": {"", "localhost", ":99999", "127.0.0.1:"},
-	"world":           {"/nonexistent/world.json", "/"},
-	"nodeeni":         {"/nonexistent/nodeeni.yaml", "/"},
-	"timeout":         {"0", "-1m", "later"},
-	"once":            {"maybe"},
-	"dir":             {"/dev/null"},
-	"version":         {"maybe"},
+	"emulator-listen":   {"", "localhost", ":99999", "127.0.0.1:"},
+	"world":             {"/nonexistent/world.json", "/"},
+	"nodeeni":           {"/nonexistent/nodeeni.yaml", "/"},
+	"timeout":           {"0", "-1m", "later"},
+	"once":              {"maybe"},
+	"dir":               {"/dev/null"},
+	"operator-as-admin": {"maybe"},
+	"version":           {"maybe"},
 }
 
 // none lists the flags that take any value, and why.
@@ -43,11 +44,11 @@ func TestGoodValues(t *testing.T) {
 	if err := os.WriteFile(world, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := parse([]string{"--emulator-listen=4566", "--world=" + world, "--dir=" + filepath.Join(dir, "new"), "--timeout=1m", "--once"}, &bytes.Buffer{})
+	c, err := parse([]string{"--emulator-listen=4566", "--world=" + world, "--dir=" + filepath.Join(dir, "new"), "--timeout=1m", "--once", "--operator-as-admin"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.o.EmulatorListen != ":4566" || c.o.WorldFile != world || !c.o.Once {
+	if c.o.EmulatorListen != ":4566" || c.o.WorldFile != world || !c.o.Once || !c.o.OperatorAsAdmin {
 		t.Fatalf("%+v", c)
 	}
 }

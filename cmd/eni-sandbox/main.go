@@ -43,6 +43,7 @@ func flags(c *cmdline) *flag.FlagSet {
 	fs.StringVar(&c.o.NodeENIFile, "nodeeni", "", "NodeENI file to apply (default config/samples/nodeeni-subnet-names.yaml)")
 	fs.DurationVar(&c.o.Timeout, "timeout", 3*time.Minute, "how long to wait for the pods to be tagged and the NodeENI to be Ready (> 0)")
 	fs.BoolVar(&c.o.Once, "once", false, "print the report and stop everything instead of running until Ctrl-C")
+	fs.BoolVar(&c.o.OperatorAsAdmin, "operator-as-admin", false, "run the operator with the administrator's credentials, with no RBAC and no admission policy (default: as its ServiceAccount eni-operator/eni-operator, with config/rbac's RBAC and admission policies, the chart's)")
 	fs.StringVar(&c.dir, "dir", "", "directory for the kubeconfig and the operator log; the log stays, the kubeconfig is removed at exit (default: the sandbox's temporary directory, removed at exit)")
 	cli.BindVersion(fs, &c.printVersion)
 	fs.Usage = func() {

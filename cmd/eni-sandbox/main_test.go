@@ -48,7 +48,9 @@ func TestPortInUseIsSaidFirst(t *testing.T) {
 }
 
 // The sandbox comes up, tags the demo pods, gets the NodeENI Ready on
-// every node, serves the operator's health endpoints, and on Ctrl-C
+// every node — its operator running as its ServiceAccount, under the
+// chart's RBAC and admission policies —, serves the operator's health
+// endpoints, and on Ctrl-C
 // (SIGINT) stops everything: no process it started — kube-apiserver and
 // etcd run in process groups of their own — is left behind.
 func TestSandboxUpAndCtrlC(t *testing.T) {
@@ -139,6 +141,7 @@ func TestSandboxUpAndCtrlC(t *testing.T) {
 	if _, err := os.Stat(kubeconfig[1]); err != nil {
 		t.Errorf("kubeconfig: %v", err)
 	}
+	checkOperatorIdentity(t, report, kubeconfig[1])
 	if len(marked(marker)) < 3 {
 		t.Fatalf("expected the sandbox, etcd and kube-apiserver to carry the marker, found %v", marked(marker))
 	}

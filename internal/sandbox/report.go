@@ -273,6 +273,8 @@ func orDash(s string) string {
 // accessInfo is how a person reaches the running sandbox.
 type accessInfo struct {
 	kubeconfig, kubectl, endpoint, metrics, probe, log, apiserver string
+	// identity is who the operator is to the API server, and what limits it.
+	identity string
 	// flags are the operator flags the sandbox sets.
 	flags []flagChange
 }
@@ -285,9 +287,10 @@ THE SANDBOX IS UP
   kubectl          %s
   EC2 emulator     %s  (admin API: %s/_emulator/counts, /_emulator/calls)
   operator         metrics http://%s/metrics (plain HTTP here; HTTPS with authentication in a cluster), health http://%s/healthz and /readyz, log %s
+  operator runs as %s
 
 The operator runs with eni-operator's production defaults (intervals, rate limits), except these flags:
-`, a.apiserver, a.kubeconfig, a.kubectl, a.endpoint, a.endpoint, a.metrics, a.probe, a.log)
+`, a.apiserver, a.kubeconfig, a.kubectl, a.endpoint, a.endpoint, a.metrics, a.probe, a.log, a.identity)
 	for _, f := range a.flags {
 		fmt.Fprintf(out, "  %s\n", f)
 	}

@@ -57,6 +57,9 @@ type Options struct {
 	Out, Progress io.Writer
 	// Version is the operator version reported.
 	Version string
+	// OperatorAsAdmin runs the operator with the administrator's
+	// credentials, as the sandbox did before it applied config/rbac.
+	OperatorAsAdmin bool
 }
 
 func (o *Options) defaults() {
@@ -143,7 +146,15 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := createNamespace(ctx, k8s, operatorNamespace, nil); err != nil {
 		return err
 	}
-	op, err := startOperator(ctx, o, cp.Admin(), emu.loaded.VPCs[0])
+	opCfg, err := operatorAccess(ctx, o, cp.Admin(), k8s)
+	if err != nil {
+		return err
+	}
+	identity, err := whoAmI(ctx, opCfg)
+	if err != nil {
+		return err
+	}
+	op, err := startOperator(ctx, o, opCfg, emu.loaded.VPCs[0])
 	if err != nil {
 		return err
 	}
@@ -163,7 +174,8 @@ func Run(ctx context.Context, o Options) (err error) {
 		return nil
 	}
 	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: emu.endpoint,
-		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: cp.Host, flags: op.changes})
+		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: cp.Host, flags: op.changes,
+		identity: describeIdentity(identity, o.OperatorAsAdmin)})
 	return op.wait(ctx, o)
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+
 	"github.com/eni-operator/eni-operator/internal/operator"
 )
 
@@ -169,7 +171,8 @@ func TestOperatorConfigIsProduction(t *testing.T) {
 
 // The report tells how to reach the sandbox: both AWS region variables
 // (AWS CLI v1 reads only AWS_DEFAULT_REGION), the flags the operator runs
-// with, and how to delete a pod with no kubelet.
+// with, who the operator is and what limits it, and how to delete a pod
+// with no kubelet.
 func TestPrintAccess(t *testing.T) {
 	_, changes, err := operatorConfig("vpc-0123456789abcdef0", "127.0.0.1:1", "127.0.0.1:2", "v1")
 	if err != nil {
@@ -177,7 +180,8 @@ func TestPrintAccess(t *testing.T) {
 	}
 	var b bytes.Buffer
 	printAccess(&b, accessInfo{kubeconfig: "/tmp/x/kubeconfig", kubectl: "/bin/kubectl", endpoint: "http://127.0.0.1:4566",
-		metrics: "127.0.0.1:1", probe: "127.0.0.1:2", log: "/tmp/x/operator.log", apiserver: "https://127.0.0.1:6443", flags: changes})
+		metrics: "127.0.0.1:1", probe: "127.0.0.1:2", log: "/tmp/x/operator.log", apiserver: "https://127.0.0.1:6443", flags: changes,
+		identity: describeIdentity(authenticationv1.UserInfo{Username: operatorUser, Groups: []string{"system:serviceaccounts"}}, false)})
 	for _, want := range []string{
 		"AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1",
 		"kubectl delete pod -n demo NAME --grace-period=0 --force",
@@ -185,6 +189,7 @@ func TestPrintAccess(t *testing.T) {
 		"changed from production defaults: --metrics-secure=false",
 		"--cluster-name=sandbox",
 		"production defaults",
+		"operator runs as system:serviceaccount:eni-operator:eni-operator (groups system:serviceaccounts): the ServiceAccount, with the chart's RBAC and admission policies",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, b.String())
