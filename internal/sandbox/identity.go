@@ -33,6 +33,29 @@ func asServiceAccount(admin *rest.Config) *rest.Config {
 	return c
 }
 
+// startOperatorAs creates the operator's namespace (its key ring, which
+// it reads at start, lives there), gives it its identity (operatorAccess)
+// and starts it with that.
+func startOperatorAs(ctx context.Context, o Options, admin *rest.Config, adminClient client.Client, vpc string) (*operatorRun, error) {
+	if err := createNamespace(ctx, adminClient, operatorNamespace, nil); err != nil {
+		return nil, err
+	}
+	cfg, err := operatorAccess(ctx, o, admin, adminClient)
+	if err != nil {
+		return nil, err
+	}
+	u, err := whoAmI(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	op, err := startOperator(ctx, o, cfg, vpc)
+	if err != nil {
+		return nil, err
+	}
+	op.identity = describeIdentity(u, o.OperatorAsAdmin)
+	return op, nil
+}
+
 // operatorAccess is the config the operator runs with: unless asAdmin,
 // config/rbac applied and admin acting as its ServiceAccount, returned
 // once RBAC and the admission policies are in force, so the operator's

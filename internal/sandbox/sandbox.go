@@ -142,19 +142,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 
-	// The operator's namespace holds its key ring, which it reads at start.
-	if err := createNamespace(ctx, k8s, operatorNamespace, nil); err != nil {
-		return err
-	}
-	opCfg, err := operatorAccess(ctx, o, cp.Admin(), k8s)
-	if err != nil {
-		return err
-	}
-	identity, err := whoAmI(ctx, opCfg)
-	if err != nil {
-		return err
-	}
-	op, err := startOperator(ctx, o, opCfg, emu.loaded.VPCs[0])
+	op, err := startOperatorAs(ctx, o, cp.Admin(), k8s, emu.loaded.VPCs[0])
 	if err != nil {
 		return err
 	}
@@ -174,8 +162,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return nil
 	}
 	printAccess(o.Out, accessInfo{kubeconfig: kubeconfig, kubectl: filepath.Join(assets, "kubectl"), endpoint: emu.endpoint,
-		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: cp.Host, flags: op.changes,
-		identity: describeIdentity(identity, o.OperatorAsAdmin)})
+		metrics: op.metricsAddr, probe: op.probe, log: filepath.Join(o.Dir, "operator.log"), apiserver: cp.Host, flags: op.changes, identity: op.identity})
 	return op.wait(ctx, o)
 }
 
@@ -302,8 +289,10 @@ func (e *emulatorRun) client(ctx context.Context) (*ec2.Client, error) {
 type operatorRun struct {
 	probe, metricsAddr string
 	changes            []flagChange
-	done               chan error
-	cancel             context.CancelFunc
+	// identity is who the operator is to the API server (describeIdentity).
+	identity string
+	done     chan error
+	cancel   context.CancelFunc
 }
 
 // startOperator starts the operator with eni-operator's defaults and the
