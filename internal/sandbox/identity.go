@@ -84,8 +84,9 @@ func operatorAccess(ctx context.Context, o Options, admin *rest.Config, adminCli
 }
 
 // inForce says whether as may list NodeENIs (RBAC bound) and is refused
-// a dry-run NetworkAttachmentDefinition it does not own (the last policy
-// of config/rbac in force; the API server loads policies in order).
+// a dry-run NetworkAttachmentDefinition it does not own: definitions_policy
+// is config/rbac's last policy and binding, and the API server's watch of
+// each kind sees them in the order they were created.
 func inForce(ctx context.Context, as client.Client) (string, bool, error) {
 	if err := as.List(ctx, &v1alpha1.NodeENIList{}); err != nil {
 		return "RBAC in force for " + operatorUser, false, err

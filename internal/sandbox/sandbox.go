@@ -3,7 +3,9 @@
 // with the binaries hack/control-plane-binaries.sh builds), the
 // EC2 emulator seeded with a demo world, Node objects for the world's
 // instances, the operator as internal/operator wires it with
-// eni-operator's default flags (the few the sandbox sets are reported),
+// eni-operator's default flags (the few the sandbox sets are reported)
+// and as its ServiceAccount under config/rbac's RBAC and admission
+// policies (the chart's),
 // demo pods and a NodeENI, and a secondary network: a NodeENI for Multus
 // with a pod on it (Multus' CRD installed, its part played by the
 // sandbox). It reports what the operator did as
