@@ -20,6 +20,8 @@ type resolved struct {
 	Problems []blocked
 	// SubnetsComplete is false when a subnet source was not found.
 	SubnetsComplete bool
+	// All are the VPC's subnets, for the zones of ENIs and their pins.
+	All []ec2.Subnet
 }
 
 // resolve looks a spec's subnets and groups up in the VPC's catalog (read
@@ -48,7 +50,7 @@ func (r *reconciler) resolve(ctx context.Context, spec *v1alpha1.NodeENISpec) (r
 // selector terms; within a name or term, by ID), duplicates dropped: it
 // decides device indexes.
 func resolveIn(subnets []ec2.Subnet, groups []ec2.SecurityGroup, spec *v1alpha1.NodeENISpec) resolved {
-	r := resolved{SubnetsComplete: true}
+	r := resolved{SubnetsComplete: true, All: subnets}
 	r.resolveSubnets(subnets, spec)
 	r.resolveGroups(groups, spec)
 	return r

@@ -37,6 +37,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		return in, nil, err
 	}
 	in.Recorded = r.applied.records(ne.Name, held, in.ENIs)
+	in.Pins, in.SelectionHash = pinsOf(ne.Name, held), selectionHash(&ne.Spec)
 	if in.Base < 1 {
 		in.Base = 1
 	}
@@ -47,8 +48,15 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	if err != nil {
 		return in, nil, err
 	}
-	in.SecurityGroups, in.SubnetsComplete, in.Subnets = res.Groups, res.SubnetsComplete, res.Subnets
-	for _, s := range res.Subnets {
+	in.SecurityGroups, in.SubnetsComplete, in.Resolved = res.Groups, res.SubnetsComplete, res.Subnets
+	in.SubnetZones = map[string]string{}
+	for _, s := range res.All {
+		in.SubnetZones[s.ID] = s.AvailabilityZone
+	}
+	pins := zonePins(in.ENIs, in.Pins, in.SelectionHash, in.SubnetZones, res.Subnets)
+	in.Subnets = pinSubnets(res.Subnets, res.All, pins, ne.Spec.IPv6AddressCount > 0 || ne.Spec.IPv6PrefixCount > 0)
+	in.ZoneSubnets = zoneSets(in.Subnets)
+	for _, s := range in.Subnets {
 		in.CIDRs[s.ID] = s.CIDR
 	}
 	blocks := append([]blocked(nil), res.Problems...)
@@ -78,7 +86,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		r.policyTags(ctx, &in, n)
 	}
 	var zoneBlocks []blocked
-	in.Wants, zoneBlocks = desired(infos, res.Subnets)
+	in.Wants, zoneBlocks = desired(infos, in.Subnets)
 	return in, append(blocks, zoneBlocks...), nil
 }
 

@@ -147,9 +147,17 @@ type planInput struct {
 	ENIs []owned
 	// Instances are the views fetched for NeedInstances of a previous pass.
 	Instances map[string]instanceView
-	// Subnets are the resolved subnets, in resolution order, for
-	// status.subnets.
-	Subnets []subnetInfo
+	// Subnets are the subnets in force, for status.subnets: the resolved
+	// ones, each pinned zone's replaced by its pin (selection.go).
+	// Resolved are the resolved ones as such, to report the difference.
+	Subnets, Resolved []subnetInfo
+	// SelectionHash digests the spec's subnet and group sources; Pins are
+	// the selection records of the ENIs, by ID; ZoneSubnets the subnet
+	// IDs in force per zone and SubnetZones every VPC subnet's zone.
+	SelectionHash string
+	Pins          map[string]v1alpha1.ENISelection
+	ZoneSubnets   map[string][]string
+	SubnetZones   map[string]string
 	// MTU and CIDRs (by subnet ID) are copied into status for the agent.
 	MTU   int32
 	CIDRs map[string]string
@@ -438,11 +446,13 @@ const (
 // drift returns the in-place changes that bring a kept ENI to the spec.
 func drift(in planInput, o owned) []action {
 	var out []action
-	if in.SecurityGroups != nil {
+	// Back to the groups the ENI was given, never to a resolution that a
+	// tag written since changed (selection.go).
+	if want := in.groupsOf(o); in.SecurityGroups != nil && len(want) > 0 {
 		have := append([]string(nil), o.SecurityGroups...)
 		slices.Sort(have)
-		if !slices.Equal(have, in.SecurityGroups) {
-			out = append(out, action{Kind: actSetGroups, Node: o.Node, ENI: o.ID, Groups: in.SecurityGroups})
+		if !slices.Equal(have, want) {
+			out = append(out, action{Kind: actSetGroups, Node: o.Node, ENI: o.ID, Groups: want})
 		}
 	}
 	// An adopted ENI of aws-multi-eni-controller created without a
@@ -484,7 +494,7 @@ func cleanupReason(in planInput, o owned, wantSubnets map[string]bool) string {
 func (in planInput) entry(o owned, status, msg string) v1alpha1.ENIAttachment {
 	e := v1alpha1.ENIAttachment{NodeID: o.Node, InstanceID: o.Instance, ENIID: o.ID, SubnetID: o.SubnetID, SubnetCIDR: in.CIDRs[o.SubnetID],
 		MACAddress: o.MAC, PrivateIP: o.PrimaryIP, DeviceIndex: int32(o.Index), Status: status, Message: msg, MTU: in.MTU,
-		AppliedTags: heldRecord(o.Tags, in.Recorded[o.ID])}
+		AppliedTags: heldRecord(o.Tags, in.Recorded[o.ID]), Selection: in.selectionOf(o)}
 	if a := o.Attachment; a != nil {
 		e.AttachmentID, e.DeviceIndex, e.DeleteOnTermination = a.ID, int32(a.DeviceIndex), a.DeleteOnTermination
 	}

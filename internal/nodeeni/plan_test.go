@@ -182,6 +182,8 @@ func TestMakePlan(t *testing.T) {
 		{"drift is fixed in place", func(in *planInput) {
 			e1 := eni("e1", "n1", "i-1", "s-a", 1, 1, "attached", false)
 			e1.SecurityGroups, e1.Description = []string{"sg-old"}, "old"
+			// Given sg-1 under the current spec: someone changed it since.
+			in.Pins = map[string]v1alpha1.ENISelection{"e1": {SecurityGroups: []string{"sg-1"}}}
 			in.Tags = map[string]string{"Team": "net"}
 			in.ENIs = []owned{e1, eni("e2", "n1", "i-1", "s-b", 1, 2, "attached", true)}
 		}, "set-security-groups e1; set-description e1; set-tags e1; set-delete-on-termination e1; set-tags e2", 1},

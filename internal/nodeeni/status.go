@@ -53,6 +53,9 @@ func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus 
 	}
 	c := conditions{st: &st, generation: ps.ne.Generation}
 	c.set(ps.after, blocks, ps.pending, ps.deleting)
+	if !ps.deleting {
+		meta.SetStatusCondition(&st.Conditions, selectionCondition(diffSelection(ps.in), ps.ne.Generation))
+	}
 	return st
 }
 
@@ -271,6 +274,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 		log.FromContext(ctx).Info("NodeENI degraded", "reason", newDeg.Reason, "detail", newDeg.Message)
 		r.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", newDeg.Message)
 	}
+	r.tellSelection(ctx, ne, st)
 	// Remembered before the write: its watch event may come first.
 	r.own.remember(ne.Name, st)
 	if err := r.patchStatus(ctx, ne, st); err != nil {
@@ -283,7 +287,8 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 // ownConditions are the condition types the NodeENI controller writes;
 // attachdefs and podaddrs own the others.
 func ownConditions() []string {
-	return []string{v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded, v1alpha1.ConditionInterfacesConfigured}
+	return []string{v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded, v1alpha1.ConditionInterfacesConfigured,
+		v1alpha1.ConditionSelectionChanged}
 }
 
 // patchStatus writes st under an optimistic lock: a merge patch replaces

@@ -1,0 +1,177 @@
+package nodeeni
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/ec2"
+)
+
+// Tags are anyone's to write who may tag a subnet or group, so what a
+// selector or name resolves to is a suggestion for new capacity only, as
+// in Karpenter: a running ENI keeps the groups, and its zone the subnets,
+// recorded when the operator gave them (ENINode spec.attachments[].selection,
+// which only the operator writes) until the spec's sources change.
+
+// selectionHash digests the spec's subnet and security-group sources:
+// a new digest is the spec's owner asking for the new resolution.
+func selectionHash(spec *v1alpha1.NodeENISpec) string {
+	b, _ := json.Marshal(struct { // plain data: cannot fail
+		SubnetID, SubnetName             string
+		SubnetIDs, SubnetNames           []string
+		SubnetSelector                   []v1alpha1.SubnetSelectorTerm
+		SecurityGroupIDs, SecurityGroups []string
+		SecurityGroupSelector            []v1alpha1.SecurityGroupSelectorTerm
+	}{spec.SubnetID, spec.SubnetName, spec.SubnetIDs, spec.SubnetNames, spec.SubnetSelector,
+		spec.SecurityGroupIDs, spec.SecurityGroupNames, spec.SecurityGroupSelector})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// pinsOf are a NodeENI's selection records by ENI, read from the entries
+// of each ENINode for its own node only.
+func pinsOf(nodeENI string, held map[string]*v1alpha1.ENINode) map[string]v1alpha1.ENISelection {
+	out := map[string]v1alpha1.ENISelection{}
+	for node, en := range held {
+		for _, a := range shareOf(en, nodeENI) {
+			if a.NodeID == node && a.Selection != nil {
+				out[a.ENIID] = *a.Selection
+			}
+		}
+	}
+	return out
+}
+
+// zonePins decides, zone by zone, the subnets that stand for the
+// NodeENI's there, whatever the catalog resolves to now:
+//   - a record under the current spec: the subnets it recorded;
+//   - a record under another spec: none (the spec changed: its
+//     resolution applies);
+//   - only ENIs of earlier versions: the subnets they are in that the
+//     spec still resolves to;
+//   - no ENI: none (new capacity takes the resolution).
+func zonePins(enis []owned, pins map[string]v1alpha1.ENISelection, hash string, zoneOf map[string]string, resolved []subnetInfo) map[string][]string {
+	matched, carried := map[string][]string{}, map[string][]string{}
+	changed := map[string]bool{}
+	for _, o := range enis {
+		z, ok := zoneOf[o.SubnetID]
+		if !ok {
+			continue // gone from the VPC: nothing to pin
+		}
+		switch p, rec := pins[o.ID]; {
+		case rec && p.SpecHash == hash:
+			matched[z] = union(matched[z], p.ZoneSubnets...)
+		case rec:
+			changed[z] = true
+		default:
+			carried[z] = union(carried[z], o.SubnetID)
+		}
+	}
+	out := maps.Clone(matched)
+	for z, ids := range carried {
+		if _, ok := out[z]; ok || changed[z] {
+			continue
+		}
+		var kept []string
+		for _, s := range resolved { // the spec's order: device indexes follow it
+			if slices.Contains(ids, s.ID) {
+				kept = append(kept, s.ID)
+			}
+		}
+		if len(kept) > 0 {
+			out[z] = kept
+		}
+	}
+	return out
+}
+
+func union(list []string, more ...string) []string {
+	for _, s := range more {
+		if !slices.Contains(list, s) {
+			list = append(list, s)
+		}
+	}
+	return list
+}
+
+// pinSubnets is the resolution with each pinned zone's subnets replaced
+// by its pin, in the pin's order (the zone's device indexes); a pinned
+// subnet gone from the VPC, or without the IPv6 CIDR the spec needs, is
+// left out.
+func pinSubnets(resolved []subnetInfo, all []ec2.Subnet, pins map[string][]string, needIPv6 bool) []subnetInfo {
+	var out []subnetInfo
+	done := map[string]bool{}
+	emit := func(zone string) {
+		done[zone] = true
+		for _, id := range pins[zone] {
+			i := slices.IndexFunc(all, func(s ec2.Subnet) bool { return s.ID == id })
+			if i < 0 || (needIPv6 && all[i].IPv6CIDR == "") {
+				continue
+			}
+			s := all[i]
+			out = append(out, subnetInfo{ID: s.ID, Zone: s.AvailabilityZone, CIDR: s.CIDR, IPv6CIDR: s.IPv6CIDR})
+		}
+	}
+	for _, s := range resolved {
+		switch _, pinned := pins[s.Zone]; {
+		case !pinned:
+			out = append(out, s)
+		case !done[s.Zone]:
+			emit(s.Zone)
+		}
+	}
+	for _, z := range slices.Sorted(maps.Keys(pins)) {
+		if !done[z] {
+			emit(z)
+		}
+	}
+	return out
+}
+
+// groupsOf are the groups drift repair keeps an ENI at: its record's
+// under the current spec, the resolution under a changed one, and what
+// it carries for an ENI of an earlier version (or one just created,
+// whose record is not written yet: it carries what it was created with).
+func (in planInput) groupsOf(o owned) []string {
+	if p, ok := in.Pins[o.ID]; ok {
+		if p.SpecHash == in.SelectionHash {
+			return p.SecurityGroups
+		}
+		return in.SecurityGroups
+	}
+	have := slices.Clone(o.SecurityGroups)
+	slices.Sort(have)
+	return have
+}
+
+// selectionOf is the record an ENI's entry carries. Under a changed spec
+// whose resolution is incomplete the old record stays: nothing of the new
+// spec is applied yet, and the next pass tries again.
+func (in planInput) selectionOf(o owned) *v1alpha1.ENISelection {
+	p, ok := in.Pins[o.ID]
+	if ok && p.SpecHash != in.SelectionHash && (in.SecurityGroups == nil || !in.SubnetsComplete) {
+		return &p
+	}
+	zone := in.ZoneSubnets[in.SubnetZones[o.SubnetID]]
+	if len(zone) == 0 && ok {
+		zone = p.ZoneSubnets
+	}
+	groups := in.groupsOf(o)
+	if len(groups) == 0 && len(zone) == 0 {
+		return nil
+	}
+	return &v1alpha1.ENISelection{SpecHash: in.SelectionHash, SecurityGroups: slices.Clone(groups), ZoneSubnets: slices.Clone(zone)}
+}
+
+// zoneSets are the subnet IDs of each zone, in order.
+func zoneSets(subnets []subnetInfo) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range subnets {
+		out[s.Zone] = append(out[s.Zone], s.ID)
+	}
+	return out
+}
