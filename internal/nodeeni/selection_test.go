@@ -173,7 +173,9 @@ func TestSelectionHashCoversTheSources(t *testing.T) {
 		},
 		func(s *v1alpha1.NodeENISpec) { s.SecurityGroupIDs = []string{"sg-1"} },
 		func(s *v1alpha1.NodeENISpec) { s.SecurityGroupNames = []string{"h"} },
-		func(s *v1alpha1.NodeENISpec) { s.SecurityGroupSelector = []v1alpha1.SecurityGroupSelectorTerm{{Name: "g"}} },
+		func(s *v1alpha1.NodeENISpec) {
+			s.SecurityGroupSelector = []v1alpha1.SecurityGroupSelectorTerm{{Name: "g"}}
+		},
 	} {
 		s := base
 		edit(&s)
