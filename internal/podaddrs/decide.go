@@ -192,16 +192,7 @@ func (d *decision) claimed(in input, byMAC, byENI map[string]*iface, recorded ma
 	claims := slices.SortedFunc(slices.Values(in.Claims), func(a, b podClaim) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Pod, b.Pod))
 	})
-	claimsOf := map[claimKey]bool{}
-	for _, c := range claims {
-		for _, n := range c.Networks {
-			if byMAC[n.MAC] != nil {
-				for _, a := range n.Addresses {
-					claimsOf[claimKey{c.Pod, a}] = true
-				}
-			}
-		}
-	}
+	claimsOf := claimedOn(claims, byMAC)
 	wanted := map[netip.Addr]want{}
 	for _, c := range claims {
 		if c.Err != nil {
@@ -217,14 +208,17 @@ func (d *decision) claimed(in input, byMAC, byENI map[string]*iface, recorded ma
 				if a == f.Primary {
 					continue // the ENI's own address: a pod that has the whole ENI (host-device)
 				}
-				holder := ""
+				holder, holderNodeENI := "", ""
 				if i, ok := recorded[a]; ok && in.Record[i].Pod != c.Pod && claimsOf[claimKey{in.Record[i].Pod, a}] {
 					holder = in.Record[i].Pod
+					if h := byENI[in.Record[i].ENIID]; h != nil && h.Registers {
+						holderNodeENI = h.NodeENI
+					}
 				} else if w, ok := wanted[a]; ok && w.Pod != c.Pod {
 					holder = w.Pod
 				}
 				if holder != "" {
-					d.refuseForHolder(c.Pod, a, holder, f, in, byENI, recorded)
+					d.refuseForHolder(c.Pod, a, holder, f.NodeENI, holderNodeENI)
 					continue
 				}
 				if ref := refuses(c.Pod, a, f, in, recorded); ref != nil {
@@ -243,15 +237,28 @@ func (d *decision) claimed(in input, byMAC, byENI map[string]*iface, recorded ma
 	return wanted
 }
 
+// claimedOn is every address each pod claims on a registering ENI.
+func claimedOn(claims []podClaim, byMAC map[string]*iface) map[claimKey]bool {
+	out := map[claimKey]bool{}
+	for _, c := range claims {
+		for _, n := range c.Networks {
+			if byMAC[n.MAC] != nil {
+				for _, a := range n.Addresses {
+					out[claimKey{c.Pod, a}] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
 // refuseForHolder refuses pod an address another pod of the node holds
 // or claimed first, on the claimant's NodeENI and on the holder's.
-func (d *decision) refuseForHolder(pod string, a netip.Addr, holder string, f *iface, in input, byENI map[string]*iface, recorded map[netip.Addr]int) {
+func (d *decision) refuseForHolder(pod string, a netip.Addr, holder, nodeENI, holderNodeENI string) {
 	msg := fmt.Sprintf("address %s is pod %s's, which uses it on this node; pod %s is refused it: one address serves one pod. Fix the network's IPAM range, or the pod's network status", a, holder, pod)
-	d.Refused = append(d.Refused, refusal{Pod: pod, NodeENI: f.NodeENI, Reason: ReasonAddressTaken, Addr: a, Message: msg})
-	if i, ok := recorded[a]; ok {
-		if h := byENI[in.Record[i].ENIID]; h != nil && h.NodeENI != f.NodeENI && h.Registers {
-			d.Refused = append(d.Refused, refusal{Pod: pod, NodeENI: h.NodeENI, Reason: ReasonAddressTaken, Addr: a, Message: msg})
-		}
+	d.Refused = append(d.Refused, refusal{Pod: pod, NodeENI: nodeENI, Reason: ReasonAddressTaken, Addr: a, Message: msg})
+	if holderNodeENI != "" && holderNodeENI != nodeENI {
+		d.Refused = append(d.Refused, refusal{Pod: pod, NodeENI: holderNodeENI, Reason: ReasonAddressTaken, Addr: a, Message: msg})
 	}
 }
 
