@@ -42,8 +42,23 @@ type Claim struct {
 // encode joins the claim's fields length-prefixed, so no field's content
 // can imitate a boundary between two fields.
 func (c Claim) encode() []byte {
-	fields := []string{"eni-operator.io/proof/" + version, c.ENI, c.Cluster, c.NodeENI, c.NodeENIUID, c.Node, c.Instance,
-		c.DeviceIndex, c.DeviceIndexBase, c.CreatedAt}
+	return encode("eni-operator.io/proof/"+version, c.ENI, c.Cluster, c.NodeENI, c.NodeENIUID, c.Node, c.Instance,
+		c.DeviceIndex, c.DeviceIndexBase, c.CreatedAt)
+}
+
+// ReservationClaim is what a subnet CIDR reservation's proof binds. EC2
+// lets no two reservations of a subnet overlap, so the subnet and the
+// CIDR name one reservation, and the proof can be written with its
+// creation: a copy onto another reservation names another CIDR.
+type ReservationClaim struct {
+	Cluster, NodeENIUID, Subnet, CIDR string
+}
+
+func (c ReservationClaim) encode() []byte {
+	return encode("eni-operator.io/reservation-proof/"+version, c.Cluster, c.NodeENIUID, c.Subnet, c.CIDR)
+}
+
+func encode(fields ...string) []byte {
 	var b []byte
 	for _, f := range fields {
 		b = binary.AppendUvarint(b, uint64(len(f)))
@@ -90,14 +105,19 @@ func (k *KeyRing) Current() string { return k.ids[len(k.ids)-1] }
 func (k *KeyRing) IDs() []string { return slices.Clone(k.ids) }
 
 // Sign returns the proof of c under the current key: "v1.<key ID>.<MAC>".
-func (k *KeyRing) Sign(c Claim) string {
+func (k *KeyRing) Sign(c Claim) string { return k.sign(c.encode()) }
+
+// SignReservation returns the proof of a subnet CIDR reservation.
+func (k *KeyRing) SignReservation(c ReservationClaim) string { return k.sign(c.encode()) }
+
+func (k *KeyRing) sign(msg []byte) string {
 	id := k.Current()
-	return version + "." + id + "." + base64.RawURLEncoding.EncodeToString(k.mac(id, c))
+	return version + "." + id + "." + base64.RawURLEncoding.EncodeToString(k.mac(id, msg))
 }
 
-func (k *KeyRing) mac(id string, c Claim) []byte {
+func (k *KeyRing) mac(id string, msg []byte) []byte {
 	m := hmac.New(sha256.New, k.keys[id])
-	m.Write(c.encode())
+	m.Write(msg)
 	return m.Sum(nil)
 }
 
@@ -110,7 +130,14 @@ var (
 
 // Verify checks proof against c and returns the ID of the key that
 // signed it.
-func (k *KeyRing) Verify(c Claim, proof string) (keyID string, err error) {
+func (k *KeyRing) Verify(c Claim, proof string) (keyID string, err error) { return k.verify(c.encode(), proof) }
+
+// VerifyReservation checks a subnet CIDR reservation's proof.
+func (k *KeyRing) VerifyReservation(c ReservationClaim, proof string) (keyID string, err error) {
+	return k.verify(c.encode(), proof)
+}
+
+func (k *KeyRing) verify(msg []byte, proof string) (keyID string, err error) {
 	v, rest, ok := strings.Cut(proof, ".")
 	if !ok || v != version {
 		return "", ErrMalformed
@@ -126,7 +153,7 @@ func (k *KeyRing) Verify(c Claim, proof string) (keyID string, err error) {
 	if _, known := k.keys[id]; !known {
 		return id, ErrUnknownKey
 	}
-	if !hmac.Equal(got, k.mac(id, c)) {
+	if !hmac.Equal(got, k.mac(id, msg)) {
 		return id, ErrMismatch
 	}
 	return id, nil

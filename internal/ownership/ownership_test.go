@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,37 @@ func TestNewKeyRingRefusesWeakOrBadKeys(t *testing.T) {
 	}
 	if _, err := NewKeyRing(map[string][]byte{id: key}); err != nil {
 		t.Fatalf("a new key is refused: %v", err)
+	}
+}
+
+// A reservation's proof binds its cluster, NodeENI, subnet and CIDR: a
+// copy onto a reservation of another CIDR, subnet or NodeENI fails, and
+// it never verifies as an ENI's proof.
+func TestReservationProofBindsItsCIDR(t *testing.T) {
+	id, key, err := NewKey(time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := NewKeyRing(map[string][]byte{id: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ReservationClaim{Cluster: "prod", NodeENIUID: "uid-1", Subnet: "subnet-1", CIDR: "10.0.40.192/26"}
+	proof := ring.SignReservation(c)
+	if _, err := ring.VerifyReservation(c, proof); err != nil {
+		t.Fatalf("its own proof: %v", err)
+	}
+	for _, other := range []ReservationClaim{
+		{Cluster: "prod", NodeENIUID: "uid-1", Subnet: "subnet-1", CIDR: "10.0.40.128/26"},
+		{Cluster: "prod", NodeENIUID: "uid-1", Subnet: "subnet-2", CIDR: "10.0.40.192/26"},
+		{Cluster: "prod", NodeENIUID: "uid-2", Subnet: "subnet-1", CIDR: "10.0.40.192/26"},
+		{Cluster: "test", NodeENIUID: "uid-1", Subnet: "subnet-1", CIDR: "10.0.40.192/26"},
+	} {
+		if _, err := ring.VerifyReservation(other, proof); !errors.Is(err, ErrMismatch) {
+			t.Errorf("%+v: %v, want a mismatch", other, err)
+		}
+	}
+	if _, err := ring.Verify(Claim{ENI: "subnet-1", Cluster: "prod", NodeENIUID: "uid-1"}, proof); !errors.Is(err, ErrMismatch) {
+		t.Errorf("as an ENI's proof: %v, want a mismatch", err)
 	}
 }
