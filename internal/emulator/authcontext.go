@@ -58,6 +58,12 @@ func (w *world) authRequests(action string, p params) []AuthRequest {
 		return w.detachAuth(iamAction, p.get("AttachmentId"))
 	case "DeleteNetworkInterface":
 		return []AuthRequest{w.on(iamAction, p.get("NetworkInterfaceId"))}
+	case "CreateSubnetCidrReservation":
+		return w.createReservationAuth(p)
+	case "DeleteSubnetCidrReservation":
+		return []AuthRequest{w.on(iamAction, p.get("SubnetCidrReservationId"))}
+	case "GetSubnetCidrReservations":
+		return []AuthRequest{{Action: iamAction, Resource: "*"}}
 	case "ModifyNetworkInterfaceAttribute":
 		out := []AuthRequest{w.on(iamAction, p.get("NetworkInterfaceId"))}
 		for _, g := range p.list("SecurityGroupId") {
@@ -111,13 +117,16 @@ func (w *world) authFacts(id string) (kind string, tags map[string]string, vpcID
 	if v, ok := w.vpcs[id]; ok {
 		return "vpc", v.tags, ""
 	}
+	if r, ok := w.reservations[id]; ok {
+		return "subnet-cidr-reservation", r.tags, ""
+	}
 	return kindOfID(id), nil, ""
 }
 
 func kindOfID(id string) string {
 	for _, k := range []struct{ prefix, kind string }{
 		{"eni-attach-", "network-interface-attachment"}, {"eni-", "network-interface"}, {"i-", "instance"},
-		{"subnet-", "subnet"}, {"sg-", "security-group"}, {"vpc-", "vpc"},
+		{"subnet-", "subnet"}, {"sg-", "security-group"}, {"vpc-", "vpc"}, {"scr-", "subnet-cidr-reservation"},
 	} {
 		if strings.HasPrefix(id, k.prefix) {
 			return k.kind
@@ -152,6 +161,26 @@ func (w *world) createENIAuth(p params) []AuthRequest {
 			tagCtx[k] = v
 		}
 		out = append(out, AuthRequest{Action: "ec2:CreateTags", Resource: w.arn("network-interface", "*"), Context: tagCtx})
+	}
+	return out
+}
+
+// createReservationAuth: CreateSubnetCidrReservation is authorized on
+// the new reservation with the request's tags and on its subnet; tags
+// given at creation as ec2:CreateTags with ec2:CreateAction set, as for
+// an ENI.
+func (w *world) createReservationAuth(p params) []AuthRequest {
+	const action = "ec2:CreateSubnetCidrReservation"
+	newRes := map[string][]string{}
+	tags := createTagsOf(p, "subnet-cidr-reservation")
+	addRequestTags(newRes, tags)
+	out := []AuthRequest{{Action: action, Resource: w.arn("subnet-cidr-reservation", "*"), Context: newRes}, w.on(action, p.get("SubnetId"))}
+	if len(tags) > 0 {
+		tagCtx := map[string][]string{ctxCreateAction: {"CreateSubnetCidrReservation"}}
+		for k, v := range newRes {
+			tagCtx[k] = v
+		}
+		out = append(out, AuthRequest{Action: "ec2:CreateTags", Resource: w.arn("subnet-cidr-reservation", "*"), Context: tagCtx})
 	}
 	return out
 }
