@@ -33,6 +33,10 @@ const (
 	// multus.registerPodAddresses); its message names the pods refused and
 	// why (address limit, address taken, not in the subnet).
 	ConditionPodAddressesRegistered = "PodAddressesRegistered"
+	// ConditionPodAddressesReserved is True when every subnet of a
+	// NodeENI with multus.podAddressReservation holds its pods' range
+	// reservation; its message says which could not be made and why.
+	ConditionPodAddressesReserved = "PodAddressesReserved"
 	// ConditionAttachmentDefinitionsReady is True when every
 	// NetworkAttachmentDefinition multus.attachmentDefinition asks for is
 	// written as it says; its message names those it could not write.
@@ -305,9 +309,16 @@ type NodeENIStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	SecurityGroups []string `json:"securityGroups,omitempty"`
+	// PodAddressReservations are the pods' ranges reserved for
+	// multus.podAddressReservation, one per subnet.
+	// +optional
+	// +listType=map
+	// +listMapKey=subnetID
+	// +kubebuilder:validation:MaxItems=256
+	PodAddressReservations []PodAddressReservationStatus `json:"podAddressReservations,omitempty"`
 	// Conditions are Ready, Progressing, Degraded, InterfacesConfigured,
-	// SelectionChanged and, with multus, PodAddressesRegistered and
-	// AttachmentDefinitionsReady. Each condition type has one writer.
+	// SelectionChanged and, with multus, PodAddressesRegistered,
+	// PodAddressesReserved and AttachmentDefinitionsReady. Each condition type has one writer.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -51,6 +51,35 @@ type MultusSpec struct {
 	// namespace and keep it in sync.
 	// +optional
 	AttachmentDefinition *AttachmentDefinitionSpec `json:"attachmentDefinition,omitempty"`
+	// PodAddressReservation asks for the pods' IPv4 range as a subnet
+	// CIDR reservation in each of the NodeENI's subnets: EC2 then places
+	// no ENI address in it, and the generated definitions hand out only
+	// its addresses.
+	// +optional
+	PodAddressReservation *PodAddressReservationSpec `json:"podAddressReservation,omitempty"`
+}
+
+// PodAddressReservationSpec sizes the pods' range in each subnet.
+type PodAddressReservationSpec struct {
+	// PrefixLength of the IPv4 reservation, /16 to /28 (EC2's bounds for
+	// a subnet CIDR; a /28 is 16 addresses).
+	// +kubebuilder:validation:Minimum=16
+	// +kubebuilder:validation:Maximum=28
+	PrefixLength int32 `json:"prefixLength"`
+}
+
+// PodAddressReservationStatus is one subnet's reservation of the pods'
+// range, as the operator created it.
+type PodAddressReservationStatus struct {
+	// SubnetID is the subnet the reservation is in.
+	// +kubebuilder:validation:MaxLength=64
+	SubnetID string `json:"subnetID"`
+	// ID is the reservation's (scr-...).
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// CIDR is the range reserved.
+	// +kubebuilder:validation:MaxLength=64
+	CIDR string `json:"cidr"`
 }
 
 // AttachmentDefinitionSpec says which NetworkAttachmentDefinitions the
