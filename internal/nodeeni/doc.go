@@ -9,7 +9,11 @@
 //     InventoryScope) with this process's own changes applied, so
 //     reconciles read memory and only mutations call EC2;
 //   - catalog.go resolves subnet and security-group names against the
-//     state's catalog of the VPC;
+//     state's catalog of the VPC, refusing a name that matches two
+//     subnets of a zone or two groups (ambiguity.go);
+//   - selection.go pins what running ENIs were given (groups, their
+//     zone's subnets) in their ENINode entries, so a tag written since
+//     changes new capacity only, until the spec's sources change;
 //   - desired.go, deviceindex.go and plan.go decide, as pure functions,
 //     what each NodeENI needs: which ENIs to create, attach, fix, detach
 //     and delete, and which nodes cannot get one and why;
