@@ -29,6 +29,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/metricsauth"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
+	"github.com/eni-operator/eni-operator/internal/podranges"
 	"github.com/eni-operator/eni-operator/internal/readiness"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
@@ -218,6 +219,10 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 		// controller that resolves their subnets.
 		if err := attachdefs.Setup(mgr, attachdefs.Options{SkipNameValidation: c.NodeENI.SkipNameValidation}); err != nil {
 			return false, fmt.Errorf("attachment definitions controller: %w", err)
+		}
+		if err := podranges.Setup(mgr, state, podranges.Options{ClusterName: c.ClusterName, Keys: keys, DryRun: c.NodeENI.DryRun,
+			SkipNameValidation: c.NodeENI.SkipNameValidation}); err != nil {
+			return false, fmt.Errorf("pods' range reservations: %w", err)
 		}
 	}
 	if !c.NodeENI.DisableController && !c.DisableReadinessTaint {
