@@ -98,7 +98,8 @@ func (w *crdWatch) served() (bool, error) {
 }
 
 // nodeENIChanged passes the NodeENI updates that change its definitions
-// or its report: the spec (generation), the resolved subnets, and the
+// or its report: the spec (generation), the resolved subnets, the pods'
+// ranges reserved, and the
 // AttachmentDefinitionsReady condition (someone else's write of the list
 // may drop it). The other controllers' status writes do not.
 func nodeENIChanged() predicate.Funcs {
@@ -110,6 +111,7 @@ func nodeENIChanged() predicate.Funcs {
 				return true
 			}
 			return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Status.Subnets, n.Status.Subnets) ||
+				!equality.Semantic.DeepEqual(o.Status.PodAddressReservations, n.Status.PodAddressReservations) ||
 				!equality.Semantic.DeepEqual(meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionAttachmentDefinitionsReady),
 					meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionAttachmentDefinitionsReady))
 		},

@@ -58,7 +58,11 @@ func Wanted(ne *v1alpha1.NodeENI) ([]Definition, error) {
 		if len(subnets) > 1 {
 			name = base + "-" + s.ID
 		}
-		cfg, err := config(name, ad, hostInterface(ne.Spec.InterfaceName, subnets, i), s)
+		pods, err := podRange(ne, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := config(name, ad, hostInterface(ne.Spec.InterfaceName, subnets, i), s, pods)
 		if err != nil {
 			return nil, fmt.Errorf("subnet %s: %w", s.ID, err)
 		}
@@ -131,7 +135,7 @@ type addressRange struct {
 
 // config is the CNI configuration of definition name for subnet s on
 // host interface master.
-func config(name string, ad *v1alpha1.AttachmentDefinitionSpec, master string, s v1alpha1.ResolvedSubnet) (string, error) {
+func config(name string, ad *v1alpha1.AttachmentDefinitionSpec, master string, s v1alpha1.ResolvedSubnet, pods netip.Prefix) (string, error) {
 	c := cniConfig{CNIVersion: cniVersion, Name: name, Type: ad.Type}
 	switch ad.Type {
 	case "", "ipvlan":
@@ -145,7 +149,7 @@ func config(name string, ad *v1alpha1.AttachmentDefinitionSpec, master string, s
 	}
 	switch ad.IPAM {
 	case "", "whereabouts":
-		ipam, err := whereabouts(s, ad.Exclude)
+		ipam, err := whereabouts(s, pods, ad.Exclude)
 		if err != nil {
 			return "", err
 		}
@@ -168,10 +172,31 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// whereabouts hands out the subnet's addresses but those AWS reserves:
-// one range for a single-stack subnet, ipRanges with both for a
-// dual-stack one. Each exclude goes to the range of its family.
-func whereabouts(s v1alpha1.ResolvedSubnet, exclude []string) (ipamConfig, error) {
+// podRange is the pods' IPv4 range reserved in subnet for ne (invalid
+// when ne asks for none); an error while the reservation it asks for is
+// not made yet.
+func podRange(ne *v1alpha1.NodeENI, subnet string) (netip.Prefix, error) {
+	if ne.Spec.Multus.PodAddressReservation == nil {
+		return netip.Prefix{}, nil
+	}
+	for _, r := range ne.Status.PodAddressReservations {
+		if r.SubnetID == subnet {
+			p, err := netip.ParsePrefix(r.CIDR)
+			if err != nil || !p.Addr().Is4() {
+				return netip.Prefix{}, fmt.Errorf("the pods' range of subnet %s, %q, is not an IPv4 CIDR", subnet, r.CIDR)
+			}
+			return p.Masked(), nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("waiting for the pods' range to be reserved in subnet %s (condition %s)", subnet, v1alpha1.ConditionPodAddressesReserved)
+}
+
+// whereabouts hands out the subnet's addresses but those AWS reserves,
+// or, with a pods' range reserved (pods), that range's alone: one range
+// for a single-stack subnet, ipRanges with both for a dual-stack one.
+// Each exclude goes to the range of its family. The range stays the
+// subnet's CIDR, so pods get the subnet's prefix and its router.
+func whereabouts(s v1alpha1.ResolvedSubnet, pods netip.Prefix, exclude []string) (ipamConfig, error) {
 	var ranges []addressRange
 	for _, cidr := range []string{s.CIDR, s.IPv6CIDR} {
 		if cidr == "" {
@@ -180,6 +205,12 @@ func whereabouts(s v1alpha1.ResolvedSubnet, exclude []string) (ipamConfig, error
 		r, err := usableRange(cidr)
 		if err != nil {
 			return ipamConfig{}, err
+		}
+		if p := netip.MustParsePrefix(r.Range); pods.IsValid() && p.Addr().Is4() {
+			if !p.Contains(pods.Addr()) || pods.Bits() < p.Bits() {
+				return ipamConfig{}, fmt.Errorf("the pods' range %s is not inside the subnet's %s", pods, p)
+			}
+			r.RangeStart, r.RangeEnd = pods.Addr().String(), lastAddr(pods).String()
 		}
 		ranges = append(ranges, r)
 	}

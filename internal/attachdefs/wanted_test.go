@@ -201,3 +201,31 @@ func TestWantedConfigIsStable(t *testing.T) {
 		}
 	}
 }
+
+// With multus.podAddressReservation, whereabouts hands out only the
+// reserved range's addresses, with the subnet's prefix; until the range
+// is reserved nothing is wanted (the existing definitions stay).
+func TestWantedHandsOutOnlyTheReservedRange(t *testing.T) {
+	ad := v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{"apps"}}
+	ne := nodeENI(&ad, v1alpha1.ResolvedSubnet{ID: "subnet-1", Zone: "a", CIDR: "10.0.40.0/24", IPv6CIDR: "2600::/64"})
+	ne.Spec.Multus.PodAddressReservation = &v1alpha1.PodAddressReservationSpec{PrefixLength: 26}
+	if _, err := Wanted(ne); err == nil || !strings.Contains(err.Error(), "waiting for the pods' range to be reserved in subnet subnet-1") {
+		t.Fatalf("before the reservation: %v", err)
+	}
+	ne.Status.PodAddressReservations = []v1alpha1.PodAddressReservationStatus{{SubnetID: "subnet-1", ID: "scr-1", CIDR: "10.0.40.128/26"}}
+	defs, err := Wanted(ne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decoded(t, defs[0].Config)["ipam"]
+	var want any
+	_ = json.Unmarshal([]byte(`{"type":"whereabouts","ipRanges":[{"range":"10.0.40.0/24","range_start":"10.0.40.128","range_end":"10.0.40.191"},`+
+		`{"range":"2600::/64","range_start":"2600::4","range_end":"2600::ffff:ffff:ffff:fffe"}]}`), &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ipam %v\nwant %v", got, want)
+	}
+	ne.Status.PodAddressReservations[0].CIDR = "10.0.41.0/26"
+	if _, err := Wanted(ne); err == nil || !strings.Contains(err.Error(), "not inside the subnet") {
+		t.Errorf("a range outside the subnet: %v", err)
+	}
+}
