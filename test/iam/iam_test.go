@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/podranges"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
@@ -39,12 +40,14 @@ const (
 	nodeTag = "kubernetes.io/cluster/" + eksName
 	vpcKey  = "ec2:Vpc"
 
-	eniARN      = "arn:aws:ec2:*:*:network-interface/*"
-	createTags  = "ec2:CreateTags"
-	deleteTags  = "ec2:DeleteTags"
-	tagKeys     = "aws:TagKeys"
-	createActn  = "ec2:CreateAction"
-	tagKeysLike = "ForAnyValue:StringLike"
+	eniARN = "arn:aws:ec2:*:*:network-interface/*"
+	// reservationARN are the subnet CIDR reservations, the pods' ranges.
+	reservationARN = "arn:aws:ec2:*:*:subnet-cidr-reservation/*"
+	createTags     = "ec2:CreateTags"
+	deleteTags     = "ec2:DeleteTags"
+	tagKeys        = "aws:TagKeys"
+	createActn     = "ec2:CreateAction"
+	tagKeysLike    = "ForAnyValue:StringLike"
 )
 
 // load reads a document strictly: unknown fields (NotAction, Principal,
@@ -147,7 +150,7 @@ func TestAllowedActionsAreThePermissionChecks(t *testing.T) {
 		want []string
 	}{
 		{"tagger.json", tagger.RequiredIAMActions()},
-		{"nodeeni.json", nodeeni.RequiredIAMActions()},
+		{"nodeeni.json", append(nodeeni.RequiredIAMActions(), podranges.RequiredIAMActions()...)},
 	} {
 		got := allowedActions(load(t, c.doc, ""))
 		if want := sorted(c.want); !slices.Equal(got, want) {
@@ -313,7 +316,7 @@ func TestNodeENIWritesAreScopedOnEveryResource(t *testing.T) {
 	for _, st := range p.Statement {
 		var mutating []string
 		for _, a := range st.Action {
-			if !strings.HasPrefix(a, "ec2:Describe") {
+			if !strings.HasPrefix(a, "ec2:Describe") && !strings.HasPrefix(a, "ec2:Get") {
 				mutating = append(mutating, a)
 			}
 		}
@@ -330,6 +333,13 @@ func TestNodeENIWritesAreScopedOnEveryResource(t *testing.T) {
 		switch st.Resource[0] {
 		case eniARN:
 			if checkENIGrant(t, st, mutating) {
+				for _, a := range mutating {
+					owned[a] = true
+				}
+			}
+			continue
+		case reservationARN:
+			if checkReservationGrant(t, st, mutating) {
 				for _, a := range mutating {
 					owned[a] = true
 				}
@@ -357,6 +367,25 @@ func TestNodeENIWritesAreScopedOnEveryResource(t *testing.T) {
 			t.Errorf("%s: %s on companion resources, but not also limited to the cluster's ENIs", sid, a)
 		}
 	}
+}
+
+// checkReservationGrant checks a grant on subnet CIDR reservations (the
+// pods' ranges): the cluster's tag on the request (create, tags at
+// creation) or on the reservation (delete), nothing else.
+func checkReservationGrant(t *testing.T, st Statement, mutating []string) bool {
+	t.Helper()
+	eq := st.Condition["StringEquals"]
+	onRequest := slices.Equal(eq["aws:RequestTag/"+nodeeni.TagCluster], []string{placeholder})
+	onResource := slices.Equal(eq["aws:ResourceTag/"+nodeeni.TagCluster], []string{placeholder})
+	if len(st.Condition) != 1 || onRequest == onResource {
+		t.Errorf("%s: %v on reservations must be conditioned on the cluster's tag (request or resource) alone, has %v", st.Sid, mutating, st.Condition)
+		return false
+	}
+	if slices.Contains(mutating, createTags) && !slices.Equal(eq["ec2:CreateAction"], []string{"CreateSubnetCidrReservation"}) {
+		t.Errorf("%s: tags on reservations only with their creation (ec2:CreateAction), has %v", st.Sid, st.Condition)
+		return false
+	}
+	return true
 }
 
 // checkENIGrant checks a grant on network interfaces: scoped to the
@@ -729,6 +758,56 @@ func TestPlaceholdersAreDocumented(t *testing.T) {
 			if !bytes.Contains(readme, []byte("s/"+ph+"/")) || !bytes.Contains(readme, []byte("`"+ph+"`")) {
 				t.Errorf("%s holds %s; docs/iam/README.md neither explains it nor fills it in its sed commands", name, ph)
 			}
+		}
+	}
+}
+
+// The pods' ranges: nodeeni.json lets the operator reserve only with the
+// cluster's tag and in the cluster's VPC, and delete only reservations
+// carrying the cluster's tag.
+func TestPodRangeGrants(t *testing.T) {
+	ne := load(t, "nodeeni.json", cluster)
+	const (
+		newRes   = "arn:aws:ec2:eu-west-1:111122223333:subnet-cidr-reservation/*"
+		ownRes   = "arn:aws:ec2:eu-west-1:111122223333:subnet-cidr-reservation/scr-0own"
+		otherRes = "arn:aws:ec2:eu-west-1:111122223333:subnet-cidr-reservation/scr-0other"
+	)
+	resourceTags[ownRes] = map[string]string{nodeeni.TagCluster: cluster}
+	resourceTags[otherRes] = map[string]string{nodeeni.TagCluster: "staging"}
+	t.Cleanup(func() { delete(resourceTags, ownRes); delete(resourceTags, otherRes) })
+	create := func(in string, tags map[string]string) []Request {
+		ctx := map[string][]string{}
+		for k, v := range tags {
+			ctx["aws:RequestTag/"+k] = []string{v}
+			ctx[tagKeys] = append(ctx[tagKeys], k)
+		}
+		tagCtx := map[string][]string{"ec2:CreateAction": {"CreateSubnetCidrReservation"}}
+		for k, v := range ctx {
+			tagCtx[k] = v
+		}
+		return []Request{{Action: "ec2:CreateSubnetCidrReservation", Resource: newRes, Context: ctx}, on("ec2:CreateSubnetCidrReservation", in),
+			{Action: createTags, Resource: newRes, Context: tagCtx}}
+	}
+	own := map[string]string{nodeeni.TagCluster: cluster, nodeeni.TagProof: "v1.k.x"}
+	for _, c := range []struct {
+		what string
+		reqs []Request
+		want bool
+	}{
+		{"reserve with the cluster's tag in its subnet", create(subnet, own), true},
+		{"reserve in another VPC's subnet", create(otherSubnet, own), false},
+		{"reserve without the cluster's tag", create(subnet, map[string]string{"Team": "net"}), false},
+		{"reserve with another cluster's tag", create(subnet, map[string]string{nodeeni.TagCluster: "staging"}), false},
+		{"delete its own reservation", []Request{on("ec2:DeleteSubnetCidrReservation", ownRes)}, true},
+		{"delete another cluster's reservation", []Request{on("ec2:DeleteSubnetCidrReservation", otherRes)}, false},
+		{"tag a reservation after its creation", []Request{on(createTags, ownRes, "Team")}, false},
+	} {
+		got, err := Evaluate([]Policy{ne}, c.reqs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got == Allowed) != c.want {
+			t.Errorf("%s: %v, want allowed %v", c.what, got, c.want)
 		}
 	}
 }

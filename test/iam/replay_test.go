@@ -93,7 +93,7 @@ func partOf(c emulator.Call) part {
 func modelled(action string) bool {
 	return strings.HasPrefix(action, "Describe") || slices.Contains([]string{"CreateNetworkInterface", "CreateTags",
 		"DeleteTags", "AttachNetworkInterface", "DetachNetworkInterface", "DeleteNetworkInterface",
-		"ModifyNetworkInterfaceAttribute"}, action)
+		"ModifyNetworkInterfaceAttribute", "CreateSubnetCidrReservation", "GetSubnetCidrReservations", "DeleteSubnetCidrReservation"}, action)
 }
 
 // denial is one recorded call the documents refuse.
@@ -169,7 +169,8 @@ func decide(t *testing.T, policies []Policy, c emulator.Call) Decision {
 // ENI created with its ownership tags and spec.tags, signed (CreateTags
 // of the proof), attached, DeleteOnTermination set; its security groups
 // and spec.tags changed; the pod's ENI tagged and, the pod deleted,
-// untagged; the NodeENI deleted, its ENI detached and deleted.
+// untagged; the pods' range reserved in the NodeENI's subnet; the NodeENI
+// deleted, its ENI detached and deleted, its range deleted.
 func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 	world := testenv.DefaultWorld(testenv.OnlySubnets("nodes-a", "multus-a", "pods"), testenv.WithNodes(1, "m5.xlarge"),
 		testenv.WithSecurityGroups("multus-b"), testenv.WithENIs(emulator.NetworkInterfaceSpec{Subnet: "pods",
@@ -182,7 +183,10 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 
 	cl := operatorenv.NewOneNode(t, replayCluster, instance)
 	ctx, k8s := context.Background(), cl.K8s
-	testenv.UpdateNodeENISpec(t, k8s, cl.NodeENI.Name, func(s *v1alpha1.NodeENISpec) { s.Tags = map[string]v1alpha1.TagValue{"Team": "net"} })
+	testenv.UpdateNodeENISpec(t, k8s, cl.NodeENI.Name, func(s *v1alpha1.NodeENISpec) {
+		s.Tags = map[string]v1alpha1.TagValue{"Team": "net"}
+		s.Multus = &v1alpha1.MultusSpec{PodAddressReservation: &v1alpha1.PodAddressReservationSpec{PrefixLength: 28}}
+	})
 	cl.Pod(t, "app", podENI.PrivateIP, "CostCenter=42")
 	cl.Start(t, e.URL, cl.Config(e.VPC))
 	// The test's own reads carry an access key of their own, so the
@@ -195,6 +199,14 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 		return n.Tags["CostCenter"] == "42" && n.Tags[tagger.HashTag] != ""
 	})
 	waitENI(t, reader, own, "the proof", func(n ec2.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
+	podRanges := func() int {
+		list, err := reader.ListSubnetCIDRReservations(ctx, e.Subnets["multus-a"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	testenv.Eventually(t, "the pods' range reserved", 60*time.Second, func() (bool, string) { n := podRanges(); return n == 1, fmt.Sprint(n) })
 
 	testenv.UpdateNodeENISpec(t, k8s, cl.NodeENI.Name, func(s *v1alpha1.NodeENISpec) {
 		s.SecurityGroupNames = []string{"multus", "multus-b"}
@@ -223,6 +235,7 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 		_, err := reader.GetENI(ctx, own)
 		return err != nil, fmt.Sprintf("GetENI: %v", err)
 	})
+	testenv.Eventually(t, "the pods' range deleted", 60*time.Second, func() (bool, string) { n := podRanges(); return n == 0, fmt.Sprint(n) })
 	var calls []emulator.Call
 	for _, c := range e.Emulator.Calls() {
 		if c.AccessKeyID != observerKey {
@@ -342,6 +355,11 @@ func checkFlowsCovered(t *testing.T, calls []emulator.Call) {
 		},
 		"DetachNetworkInterface": func(c emulator.Call) bool { return c.Action == "DetachNetworkInterface" },
 		"DeleteNetworkInterface": func(c emulator.Call) bool { return c.Action == "DeleteNetworkInterface" && c.Code == "" },
+		"CreateSubnetCidrReservation with ownership tags": func(c emulator.Call) bool {
+			return c.Action == "CreateSubnetCidrReservation" && c.Code == "" && has(c, "aws:RequestTag/"+nodeeni.TagCluster)
+		},
+		"GetSubnetCidrReservations":   func(c emulator.Call) bool { return c.Action == "GetSubnetCidrReservations" },
+		"DeleteSubnetCidrReservation": func(c emulator.Call) bool { return c.Action == "DeleteSubnetCidrReservation" && c.Code == "" },
 	}
 	seen := map[string]int{}
 	for _, c := range calls {
