@@ -109,7 +109,7 @@ func TestSandboxUpAndCtrlC(t *testing.T) {
 		// Multus pod's address registered on the ENI.
 		regexp.MustCompile(`data-plane\s+2\s+2\s+True Attached\s+True Registered\s+True Synced`),
 		regexp.MustCompile(`data-plane: PodAddressesRegistered: Multus pod addresses registered: 1, on the ENIs of 2 nodes`),
-		regexp.MustCompile(`(?m)^cnf\s+data-plane\s+data-plane\s+ipvlan l2\s+data\s+whereabouts 10\.0\.40\.0/24 \(10\.0\.40\.4-10\.0\.40\.254\)$`),
+		regexp.MustCompile(`(?m)^cnf\s+data-plane\s+data-plane\s+ipvlan l2\s+data\s+whereabouts 10\.0\.40\.0/24 \(10\.0\.40\.192-10\.0\.40\.223\)$`), // the reserved /27
 	} {
 		if !want.MatchString(report) {
 			t.Errorf("report lacks %s:\n%s", want, report)

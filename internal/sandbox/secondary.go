@@ -76,7 +76,9 @@ func secondaryNodeENI(zone string) *v1alpha1.NodeENI {
 			Description:        "the sandbox's secondary network (Multus)",
 			InterfaceName:      secondaryInterface,
 			Multus: &v1alpha1.MultusSpec{RegisterPodAddresses: true,
-				AttachmentDefinition: &v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{secondaryNamespace}}},
+				AttachmentDefinition: &v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{secondaryNamespace}},
+				// The pods' range, kept free of the ENIs' own addresses.
+				PodAddressReservation: &v1alpha1.PodAddressReservationSpec{PrefixLength: 27}},
 		},
 	}
 }
@@ -111,7 +113,7 @@ func (d demoEnv) applySecondary(ctx context.Context) (func(context.Context) erro
 		}
 		return nil, err
 	}
-	d.say("applying the secondary network: namespace %s, NodeENI %s (the nodes of zone %s, subnetSelector tags %s=%s, interface %s, Multus pod addresses and attachment definition)",
+	d.say("applying the secondary network: namespace %s, NodeENI %s (the nodes of zone %s, subnetSelector tags %s=%s, interface %s, Multus pod addresses, a reserved /27 pods' range and attachment definition)",
 		secondaryNamespace, ne.Name, ne.Spec.NodeSelector[corev1.LabelTopologyZone], secondaryTagKey, secondaryTagValue, secondaryInterface)
 	if err := createNamespace(ctx, d.k8s, secondaryNamespace, nil); err != nil {
 		return nil, err

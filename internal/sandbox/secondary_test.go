@@ -61,7 +61,11 @@ func TestSecondaryNodeENIAndAddress(t *testing.T) {
 		m == nil || !m.RegisterPodAddresses || m.AttachmentDefinition == nil || len(m.AttachmentDefinition.Namespaces) != 1 {
 		t.Fatalf("NodeENI spec %+v", ne.Spec)
 	}
+	if m.PodAddressReservation == nil || m.PodAddressReservation.PrefixLength != 27 {
+		t.Fatalf("no /27 pods' range asked for: %+v", m.PodAddressReservation)
+	}
 	ne.Status.Subnets = []v1alpha1.ResolvedSubnet{{ID: "subnet-0123456789abcdef0", Zone: "us-east-1a", CIDR: "10.0.40.0/24"}}
+	ne.Status.PodAddressReservations = []v1alpha1.PodAddressReservationStatus{{SubnetID: "subnet-0123456789abcdef0", ID: "scr-1", CIDR: "10.0.40.4/30"}}
 	defs, err := attachdefs.Wanted(ne)
 	if err != nil || len(defs) != 1 {
 		t.Fatalf("Wanted: %v, %v", defs, err)
