@@ -53,7 +53,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	for _, s := range res.All {
 		in.SubnetZones[s.ID] = s.AvailabilityZone
 	}
-	pins := zonePins(in.ENIs, in.Pins, in.SelectionHash, in.SubnetZones, res.Subnets)
+	pins := zonePins(in.ENIs, in.Pins, in.SelectionHash, in.SubnetZones)
 	in.Subnets = pinSubnets(res.Subnets, res.All, pins, ne.Spec.IPv6AddressCount > 0 || ne.Spec.IPv6PrefixCount > 0)
 	in.ZoneSubnets = zoneSets(in.Subnets)
 	for _, s := range in.Subnets {

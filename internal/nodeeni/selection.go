@@ -47,43 +47,18 @@ func pinsOf(nodeENI string, held map[string]*v1alpha1.ENINode) map[string]v1alph
 }
 
 // zonePins decides, zone by zone, the subnets that stand for the
-// NodeENI's there, whatever the catalog resolves to now:
-//   - a record under the current spec: the subnets it recorded;
-//   - a record under another spec: none (the spec changed: its
-//     resolution applies);
-//   - only ENIs of earlier versions: the subnets they are in that the
-//     spec still resolves to;
-//   - no ENI: none (new capacity takes the resolution).
-func zonePins(enis []owned, pins map[string]v1alpha1.ENISelection, hash string, zoneOf map[string]string, resolved []subnetInfo) map[string][]string {
-	matched, carried := map[string][]string{}, map[string][]string{}
-	changed := map[string]bool{}
+// NodeENI's there, whatever the catalog resolves to now: those recorded
+// under the current spec. A zone with no such record takes the
+// resolution: new capacity, a changed spec, or ENIs without a record (of
+// an earlier version, or created just before a crash: they cannot be
+// told apart, and pinning the latter would keep the zone's other subnets
+// from ever being created).
+func zonePins(enis []owned, pins map[string]v1alpha1.ENISelection, hash string, zoneOf map[string]string) map[string][]string {
+	out := map[string][]string{}
 	for _, o := range enis {
 		z, ok := zoneOf[o.SubnetID]
-		if !ok {
-			continue // gone from the VPC: nothing to pin
-		}
-		switch p, rec := pins[o.ID]; {
-		case rec && p.SpecHash == hash:
-			matched[z] = union(matched[z], p.ZoneSubnets...)
-		case rec:
-			changed[z] = true
-		default:
-			carried[z] = union(carried[z], o.SubnetID)
-		}
-	}
-	out := maps.Clone(matched)
-	for z, ids := range carried {
-		if _, ok := out[z]; ok || changed[z] {
-			continue
-		}
-		var kept []string
-		for _, s := range resolved { // the spec's order: device indexes follow it
-			if slices.Contains(ids, s.ID) {
-				kept = append(kept, s.ID)
-			}
-		}
-		if len(kept) > 0 {
-			out[z] = kept
+		if p, rec := pins[o.ID]; ok && rec && p.SpecHash == hash {
+			out[z] = union(out[z], p.ZoneSubnets...)
 		}
 	}
 	return out

@@ -1,12 +1,14 @@
 package nodeeni_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
@@ -129,4 +131,47 @@ func TestTaggedSubnetDoesNotJoinARunningZone(t *testing.T) {
 			fmt.Sprintf("%d ENIs, subnets %+v, %s", len(h.enis()), ne.Status.Subnets, spew(c))
 	})
 	h.ready("subnets", 1)
+}
+
+// After an upgrade, ENIs without a record keep the groups they carry: a
+// group tagged to match while the earlier version ran is not put on them.
+func TestUpgradePinsENIsToTheGroupsTheyCarry(t *testing.T) {
+	h, names := nodesHarness(t, 1, "pinup")
+	multus, open := h.Groups["multus"], h.Groups["storage"]
+	h.tagResource(multus, map[string]string{"net": "data"})
+	m := h.start(h.selectionOptions())
+	spec := h.spec(map[string]string{"ng": "pinup"})
+	spec.SubnetName = "multus-a"
+	spec.SecurityGroupSelector = []v1alpha1.SecurityGroupSelectorTerm{{Tags: map[string]v1alpha1.TagValue{"net": "data"}}}
+	h.createNodeENI("pinup", spec)
+	h.ready("pinup", 1)
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// What an earlier version left: entries without a selection record.
+	en := &v1alpha1.ENINode{}
+	if err := h.k8s.Get(context.Background(), client.ObjectKey{Name: names[0]}, en); err != nil {
+		t.Fatal(err)
+	}
+	for i := range en.Spec.Attachments {
+		en.Spec.Attachments[i].Selection = nil
+	}
+	if err := h.k8s.Update(context.Background(), en); err != nil {
+		t.Fatal(err)
+	}
+	h.tagResource(open, map[string]string{"net": "data"})
+
+	h.start(h.selectionOptions())
+	h.passes()
+	for _, e := range h.enis() {
+		if !slices.Equal(e.SecurityGroups, []string{multus}) {
+			t.Fatalf("ENI %s of the earlier version now has groups %v; want [%s]", e.ID, e.SecurityGroups, multus)
+		}
+	}
+	h.selectionSaid("pinup", nodeeni.ReasonSecurityGroupsChanged, open)
+	h.eventually("the record written", waitFor, func() (bool, string) {
+		as := h.attachments("pinup")
+		ok := len(as) == 1 && as[0].Selection != nil && slices.Equal(as[0].Selection.SecurityGroups, []string{multus})
+		return ok, fmt.Sprintf("%+v", as)
+	})
 }
