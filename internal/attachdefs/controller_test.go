@@ -10,6 +10,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -229,4 +230,36 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	expectRepaired(t, c, u, want)
 	testenv.UpdateNodeENISpec(t, c, "rbac", func(s *v1alpha1.NodeENISpec) { s.Multus.AttachmentDefinition = nil })
 	waitGone(t, c, "rbac", "rbac")
+}
+
+// A NodeENI asking for a pods' range waits for it, saying so; once the
+// reservation is in its status, the definition hands out its addresses
+// alone. Without one, the condition warns that the whole subnet is
+// handed out.
+func TestDefinitionsWaitForThePodsRange(t *testing.T) {
+	cfg, c := withMultus(t)
+	testenv.CreateNamespaces(t, c, "ranged")
+	startController(t, cfg)
+	ne := createNodeENI(t, c, "ranged", v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{"ranged"}}, subnetA)
+	cond := waitReason(t, c, "ranged", ReasonSynced)
+	if !strings.Contains(cond.Message, "set multus.podAddressReservation") {
+		t.Errorf("no word of the whole subnet: %+v", cond)
+	}
+	testenv.UpdateNodeENISpec(t, c, ne.Name, func(s *v1alpha1.NodeENISpec) {
+		s.Multus.PodAddressReservation = &v1alpha1.PodAddressReservationSpec{PrefixLength: 28}
+	})
+	waitReason(t, c, "ranged", ReasonPodRangePending)
+	got := testenv.GetNodeENI(t, c, ne.Name)
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Status.PodAddressReservations = []v1alpha1.PodAddressReservationStatus{{SubnetID: subnetA.ID, ID: "scr-1", CIDR: "10.0.1.224/28"}}
+	if err := c.Status().Patch(context.Background(), got, patch); err != nil {
+		t.Fatal(err)
+	}
+	u := waitConfig(t, c, "ranged", "ranged", wantedConfig(t, c, "ranged", 0))
+	if cfg, _, _ := unstructured.NestedString(u.Object, "spec", "config"); !strings.Contains(cfg, `"range_start":"10.0.1.224","range_end":"10.0.1.239"`) {
+		t.Errorf("config %s, want the reserved range", cfg)
+	}
+	if cond := waitReason(t, c, "ranged", ReasonSynced); strings.Contains(cond.Message, "podAddressReservation") {
+		t.Errorf("a warning with the range reserved: %+v", cond)
+	}
 }

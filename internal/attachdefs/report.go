@@ -2,6 +2,7 @@ package attachdefs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,7 +26,19 @@ const (
 	ReasonNoSubnets         = "NoSubnets"
 	ReasonInvalid           = "InvalidConfiguration"
 	ReasonWriteFailed       = "WriteFailed"
+	ReasonPodRangePending   = "PodRangePending"
 )
+
+// wholeSubnetNote warns a NodeENI whose whereabouts range is its whole
+// subnet: EC2 places ENI addresses anywhere in a subnet, and a list of
+// the addresses in use today would not hold tomorrow's.
+func wholeSubnetNote(ne *v1alpha1.NodeENI) string {
+	ad := ne.Spec.Multus.AttachmentDefinition
+	if ne.Spec.Multus.PodAddressReservation != nil || ad.IPAM != "" && ad.IPAM != "whereabouts" {
+		return ""
+	}
+	return "; whereabouts hands out the whole subnet, where EC2 also places ENIs' addresses (their primary ones among them): set multus.podAddressReservation to reserve the pods' range"
+}
 
 // outcome is what a pass did to the definitions and what stopped it.
 type outcome struct {
@@ -55,6 +68,10 @@ func condition(p *pass) *metav1.Condition {
 		c.Reason = ReasonCRDNotInstalled
 		c.Message = fmt.Sprintf("the NetworkAttachmentDefinition CRD (%s) is not installed: install Multus; the operator looks for it again every minute", GroupVersionKind().GroupVersion())
 		return c
+	case errors.Is(p.invalid, errPodRangePending):
+		c.Reason = ReasonPodRangePending
+		c.Message = bounded.Truncate(fmt.Sprintf("no definition written yet: %v; existing definitions are kept", p.invalid), bounded.Message)
+		return c
 	case p.invalid != nil:
 		c.Reason = ReasonInvalid
 		c.Message = bounded.Truncate(fmt.Sprintf("no definition written: %v; fix spec.multus.attachmentDefinition (existing definitions are kept)", p.invalid), bounded.Message)
@@ -82,7 +99,7 @@ func condition(p *pass) *metav1.Condition {
 	if len(problems) == 0 {
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonSynced
 		c.Message = fmt.Sprintf("NetworkAttachmentDefinitions written: %d, in namespaces %s",
-			len(p.wanted), bounded.List(p.ne.Spec.Multus.AttachmentDefinition.Namespaces, ", ", bounded.Items))
+			len(p.wanted), bounded.List(p.ne.Spec.Multus.AttachmentDefinition.Namespaces, ", ", bounded.Items)) + wholeSubnetNote(p.ne)
 		return c
 	}
 	c.Reason = reasons[0]

@@ -8,6 +8,7 @@ package attachdefs
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -188,8 +189,11 @@ func podRange(ne *v1alpha1.NodeENI, subnet string) (netip.Prefix, error) {
 			return p.Masked(), nil
 		}
 	}
-	return netip.Prefix{}, fmt.Errorf("waiting for the pods' range to be reserved in subnet %s (condition %s)", subnet, v1alpha1.ConditionPodAddressesReserved)
+	return netip.Prefix{}, fmt.Errorf("%w in subnet %s (condition %s)", errPodRangePending, subnet, v1alpha1.ConditionPodAddressesReserved)
 }
+
+// errPodRangePending: the NodeENI asks for a pods' range not reserved yet.
+var errPodRangePending = errors.New("waiting for the pods' range to be reserved")
 
 // whereabouts hands out the subnet's addresses but those AWS reserves,
 // or, with a pods' range reserved (pods), that range's alone: one range
