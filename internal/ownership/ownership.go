@@ -130,7 +130,9 @@ var (
 
 // Verify checks proof against c and returns the ID of the key that
 // signed it.
-func (k *KeyRing) Verify(c Claim, proof string) (keyID string, err error) { return k.verify(c.encode(), proof) }
+func (k *KeyRing) Verify(c Claim, proof string) (keyID string, err error) {
+	return k.verify(c.encode(), proof)
+}
 
 // VerifyReservation checks a subnet CIDR reservation's proof.
 func (k *KeyRing) VerifyReservation(c ReservationClaim, proof string) (keyID string, err error) {
