@@ -155,14 +155,7 @@ func (w *world) createENIAuth(p params) []AuthRequest {
 	for _, g := range p.list("SecurityGroupId") {
 		out = append(out, w.on(action, g))
 	}
-	if len(tags) > 0 {
-		tagCtx := map[string][]string{ctxCreateAction: {"CreateNetworkInterface"}}
-		for k, v := range newENI {
-			tagCtx[k] = v
-		}
-		out = append(out, AuthRequest{Action: "ec2:CreateTags", Resource: w.arn("network-interface", "*"), Context: tagCtx})
-	}
-	return out
+	return append(out, w.tagOnCreate("CreateNetworkInterface", "network-interface", tags, newENI)...)
 }
 
 // createReservationAuth: CreateSubnetCidrReservation is authorized on
@@ -175,14 +168,21 @@ func (w *world) createReservationAuth(p params) []AuthRequest {
 	tags := createTagsOf(p, "subnet-cidr-reservation")
 	addRequestTags(newRes, tags)
 	out := []AuthRequest{{Action: action, Resource: w.arn("subnet-cidr-reservation", "*"), Context: newRes}, w.on(action, p.get("SubnetId"))}
-	if len(tags) > 0 {
-		tagCtx := map[string][]string{ctxCreateAction: {"CreateSubnetCidrReservation"}}
-		for k, v := range newRes {
-			tagCtx[k] = v
-		}
-		out = append(out, AuthRequest{Action: "ec2:CreateTags", Resource: w.arn("subnet-cidr-reservation", "*"), Context: tagCtx})
+	return append(out, w.tagOnCreate("CreateSubnetCidrReservation", "subnet-cidr-reservation", tags, newRes)...)
+}
+
+// tagOnCreate is the ec2:CreateTags authorization of tags set by a
+// create (ec2:CreateAction), on the new resource of kind with its
+// context; none without tags.
+func (w *world) tagOnCreate(createAction, kind string, tags map[string]string, ctx map[string][]string) []AuthRequest {
+	if len(tags) == 0 {
+		return nil
 	}
-	return out
+	tagCtx := map[string][]string{ctxCreateAction: {createAction}}
+	for k, v := range ctx {
+		tagCtx[k] = v
+	}
+	return []AuthRequest{{Action: "ec2:CreateTags", Resource: w.arn(kind, "*"), Context: tagCtx}}
 }
 
 // createTagsOf reads the tags of the TagSpecifications for one resource
