@@ -204,7 +204,7 @@ func (r *reconciler) next(ctx context.Context, ps *pass) (reconcile.Result, erro
 		return reconcile.Result{}, ps.execErr
 	}
 	if ps.deleting && len(ps.in.ENIs) == 0 {
-		return r.release(ctx, ps.ne)
+		return r.release(ctx, ps.ne, ps.in.Legacy)
 	}
 	if ps.pending && len(ps.failures) == 0 {
 		// An ENI is on its way to "available", or more steps follow from
@@ -221,7 +221,7 @@ func (r *reconciler) next(ctx context.Context, ps *pass) (reconcile.Result, erro
 // release removes the finalizer once EC2 itself confirms that no ENI of
 // the NodeENI is left: the view could miss one created by an earlier
 // process after the last refresh.
-func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconcile.Result, error) {
+func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus) (reconcile.Result, error) {
 	left, err := r.ec2.ListENIs(ctx, ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{string(ne.UID)}},
 		ec2.Filter{Name: "tag:" + TagCluster, Values: []string{r.opts.ClusterName}})
 	if err != nil {
@@ -230,7 +230,7 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 	trustedLeft := 0
 	for _, e := range left {
 		reason, _ := r.trust.distrust(e, ne.Name)
-		if reason == "" || reason == UntrustedUnproven && r.vouches(ne, e) {
+		if reason == "" || reason == UntrustedUnproven && r.vouches(l, e) {
 			trustedLeft++
 		}
 	}
@@ -254,9 +254,9 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI) (reconci
 // out of the plan, out of the status, never detached, deleted, modified
 // or tagged. Each is reported once per reason: a Warning event on the
 // NodeENI and a log line.
-func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, list []owned) ([]owned, []action) {
+func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus, list []owned) ([]owned, []action) {
 	out, v := splitTrusted(r.trust, list, func(o owned) ec2.ENI { return o.ENI }, func(ec2.ENI) string { return ne.Name })
-	out, prove := r.proving(ne, out, list, v)
+	out, prove := r.proving(l, out, list, v)
 	for _, a := range prove {
 		delete(v.reasons, a.ENI)
 	}

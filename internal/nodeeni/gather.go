@@ -31,11 +31,18 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		NodeInstances:       map[string]string{},
 		CIDRs:               map[string]string{},
 	}
-	in.ENIs, in.Prove = r.trusted(ctx, ne, ofNodeENI(r.ec2, string(ne.UID)))
 	held, err := r.held(ctx, ne.Name)
 	if err != nil {
 		return in, nil, err
 	}
+	// Resolved before the trust check, also when deleting: the deprecated
+	// status vouches only for ENIs in the subnets the spec resolves to.
+	res, err := r.resolve(ctx, &ne.Spec)
+	if err != nil && !deleting {
+		return in, nil, err
+	}
+	in.Legacy = legacyOf(ne, held, res.Subnets)
+	in.ENIs, in.Prove = r.trusted(ctx, ne, in.Legacy, ofNodeENI(r.ec2, string(ne.UID)))
 	in.Recorded = r.applied.records(ne.Name, held, in.ENIs)
 	in.Pins, in.SelectionHash = pinsOf(ne.Name, held), selectionHash(&ne.Spec)
 	if in.Base < 1 {
@@ -43,10 +50,6 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	}
 	if deleting {
 		return in, nil, nil
-	}
-	res, err := r.resolve(ctx, &ne.Spec)
-	if err != nil {
-		return in, nil, err
 	}
 	in.SecurityGroups, in.SubnetsComplete, in.Resolved = res.Groups, res.SubnetsComplete, res.Subnets
 	in.SubnetZones = map[string]string{}

@@ -64,7 +64,8 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 	if err != nil {
 		return err
 	}
-	ev, err := r.adoptionEvidence(ctx, ne)
+	records := in.Legacy.counted()
+	ev, err := r.adoptionEvidence(ctx, ne, records)
 	if err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 	reasons, details := map[string]string{}, map[string]string{}
 	by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: string(ne.UID), base: in.Base,
 		created: time.Now().UTC().Truncate(time.Second)}
-	for _, id := range candidates(r.ec2, ne, ids) {
+	for _, id := range candidates(r.ec2, ne.Name, records, ids) {
 		e, found := r.ec2.ENI(id)
 		switch {
 		case ours[id], found && e.Tags[TagCluster] == r.opts.ClusterName:
@@ -101,15 +102,15 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 }
 
 // candidates are the ENIs that claim to be the NodeENI's by the
-// original's tags, and those its status names, sorted.
-func candidates(c EC2, ne *v1alpha1.NodeENI, listed []string) []string {
+// original's tags, and those its counted status entries name, sorted.
+func candidates(c EC2, nodeENI string, records []v1alpha1.ENIAttachment, listed []string) []string {
 	var out []string
 	for _, id := range listed {
-		if e, ok := c.ENI(id); ok && e.Tags[OriginalTagNodeENI] == ne.Name {
+		if e, ok := c.ENI(id); ok && e.Tags[OriginalTagNodeENI] == nodeENI {
 			out = append(out, id)
 		}
 	}
-	for _, a := range ne.Status.Attachments {
+	for _, a := range records {
 		out = append(out, a.ENIID)
 	}
 	slices.Sort(out)
@@ -118,8 +119,8 @@ func candidates(c EC2, ne *v1alpha1.NodeENI, listed []string) []string {
 
 // adoptionEvidence gathers what the adoption check weighs: the VPC's
 // subnets (the catalog, cached), every node's instance (the informer's
-// cache) and the NodeENI's status entries.
-func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI) (adoptionEvidence, error) {
+// cache) and the NodeENI's status entries that still count (legacyStatus).
+func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI, records []v1alpha1.ENIAttachment) (adoptionEvidence, error) {
 	ev := adoptionEvidence{NodeENI: ne.Name, Subnets: map[string]string{}, Nodes: map[string]string{},
 		Records: map[string]v1alpha1.ENIAttachment{}, Description: ne.Spec.Description}
 	cat, err := r.ec2.Catalog(ctx, r.opts.CatalogInterval)
@@ -138,7 +139,7 @@ func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI)
 		ev.Nodes[n.Name] = ""
 		ev.Nodes[n.Name], _ = awsnode.Instance(n)
 	}
-	for _, a := range ne.Status.Attachments {
+	for _, a := range records {
 		ev.Records[a.ENIID] = a
 	}
 	return ev, nil

@@ -145,6 +145,9 @@ type planInput struct {
 	NodeInstances map[string]string
 	// ENIs are this NodeENI's ENIs, local changes applied.
 	ENIs []owned
+	// Legacy is what the deprecated status.attachments still vouches for
+	// (proofs.go).
+	Legacy legacyStatus
 	// Instances are the views fetched for NeedInstances of a previous pass.
 	Instances map[string]instanceView
 	// Subnets are the subnets in force, for status.subnets: the resolved

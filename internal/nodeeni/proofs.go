@@ -39,39 +39,89 @@ func (u *unsigned) has(id string) bool {
 	return u.ids[id]
 }
 
+// legacyStatus is what the deprecated status.attachments may still vouch
+// for. It serves the upgrade from versions that wrote it: once this
+// version wrote the NodeENI (an ENINode holds an entry of its own, which
+// only the operator writes), anyone allowed to patch the status could
+// otherwise name any ENI, so it then counts only for the ENIs the
+// operator itself already carried into the ENINodes (their proof or
+// adoption still to be written).
+type legacyStatus struct {
+	// Records are the NodeENI's status.attachments.
+	Records []v1alpha1.ENIAttachment
+	// Written: some ENINode holds an entry of the NodeENI; Carried are
+	// the ENIs those entries name.
+	Written bool
+	Carried map[string]bool
+	// Subnets are the NodeENI's subnets as the spec resolves them (never
+	// status.subnets, which the status's writer sets too).
+	Subnets map[string]bool
+}
+
+// legacyOf gathers a NodeENI's legacyStatus from its status, its ENINodes
+// and its resolved subnets.
+func legacyOf(ne *v1alpha1.NodeENI, held map[string]*v1alpha1.ENINode, subnets []subnetInfo) legacyStatus {
+	l := legacyStatus{Records: ne.Status.Attachments, Carried: map[string]bool{}, Subnets: map[string]bool{}}
+	for _, en := range held {
+		for _, a := range shareOf(en, ne.Name) {
+			l.Written, l.Carried[a.ENIID] = true, true
+		}
+	}
+	for _, s := range subnets {
+		l.Subnets[s.ID] = true
+	}
+	return l
+}
+
+// counted are the entries that still count as evidence: all of them
+// before this version wrote the NodeENI, then those of ENIs it carried.
+// Each use checks the ENI itself further (vouched, notAdoptable).
+func (l legacyStatus) counted() []v1alpha1.ENIAttachment {
+	var out []v1alpha1.ENIAttachment
+	for _, a := range l.Records {
+		if !l.Written || l.Carried[a.ENIID] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // vouched reports whether an ENI that passed every check but the proof,
 // because it has none, is the operator's all the same: this process
-// created it, or the NodeENI's status, which only the operator writes
-// (the admission policy keeps the agents to status.interfaces), names it
-// on the node and instance its tags name. The second covers ENIs of
-// versions before proofs: each gains its proof once, where the status the
-// operator wrote agrees with its tags. A copy of the tags onto another
-// ENI is named by no status entry.
-func vouched(e ec2.ENI, records []v1alpha1.ENIAttachment, createdHere bool) bool {
+// created it, or a counted status entry names it where EC2 shows it — in
+// that subnet, attached to the instance of the node the entry and its
+// tags name, at the index its tags (and the entry) name. The second
+// covers ENIs of versions before proofs: each gains its proof once.
+func vouched(e ec2.ENI, l legacyStatus, createdHere bool) bool {
 	if createdHere {
 		return true
 	}
-	for _, a := range records {
-		if a.ENIID == e.ID && a.NodeID == e.Tags[TagNode] && a.InstanceID == e.Tags[TagInstance] {
+	at := e.Attachment
+	if !l.Subnets[e.SubnetID] || at == nil || at.InstanceID != e.Tags[TagInstance] || at.DeviceIndex != intTag(e.Tags, TagDeviceIndex) {
+		return false
+	}
+	for _, a := range l.counted() {
+		if a.ENIID == e.ID && (a.SubnetID == "" || a.SubnetID == e.SubnetID) && a.NodeID == e.Tags[TagNode] && a.InstanceID == at.InstanceID &&
+			(a.DeviceIndex == 0 || int(a.DeviceIndex) == at.DeviceIndex) {
 			return true
 		}
 	}
 	return false
 }
 
-// vouches is vouched for an ENI of ne: its status and this process's
-// creates.
-func (r *reconciler) vouches(ne *v1alpha1.NodeENI, e ec2.ENI) bool {
-	return vouched(e, ne.Status.Attachments, r.unsigned.has(e.ID))
+// vouches is vouched for an ENI of the NodeENI: its legacy status and
+// this process's creates.
+func (r *reconciler) vouches(l legacyStatus, e ec2.ENI) bool {
+	return vouched(e, l, r.unsigned.has(e.ID))
 }
 
 // proving returns the actions that sign the NodeENI's ENIs needing it:
 // the vouched-for unproven ones (which join the trusted list) and those
 // proven with a key other than the ring's current one (rotation).
-func (r *reconciler) proving(ne *v1alpha1.NodeENI, trusted []owned, all []owned, v verdicts) ([]owned, []action) {
+func (r *reconciler) proving(l legacyStatus, trusted []owned, all []owned, v verdicts) ([]owned, []action) {
 	var acts []action
 	for _, o := range all {
-		if v.reasons[o.ID] != UntrustedUnproven || !r.vouches(ne, o.ENI) {
+		if v.reasons[o.ID] != UntrustedUnproven || !r.vouches(l, o.ENI) {
 			continue
 		}
 		trusted = append(trusted, o)

@@ -3,6 +3,7 @@ package nodeeni
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,23 +200,98 @@ func TestProofCheck(t *testing.T) {
 	}
 }
 
+// An unproven ENI is the operator's only when this process created it or
+// the deprecated status.attachments vouches for it during the upgrade it
+// serves: the NodeENI not yet written by this version (or the ENI already
+// carried into its ENINodes), the ENI in one of its subnets, attached to
+// the instance of the node the entry and its tags name, at its index.
 func TestVouched(t *testing.T) {
-	e := ec2.ENI{ID: "eni-1", Tags: map[string]string{TagNode: "n1", TagInstance: "i-1"}}
-	rec := []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n1", InstanceID: "i-1"}}
+	e := ec2.ENI{ID: "eni-1", SubnetID: "subnet-a",
+		Tags:       map[string]string{TagNode: "n1", TagInstance: "i-1", TagDeviceIndex: "1"},
+		Attachment: &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 1, Status: "attached"}}
+	rec := v1alpha1.ENIAttachment{ENIID: "eni-1", NodeID: "n1", InstanceID: "i-1", SubnetID: "subnet-a", DeviceIndex: 1}
+	upgrading := legacyStatus{Records: []v1alpha1.ENIAttachment{rec}, Subnets: map[string]bool{"subnet-a": true}}
+	with := func(f func(*legacyStatus, *ec2.ENI)) (legacyStatus, ec2.ENI) {
+		l, c := upgrading, e
+		c.Attachment = new(*e.Attachment)
+		f(&l, &c)
+		return l, c
+	}
 	for _, tc := range []struct {
-		name    string
-		records []v1alpha1.ENIAttachment
-		here    bool
-		want    bool
+		name   string
+		change func(*legacyStatus, *ec2.ENI)
+		here   bool
+		want   bool
 	}{
-		{"created by this process", nil, true, true},
-		{"named by the status on its node and instance", rec, false, true},
-		{"named on another node", []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n2", InstanceID: "i-1"}}, false, false},
-		{"named for another instance", []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n1", InstanceID: "i-2"}}, false, false},
-		{"status names another ENI", []v1alpha1.ENIAttachment{{ENIID: "eni-2", NodeID: "n1", InstanceID: "i-1"}}, false, false},
-		{"no evidence", nil, false, false},
+		{"created by this process", func(l *legacyStatus, _ *ec2.ENI) { l.Records = nil }, true, true},
+		{"first pass of an upgraded NodeENI, its entry matching", func(*legacyStatus, *ec2.ENI) {}, false, true},
+		{"written by this version: the status counts no more", func(l *legacyStatus, _ *ec2.ENI) { l.Written = true }, false, false},
+		{"written by this version, the ENI carried into its ENINodes", func(l *legacyStatus, _ *ec2.ENI) {
+			l.Written, l.Carried = true, map[string]bool{"eni-1": true}
+		}, false, true},
+		{"written by this version, another ENI carried", func(l *legacyStatus, _ *ec2.ENI) {
+			l.Written, l.Carried = true, map[string]bool{"eni-2": true}
+		}, false, false},
+		{"in a subnet not the NodeENI's", func(_ *legacyStatus, c *ec2.ENI) { c.SubnetID = "subnet-b" }, false, false},
+		{"no subnet resolved", func(l *legacyStatus, _ *ec2.ENI) { l.Subnets = nil }, false, false},
+		{"the entry in another subnet", func(l *legacyStatus, _ *ec2.ENI) {
+			r := rec
+			r.SubnetID = "subnet-b"
+			l.Records, l.Subnets = []v1alpha1.ENIAttachment{r}, map[string]bool{"subnet-a": true, "subnet-b": true}
+		}, false, false},
+		{"detached", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment = nil }, false, false},
+		{"attached elsewhere", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.InstanceID = "i-2" }, false, false},
+		{"attached at another index", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.DeviceIndex = 2 }, false, false},
+		{"the entry at another index", func(l *legacyStatus, _ *ec2.ENI) {
+			r := rec
+			r.DeviceIndex = 2
+			l.Records = []v1alpha1.ENIAttachment{r}
+		}, false, false},
+		{"named on another node", func(l *legacyStatus, _ *ec2.ENI) {
+			r := rec
+			r.NodeID = "n2"
+			l.Records = []v1alpha1.ENIAttachment{r}
+		}, false, false},
+		{"named for another instance", func(l *legacyStatus, _ *ec2.ENI) {
+			r := rec
+			r.InstanceID = "i-2"
+			l.Records = []v1alpha1.ENIAttachment{r}
+		}, false, false},
+		{"status names another ENI", func(l *legacyStatus, _ *ec2.ENI) {
+			r := rec
+			r.ENIID = "eni-2"
+			l.Records = []v1alpha1.ENIAttachment{r}
+		}, false, false},
+		{"no evidence", func(l *legacyStatus, _ *ec2.ENI) { l.Records = nil }, false, false},
 	} {
-		if got := vouched(e, tc.records, tc.here); got != tc.want {
+		l, c := with(tc.change)
+		if got := vouched(c, l, tc.here); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The entries of status.attachments that still count (for proofs and
+// adoptions alike): all of them before this version wrote the NodeENI,
+// then only those of ENIs its ENINodes already carry.
+func TestLegacyStatusCounted(t *testing.T) {
+	a := v1alpha1.ENIAttachment{ENIID: "eni-a"}
+	b := v1alpha1.ENIAttachment{ENIID: "eni-b"}
+	for _, tc := range []struct {
+		name string
+		l    legacyStatus
+		want []string
+	}{
+		{"not yet written", legacyStatus{Records: []v1alpha1.ENIAttachment{a, b}}, []string{"eni-a", "eni-b"}},
+		{"written", legacyStatus{Records: []v1alpha1.ENIAttachment{a, b}, Written: true}, nil},
+		{"written, one carried", legacyStatus{Records: []v1alpha1.ENIAttachment{a, b}, Written: true,
+			Carried: map[string]bool{"eni-b": true}}, []string{"eni-b"}},
+	} {
+		var got []string
+		for _, r := range tc.l.counted() {
+			got = append(got, r.ENIID)
+		}
+		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

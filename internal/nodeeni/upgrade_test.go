@@ -3,6 +3,7 @@ package nodeeni_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,4 +69,51 @@ func TestENIsOfEarlierVersionsGainTheirProofOnce(t *testing.T) {
 		t.Errorf("calls %v, want one CreateTags (the proof) and no create, detach or delete", calls)
 	}
 	h.onlyReads(copied.ID)
+}
+
+// Issue 37, point 3: once this version wrote a NodeENI, its deprecated
+// status.attachments vouches for nothing. A foreign ENI carrying the
+// NodeENI's ownership tags but no proof, written into the status by
+// whoever may patch it, is never signed, detached or deleted.
+func TestStatusAttachmentsVouchForNothingAfterTheUpgrade(t *testing.T) {
+	h, names := nodesHarness(t, 1, "replay")
+	h.start(h.options())
+	h.createNodeENI("replay", h.multusSpec(map[string]string{"ng": "replay"}))
+	ne := h.ready("replay", 1)
+	tags := func(index string) map[string]string {
+		return map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "replay", nodeeni.TagNodeENIUID: string(ne.UID),
+			nodeeni.TagNode: names[0], nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: index, nodeeni.TagDeviceIndexBase: "1",
+			nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nodeeni.TagNoManage: "true"}
+	}
+	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
+		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Tags: tags("1")},                                          // detached
+		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: h.instance(0), DeviceIndex: 2, Tags: tags("2")}, // attached
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var foreign []string
+	for _, e := range res.NetworkInterfaces {
+		foreign = append(foreign, e.ID)
+	}
+	h.Emulator.ResetCounts()
+	for i := range 3 { // again after each status write of the operator's
+		ne = h.get("replay")
+		old := ne.DeepCopy()
+		ne.Status.Attachments = nil
+		for j, id := range foreign {
+			ne.Status.Attachments = append(ne.Status.Attachments, v1alpha1.ENIAttachment{NodeID: names[0], InstanceID: h.instance(0), ENIID: id,
+				SubnetID: h.Subnets["multus-a"], DeviceIndex: int32(j + 1), Status: v1alpha1.AttachmentAttached})
+		}
+		if err := h.k8s.Status().Patch(context.Background(), ne, client.MergeFrom(old)); err != nil {
+			t.Fatalf("patch %d: %v", i, err)
+		}
+		time.Sleep(2 * resync)
+	}
+	h.onlyReads(foreign...)
+	for _, e := range h.enis() {
+		if slices.Contains(foreign, e.ID) && e.Tags[nodeeni.TagProof] != "" {
+			t.Errorf("foreign ENI %s was signed", e.ID)
+		}
+	}
 }
