@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +52,9 @@ func TestIssue36PodAddressAttacks(t *testing.T) {
 	second := testenv.CreateNodeENI(t, cl.K8s, "multus-second", "multus", "multus-a")
 	patchSpec(t, cl.K8s, second, func(s *v1alpha1.NodeENISpec) { s.DeviceIndex = 2 })
 	registers(t, cl.K8s, second.Name)
-	cl.Start(t, e.URL, cl.Config(e.VPC))
+	oc := cl.Config(e.VPC)
+	oc.Registerer = prometheus.NewRegistry() // one operator after another in this process
+	cl.Start(t, e.URL, oc)
 
 	var holderENI, thiefENI ec2.ENI
 	eventually(t, "both NodeENIs' ENIs attached", func() (bool, string) {

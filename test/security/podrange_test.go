@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -47,7 +48,9 @@ func TestIssue36GeneratedRangeHoldsNoENIAddress(t *testing.T) {
 		s.Multus = &v1alpha1.MultusSpec{AttachmentDefinition: &v1alpha1.AttachmentDefinitionSpec{Namespaces: []string{"cnf"}},
 			PodAddressReservation: &v1alpha1.PodAddressReservationSpec{PrefixLength: 26}}
 	})
-	cl.Start(t, e.URL, cl.Config(e.VPC))
+	oc := cl.Config(e.VPC)
+	oc.Registerer = prometheus.NewRegistry() // one operator after another in this process
+	cl.Start(t, e.URL, oc)
 
 	var first, last netip.Addr
 	eventually(t, "the definition's range", func() (bool, string) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -45,6 +46,7 @@ func TestIssue36TagsDoNotSteerRunningENIs(t *testing.T) {
 	})
 	oc := cl.Config(e.VPC)
 	oc.NodeENI.CatalogInterval = time.Second
+	oc.Registerer = prometheus.NewRegistry() // one operator after another in this process
 	cl.Start(t, e.URL, oc)
 
 	var own ec2.ENI
