@@ -242,6 +242,9 @@ func (r *reconciler) verify(ctx context.Context, p *pass) *phases.Stop {
 		}
 	}
 	p.d = decide(p.in)
+	if len(p.d.Verify) > 0 {
+		p.done.retry = true // asked about none of them yet (a slot freed by EC2's answers): next pass
+	}
 	return nil
 }
 
