@@ -136,7 +136,7 @@ func (r *reconciler) report(ctx context.Context, p *pass) *phases.Stop {
 	r.waits.wait(p.node, p.d.Taken)
 	r.waits.released(p.done.unassigned)
 	r.backoffs.released(p.done.unassigned)
-	r.backoffs.update(p.node, ec2Refusals(p), claimedBy(p.in.Claims), p.done.assigned, p.now)
+	r.backoffs.update(p.node, ec2Refusals(p), claimedOn(p.in.Claims, registeringByMAC(p.in.Interfaces)), p.done.assigned, p.now)
 	if p.done.retry {
 		return phases.After(retryAfter)
 	}
@@ -155,19 +155,6 @@ func ec2Refusals(p *pass) map[claimKey]refusal {
 	}
 	for _, f := range p.done.refused {
 		out[claimKey{f.Pod, f.Addr}] = f
-	}
-	return out
-}
-
-// claimedBy is every address each pod claims.
-func claimedBy(claims []podClaim) map[claimKey]bool {
-	out := map[claimKey]bool{}
-	for _, c := range claims {
-		for _, n := range c.Networks {
-			for _, a := range n.Addresses {
-				out[claimKey{c.Pod, a}] = true
-			}
-		}
 	}
 	return out
 }
