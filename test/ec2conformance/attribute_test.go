@@ -23,12 +23,7 @@ func attributeCases() map[string]func(*testing.T, *target) {
 }
 
 func TestNetworkInterfaceAttributes(t *testing.T) {
-	for name, run := range attributeCases() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			run(t, suite)
-		})
-	}
+	runOnSuite(t, attributeCases())
 }
 
 // describeAttribute asks for one attribute of an ENI or fails the test.

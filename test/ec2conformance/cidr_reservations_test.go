@@ -27,12 +27,7 @@ func reservationCases() map[string]func(*testing.T, *target) {
 }
 
 func TestSubnetCIDRReservations(t *testing.T) {
-	for name, run := range reservationCases() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			run(t, suite)
-		})
-	}
+	runOnSuite(t, reservationCases())
 }
 
 // reserve creates an explicit reservation of cidr in a subnet or fails

@@ -31,6 +31,16 @@ func TestENISettingsAgainstMoto(t *testing.T) {
 	}
 }
 
+// runOnSuite runs cases, in parallel, against the suite's target.
+func runOnSuite(t *testing.T, cases map[string]func(*testing.T, *target)) {
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			run(t, suite)
+		})
+	}
+}
+
 // motoCases are the cases that run against moto as well: the ENI
 // settings, reserved addresses, ENI attributes and CIDR reservations.
 func motoCases() map[string]func(*testing.T, *target) {

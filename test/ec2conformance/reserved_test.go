@@ -23,12 +23,7 @@ func reservedCases() map[string]func(*testing.T, *target) {
 }
 
 func TestReservedAddresses(t *testing.T) {
-	for name, run := range reservedCases() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			run(t, suite)
-		})
-	}
+	runOnSuite(t, reservedCases())
 }
 
 // Naming a reserved address is InvalidParameterValue in

@@ -34,12 +34,7 @@ func settingsCases() map[string]func(*testing.T, *target) {
 }
 
 func TestENISettings(t *testing.T) {
-	for name, run := range settingsCases() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			run(t, suite)
-		})
-	}
+	runOnSuite(t, settingsCases())
 }
 
 // DescribeInstanceTypes reports per-interface address limits, IPv6 and
