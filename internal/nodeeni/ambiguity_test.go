@@ -46,13 +46,7 @@ func TestAmbiguousNameIsRefusedNotMultiplied(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := resolveIn(subnets, groups, &c.spec)
-			var ids []string
-			for _, s := range r.Subnets {
-				ids = append(ids, s.ID)
-			}
-			if !slices.Equal(ids, c.subnets) || !slices.Equal(r.Groups, c.groups) || (c.groups == nil) != (r.Groups == nil) {
-				t.Fatalf("subnets %v groups %v; want %v %v", ids, r.Groups, c.subnets, c.groups)
-			}
+			checkResolved(t, r, c.subnets, c.groups)
 			if r.SubnetsComplete != c.complete {
 				t.Fatalf("complete %v; want %v", r.SubnetsComplete, c.complete)
 			}

@@ -65,13 +65,7 @@ func TestResolveSelectors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := resolveIn(subnets, groups, &c.spec)
-			var ids []string
-			for _, s := range r.Subnets {
-				ids = append(ids, s.ID)
-			}
-			if !slices.Equal(ids, c.subnets) || !slices.Equal(r.Groups, c.groups) || (c.groups == nil) != (r.Groups == nil) {
-				t.Fatalf("subnets %v groups %v; want %v %v", ids, r.Groups, c.subnets, c.groups)
-			}
+			checkResolved(t, r, c.subnets, c.groups)
 			if c.complete != r.SubnetsComplete {
 				t.Fatalf("complete %v; want %v", r.SubnetsComplete, c.complete)
 			}
@@ -116,5 +110,18 @@ func TestWithOthersConditions(t *testing.T) {
 	// Another writer's condition removed meanwhile stays removed.
 	if got := withOthersConditions(mine, nil); len(got) != 1 || got[0].Type != v1alpha1.ConditionReady {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// checkResolved fails unless a resolution found exactly subnets (by ID,
+// in order) and groups (nil: not resolved).
+func checkResolved(t *testing.T, r resolved, subnets, groups []string) {
+	t.Helper()
+	var ids []string
+	for _, s := range r.Subnets {
+		ids = append(ids, s.ID)
+	}
+	if !slices.Equal(ids, subnets) || !slices.Equal(r.Groups, groups) || (groups == nil) != (r.Groups == nil) {
+		t.Fatalf("subnets %v groups %v; want %v %v", ids, r.Groups, subnets, groups)
 	}
 }
