@@ -78,6 +78,8 @@ type pass struct {
 	mine     []reservation
 	problems []string
 	reason   string
+	// now is when the pass began, on the reconciler's clock.
+	now time.Time
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -85,14 +87,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, ne); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	p := &pass{ne: ne, bits: wantedBits(ne), inSubnet: map[string][]ec2.SubnetCIDRReservation{}}
+	p := &pass{ne: ne, bits: wantedBits(ne), inSubnet: map[string][]ec2.SubnetCIDRReservation{}, now: r.opts.Clock.Now()}
 	if p.bits == 0 && !controllerutil.ContainsFinalizer(ne, Finalizer) && len(ne.Status.PodAddressReservations) == 0 {
 		return reconcile.Result{}, nil // nothing of ours
 	}
 	if p.bits > 0 && !r.opts.DryRun && !controllerutil.ContainsFinalizer(ne, Finalizer) {
-		old := ne.DeepCopy()
-		controllerutil.AddFinalizer(ne, Finalizer)
-		if err := r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.patchFinalizer(ctx, ne, controllerutil.AddFinalizer); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -113,14 +113,32 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if !ne.DeletionTimestamp.IsZero() && (len(p.problems) == 0 || r.opts.DryRun) {
-		old := ne.DeepCopy()
-		controllerutil.RemoveFinalizer(ne, Finalizer)
-		return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})))
+		return reconcile.Result{}, client.IgnoreNotFound(r.patchFinalizer(ctx, ne, controllerutil.RemoveFinalizer))
 	}
 	if len(p.problems) > 0 {
-		return reconcile.Result{RequeueAfter: retryAfterEC2Errors}, nil
+		failingFor := time.Duration(0) // a NodeENI going has no condition
+		if c := meta.FindStatusCondition(ne.Status.Conditions, conditionType); c != nil {
+			failingFor = p.now.Sub(c.LastTransitionTime.Time)
+		}
+		return reconcile.Result{RequeueAfter: retryDelay(failingFor, retryAfterEC2Errors, r.opts.Resync)}, nil
 	}
 	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
+}
+
+// patchFinalizer adds or removes the finalizer (change) under an
+// optimistic lock.
+func (r *reconciler) patchFinalizer(ctx context.Context, ne *v1alpha1.NodeENI, change func(client.Object, string) bool) error {
+	old := ne.DeepCopy()
+	change(ne, Finalizer)
+	return r.client.Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
+}
+
+// retryDelay is when a NodeENI whose reservations have failed for
+// failingFor is tried again: as long again as it has been failing, from
+// floor up to ceiling, so a subnet with no room costs its two calls ever
+// more rarely.
+func retryDelay(failingFor, floor, ceiling time.Duration) time.Duration {
+	return min(max(failingFor, floor), ceiling)
 }
 
 // wantedBits is the reservation's prefix length the NodeENI asks for; 0
@@ -293,7 +311,7 @@ func (r *reconciler) writeStatus(ctx context.Context, p *pass, kept []reservatio
 }
 
 func conditionOf(p *pass, kept []reservation) metav1.Condition {
-	c := metav1.Condition{Type: conditionType, ObservedGeneration: p.ne.Generation}
+	c := metav1.Condition{Type: conditionType, ObservedGeneration: p.ne.Generation, LastTransitionTime: metav1.NewTime(p.now)}
 	var parts []string
 	for _, k := range kept {
 		parts = append(parts, k.Subnet+" "+k.CIDR.String())

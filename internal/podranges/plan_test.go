@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 func prefixes(ss ...string) []netip.Prefix {
@@ -83,5 +84,22 @@ func TestDecideKeepsOnePerSubnetOfTheWantedSize(t *testing.T) {
 				t.Errorf("%s, want %s", got, c.want)
 			}
 		})
+	}
+}
+
+// A NodeENI whose reservations keep failing is tried again as long after
+// as it has been failing: 30 s at first, at most the resync apart.
+func TestRetryDelayGrowsWithTheFailure(t *testing.T) {
+	const floor, ceiling = 30 * time.Second, 10 * time.Minute
+	var at time.Duration // since the failure began, which never ends
+	var tries []time.Duration
+	for at < time.Hour {
+		tries = append(tries, at)
+		at += retryDelay(at, floor, ceiling)
+	}
+	want := []time.Duration{0, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute,
+		26 * time.Minute, 36 * time.Minute, 46 * time.Minute, 56 * time.Minute}
+	if fmt.Sprint(tries) != fmt.Sprint(want) {
+		t.Errorf("tries at %v, want %v", tries, want)
 	}
 }

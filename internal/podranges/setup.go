@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -27,6 +28,9 @@ type Options struct {
 	Resync time.Duration
 	// CatalogMaxAge is how old the VPC's subnets may be (10 minutes).
 	CatalogMaxAge time.Duration
+	// Clock times the retries of a NodeENI whose reservations fail (the
+	// real clock when nil).
+	Clock clock.PassiveClock
 	// DryRun makes no EC2 write: the condition says what would be done.
 	DryRun bool
 	// SkipNameValidation lets tests start the controller in several
@@ -48,6 +52,9 @@ func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 	}
 	if o.CatalogMaxAge <= 0 {
 		o.CatalogMaxAge = 10 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	r := &reconciler{client: mgr.GetClient(), ec2: e, opts: o, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-podranges"))}
 	co := controller.Options{MaxConcurrentReconciles: 2}
