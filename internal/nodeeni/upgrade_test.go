@@ -108,7 +108,11 @@ func TestStatusAttachmentsVouchForNothingAfterTheUpgrade(t *testing.T) {
 		if err := h.k8s.Status().Patch(context.Background(), ne, client.MergeFrom(old)); err != nil {
 			t.Fatalf("patch %d: %v", i, err)
 		}
-		time.Sleep(2 * resync)
+		listed := h.Calls()["DescribeNetworkInterfaces"]
+		h.eventually(fmt.Sprintf("two inventory refreshes after patch %d", i), waitFor, func() (bool, string) {
+			n := h.Calls()["DescribeNetworkInterfaces"] - listed
+			return n >= 2, fmt.Sprint(n, " refreshes")
+		})
 	}
 	h.onlyReads(foreign...)
 	for _, e := range h.enis() {
