@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +28,8 @@ type Client struct {
 	health  *Health
 	// writeGate is Config.WriteGate.
 	writeGate func() error
+	// createRetryer retries CreateNetworkInterface (createRetryables).
+	createRetryer aws.Retryer
 
 	// One batcher per batched EC2 call (batch_*.go).
 	enisByIP        *batcher[ipFamily, string, ENI]
@@ -79,8 +82,31 @@ func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 		})
 		o.APIOptions = append(o.APIOptions, c.instrument)
 	})
+	c.createRetryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = cfg.MaxAttempts
+		so.MaxBackoff = cfg.MaxBackoff
+		so.RateLimiter = ratelimit.None
+		so.Retryables = []retry.IsErrorRetryable{createRetryables()}
+	})
 	c.initBatchers(cfg)
 	return c
+}
+
+// createRetryables retries a CreateNetworkInterface only when EC2 cannot
+// have carried it out: throttled, or never sent. A retry of a create that
+// timed out or failed inside EC2 could make a second ENI with the same
+// nonce where EC2 does not honour the ClientToken (after its idempotency
+// window), and two ENIs showing one nonce are both left alone; the caller
+// tries again with a new nonce instead.
+func createRetryables() retry.IsErrorRetryable {
+	throttles := retry.IsErrorThrottles(retry.DefaultThrottles)
+	return retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+		var op *net.OpError
+		if throttles.IsErrorThrottle(err) == aws.TrueTernary || errors.As(err, &op) && op.Op == "dial" {
+			return aws.TrueTernary
+		}
+		return aws.FalseTernary
+	})
 }
 
 // initBatchers wires one batcher per batched call. Reads have a caller

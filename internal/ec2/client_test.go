@@ -421,3 +421,24 @@ func TestNewFromEnvironment(t *testing.T) {
 		t.Fatalf("ListENIs through the environment's endpoint: %d, %v", len(enis), err)
 	}
 }
+
+// A create is retried only when EC2 cannot have carried it out: a retry
+// of one that failed inside EC2 could make a second ENI where EC2 does not
+// honour the ClientToken.
+func TestCreateRetriedOnlyWhenNotCarriedOut(t *testing.T) {
+	w := newWorld(t, emulator.World{})
+	c := w.client(t, Config{MaxAttempts: 3, MaxBackoff: 10 * time.Millisecond})
+	in := CreateENIInput{SubnetID: w.subnet, ClientToken: "t"}
+	for code, want := range map[string]int{"InternalError": 1, "Unavailable": 1, "RequestLimitExceeded": 3} {
+		w.emu.ResetCounts()
+		if err := w.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{"CreateNetworkInterface": {ErrorRate: 1, ErrorCode: code}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateENI(context.Background(), in); Code(err) != code {
+			t.Fatalf("%s: got %v", code, err)
+		}
+		if n := w.calls("CreateNetworkInterface"); n != want {
+			t.Errorf("%s: %d calls, want %d", code, n, want)
+		}
+	}
+}

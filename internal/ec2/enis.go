@@ -131,7 +131,7 @@ func (c *Client) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) 
 	if len(in.Tags) > 0 {
 		req.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeNetworkInterface, Tags: sdkTags(in.Tags)}}
 	}
-	out, err := c.api.CreateNetworkInterface(ctx, req)
+	out, err := c.api.CreateNetworkInterface(ctx, req, func(o *ec2.Options) { o.Retryer = c.createRetryer })
 	if err != nil {
 		return ENI{}, err
 	}

@@ -2,9 +2,18 @@
 // adopted. Tags are only evidence: anyone allowed ec2:CreateTags can copy
 // an ENI's complete tag set onto an interface the operator never made. A
 // proof is an HMAC-SHA256, keyed by a secret only the operator reads, over
-// the ENI's ID (which EC2 assigns and no one can choose) and the ownership
-// tags the operator acts on; a copy carries a proof of another ENI's ID,
-// and no principal without the key can make a new one.
+// the ownership tags the operator acts on and what makes them one ENI's:
+//
+//   - v1 (an ENI that exists: adoption, earlier versions) binds the ENI's
+//     ID, which EC2 assigns and no one can choose, so a copy carries a
+//     proof of another ENI's ID;
+//   - v2 (a birth proof, written with CreateNetworkInterface, before the
+//     ID exists) binds a random nonce and the subnet. The caller records
+//     the nonce ahead of the create where only the operator writes, and
+//     binds it to the one ENI that shows it: a copy shows a nonce whose
+//     ENI is known, or shares it with the genuine ENI.
+//
+// No principal without the key can make a new proof of either kind.
 package ownership
 
 import (
@@ -21,9 +30,12 @@ import (
 	"time"
 )
 
-// version prefixes every proof and is part of what is signed, so a proof
-// of another scheme can never verify as this one.
-const version = "v1"
+// The version prefixes every proof and is part of what is signed, so a
+// proof of one scheme can never verify as another.
+const (
+	version      = "v1"
+	birthVersion = "v2"
+)
 
 // MinKeyBytes is the shortest key accepted: HMAC-SHA256's block of
 // security is 32 bytes.
@@ -44,6 +56,32 @@ type Claim struct {
 func (c Claim) encode() []byte {
 	return encode("eni-operator.io/proof/"+version, c.ENI, c.Cluster, c.NodeENI, c.NodeENIUID, c.Node, c.Instance,
 		c.DeviceIndex, c.DeviceIndexBase, c.CreatedAt)
+}
+
+// BirthClaim is what a birth proof binds: a nonce the operator recorded
+// before the create, the subnet EC2 shows the ENI in (a copy onto an ENI
+// of another subnet fails) and the ownership tags.
+type BirthClaim struct {
+	Nonce, Subnet, Cluster, NodeENI, NodeENIUID, Node, Instance string
+	DeviceIndex, DeviceIndexBase, CreatedAt                     string
+}
+
+func (c BirthClaim) encode() []byte {
+	return encode("eni-operator.io/birth-proof/"+birthVersion, c.Nonce, c.Subnet, c.Cluster, c.NodeENI, c.NodeENIUID,
+		c.Node, c.Instance, c.DeviceIndex, c.DeviceIndexBase, c.CreatedAt)
+}
+
+// IsBirthProof reports whether a proof is of the birth scheme (v2).
+func IsBirthProof(proof string) bool { return strings.HasPrefix(proof, birthVersion+".") }
+
+// NewNonce returns a birth proof's nonce: 128 random bits, 22 characters
+// of URL-safe base64 (a valid tag value).
+func NewNonce() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // ReservationClaim is what a subnet CIDR reservation's proof binds. EC2
@@ -105,14 +143,17 @@ func (k *KeyRing) Current() string { return k.ids[len(k.ids)-1] }
 func (k *KeyRing) IDs() []string { return slices.Clone(k.ids) }
 
 // Sign returns the proof of c under the current key: "v1.<key ID>.<MAC>".
-func (k *KeyRing) Sign(c Claim) string { return k.sign(c.encode()) }
+func (k *KeyRing) Sign(c Claim) string { return k.sign(version, c.encode()) }
+
+// SignBirth returns the birth proof of c: "v2.<key ID>.<MAC>".
+func (k *KeyRing) SignBirth(c BirthClaim) string { return k.sign(birthVersion, c.encode()) }
 
 // SignReservation returns the proof of a subnet CIDR reservation.
-func (k *KeyRing) SignReservation(c ReservationClaim) string { return k.sign(c.encode()) }
+func (k *KeyRing) SignReservation(c ReservationClaim) string { return k.sign(version, c.encode()) }
 
-func (k *KeyRing) sign(msg []byte) string {
+func (k *KeyRing) sign(v string, msg []byte) string {
 	id := k.Current()
-	return version + "." + id + "." + base64.RawURLEncoding.EncodeToString(k.mac(id, msg))
+	return v + "." + id + "." + base64.RawURLEncoding.EncodeToString(k.mac(id, msg))
 }
 
 func (k *KeyRing) mac(id string, msg []byte) []byte {
@@ -131,17 +172,22 @@ var (
 // Verify checks proof against c and returns the ID of the key that
 // signed it.
 func (k *KeyRing) Verify(c Claim, proof string) (keyID string, err error) {
-	return k.verify(c.encode(), proof)
+	return k.verify(version, c.encode(), proof)
+}
+
+// VerifyBirth checks a birth proof against c.
+func (k *KeyRing) VerifyBirth(c BirthClaim, proof string) (keyID string, err error) {
+	return k.verify(birthVersion, c.encode(), proof)
 }
 
 // VerifyReservation checks a subnet CIDR reservation's proof.
 func (k *KeyRing) VerifyReservation(c ReservationClaim, proof string) (keyID string, err error) {
-	return k.verify(c.encode(), proof)
+	return k.verify(version, c.encode(), proof)
 }
 
-func (k *KeyRing) verify(msg []byte, proof string) (keyID string, err error) {
+func (k *KeyRing) verify(want string, msg []byte, proof string) (keyID string, err error) {
 	v, rest, ok := strings.Cut(proof, ".")
-	if !ok || v != version {
+	if !ok || v != want {
 		return "", ErrMalformed
 	}
 	id, sig, ok := strings.Cut(rest, ".")

@@ -141,3 +141,53 @@ func TestReservationProofBindsItsCIDR(t *testing.T) {
 		t.Errorf("as an ENI's proof: %v, want a mismatch", err)
 	}
 }
+
+func birth() BirthClaim {
+	return BirthClaim{Nonce: "n0nce", Subnet: "subnet-1", Cluster: "prod", NodeENI: "multus", NodeENIUID: "uid-1", Node: "node-a",
+		Instance: "i-1", DeviceIndex: "1", DeviceIndexBase: "1", CreatedAt: "2026-11-27T01:00:00Z"}
+}
+
+func TestBirthProofBindsNonceSubnetAndTags(t *testing.T) {
+	r := ring(t, map[string]string{"k1": keyA})
+	proof := r.SignBirth(birth())
+	if !IsBirthProof(proof) || IsBirthProof(r.Sign(claim())) {
+		t.Fatalf("IsBirthProof wrong for %q", proof)
+	}
+	if id, err := r.VerifyBirth(birth(), proof); err != nil || id != "k1" {
+		t.Fatalf("own proof: key %q, %v", id, err)
+	}
+	changes := map[string]func(*BirthClaim){
+		"another nonce":                    func(c *BirthClaim) { c.Nonce = "other" },
+		"a copy onto another subnet's ENI": func(c *BirthClaim) { c.Subnet = "subnet-2" },
+		"node":                             func(c *BirthClaim) { c.Node = "node-b" },
+		"device index":                     func(c *BirthClaim) { c.DeviceIndex = "2" },
+		"a boundary moved between fields":  func(c *BirthClaim) { c.Nonce, c.Subnet = "n0nces", "ubnet-1" },
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			c := birth()
+			change(&c)
+			if _, err := r.VerifyBirth(c, proof); err != ErrMismatch {
+				t.Fatalf("VerifyBirth = %v, want ErrMismatch", err)
+			}
+		})
+	}
+	// A proof of one scheme never verifies as the other, whatever it signs.
+	if _, err := r.Verify(claim(), proof); err != ErrMalformed {
+		t.Errorf("a birth proof as a v1 proof: %v, want ErrMalformed", err)
+	}
+	if _, err := r.VerifyBirth(birth(), r.Sign(claim())); err != ErrMalformed {
+		t.Errorf("a v1 proof as a birth proof: %v, want ErrMalformed", err)
+	}
+}
+
+func TestNoncesDiffer(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		n, err := NewNonce()
+		if err != nil || len(n) != 22 || seen[n] {
+			t.Fatalf("nonce %q (%v) repeated or malformed", n, err)
+		}
+		seen[n] = true
+	}
+}
