@@ -173,6 +173,28 @@ type PodAddress struct {
 	Pod string `json:"pod,omitempty"`
 }
 
+// PendingCreate is an ENI the operator is about to create, or created
+// without recording it yet: the nonce its birth proof binds, written
+// before the CreateNetworkInterface. Only the operator writes it, so an
+// ENI showing a nonce recorded here (and no other ENI showing it) is the
+// operator's even when a crash or a lost answer hid which ENI the create
+// made.
+type PendingCreate struct {
+	// Nonce is the tag eni-operator.io/nonce the ENI is created with.
+	// +kubebuilder:validation:MaxLength=64
+	Nonce string `json:"nonce"`
+	// NodeENI is the NodeENI the ENI is for.
+	// +kubebuilder:validation:MaxLength=253
+	NodeENI string `json:"nodeENI"`
+	// SubnetID is the subnet it is created in.
+	// +kubebuilder:validation:MaxLength=32
+	SubnetID string `json:"subnetID"`
+	// DeviceIndex is the index it is created for.
+	DeviceIndex int32 `json:"deviceIndex"`
+	// Since is when the nonce was recorded.
+	Since metav1.Time `json:"since"`
+}
+
 // ENINodeSpec is what the operator manages on one node.
 type ENINodeSpec struct {
 	// Attachments are the ENIs the operator manages on the node, for
@@ -194,6 +216,13 @@ type ENINodeSpec struct {
 	// +listMapKey=address
 	// +kubebuilder:validation:MaxItems=4096
 	PodAddresses []PodAddress `json:"podAddresses,omitempty"`
+	// Creates are the ENIs being created for the node whose ENI is not
+	// in attachments yet.
+	// +optional
+	// +listType=map
+	// +listMapKey=nonce
+	// +kubebuilder:validation:MaxItems=128
+	Creates []PendingCreate `json:"creates,omitempty"`
 }
 
 // ENINodeStatus is what the node's eni-agent configured.
