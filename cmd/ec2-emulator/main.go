@@ -30,6 +30,7 @@ var version = "dev"
 type options struct {
 	listen, region, seedFile string
 	throttling, printVersion bool
+	ignoreClientToken        bool
 	latency, detachDelay     time.Duration
 	visibility               time.Duration
 	tagDelay, attachDelay    time.Duration
@@ -52,6 +53,7 @@ func flags(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.tagDelay, "tag-delay", 0, "how long Describe calls show an ENI's tags from before a CreateTags/DeleteTags (eventual consistency; >= 0)")
 	fs.DurationVar(&o.attachDelay, "attach-delay", 0, "how long an attached ENI stays 'attaching' (>= 0)")
 	fs.DurationVar(&o.deleteDelay, "delete-delay", 0, "how long Describe calls still show a deleted ENI (eventual consistency; >= 0)")
+	fs.BoolVar(&o.ignoreClientToken, "ignore-client-token", false, "CreateNetworkInterface ignores ClientToken, as moto does: every call makes a new ENI (the token is still echoed)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed for generated IDs, MACs and fault choices")
 	cli.BindVersion(fs, &o.printVersion)
 	fs.Usage = func() {
@@ -121,7 +123,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 func run(o *options) error {
 	emu := emulator.New(emulator.Options{Region: o.region, Throttling: o.throttling, Latency: o.latency,
 		FaultRate: o.faultRate, DetachDelay: o.detachDelay, VisibilityDelay: o.visibility,
-		TagDelay: o.tagDelay, AttachDelay: o.attachDelay, DeleteDelay: o.deleteDelay, Seed: o.seed})
+		TagDelay: o.tagDelay, AttachDelay: o.attachDelay, DeleteDelay: o.deleteDelay, IgnoreClientToken: o.ignoreClientToken,
+		Seed: o.seed})
 	if o.seedFile != "" {
 		b, err := os.ReadFile(o.seedFile)
 		if err != nil {

@@ -13,19 +13,20 @@ import (
 // badValues lists, for every flag of the command, values it must refuse;
 // a flag without any names why in none.
 var badValues = map[string][]string{
-	"listen":           {"", "localhost", ":99999", "127.0.0.1:", "0.0.0.0:http"},
-	"region":           {"", "US-EAST-1", "us-east", "useast1", "us east 1"},
-	"seed-file":        {"/nonexistent/world.json", "/"},
-	"throttling":       {"maybe"},
-	"latency":          {"-1s", "slow"},
-	"fault-rate":       {"-0.1", "1.5", "NaN", "some"},
-	"detach-delay":     {"-1ms", "x"},
-	"visibility-delay": {"-1s", "x"},
-	"tag-delay":        {"-1s", "x"},
-	"attach-delay":     {"-1s", "x"},
-	"delete-delay":     {"-1s", "x"},
-	"seed":             {"x", "1.5", "99999999999999999999"},
-	"version":          {"maybe"},
+	"listen":              {"", "localhost", ":99999", "127.0.0.1:", "0.0.0.0:http"},
+	"region":              {"", "US-EAST-1", "us-east", "useast1", "us east 1"},
+	"seed-file":           {"/nonexistent/world.json", "/"},
+	"throttling":          {"maybe"},
+	"latency":             {"-1s", "slow"},
+	"fault-rate":          {"-0.1", "1.5", "NaN", "some"},
+	"detach-delay":        {"-1ms", "x"},
+	"visibility-delay":    {"-1s", "x"},
+	"tag-delay":           {"-1s", "x"},
+	"attach-delay":        {"-1s", "x"},
+	"delete-delay":        {"-1s", "x"},
+	"ignore-client-token": {"maybe"},
+	"seed":                {"x", "1.5", "99999999999999999999"},
+	"version":             {"maybe"},
 }
 
 // none lists the flags that take any value, and why.
@@ -49,12 +50,13 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 
 func TestGoodValues(t *testing.T) {
 	o, err := parse([]string{"--listen=4566", "--region=eu-central-2", "--latency=0", "--fault-rate=1", "--detach-delay=0",
-		"--visibility-delay=2s", "--tag-delay=1s", "--attach-delay=2s", "--delete-delay=3s", "--seed=-7", "--throttling"}, &bytes.Buffer{})
+		"--visibility-delay=2s", "--tag-delay=1s", "--attach-delay=2s", "--delete-delay=3s", "--seed=-7", "--throttling",
+		"--ignore-client-token"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.listen != ":4566" || o.region != "eu-central-2" || o.faultRate != 1 || o.visibility != 2*time.Second || o.seed != -7 || !o.throttling ||
-		o.tagDelay != time.Second || o.attachDelay != 2*time.Second || o.deleteDelay != 3*time.Second {
+		o.tagDelay != time.Second || o.attachDelay != 2*time.Second || o.deleteDelay != 3*time.Second || !o.ignoreClientToken {
 		t.Fatalf("%+v", o)
 	}
 	if _, err := parse([]string{"--region=us-gov-west-1", "--listen=127.0.0.1:0"}, &bytes.Buffer{}); err != nil {

@@ -110,8 +110,11 @@ func createNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	if err != nil {
 		return nil, err
 	}
+	// Ignoring the token (Options.IgnoreClientToken), the call neither
+	// checks nor records it, and only echoes it.
 	token := p.get("ClientToken")
-	if token != "" {
+	idempotent := token != "" && !env.ignoreToken
+	if idempotent {
 		if len(token) > 64 {
 			return nil, apiErr("InvalidParameterValue", "ClientToken must be at most 64 characters")
 		}
@@ -137,7 +140,7 @@ func createNetworkInterface(w *world, p params, env callEnv) (response, *apiErro
 	if err != nil {
 		return nil, err
 	}
-	if token != "" {
+	if idempotent {
 		w.clientTokens[token] = tokenRecord{eniID: n.id, fingerprint: req.fingerprint()}
 	}
 	if env.visibility > 0 {

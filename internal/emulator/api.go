@@ -36,6 +36,11 @@ type Options struct {
 	// an ENI's tags from before a CreateTags/DeleteTags, an attachment
 	// "attaching", and a deleted ENI, for that long. Default 0: at once.
 	TagDelay, AttachDelay, DeleteDelay time.Duration
+	// IgnoreClientToken makes CreateNetworkInterface ignore ClientToken,
+	// as moto does and as EC2 does once its idempotency window has passed:
+	// every call makes a new ENI, none is refused IdempotentParameterMismatch,
+	// and the token is still echoed in the answer.
+	IgnoreClientToken bool
 	// Seed makes generated IDs, MACs and fault choices reproducible.
 	Seed int64
 }
@@ -56,6 +61,8 @@ type Config struct {
 	TagDelay    *Duration `json:"tagDelay,omitempty"`
 	AttachDelay *Duration `json:"attachDelay,omitempty"`
 	DeleteDelay *Duration `json:"deleteDelay,omitempty"`
+	// IgnoreClientToken: see Options.IgnoreClientToken.
+	IgnoreClientToken *bool `json:"ignoreClientToken,omitempty"`
 	// Faults per action name; the key "*" applies to every action.
 	Faults map[string]Fault `json:"faults"`
 	// Buckets override AWS's default token bucket of an action.

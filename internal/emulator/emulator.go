@@ -45,6 +45,7 @@ type runtimeConfig struct {
 	faultRate   float64
 	detachDelay time.Duration
 	visibility  time.Duration
+	ignoreToken bool
 	faults      map[string]Fault
 	buckets     map[string]Bucket
 	denied      map[string]bool
@@ -83,7 +84,7 @@ func (e *Emulator) Reset() {
 	e.cfg = runtimeConfig{
 		throttling: e.opts.Throttling, latency: e.opts.Latency, faultRate: e.opts.FaultRate,
 		detachDelay: e.opts.DetachDelay, visibility: e.opts.VisibilityDelay, faults: map[string]Fault{}, buckets: map[string]Bucket{}, denied: map[string]bool{},
-		lag: lagConfigOf(e.opts),
+		lag: lagConfigOf(e.opts), ignoreToken: e.opts.IgnoreClientToken,
 	}
 	e.buckets = map[string]*rate.Limiter{}
 	e.rng = rand.New(rand.NewPCG(uint64(e.opts.Seed)+1, 7))
@@ -123,6 +124,9 @@ func (e *Emulator) Configure(c Config) error {
 	}
 	if c.VisibilityDelay != nil {
 		e.cfg.visibility = c.VisibilityDelay.Duration
+	}
+	if c.IgnoreClientToken != nil {
+		e.cfg.ignoreToken = *c.IgnoreClientToken
 	}
 	if c.Faults != nil {
 		e.cfg.faults = maps.Clone(c.Faults)
@@ -276,7 +280,8 @@ func (e *Emulator) serve(ctx context.Context, action string, h handler, p params
 	e.mu.Lock()
 	now := time.Now()
 	e.world.advance(now)
-	resp, err := h(e.world, p, callEnv{now: now, detachDelay: plan.detachDelay, visibility: plan.visibility, lag: plan.lag})
+	resp, err := h(e.world, p, callEnv{now: now, detachDelay: plan.detachDelay, visibility: plan.visibility, lag: plan.lag,
+		ignoreToken: plan.ignoreToken})
 	e.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -297,13 +302,14 @@ type callPlan struct {
 	detachDelay time.Duration
 	visibility  time.Duration
 	lag         lagConfig
+	ignoreToken bool
 }
 
 func (e *Emulator) planCall(action string, p params) callPlan {
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
 	plan := callPlan{delay: e.cfg.latency, denied: e.cfg.denied[action], detachDelay: e.cfg.detachDelay,
-		visibility: e.cfg.visibility, lag: e.cfg.lag}
+		visibility: e.cfg.visibility, lag: e.cfg.lag, ignoreToken: e.cfg.ignoreToken}
 	f, ok := e.cfg.faults[action]
 	if !ok {
 		f = e.cfg.faults["*"]
@@ -467,6 +473,9 @@ type callEnv struct {
 	visibility time.Duration
 	// lag is how late Describe calls show other writes (consistency.go).
 	lag lagConfig
+	// ignoreToken: CreateNetworkInterface ignores ClientToken
+	// (Options.IgnoreClientToken).
+	ignoreToken bool
 }
 
 // handler executes one EC2 action against the world, under the world lock.

@@ -147,6 +147,44 @@ func TestEmulatorLostCreateRetriedWithClientToken(t *testing.T) {
 	}
 }
 
+// With ignoreClientToken on, as moto always does and EC2 once its
+// idempotency window has passed, two creates with one token make two ENIs
+// and both answers echo the token; turned off, the token is honoured again.
+func TestEmulatorIgnoresClientToken(t *testing.T) {
+	tg := isolated(t)
+	w := newWorld(t, tg, worldSpec{})
+	in := &ec2.CreateNetworkInterfaceInput{SubnetId: aws.String(w.a.id), ClientToken: aws.String(w.name)}
+	create := func() string {
+		t.Helper()
+		out, err := w.ec2.CreateNetworkInterface(t.Context(), in)
+		token := aws.ToString(in.ClientToken)
+		noErr(t, err, "CreateNetworkInterface with ClientToken %s", token)
+		if got := aws.ToString(out.ClientToken); got != token {
+			t.Errorf("the answer's ClientToken is %q, want %q", got, token)
+		}
+		id := aws.ToString(out.NetworkInterface.NetworkInterfaceId)
+		w.own(id)
+		return id
+	}
+	configure(t, tg, emulator.Config{IgnoreClientToken: aws.Bool(true)})
+	if a, b := create(), create(); a == b {
+		t.Errorf("ignoring ClientToken, two creates with one token both answered %s, want two ENIs", a)
+	}
+
+	configure(t, tg, emulator.Config{IgnoreClientToken: aws.Bool(false)})
+	other := *in
+	other.ClientToken = aws.String(w.name + "-b")
+	in = &other
+	if a, b := create(), create(); a != b {
+		t.Errorf("honouring ClientToken, two creates with one token answered %s and %s, want one ENI", a, b)
+	}
+	ids, err := w.eniIDs()
+	noErr(t, err, "listing ENIs")
+	if len(ids) != 3 {
+		t.Errorf("the VPC has ENIs %v, want 3: two made ignoring the token, one honouring it", ids)
+	}
+}
+
 // The admin API counts calls per action, with errors by code, records the
 // calls, and resets.
 func TestEmulatorCallCounts(t *testing.T) {

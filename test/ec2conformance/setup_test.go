@@ -163,16 +163,16 @@ func isolated(t *testing.T) *target {
 	return suite
 }
 
-// restoreConfig puts throttling, faults, buckets, denied actions and the
-// tag, attach and delete delays back to their defaults (empty sets clear
-// them).
+// restoreConfig puts throttling, faults, buckets, denied actions, the
+// tag, attach and delete delays and ClientToken idempotency back to their
+// defaults (empty sets clear them).
 func restoreConfig(t *testing.T, tg *target) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	off := &emulator.Duration{}
 	c := emulator.Config{Throttling: aws.Bool(false), Faults: map[string]emulator.Fault{}, Buckets: map[string]emulator.Bucket{}, Denied: []string{},
-		TagDelay: off, AttachDelay: off, DeleteDelay: off}
+		TagDelay: off, AttachDelay: off, DeleteDelay: off, IgnoreClientToken: aws.Bool(false)}
 	if err := requireAdmin(t, tg).Configure(ctx, c); err != nil {
 		t.Fatalf("restoring the emulator configuration: %v", err)
 	}
