@@ -48,6 +48,11 @@ const (
 	// running ENIs keep theirs until a subnet or security-group field of
 	// the spec changes.
 	ConditionSelectionChanged = "SelectionChanged"
+	// ConditionOwnershipVerified is True when every ENI carrying the
+	// NodeENI's ownership tags is proven the operator's. False names the
+	// ENIs left alone and why, or the proofs being restored (a removed
+	// proof tag, a lost or replaced key Secret), with the recovery.
+	ConditionOwnershipVerified = "OwnershipVerified"
 )
 
 // NodeENISpec says which nodes get an ENI, in which subnets, with which

@@ -50,7 +50,7 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *planInpu
 // replan sets what the status describes after actions: the plan made
 // again from the EC2 state, which now holds their results (no EC2 call).
 func (r *reconciler) replan(ctx context.Context, ne *v1alpha1.NodeENI, in *planInput, adopting []action, o *acted) {
-	in.ENIs, in.Prove = r.trusted(ctx, ne, in.Legacy, ofNodeENI(r.ec2, string(ne.UID)))
+	in.ENIs, in.Prove, in.Distrusted = r.trusted(ctx, ne, in.Legacy, in.Records, ofNodeENI(r.ec2, string(ne.UID)))
 	in.Adopt = nil // adopted ENIs are now among the NodeENI's own
 	r.applied.overlay(in)
 	o.after = makePlan(*in)

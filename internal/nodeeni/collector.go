@@ -90,7 +90,11 @@ func (c *collector) collect(ctx context.Context) error {
 		live[string(ne.UID)] = true
 	}
 	all, taken := c.ec2.ENIsIn(InventoryScope)
-	snap := snapshot{enis: c.trusted(ctx, all), taken: taken}
+	ev, err := c.trust.everyRecord(ctx, c.client)
+	if err != nil {
+		return err
+	}
+	snap := snapshot{enis: c.trusted(ctx, all, ev), taken: taken}
 	doomed := orphans(snap, live, c.seen, time.Now(), c.grace)
 	would := map[string]bool{}
 	for _, e := range doomed {
@@ -121,9 +125,9 @@ func (c *collector) collect(ctx context.Context) error {
 // trusted drops the ENIs that fail the trust check (trust.go): carrying
 // the cluster's tag does not make an ENI the operator's to delete. Each
 // is logged once per reason.
-func (c *collector) trusted(ctx context.Context, all []ec2.ENI) []ec2.ENI {
+func (c *collector) trusted(ctx context.Context, all []ec2.ENI, ev evidence) []ec2.ENI {
 	// The NodeENIs of orphans are gone: no name to compare with.
-	out, v := splitTrusted(c.trust, all, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return "" })
+	out, v := splitTrusted(c.trust, all, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return "" }, ev)
 	for _, id := range c.distrusted.update("collector", v.reasons) {
 		log.FromContext(ctx).Info("not collecting an ENI that fails the trust check", "eni", id, "reason", v.reasons[id], "detail", v.details[id])
 	}

@@ -42,10 +42,10 @@ type reconciler struct {
 	metrics  *metrics
 	recorder recorder.EventRecorder
 	tokens   *tokens
-	// trust decides which ENIs are the operator's (trust.go); unsigned
-	// are those this process created whose proof is not written yet.
-	trust    trustCheck
-	unsigned *unsigned
+	// trust decides which ENIs are the operator's (trust.go); births
+	// (trust's) are this process's creates (births.go).
+	trust  trustCheck
+	births *births
 	// applied are records of applied tags not yet in the ENINodes (tagrecord.go).
 	applied *appliedTags
 	// distrusted reports each untrusted ENI of a NodeENI once per reason
@@ -204,7 +204,7 @@ func (r *reconciler) next(ctx context.Context, ps *pass) (reconcile.Result, erro
 		return reconcile.Result{}, ps.execErr
 	}
 	if ps.deleting && len(ps.in.ENIs) == 0 {
-		return r.release(ctx, ps.ne, ps.in.Legacy)
+		return r.release(ctx, ps.ne, ps.in.Legacy, ps.in.Records)
 	}
 	if ps.pending && len(ps.failures) == 0 {
 		// An ENI is on its way to "available", or more steps follow from
@@ -221,22 +221,24 @@ func (r *reconciler) next(ctx context.Context, ps *pass) (reconcile.Result, erro
 // release removes the finalizer once EC2 itself confirms that no ENI of
 // the NodeENI is left: the view could miss one created by an earlier
 // process after the last refresh.
-func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus) (reconcile.Result, error) {
+func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus, rec records) (reconcile.Result, error) {
 	left, err := r.ec2.ListENIs(ctx, ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{string(ne.UID)}},
 		ec2.Filter{Name: "tag:" + TagCluster, Values: []string{r.opts.ClusterName}})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	trustedLeft := 0
+	trusted, v := splitTrusted(r.trust, left, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return ne.Name }, r.births.evidence(rec))
+	trustedLeft := len(trusted)
 	for _, e := range left {
-		reason, _ := r.trust.distrust(e, ne.Name)
-		if reason == "" || reason == UntrustedUnproven && r.vouches(l, e) {
+		if v.reasons[e.ID] == UntrustedUnproven && vouched(e, l) {
 			trustedLeft++
 		}
 	}
 	// An ENI that only carries the NodeENI's tags is not the operator's
-	// to delete, nor a reason to keep the NodeENI.
-	if trustedLeft > 0 {
+	// to delete, nor a reason to keep the NodeENI. A create whose outcome
+	// this process does not know may have made an ENI EC2 does not show
+	// yet: the NodeENI waits for it (spec.creates).
+	if trustedLeft > 0 || r.createsUnsettled(rec, left) {
 		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
 	}
 	old := ne.DeepCopy()
@@ -254,8 +256,8 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacy
 // out of the plan, out of the status, never detached, deleted, modified
 // or tagged. Each is reported once per reason: a Warning event on the
 // NodeENI and a log line.
-func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus, list []owned) ([]owned, []action) {
-	out, v := splitTrusted(r.trust, list, func(o owned) ec2.ENI { return o.ENI }, func(ec2.ENI) string { return ne.Name })
+func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus, rec records, list []owned) ([]owned, []action, map[string]string) {
+	out, v := splitTrusted(r.trust, list, func(o owned) ec2.ENI { return o.ENI }, func(ec2.ENI) string { return ne.Name }, r.births.evidence(rec))
 	out, prove := r.proving(l, out, list, v)
 	for _, a := range prove {
 		delete(v.reasons, a.ENI)
@@ -263,7 +265,7 @@ func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l legacy
 	r.reportLeftAlone(ctx, ne, string(ne.UID), v, leftAlone{
 		log: "ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone", reason: "UntrustedENI", action: "Ignore",
 		note: "%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s"})
-	return out, prove
+	return out, prove, v.reasons
 }
 
 // leftAlone says how ENIs the controller will not act on are reported.

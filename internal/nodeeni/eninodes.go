@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
 // A NodeENI's entries live in the ENINodes of their nodes, one object per
@@ -127,8 +129,62 @@ func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
 	if err != nil || len(held) == 0 {
 		return err
 	}
-	_, err = r.writeShares(ctx, nodeENI, nil, held, metav1.Now())
+	// Its creates' records go too: what they vouched for is the NodeENI's
+	// finalizer's to clean up, and it is gone.
+	_, err = r.writeShares(ctx, nodeENI, nil, held, metav1.Now(), func(v1alpha1.PendingCreate) bool { return false })
 	return err
+}
+
+// recordCreates gives a node's create actions their nonces and records
+// them in the node's ENINode (spec.creates) before any create is sent:
+// one write for the node's creates of the pass.
+func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, node string, acts []action) ([]action, error) {
+	var creates []v1alpha1.PendingCreate
+	now := metav1.NewTime(r.now())
+	out := slices.Clone(acts)
+	for i := range out {
+		if out[i].Kind != actCreate {
+			continue
+		}
+		nonce, err := ownership.NewNonce()
+		if err != nil {
+			return nil, err
+		}
+		out[i].Nonce = nonce
+		creates = append(creates, v1alpha1.PendingCreate{Nonce: nonce, NodeENI: ne.Name, SubnetID: out[i].Want.Subnet,
+			DeviceIndex: int32(out[i].Index), Since: now})
+	}
+	if len(creates) == 0 {
+		return acts, nil
+	}
+	if err := r.writeShare(ctx, ne.Name, shareWrite{node: node, now: now, creates: creates}); err != nil {
+		return nil, fmt.Errorf("node %s: recording the nonces of its creates in its ENINode: %w", node, err)
+	}
+	list := make([]pendingCreate, len(creates))
+	for i, c := range creates {
+		list[i] = pendingCreate{PendingCreate: c, Node: node}
+	}
+	r.births.recorded(list)
+	return out, nil
+}
+
+// keepCreates decides which of the NodeENI's spec.creates records stay
+// (keepCreate) once the planned entries are written.
+func (r *reconciler) keepCreates(uid string, planned []v1alpha1.ENIAttachment) func(v1alpha1.PendingCreate) bool {
+	showing := map[string][]string{}
+	for _, o := range ofNodeENI(r.ec2, uid) {
+		if n := o.Tags[TagNonce]; n != "" {
+			showing[n] = append(showing[n], o.ID)
+		}
+	}
+	entries := map[string]bool{}
+	for _, a := range planned {
+		entries[a.ENIID] = true
+	}
+	now := r.now()
+	return func(c v1alpha1.PendingCreate) bool {
+		return keepCreate(c, showing[c.Nonce], entries, r.births.settled(c.Nonce), now)
+	}
 }
 
 // shareWrite is one node's share to write, stamped at now.
@@ -136,6 +192,29 @@ type shareWrite struct {
 	node    string
 	entries []v1alpha1.ENIAttachment
 	now     metav1.Time
+	// creates, when set, are records to add to spec.creates; the entries
+	// are then left as they are.
+	creates []v1alpha1.PendingCreate
+	// keep, when set, decides which of the NodeENI's spec.creates stay.
+	keep func(v1alpha1.PendingCreate) bool
+}
+
+// prunedCreates returns a node's spec.creates without the NodeENI's
+// records keep drops, and the nonces dropped.
+func prunedCreates(all []v1alpha1.PendingCreate, nodeENI string, keep func(v1alpha1.PendingCreate) bool) ([]v1alpha1.PendingCreate, []string) {
+	if keep == nil {
+		return all, nil
+	}
+	var out []v1alpha1.PendingCreate
+	var dropped []string
+	for _, c := range all {
+		if c.NodeENI == nodeENI && !keep(c) {
+			dropped = append(dropped, c.Nonce)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, dropped
 }
 
 // writeShares makes each node's ENINode hold the NodeENI's planned
@@ -143,21 +222,32 @@ type shareWrite struct {
 // its entries from the nodes it no longer plans for. Only changed shares
 // are written, so a steady state writes nothing. It returns the stamped
 // entries of every node.
-func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []v1alpha1.ENIAttachment, held map[string]*v1alpha1.ENINode, now metav1.Time) ([]v1alpha1.ENIAttachment, error) {
+//
+// keep decides which of the NodeENI's spec.creates records stay; a node
+// whose records keep drops is written too.
+func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []v1alpha1.ENIAttachment, held map[string]*v1alpha1.ENINode, now metav1.Time,
+	keep func(v1alpha1.PendingCreate) bool) ([]v1alpha1.ENIAttachment, error) {
 	byNode := sharesByNode(nodeENI, planned)
 	var out []v1alpha1.ENIAttachment
 	var writes []shareWrite
+	pruning := func(node string) bool {
+		if en := held[node]; en != nil {
+			_, dropped := prunedCreates(en.Spec.Creates, nodeENI, keep)
+			return len(dropped) > 0
+		}
+		return false
+	}
 	for node, want := range byNode {
 		had := shareOf(held[node], nodeENI)
 		stamped := attachmentsSince(had, want, now)
 		out = append(out, stamped...)
-		if !sameShare(had, stamped) {
-			writes = append(writes, shareWrite{node: node, entries: stamped, now: now})
+		if !sameShare(had, stamped) || pruning(node) {
+			writes = append(writes, shareWrite{node: node, entries: stamped, now: now, keep: keep})
 		}
 	}
 	for node := range held {
 		if _, ok := byNode[node]; !ok {
-			writes = append(writes, shareWrite{node: node, now: now})
+			writes = append(writes, shareWrite{node: node, now: now, keep: keep})
 		}
 	}
 	slices.SortFunc(writes, func(a, b shareWrite) int { return strings.Compare(a.node, b.node) })
@@ -183,10 +273,10 @@ func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []
 // The first try reads the cache; a conflict re-reads the API server.
 func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrite) error {
 	var reader client.Reader = r.client
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
 		defer func() { reader = r.live }()
 		en := &v1alpha1.ENINode{}
-		err := reader.Get(ctx, types.NamespacedName{Name: w.node}, en)
+		err = reader.Get(ctx, types.NamespacedName{Name: w.node}, en)
 		if apierrors.IsNotFound(err) {
 			return r.createShare(ctx, nodeENI, w)
 		}
@@ -194,15 +284,28 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 			return err
 		}
 		old := en.DeepCopy()
-		// Stamped again against what the object holds: the cache the
-		// share was stamped against may have been behind.
-		entries := attachmentsSince(shareOf(en, nodeENI), w.entries, w.now)
-		en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, entries)
-		r.rememberShare(nodeENI, w.node, entries)
+		var dropped []string
+		if len(w.creates) > 0 {
+			en.Spec.Creates = append(en.Spec.Creates, w.creates...)
+		} else {
+			// Stamped again against what the object holds: the cache the
+			// share was stamped against may have been behind.
+			entries := attachmentsSince(shareOf(en, nodeENI), w.entries, w.now)
+			en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, entries)
+			en.Spec.Creates, dropped = prunedCreates(en.Spec.Creates, nodeENI, w.keep)
+			r.rememberShare(nodeENI, w.node, entries)
+		}
+		defer func() {
+			if err == nil {
+				for _, n := range dropped {
+					r.births.forget(n)
+				}
+			}
+		}()
 		if equality.Semantic.DeepEqual(old.Spec, en.Spec) {
 			return nil
 		}
-		if len(en.Spec.Attachments) == 0 {
+		if len(en.Spec.Attachments) == 0 && len(en.Spec.Creates) == 0 {
 			err = r.client.Delete(ctx, en, client.Preconditions{UID: &en.UID, ResourceVersion: &en.ResourceVersion})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -216,7 +319,7 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 // createShare creates a node's ENINode holding the share. A node that is
 // gone gets none: its entries only count in the NodeENI's conditions.
 func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWrite) error {
-	if len(w.entries) == 0 {
+	if len(w.entries) == 0 && len(w.creates) == 0 {
 		return nil
 	}
 	node := &corev1.Node{}
@@ -226,7 +329,7 @@ func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWri
 	en := &v1alpha1.ENINode{
 		ObjectMeta: metav1.ObjectMeta{Name: w.node, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
-		Spec: v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries)},
+		Spec: v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries), Creates: w.creates},
 	}
 	r.rememberShare(nodeENI, w.node, w.entries)
 	err := r.client.Create(ctx, en)

@@ -1,10 +1,9 @@
 package nodeeni
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -17,11 +16,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
-
-// maxTokenAttempts bounds how many used-up ClientTokens one create skips
-// (each a cleanup of the same node, subnet and index in this process's
-// life or, after a restart, before it).
-const maxTokenAttempts = 16
 
 // execute carries out a plan's actions: the actions of one node in order,
 // several nodes at once. It returns the nodes EC2 refused (a block, not an
@@ -43,6 +37,13 @@ func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []a
 			defer func() { <-sem }()
 			ev := &nodeEvents{}
 			defer r.flushEvents(ne, node, ev)
+			list, err := r.recordCreates(ctx, ne, node, list)
+			if err != nil {
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+				return
+			}
 			for _, a := range list {
 				b, err := r.do(ctx, ne, a, ev)
 				if b == nil && err == nil {
@@ -95,12 +96,6 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 // createAndAttach creates the ENI for a want and attaches it.
 func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
 	e, err := r.create(ctx, ne, a)
-	if errors.Is(err, errTokenENIUnseen) {
-		// The plan still wants the create: the NodeENI is looked at again
-		// in DetachPollInterval, and the same token is sent again.
-		log.FromContext(ctx).Info("ENI of an earlier create not known to EC2 yet; creating it again shortly", "node", a.Node, "subnet", a.Want.Subnet)
-		return nil, nil
-	}
 	r.metrics.op(actCreate, err)
 	if err != nil {
 		return r.failed(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
@@ -109,22 +104,6 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
 	a.ENI = e.ID
 	r.applied.set(e.ID, heldRecord(e.Tags, a.Tags)) // what it was created with is the operator's
-	if _, proven := e.Tags[TagProof]; proven {
-		return r.attachAndSet(ctx, ne, a, ev)
-	}
-	// Signed before anything else is done with it: until then only this
-	// process knows the ENI is its own, and a restart finds it again only
-	// while it is detached (findExisting). EC2 may not know a new ENI for
-	// a moment: then it is signed and attached shortly (actProve).
-	r.unsigned.set(e.ID, true)
-	err = r.writeProof(ctx, e.ID, proofTag(r.trust.keys, e.ID, e.Tags))
-	switch {
-	case ec2.IsNotFound(err):
-		log.FromContext(ctx).Info("ENI not known to EC2 yet; signing and attaching it shortly", "node", a.Node, "eni", e.ID)
-		return nil, nil
-	case err != nil:
-		return r.failed(ev, a, "writing the ownership proof of "+e.ID, err)
-	}
 	return r.attachAndSet(ctx, ne, a, ev)
 }
 
@@ -197,98 +176,21 @@ func (r *reconciler) detach(ctx context.Context, a action, ev *nodeEvents) (*blo
 	return nil, nil
 }
 
-// create creates the ENI for a want, idempotently: the ClientToken names
-// the ENI's purpose, so a create repeated after a crash or a lost answer
-// returns the ENI made the first time.
+// create creates the ENI for a want, born proven: its tags carry the
+// nonce its node's ENINode recorded (recordCreates) and the birth proof
+// over it, and its ClientToken derives from the nonce.
 func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action) (ec2.ENI, error) {
-	uid := string(ne.UID)
-	key := tokenKey(uid, a.Want, purposeOf(&ne.Spec))
-	for range maxTokenAttempts {
-		attempt, created := r.tokens.current(key)
-		by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: uid, base: int(ne.Spec.DeviceIndex), created: created}
-		tags := ownershipTags(by, a.Want, a.Index, a.Tags)
-		in := createInput(&ne.Spec, a, tags, clientToken(uid, a.Want, purposeOf(&ne.Spec), attempt))
-		e, err := r.ec2.CreateENI(ctx, in)
-		if ec2.Code(err) == "IdempotentParameterMismatch" {
-			// The token was used with other parameters (the spec or the
-			// creation time changed since a create lost to a crash): find
-			// that ENI by its tags, or move past the token if it is gone.
-			found, ferr := r.findExisting(ctx, in, a.Want, &ne.Spec)
-			if ferr != nil {
-				return ec2.ENI{}, ferr
-			}
-			if found != nil {
-				return *found, nil
-			}
-			// EC2 knows the token, so its ENI was made — by an earlier
-			// process, whose creation-time tag differs — but no Describe
-			// shows it: it may be too new to be seen yet (a crash right
-			// after the create, a restart within EC2's lag). Taking it
-			// for gone now would create a second ENI; only after the
-			// visibility window is it gone and the token moved past.
-			if mayBeUnseen(time.Now(), r.tokens.unseenSince(key, time.Now()), time.Time{}) {
-				return ec2.ENI{}, errTokenENIUnseen
-			}
-			r.tokens.burn(key)
-			continue
-		}
-		if err != nil {
-			return ec2.ENI{}, err
-		}
-		if e.Status == "deleted" {
-			r.tokens.burn(key)
-			continue
-		}
-		r.tokens.answer(key, time.Now())
-		return e, nil
-	}
-	return ec2.ENI{}, fmt.Errorf("no usable ClientToken after %d attempts", maxTokenAttempts)
-}
-
-// errTokenENIUnseen: the ClientToken's ENI exists but EC2 does not show
-// it yet; the create is tried again shortly.
-var errTokenENIUnseen = errors.New("the ENI this ClientToken made is not visible yet")
-
-// findExisting looks the ENI an earlier create with in's ClientToken
-// made up in EC2 directly. It is found by its tags, which anyone can
-// copy, so only an ENI that is proven, or that EC2 itself names as the
-// token's, is taken: a process stopped between a create and its proof
-// left the ENI unproven, and the same create sent again with the
-// creation time that ENI carries makes EC2 answer with the token's ENI.
-func (r *reconciler) findExisting(ctx context.Context, in ec2.CreateENIInput, w want, spec *v1alpha1.NodeENISpec) (*ec2.ENI, error) {
-	list, err := r.ec2.ListENIs(ctx,
-		ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{in.Tags[TagNodeENIUID]}},
-		ec2.Filter{Name: "tag:" + TagNode, Values: []string{w.Node}},
-		ec2.Filter{Name: "tag:" + TagInstance, Values: []string{w.Instance}},
-		ec2.Filter{Name: "subnet-id", Values: []string{w.Subnet}})
+	by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: string(ne.UID), base: int(ne.Spec.DeviceIndex), created: r.now()}
+	tags := ownershipTags(by, a.Want, a.Index, a.Tags)
+	tags[TagNonce] = a.Nonce
+	tags[TagProof] = r.trust.keys.SignBirth(birthClaim(ec2.ENI{SubnetID: a.Want.Subnet, Tags: tags}))
+	e, err := r.ec2.CreateENI(ctx, createInput(&ne.Spec, a, tags, clientToken(a.Nonce)))
 	if err != nil {
-		return nil, err
+		return ec2.ENI{}, err
 	}
-	for _, e := range list {
-		if o := ownedFrom(e); o.Base != int(spec.DeviceIndex) || !settingsOf(spec).matches(o) {
-			continue
-		}
-		switch reason, _ := r.trust.distrust(e, ""); reason {
-		case "":
-			return &e, nil
-		case UntrustedUnproven:
-			if r.tokensENI(ctx, in, e) {
-				r.unsigned.set(e.ID, true)
-				return &e, nil
-			}
-		}
-	}
-	return nil, nil
-}
-
-// tokensENI reports whether EC2 names e as the ENI in's ClientToken
-// made, by sending the create again as it was sent then (the creation
-// time e carries).
-func (r *reconciler) tokensENI(ctx context.Context, in ec2.CreateENIInput, e ec2.ENI) bool {
-	in.Tags = maps.Clone(in.Tags)
-	in.Tags[TagCreatedAt] = e.Tags[TagCreatedAt]
-	got, err := r.ec2.CreateENI(ctx, in)
-	return err == nil && got.ID == e.ID
+	r.births.answered(a.Nonce, e.ID)
+	r.tokens.answer(tokenKey(string(ne.UID), a.Want, purposeOf(&ne.Spec)), r.now())
+	return e, nil
 }
 
 // attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
@@ -303,7 +205,7 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 		if e, ok := r.ec2.ENI(a.ENI); ok {
 			createdAt = ownedFrom(e).CreatedAt
 		}
-		if mayBeUnseen(time.Now(), createdAt, r.tokens.lastAnswer(key)) {
+		if mayBeUnseen(r.now(), createdAt, r.tokens.lastAnswer(key)) {
 			// EC2 is eventually consistent: other calls may not know an
 			// ENI created moments ago. Keep it and its token; the plan
 			// still wants the attach, so the NodeENI is looked at again
@@ -311,10 +213,9 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 			log.FromContext(ctx).Info("ENI not known to EC2 yet; attaching it again shortly", "node", a.Node, "eni", a.ENI)
 			return nil, nil
 		}
-		// The ENI is gone (its token was answered with a deleted ENI):
-		// forget it and its token; the next pass creates afresh.
+		// The ENI is gone: forget it; the next pass creates afresh.
 		r.ec2.Forget(a.ENI)
-		r.tokens.burn(key)
+		r.tokens.done(key)
 		return nil, fmt.Errorf("ENI %s vanished before it was attached; creating another", a.ENI)
 	case err != nil:
 		return r.failed(ev, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
@@ -335,18 +236,9 @@ func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 	r.metrics.op(actDelete, err)
 	switch {
 	case err == nil, ec2.IsNotFound(err):
-		if o := ownedFrom(e); known && o.UID != "" && o.Base >= 0 && a.Reason != CleanupSettingsChanged {
-			// The ENI's ClientToken now names a deleted ENI: a node wanted
-			// again starts at the next token, since EC2 answers a reused one
-			// with IdempotentParameterMismatch (another creation time). A
-			// detached ENI's network card is not known; it is taken to be the
-			// spec's, which holds unless the settings changed, and then the
-			// token is not the current spec's to burn.
-			s := settingsOf(&ne.Spec)
-			s.InterfaceType = e.InterfaceType
-			r.tokens.burn(tokenKey(o.UID, want{Node: o.Node, Instance: o.Instance, Subnet: e.SubnetID}, purpose{base: o.Base, variant: s.variant()}))
+		if n := e.Tags[TagNonce]; known && n != "" {
+			r.births.gone(n)
 		}
-		r.unsigned.set(a.ENI, false)
 		r.applied.forget(a.ENI)
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
 		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)

@@ -41,8 +41,8 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	if err != nil && !deleting {
 		return in, nil, err
 	}
-	in.Legacy = legacyOf(ne, held, res.Subnets)
-	in.ENIs, in.Prove = r.trusted(ctx, ne, in.Legacy, ofNodeENI(r.ec2, string(ne.UID)))
+	in.Legacy, in.Records = legacyOf(ne, held, res.Subnets), recordsOf(held, ne.Name)
+	in.ENIs, in.Prove, in.Distrusted = r.trusted(ctx, ne, in.Legacy, in.Records, ofNodeENI(r.ec2, string(ne.UID)))
 	in.Recorded = r.applied.records(ne.Name, held, in.ENIs)
 	in.Pins, in.SelectionHash = pinsOf(ne.Name, held), selectionHash(&ne.Spec)
 	if in.Base < 1 {

@@ -195,6 +195,16 @@ func (h *harness) get(name string) *v1alpha1.NodeENI { return testenv.GetNodeENI
 // test's nodes, by name.
 func (h *harness) eniNodeVersions() map[string]string {
 	h.t.Helper()
+	out := map[string]string{}
+	for _, en := range h.eniNodes() {
+		out[en.Name] = en.ResourceVersion
+	}
+	return out
+}
+
+// eniNodes are the ENINodes of the test's nodes.
+func (h *harness) eniNodes() []v1alpha1.ENINode {
+	h.t.Helper()
 	list := &v1alpha1.ENINodeList{}
 	if err := h.k8s.List(context.Background(), list); err != nil {
 		h.t.Fatal(err)
@@ -203,10 +213,10 @@ func (h *harness) eniNodeVersions() map[string]string {
 	if err := h.k8s.List(context.Background(), nodes, client.MatchingLabels{"test": h.label}); err != nil {
 		h.t.Fatal(err)
 	}
-	out := map[string]string{}
+	var out []v1alpha1.ENINode
 	for _, en := range list.Items {
 		if slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.Name == en.Name }) {
-			out[en.Name] = en.ResourceVersion
+			out = append(out, en)
 		}
 	}
 	return out

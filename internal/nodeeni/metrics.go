@@ -17,6 +17,7 @@ type metrics struct {
 	cleanups   *prometheus.CounterVec // ENIs removed, by reason and outcome
 	untrusted  *prometheus.GaugeVec   // ENIs with the cluster's tag that fail the trust check, by reason
 	proven     *prometheus.GaugeVec   // trusted ENIs by the key that signed their proof
+	restored   prometheus.Counter     // proofs written again for ENIs their ENINode entry vouches for
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -42,9 +43,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		proven: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eni_operator_nodeeni_proven_enis", Help: "Trusted ENIs in the latest inventory by the key ring's key that signed their ownership proof: after a rotation, an old key may be removed once its count is 0.",
 		}, []string{"key"}),
+		restored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eni_operator_nodeeni_proofs_restored_total", Help: "Ownership proofs written again for ENIs their ENINode entry vouches for, whose proof tag was removed or signed with a key no longer in the key ring (docs/operations.md#ownership-keys).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups, m.untrusted, m.proven)
+		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups, m.untrusted, m.proven, m.restored)
 	}
 	return m
 }
@@ -60,8 +64,8 @@ func (m *metrics) op(kind actionKind, err error) {
 // countUntrusted sets the untrusted-ENIs gauge from an inventory and
 // returns the untrusted ENIs (ID -> reason) with their details; names maps
 // the known NodeENIs' UIDs to their names.
-func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]string) (map[string]string, map[string]string) {
-	_, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] })
+func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]string, ev evidence) (map[string]string, map[string]string) {
+	_, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] }, ev)
 	m.countProven(v.signedBy, t.keys)
 	count := map[string]int{}
 	for _, reason := range v.reasons {

@@ -3,6 +3,7 @@ package nodeeni
 import (
 	"flag"
 	"fmt"
+	"k8s.io/utils/clock"
 	"strconv"
 	"time"
 
@@ -30,6 +31,9 @@ type TagPolicies interface {
 }
 
 type Options struct {
+	// Clock times the records of creates (births.go); the real clock when
+	// nil.
+	Clock clock.PassiveClock
 	// TagPolicies, when set, give the tags ENITagPolicies with a
 	// nodeSelector put on a node's interfaces (the tagger's policies).
 	TagPolicies TagPolicies
@@ -166,6 +170,9 @@ func setNegated(dst *bool, s string) error {
 // withDefaults fills the zero fields from DefaultOptions.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	def := func(v *time.Duration, dv time.Duration) {
 		if *v <= 0 {
 			*v = dv

@@ -98,6 +98,8 @@ type action struct {
 	// Reason is the cleanup reason of detach, poll and delete; poll with
 	// no reason is a wanted ENI still detaching.
 	Reason string
+	// Nonce is a create's, recorded before it (births.go).
+	Nonce string
 }
 
 // instanceView is what the plan needs of an instance to attach to it.
@@ -147,6 +149,11 @@ type planInput struct {
 	// Legacy is what the deprecated status.attachments still vouches for
 	// (proofs.go).
 	Legacy legacyStatus
+	// Records are the ENINodes' entries and pending creates of the
+	// NodeENI: evidence of its ENIs (births.go).
+	Records records
+	// Distrusted are the ENIs carrying its tags left alone, by ID: why.
+	Distrusted map[string]string
 	// Instances are the views fetched for NeedInstances of a previous pass.
 	Instances map[string]instanceView
 	// Subnets are the subnets in force, for status.subnets: the resolved

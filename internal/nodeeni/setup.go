@@ -37,7 +37,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	if o.Keys == nil {
 		return errors.New("nodeeni: an ownership key ring is required: it proves which ENIs are the operator's (--ownership-key-secret)")
 	}
-	trust := trustCheck{cluster: o.ClusterName, keys: o.Keys}
+	trust := trustCheck{cluster: o.ClusterName, keys: o.Keys, births: newBirths()}
 	o = o.withDefaults()
 	if o.DisableController && o.DisableCollector {
 		return nil
@@ -86,7 +86,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
 		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
-		distrusted: distrusted, trust: trust, unsigned: newUnsigned(), applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
+		distrusted: distrusted, trust: trust, births: trust.births, applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
 		live: mgr.GetAPIReader(),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ENINode{}, shareIndex, sharesIndexed); err != nil {
@@ -119,12 +119,12 @@ func (h refreshHandler) run(ctx context.Context, refreshed <-chan struct{}) erro
 		case <-ctx.Done():
 			return nil
 		case <-refreshed:
-			h.refreshed()
+			h.refreshed(ctx)
 		}
 	}
 }
 
-func (h refreshHandler) refreshed() {
+func (h refreshHandler) refreshed(ctx context.Context) {
 	all, _ := h.state.ENIsIn(InventoryScope)
 	attached := 0
 	for _, e := range all {
@@ -136,16 +136,27 @@ func (h refreshHandler) refreshed() {
 	h.metrics.attached.Set(float64(attached))
 	// ENIs that carry the cluster's tag but fail the trust check are
 	// never acted on; each is logged once per reason.
-	reasons, details := h.metrics.countUntrusted(all, h.trust, nodeENINames(h.client))
-	for _, id := range h.distrusted.update("inventory", reasons) {
-		h.log.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
-			"eni", id, "reason", reasons[id], "detail", details[id])
+	ev, err := h.trust.everyRecord(ctx, h.client)
+	if err != nil {
+		h.log.Error(err, "reading the ENINodes to count untrusted ENIs; counted at the next refresh")
+	} else {
+		h.countUntrusted(all, ev)
 	}
 	if h.collector != nil {
 		h.collector.notify()
 	}
 	// Every NodeENI is re-checked against the new picture.
 	recheckAll(h.resync)
+}
+
+// countUntrusted sets the trust gauges and logs each untrusted ENI once
+// per reason.
+func (h refreshHandler) countUntrusted(all []ec2.ENI, ev evidence) {
+	reasons, details := h.metrics.countUntrusted(all, h.trust, nodeENINames(h.client), ev)
+	for _, id := range h.distrusted.update("inventory", reasons) {
+		h.log.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",
+			"eni", id, "reason", reasons[id], "detail", details[id])
+	}
 }
 
 // recheckAll signals the controller to re-check every NodeENI, without

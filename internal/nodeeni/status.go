@@ -56,6 +56,7 @@ func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus 
 	if !ps.deleting {
 		meta.SetStatusCondition(&st.Conditions, selectionCondition(diffSelection(ps.in), ps.ne.Generation))
 	}
+	meta.SetStatusCondition(&st.Conditions, ownershipCondition(ps.in.Distrusted, ps.in.Prove, ps.ne.Generation))
 	return st
 }
 
@@ -236,7 +237,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	entries, err := r.writeShares(ctx, ne.Name, ps.after.Attachments, held, now)
+	entries, err := r.writeShares(ctx, ne.Name, ps.after.Attachments, held, now, r.keepCreates(string(ne.UID), ps.after.Attachments))
 	if err != nil {
 		return 0, err
 	}
@@ -288,7 +289,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 // attachdefs and podaddrs own the others.
 func ownConditions() []string {
 	return []string{v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded, v1alpha1.ConditionInterfacesConfigured,
-		v1alpha1.ConditionSelectionChanged}
+		v1alpha1.ConditionSelectionChanged, v1alpha1.ConditionOwnershipVerified}
 }
 
 // patchStatus writes st under an optimistic lock: a merge patch replaces

@@ -26,10 +26,13 @@ const (
 	// spec's changes, the ENI is replaced.
 	TagDeviceIndexBase = "eni-operator.io/device-index-base"
 	// TagProof carries the proof that the operator created or adopted
-	// the ENI (internal/ownership): an HMAC over the ENI's ID and the tags
-	// above. It is written right after the create, and with the others
-	// at adoption.
+	// the ENI (internal/ownership): a birth proof over TagNonce, the
+	// subnet and the tags above, written with the create; or, written at
+	// adoption and when re-signing, an HMAC over the ENI's ID and the tags.
 	TagProof = "eni-operator.io/proof"
+	// TagNonce is the nonce a birth proof binds, recorded in the node's
+	// ENINode (spec.creates) before the create (births.go).
+	TagNonce = "eni-operator.io/nonce"
 	// TagNoManage tells the VPC CNI to leave the ENI alone.
 	TagNoManage = "node.k8s.amazonaws.com/no_manage"
 )

@@ -1,9 +1,13 @@
 package nodeeni
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/ownership"
@@ -29,43 +33,102 @@ const (
 	// another ENI's tags), an ownership tag changed since it was signed,
 	// or its key is no longer in the key ring.
 	UntrustedBadProof = "BadProof"
+	// UntrustedCopied: its birth proof's nonce is bound to another ENI,
+	// which this process created with it.
+	UntrustedCopied = "CopiedNonce"
+	// UntrustedSharedNonce: another ENI shows the same recorded nonce,
+	// none of them bound yet: one is a copy, and which is not known.
+	UntrustedSharedNonce = "SharedNonce"
+	// UntrustedUnbound: its birth proof verifies but no ENINode records
+	// its nonce or its ID: a copy of the tags of an ENI since deleted, or
+	// an ENI whose record was lost.
+	UntrustedUnbound = "UnboundNonce"
 )
 
 // untrustedReasons lists every reason, for the metric's reset.
 var untrustedReasons = []string{UntrustedInterfaceType, UntrustedRequesterManaged, UntrustedTaggerTag, UntrustedCluster,
-	UntrustedMissingTag, UntrustedDeviceIndexTag, UntrustedAttachedElsewhere, UntrustedNodeENIName, UntrustedUnproven, UntrustedBadProof}
+	UntrustedMissingTag, UntrustedDeviceIndexTag, UntrustedAttachedElsewhere, UntrustedNodeENIName, UntrustedUnproven, UntrustedBadProof,
+	UntrustedCopied, UntrustedSharedNonce, UntrustedUnbound}
 
 // trustCheck decides which ENIs carrying the cluster's tag are the
 // operator's own.
 type trustCheck struct {
 	cluster string
 	keys    *ownership.KeyRing
+	// births is this process's evidence of the ENIs it created.
+	births *births
 }
 
-// distrust says why an ENI is not to be acted on, or "" when it is the
+// everyRecord is the evidence of every ENINode, for judging ENIs of any
+// NodeENI (the collector, the inventory's metrics).
+func (t trustCheck) everyRecord(ctx context.Context, c client.Reader) (evidence, error) {
+	list := &v1alpha1.ENINodeList{}
+	if err := c.List(ctx, list); err != nil {
+		return evidence{}, err
+	}
+	held := make(map[string]*v1alpha1.ENINode, len(list.Items))
+	for i := range list.Items {
+		held[list.Items[i].Name] = &list.Items[i]
+	}
+	return t.births.evidence(recordsOf(held, "")), nil
+}
+
+// verdict is the trust check's answer for one ENI: why it is not to be
+// acted on ("" when it is the operator's own), the detail for logs and
+// events, the key that signed a trusted ENI's proof, and whether its
+// proof must be written again (restore): an ENINode entry vouches for it
+// but its proof is missing or does not verify (a removed tag, a lost key).
+type verdict struct {
+	reason, detail, key string
+	restore             bool
+}
+
+// judge decides whether an ENI carrying the cluster's tag is the
 // operator's own. The ownership tags are only evidence: anyone allowed to
 // tag ENIs can copy them onto an interface the operator never made (a
 // pod's, a branch ENI, an AWS service's). So an ENI is trusted only when
-// it looks exactly like what CreateNetworkInterface made for a NodeENI
-// (a plain "interface", not managed by an AWS service, without the pod
+// it looks exactly like what CreateNetworkInterface made for a NodeENI (a
+// plain "interface", not managed by an AWS service, without the pod
 // tagger's bookkeeping, carrying every ownership tag for this cluster,
 // attached if at all to the instance its tag names, and, when the caller
-// knows the NodeENI its UID names, tagged with that NodeENI's name) and
-// its proof verifies: an HMAC over its ID and those tags under a key only
-// the operator holds (internal/ownership). The detail names what was
-// wrong, for logs and events.
-func (t trustCheck) distrust(e ec2.ENI, nodeENI string) (reason, detail string) {
-	reason, detail, _ = t.judge(e, nodeENI)
-	return reason, detail
-}
-
-// judge is distrust that also names the key that signed a trusted ENI's
-// proof.
-func (t trustCheck) judge(e ec2.ENI, nodeENI string) (reason, detail, key string) {
-	if reason, detail = distrustShape(e, t.cluster, nodeENI); reason != "" {
-		return reason, detail, ""
+// knows the NodeENI its UID names, tagged with that NodeENI's name), and
+// something only the operator can produce makes it this ENI's:
+//   - an ENINode entry names it where it is (the entry vouches even when
+//     its proof was removed or its key lost; the proof is then restored);
+//   - its birth proof verifies and its nonce is bound to it (births.go);
+//   - its v1 proof, an HMAC over its ID (adoption, earlier versions),
+//     verifies.
+func (t trustCheck) judge(e ec2.ENI, nodeENI string, ev evidence) verdict {
+	if reason, detail := distrustShape(e, t.cluster, nodeENI); reason != "" {
+		return verdict{reason: reason, detail: detail}
 	}
-	return t.distrustProof(e)
+	_, entry := ev.entryOf(e)
+	proof, ok := e.Tags[TagProof]
+	if !ok {
+		if entry {
+			return verdict{restore: true}
+		}
+		return verdict{reason: UntrustedUnproven, detail: fmt.Sprintf("carries no ownership proof (tag %s)", TagProof)}
+	}
+	var key string
+	var err error
+	if ownership.IsBirthProof(proof) {
+		key, err = t.keys.VerifyBirth(birthClaim(e), proof)
+	} else {
+		key, err = t.keys.Verify(claimOf(e), proof)
+	}
+	switch {
+	case err != nil && entry:
+		return verdict{restore: true}
+	case err != nil:
+		return verdict{reason: UntrustedBadProof, detail: fmt.Sprintf("its ownership proof (tag %s) %v", TagProof, err)}
+	case entry || !ownership.IsBirthProof(proof):
+		return verdict{key: key}
+	}
+	if reason, detail := ev.birthOf(e); reason != "" {
+		return verdict{reason: reason, detail: detail}
+	}
+	return verdict{key: key}
 }
 
 func distrustShape(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
@@ -101,38 +164,38 @@ func distrustShape(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
 	return "", ""
 }
 
-// distrustProof checks the ENI's proof of ownership and names the key
-// that signed it.
-func (t trustCheck) distrustProof(e ec2.ENI) (reason, detail, key string) {
-	proof, ok := e.Tags[TagProof]
-	if !ok {
-		return UntrustedUnproven, fmt.Sprintf("carries no ownership proof (tag %s)", TagProof), ""
-	}
-	key, err := t.keys.Verify(claimOf(e), proof)
-	if err != nil {
-		return UntrustedBadProof, fmt.Sprintf("its ownership proof (tag %s) %v", TagProof, err), ""
-	}
-	return "", "", key
-}
-
 // verdicts are the trust check's reasons and details by ENI ID, for the
-// ENIs it refused, and the key that signed each trusted ENI's proof.
-type verdicts struct{ reasons, details, signedBy map[string]string }
+// ENIs it refused, the key that signed each trusted ENI's proof, and the
+// trusted ENIs whose proof is to be restored.
+type verdicts struct {
+	reasons, details, signedBy map[string]string
+	restore                    map[string]bool
+}
 
 // splitTrusted keeps the items whose ENI passes the trust check, and says
 // why of the others. nodeENIName gives the name of the NodeENI an ENI's
-// UID tag names, "" when unknown.
-func splitTrusted[T any](t trustCheck, list []T, eniOf func(T) ec2.ENI, nodeENIName func(ec2.ENI) string) ([]T, verdicts) {
+// UID tag names, "" when unknown; ev is the evidence of the ENINodes and
+// this process's creates, its nonces counted over the list.
+func splitTrusted[T any](t trustCheck, list []T, eniOf func(T) ec2.ENI, nodeENIName func(ec2.ENI) string, ev evidence) ([]T, verdicts) {
+	enis := make([]ec2.ENI, len(list))
+	for i, item := range list {
+		enis[i] = eniOf(item)
+	}
+	ev = ev.showing(enis)
 	out := make([]T, 0, len(list))
-	v := verdicts{reasons: map[string]string{}, details: map[string]string{}, signedBy: map[string]string{}}
-	for _, item := range list {
-		e := eniOf(item)
-		reason, detail, key := t.judge(e, nodeENIName(e))
-		if reason != "" {
-			v.reasons[e.ID], v.details[e.ID] = reason, detail
+	v := verdicts{reasons: map[string]string{}, details: map[string]string{}, signedBy: map[string]string{}, restore: map[string]bool{}}
+	for i, item := range list {
+		e := enis[i]
+		j := t.judge(e, nodeENIName(e), ev)
+		if j.reason != "" {
+			v.reasons[e.ID], v.details[e.ID] = j.reason, j.detail
 			continue
 		}
-		v.signedBy[e.ID] = key
+		if j.restore {
+			v.restore[e.ID] = true
+		} else {
+			v.signedBy[e.ID] = j.key
+		}
 		out = append(out, item)
 	}
 	return out, v

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -200,8 +203,8 @@ func TestProofCheck(t *testing.T) {
 	}
 }
 
-// An unproven ENI is the operator's only when this process created it or
-// the deprecated status.attachments vouches for it during the upgrade it
+// An unproven ENI is the operator's only when the deprecated
+// status.attachments vouches for it during the upgrade it
 // serves: the NodeENI not yet written by this version (or the ENI already
 // carried into its ENINodes), the ENI in one of its subnets, attached to
 // the instance of the node the entry and its tags name, at its index.
@@ -220,52 +223,50 @@ func TestVouched(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(*legacyStatus, *ec2.ENI)
-		here   bool
 		want   bool
 	}{
-		{"created by this process", func(l *legacyStatus, _ *ec2.ENI) { l.Records = nil }, true, true},
-		{"first pass of an upgraded NodeENI, its entry matching", func(*legacyStatus, *ec2.ENI) {}, false, true},
-		{"written by this version: the status counts no more", func(l *legacyStatus, _ *ec2.ENI) { l.Written = true }, false, false},
+		{"first pass of an upgraded NodeENI, its entry matching", func(*legacyStatus, *ec2.ENI) {}, true},
+		{"written by this version: the status counts no more", func(l *legacyStatus, _ *ec2.ENI) { l.Written = true }, false},
 		{"written by this version, the ENI carried into its ENINodes", func(l *legacyStatus, _ *ec2.ENI) {
 			l.Written, l.Carried = true, map[string]bool{"eni-1": true}
-		}, false, true},
+		}, true},
 		{"written by this version, another ENI carried", func(l *legacyStatus, _ *ec2.ENI) {
 			l.Written, l.Carried = true, map[string]bool{"eni-2": true}
-		}, false, false},
-		{"in a subnet not the NodeENI's", func(_ *legacyStatus, c *ec2.ENI) { c.SubnetID = "subnet-b" }, false, false},
-		{"no subnet resolved", func(l *legacyStatus, _ *ec2.ENI) { l.Subnets = nil }, false, false},
+		}, false},
+		{"in a subnet not the NodeENI's", func(_ *legacyStatus, c *ec2.ENI) { c.SubnetID = "subnet-b" }, false},
+		{"no subnet resolved", func(l *legacyStatus, _ *ec2.ENI) { l.Subnets = nil }, false},
 		{"the entry in another subnet", func(l *legacyStatus, _ *ec2.ENI) {
 			r := rec
 			r.SubnetID = "subnet-b"
 			l.Records, l.Subnets = []v1alpha1.ENIAttachment{r}, map[string]bool{"subnet-a": true, "subnet-b": true}
-		}, false, false},
-		{"detached", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment = nil }, false, false},
-		{"attached elsewhere", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.InstanceID = "i-2" }, false, false},
-		{"attached at another index", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.DeviceIndex = 2 }, false, false},
+		}, false},
+		{"detached", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment = nil }, false},
+		{"attached elsewhere", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.InstanceID = "i-2" }, false},
+		{"attached at another index", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.DeviceIndex = 2 }, false},
 		{"the entry at another index", func(l *legacyStatus, _ *ec2.ENI) {
 			r := rec
 			r.DeviceIndex = 2
 			l.Records = []v1alpha1.ENIAttachment{r}
-		}, false, false},
+		}, false},
 		{"named on another node", func(l *legacyStatus, _ *ec2.ENI) {
 			r := rec
 			r.NodeID = "n2"
 			l.Records = []v1alpha1.ENIAttachment{r}
-		}, false, false},
+		}, false},
 		{"named for another instance", func(l *legacyStatus, _ *ec2.ENI) {
 			r := rec
 			r.InstanceID = "i-2"
 			l.Records = []v1alpha1.ENIAttachment{r}
-		}, false, false},
+		}, false},
 		{"status names another ENI", func(l *legacyStatus, _ *ec2.ENI) {
 			r := rec
 			r.ENIID = "eni-2"
 			l.Records = []v1alpha1.ENIAttachment{r}
-		}, false, false},
-		{"no evidence", func(l *legacyStatus, _ *ec2.ENI) { l.Records = nil }, false, false},
+		}, false},
+		{"no evidence", func(l *legacyStatus, _ *ec2.ENI) { l.Records = nil }, false},
 	} {
 		l, c := with(tc.change)
-		if got := vouched(c, l, tc.here); got != tc.want {
+		if got := vouched(c, l); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -294,5 +295,117 @@ func TestLegacyStatusCounted(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// distrust is judge without evidence beside the proof.
+func (t trustCheck) distrust(e ec2.ENI, nodeENI string) (reason, detail string) {
+	j := t.judge(e, nodeENI, evidence{})
+	return j.reason, j.detail
+}
+
+// TestBirthEvidence: a birth proof makes an ENI the operator's only with
+// evidence no other principal can produce (births.go): this process's
+// create answer, or a nonce its ENINode recorded that no other ENI
+// shows; an ENINode entry vouches for its ENI even when the proof is
+// gone, and nothing else does.
+func TestBirthEvidence(t *testing.T) {
+	check := trustCheck{cluster: "prod", keys: testenv.KeyRing("k1")}
+	genuine := ec2.ENI{ID: "eni-genuine", SubnetID: "subnet-a", InterfaceType: "interface", Status: "available",
+		Tags: map[string]string{TagCluster: "prod", TagNodeENI: "multus", TagNodeENIUID: "uid-1", TagNode: "n1",
+			TagInstance: "i-1", TagDeviceIndex: "1", TagDeviceIndexBase: "1", TagCreatedAt: "2026-11-27T01:00:00Z", TagNonce: "nonce-1"}}
+	genuine.Tags[TagProof] = check.keys.SignBirth(birthClaim(genuine))
+	copyOf := func(id string, mutate func(*ec2.ENI)) ec2.ENI {
+		e := genuine
+		e.ID, e.Tags = id, maps.Clone(genuine.Tags)
+		if mutate != nil {
+			mutate(&e)
+		}
+		return e
+	}
+	pending := map[string]pendingCreate{"nonce-1": {Node: "n1", PendingCreate: v1alpha1.PendingCreate{Nonce: "nonce-1", NodeENI: "multus", SubnetID: "subnet-a", DeviceIndex: 1}}}
+	entry := map[string]v1alpha1.ENIAttachment{"eni-genuine": {NodeENI: "multus", NodeID: "n1", InstanceID: "i-1", ENIID: "eni-genuine", SubnetID: "subnet-a", DeviceIndex: 1}}
+	other := testenv.KeyRing("k9")
+	for _, tc := range []struct {
+		name        string
+		list        []ec2.ENI // the ENIs in view; the first is judged
+		ev          evidence
+		want        string
+		wantRestore bool
+	}{
+		{"no evidence: a copy of a deleted ENI's tags", []ec2.ENI{genuine}, evidence{}, UntrustedUnbound, false},
+		{"this process's create answer", []ec2.ENI{genuine}, evidence{born: map[string]string{"nonce-1": "eni-genuine"}}, "", false},
+		{"a copy while the answer names the genuine ENI", []ec2.ENI{copyOf("eni-copy", nil), genuine},
+			evidence{born: map[string]string{"nonce-1": "eni-genuine"}, records: records{pending: pending}}, UntrustedCopied, false},
+		{"the one ENI showing a recorded nonce (a crash's leftover)", []ec2.ENI{genuine}, evidence{records: records{pending: pending}}, "", false},
+		{"two ENIs showing a recorded nonce: neither", []ec2.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{pending: pending}}, UntrustedSharedNonce, false},
+		{"the copy of two", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{pending: pending}}, UntrustedSharedNonce, false},
+		{"recorded for another index", []ec2.ENI{copyOf("eni-x", func(e *ec2.ENI) {
+			e.Tags[TagDeviceIndex] = "2"
+			e.Tags[TagProof] = check.keys.SignBirth(birthClaim(*e))
+		})}, evidence{records: records{pending: pending}}, UntrustedUnbound, false},
+		{"a copy onto an ENI of another subnet", []ec2.ENI{copyOf("eni-x", func(e *ec2.ENI) { e.SubnetID = "subnet-b" })},
+			evidence{records: records{pending: pending}}, UntrustedBadProof, false},
+		{"its entry, proof valid", []ec2.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{entries: entry}}, "", false},
+		{"a copy of an ENI its entry names", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{entries: entry}}, UntrustedUnbound, false},
+		{"its entry, proof tag removed: restored", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
+			evidence{records: records{entries: entry}}, "", true},
+		{"its entry, proof of a lost key: restored", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { e.Tags[TagProof] = other.SignBirth(birthClaim(genuine)) })},
+			evidence{records: records{entries: entry}}, "", true},
+		{"its entry, but its index tag changed: not vouched", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { e.Tags[TagDeviceIndex] = "3" })},
+			evidence{records: records{entries: entry}}, UntrustedBadProof, false},
+		{"a copy without the proof, the entry naming the genuine", []ec2.ENI{copyOf("eni-copy", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
+			evidence{records: records{entries: entry}}, UntrustedUnproven, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, v := splitTrusted(check, tc.list, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return "multus" }, tc.ev)
+			id := tc.list[0].ID
+			if v.reasons[id] != tc.want || v.restore[id] != tc.wantRestore {
+				t.Fatalf("reason %q (%s), restore %v; want %q, restore %v", v.reasons[id], v.details[id], v.restore[id], tc.want, tc.wantRestore)
+			}
+		})
+	}
+}
+
+func TestKeepCreate(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	rec := func(age time.Duration) v1alpha1.PendingCreate {
+		return v1alpha1.PendingCreate{Nonce: "n", Since: metav1.NewTime(now.Add(-age))}
+	}
+	for _, tc := range []struct {
+		name    string
+		p       v1alpha1.PendingCreate
+		showing []string
+		entries map[string]bool
+		settled bool
+		want    bool
+	}{
+		{"just recorded, no ENI seen yet", rec(time.Second), nil, nil, false, true},
+		{"its ENI recorded in an entry", rec(time.Second), []string{"eni-1"}, map[string]bool{"eni-1": true}, false, false},
+		{"one of two ENIs showing it recorded", rec(time.Second), []string{"eni-1", "eni-2"}, map[string]bool{"eni-2": true}, false, false},
+		{"an ENI shows it, unbound, long ago", rec(time.Hour), []string{"eni-1"}, nil, false, true},
+		{"no ENI after the window", rec(nonceWindow), nil, nil, false, false},
+		{"its ENI deleted here", rec(time.Second), nil, nil, true, false},
+	} {
+		if got := keepCreate(tc.p, tc.showing, tc.entries, tc.settled, now); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestOwnershipCondition(t *testing.T) {
+	c := ownershipCondition(nil, []action{{Kind: actProve, ENI: "eni-1"}}, 3)
+	if c.Status != metav1.ConditionTrue || c.Reason != ReasonVerified || c.ObservedGeneration != 3 {
+		t.Errorf("nothing untrusted, a rotation's re-sign: %+v", c)
+	}
+	c = ownershipCondition(nil, []action{{Kind: actProve, ENI: "eni-1", Reason: proofRestored}}, 3)
+	if c.Status != metav1.ConditionFalse || c.Reason != ReasonProofRestore || !strings.Contains(c.Message, "eni-1") ||
+		!strings.Contains(c.Message, "docs/operations.md#ownership-keys") {
+		t.Errorf("a restore under way: %+v", c)
+	}
+	c = ownershipCondition(map[string]string{"eni-b": UntrustedBadProof, "eni-a": UntrustedBadProof, "eni-c": UntrustedUnbound}, nil, 3)
+	if c.Status != metav1.ConditionFalse || c.Reason != ReasonUntrusted ||
+		!strings.Contains(c.Message, "3 ENIs") || !strings.Contains(c.Message, "BadProof: eni-a, eni-b; UnboundNonce: eni-c") {
+		t.Errorf("untrusted ENIs: %+v", c)
 	}
 }

@@ -198,7 +198,13 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 	waitENI(t, reader, podENI.ID, "the pod's tags", func(n ec2.ENI) bool {
 		return n.Tags["CostCenter"] == "42" && n.Tags[tagger.HashTag] != ""
 	})
-	waitENI(t, reader, own, "the proof", func(n ec2.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
+	born := waitENI(t, reader, own, "the proof", func(n ec2.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
+	// The proof rides in the create; CreateTags of the proof alone is the
+	// restore of one removed from an ENI its ENINode entry vouches for.
+	if err := reader.DeleteTags(ctx, own, map[string]string{nodeeni.TagProof: born.Tags[nodeeni.TagProof]}); err != nil {
+		t.Fatal(err)
+	}
+	waitENI(t, reader, own, "the proof restored", func(n ec2.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
 	podRanges := func() int {
 		list, err := reader.ListSubnetCIDRReservations(ctx, e.Subnets["multus-a"])
 		if err != nil {
@@ -273,15 +279,18 @@ func waitOwnENI(t *testing.T, cl *operatorenv.OneNode, reader *ec2.Client, ok fu
 	return own
 }
 
-func waitENI(t *testing.T, reader *ec2.Client, id, what string, ok func(ec2.ENI) bool) {
+func waitENI(t *testing.T, reader *ec2.Client, id, what string, ok func(ec2.ENI) bool) ec2.ENI {
 	t.Helper()
+	var last ec2.ENI
 	testenv.Eventually(t, what+" on "+id, 60*time.Second, func() (bool, string) {
 		n, err := reader.GetENI(context.Background(), id)
 		if err != nil {
 			return false, err.Error()
 		}
+		last = n
 		return ok(n), fmt.Sprintf("%+v", n)
 	})
+	return last
 }
 
 // Every EC2 call the operator makes through a NodeENI's life and a pod's
