@@ -200,7 +200,7 @@ func addNodeENI(ctx context.Context, restCfg *rest.Config, mgr manager.Manager, 
 	c.NodeENI.ClusterName = c.ClusterName
 	c.NodeENI.DryRun = c.Tagger.DryRun
 	c.NodeENI.Registerer = c.Registerer
-	keys, err := loadOwnershipKeys(ctx, restCfg, c.Tagger.Namespace, c.OwnershipKeySecret)
+	keys, err := startOwnershipKeys(ctx, restCfg, mgr, c, log)
 	if err != nil {
 		return false, fmt.Errorf("NodeENI controller: %w", err)
 	}
