@@ -173,13 +173,13 @@ type PodAddress struct {
 	Pod string `json:"pod,omitempty"`
 }
 
-// PendingCreate is an ENI the operator is about to create, or created
-// without recording it yet: the nonce its birth proof binds, written
-// before the CreateNetworkInterface. Only the operator writes it, so an
-// ENI showing a nonce recorded here (and no other ENI showing it) is the
-// operator's even when a crash or a lost answer hid which ENI the create
-// made.
-type PendingCreate struct {
+// CreateRecord is an ENI the operator created, or is about to create,
+// for the node: the nonce its birth proof binds, written before the
+// CreateNetworkInterface, and the ENI once EC2 showed it attached. Only
+// the operator writes it, so an ENI showing a recorded nonce (and no
+// other ENI showing it) is the operator's even when a crash or a lost
+// answer hid which ENI the create made; the record goes with its ENI.
+type CreateRecord struct {
 	// Nonce is the tag eni-operator.io/nonce the ENI is created with.
 	// +kubebuilder:validation:MaxLength=64
 	Nonce string `json:"nonce"`
@@ -193,6 +193,10 @@ type PendingCreate struct {
 	DeviceIndex int32 `json:"deviceIndex"`
 	// Since is when the nonce was recorded.
 	Since metav1.Time `json:"since"`
+	// ENIID is the ENI showing the nonce, once EC2 showed it attached.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ENIID string `json:"eniID,omitempty"`
 }
 
 // ENINodeSpec is what the operator manages on one node.
@@ -216,13 +220,14 @@ type ENINodeSpec struct {
 	// +listMapKey=address
 	// +kubebuilder:validation:MaxItems=4096
 	PodAddresses []PodAddress `json:"podAddresses,omitempty"`
-	// Creates are the ENIs being created for the node whose ENI is not
-	// in attachments yet.
+	// Creates record each ENI the operator created for the node, from
+	// before its create until it is gone: the evidence, beside its proof,
+	// that it is the operator's (attachments are a report of the ENIs).
 	// +optional
 	// +listType=map
 	// +listMapKey=nonce
 	// +kubebuilder:validation:MaxItems=128
-	Creates []PendingCreate `json:"creates,omitempty"`
+	Creates []CreateRecord `json:"creates,omitempty"`
 }
 
 // ENINodeStatus is what the node's eni-agent configured.
@@ -240,7 +245,9 @@ type ENINodeStatus struct {
 // ENINode is one node's share of every NodeENI: the ENIs the operator
 // manages on the node (spec, written by the operator) and what the
 // node's eni-agent configured (status, written by that agent only). It
-// is named after its node and deleted with it, as a kubelet's Lease is.
+// is named after its node. The operator deletes it once it holds no
+// entry and no record: it is not garbage-collected with the Node, since
+// its records prove the node's ENIs the operator's until they are gone.
 // One object per node keeps each write small however many nodes a
 // NodeENI selects, and confines each agent to its own node's object.
 //

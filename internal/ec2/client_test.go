@@ -429,13 +429,17 @@ func TestCreateRetriedOnlyWhenNotCarriedOut(t *testing.T) {
 	w := newWorld(t, emulator.World{})
 	c := w.client(t, Config{MaxAttempts: 3, MaxBackoff: 10 * time.Millisecond})
 	in := CreateENIInput{SubnetID: w.subnet, ClientToken: "t"}
-	for code, want := range map[string]int{"InternalError": 1, "Unavailable": 1, "RequestLimitExceeded": 3} {
+	for code, want := range map[string]int{"InternalError": 1, "Unavailable": 1, "RequestLimitExceeded": 3, "InvalidParameterValue": 1} {
 		w.emu.ResetCounts()
 		if err := w.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{"CreateNetworkInterface": {ErrorRate: 1, ErrorCode: code}}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CreateENI(context.Background(), in); Code(err) != code {
+		_, err := c.CreateENI(context.Background(), in)
+		if Code(err) != code {
 			t.Fatalf("%s: got %v", code, err)
+		}
+		if IsRefused(err) != (code == "RequestLimitExceeded" || code == "InvalidParameterValue") {
+			t.Errorf("%s: IsRefused %v", code, IsRefused(err))
 		}
 		if n := w.calls("CreateNetworkInterface"); n != want {
 			t.Errorf("%s: %d calls, want %d", code, n, want)

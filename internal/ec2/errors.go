@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 )
 
@@ -33,6 +34,18 @@ func IsNotFound(err error) bool {
 func IsThrottled(err error) bool {
 	_, ok := retry.DefaultThrottleErrorCodes[Code(err)]
 	return ok
+}
+
+// IsRefused reports whether EC2 answered err refusing the call, so it
+// was not carried out: a client fault (validation, permission, limit,
+// throttling). A server fault, a timeout or a broken connection leave it
+// unknown whether the call took effect.
+func IsRefused(err error) bool {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 {
+		return true
+	}
+	return IsThrottled(err)
 }
 
 // IsUnauthorized reports whether the caller's IAM policy lacks the action.

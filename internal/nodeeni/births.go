@@ -25,22 +25,23 @@ const nonceWindow = 5 * time.Minute
 // pendingCreate is a spec.creates record and the node whose ENINode
 // holds it.
 type pendingCreate struct {
-	v1alpha1.PendingCreate
+	v1alpha1.CreateRecord
 	Node string
 }
 
 // records is what the ENINodes hold for the ENIs of one NodeENI (or of
-// all, for the collector and the inventory's metrics): entries by ENI ID
-// and pending creates by nonce.
+// all, for the collector and the inventory's metrics): entries by ENI ID,
+// records of creates by nonce, and the records bound to an ENI by its ID.
 type records struct {
 	entries map[string]v1alpha1.ENIAttachment
 	pending map[string]pendingCreate
+	bound   map[string]pendingCreate
 }
 
 // recordsOf reads the records of the ENINodes, of the NodeENI named, or
 // of every NodeENI when nodeENI is "".
 func recordsOf(held map[string]*v1alpha1.ENINode, nodeENI string) records {
-	r := records{entries: map[string]v1alpha1.ENIAttachment{}, pending: map[string]pendingCreate{}}
+	r := records{entries: map[string]v1alpha1.ENIAttachment{}, pending: map[string]pendingCreate{}, bound: map[string]pendingCreate{}}
 	for node, en := range held {
 		for _, a := range en.Spec.Attachments {
 			if nodeENI == "" || a.NodeENI == nodeENI {
@@ -50,7 +51,11 @@ func recordsOf(held map[string]*v1alpha1.ENINode, nodeENI string) records {
 		}
 		for _, c := range en.Spec.Creates {
 			if nodeENI == "" || c.NodeENI == nodeENI {
-				r.pending[c.Nonce] = pendingCreate{PendingCreate: c, Node: node}
+				p := pendingCreate{CreateRecord: c, Node: node}
+				r.pending[c.Nonce] = p
+				if c.ENIID != "" {
+					r.bound[c.ENIID] = p
+				}
 			}
 		}
 	}
@@ -63,26 +68,26 @@ type births struct {
 	mu      sync.Mutex
 	pending map[string]pendingCreate
 	born    map[string]string // nonce -> ENI ID
-	deleted map[string]bool   // nonces whose ENI this process deleted
+	settled map[string]bool   // nonces no ENI will show: deleted, refused or never sent
 }
 
 func newBirths() *births {
-	return &births{pending: map[string]pendingCreate{}, born: map[string]string{}, deleted: map[string]bool{}}
+	return &births{pending: map[string]pendingCreate{}, born: map[string]string{}, settled: map[string]bool{}}
 }
 
-// gone records that the ENI showing a nonce was deleted.
-func (b *births) gone(nonce string) {
+// settle records that no ENI will show a nonce: its ENI was deleted, or
+// its create was refused or never sent.
+func (b *births) settle(nonce string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.deleted[nonce] = true
+	b.settled[nonce] = true
 }
 
-// settled reports whether a nonce's create has no ENI to wait for: it
-// was deleted by this process.
-func (b *births) settled(nonce string) bool {
+// isSettled reports whether a nonce's create has no ENI to wait for.
+func (b *births) isSettled(nonce string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.deleted[nonce]
+	return b.settled[nonce]
 }
 
 func (b *births) recorded(list []pendingCreate) {
@@ -112,14 +117,14 @@ func (b *births) forget(nonce string) {
 	defer b.mu.Unlock()
 	delete(b.pending, nonce)
 	delete(b.born, nonce)
-	delete(b.deleted, nonce)
+	delete(b.settled, nonce)
 }
 
 // evidence joins the ENINodes' records with this process's.
 func (b *births) evidence(r records) evidence {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ev := evidence{records: records{entries: r.entries, pending: maps.Clone(r.pending)}, born: maps.Clone(b.born)}
+	ev := evidence{records: records{entries: r.entries, pending: maps.Clone(r.pending), bound: r.bound}, born: maps.Clone(b.born)}
 	if ev.pending == nil {
 		ev.pending = map[string]pendingCreate{}
 	}
@@ -150,21 +155,29 @@ func (ev evidence) showing(list []ec2.ENI) evidence {
 	return ev
 }
 
-// entryOf is the ENINode entry that names e where EC2 and its tags show
-// it: the same NodeENI, node, instance, subnet and device index. Only the
-// operator writes entries, and only of ENIs it trusted.
-func (ev evidence) entryOf(e ec2.ENI) (v1alpha1.ENIAttachment, bool) {
-	a, ok := ev.entries[e.ID]
-	if !ok || a.NodeENI != e.Tags[TagNodeENI] || a.NodeID != e.Tags[TagNode] || a.InstanceID != e.Tags[TagInstance] ||
-		a.SubnetID != e.SubnetID || int(a.DeviceIndex) != intTag(e.Tags, TagDeviceIndex) {
-		return v1alpha1.ENIAttachment{}, false
+// vouched reports whether what only the operator writes names e where
+// EC2 and its tags show it (the same NodeENI, node, instance or subnet,
+// and device index): its ENINode entry, or a record of its create bound
+// to its ID. The operator writes them only of ENIs it trusted.
+func (ev evidence) vouched(e ec2.ENI) bool {
+	if a, ok := ev.entries[e.ID]; ok && a.NodeENI == e.Tags[TagNodeENI] && a.NodeID == e.Tags[TagNode] &&
+		a.InstanceID == e.Tags[TagInstance] && a.SubnetID == e.SubnetID && int(a.DeviceIndex) == intTag(e.Tags, TagDeviceIndex) {
+		return true
 	}
-	return a, true
+	p, ok := ev.bound[e.ID]
+	return ok && p.matches(e)
+}
+
+// matches reports whether a record is of e's NodeENI, node, subnet and
+// device index.
+func (p pendingCreate) matches(e ec2.ENI) bool {
+	return p.NodeENI == e.Tags[TagNodeENI] && p.Node == e.Tags[TagNode] && p.SubnetID == e.SubnetID &&
+		int(p.DeviceIndex) == intTag(e.Tags, TagDeviceIndex)
 }
 
 // birthOf judges an ENI whose birth proof verifies by its nonce: bound to
-// it by this process's create answer, or the one ENI showing a nonce
-// recorded for its NodeENI, node, subnet and index.
+// it by this process's create answer or by its record, or the one ENI
+// showing a nonce recorded for its NodeENI, node, subnet and index.
 func (ev evidence) birthOf(e ec2.ENI) (reason, detail string) {
 	nonce := e.Tags[TagNonce]
 	if id, ok := ev.born[nonce]; ok {
@@ -174,9 +187,11 @@ func (ev evidence) birthOf(e ec2.ENI) (reason, detail string) {
 		return UntrustedCopied, "shows the nonce of ENI " + id + ", which EC2 created for it"
 	}
 	p, ok := ev.pending[nonce]
-	if !ok || p.NodeENI != e.Tags[TagNodeENI] || p.Node != e.Tags[TagNode] || p.SubnetID != e.SubnetID ||
-		int(p.DeviceIndex) != intTag(e.Tags, TagDeviceIndex) {
+	if !ok || !p.matches(e) {
 		return UntrustedUnbound, "its proof's nonce is not one the operator recorded for it (a copy of an ENI's tags, or an ENI whose ENINode record was lost)"
+	}
+	if p.ENIID != "" {
+		return UntrustedCopied, "shows the nonce of ENI " + p.ENIID + ", which its ENINode's record binds"
 	}
 	if ev.shown[nonce] != 1 {
 		return UntrustedSharedNonce, "another ENI shows the same nonce: one of them is a copy, so neither is acted on"
@@ -193,23 +208,25 @@ func birthClaim(e ec2.ENI) ownership.BirthClaim {
 		DeviceIndexBase: t[TagDeviceIndexBase], CreatedAt: t[TagCreatedAt]}
 }
 
-// keepCreate decides whether a spec.creates record stays: not once an
-// entry names an ENI showing its nonce (bound), and not once no ENI shows
-// it and its ENI was deleted here (settled) or it is older than
-// nonceWindow (the create never took effect, or its ENI is gone). An ENI
-// showing it unbound keeps it: that ENI is still to be attached or
-// removed.
-func keepCreate(p v1alpha1.PendingCreate, showing []string, entries map[string]bool, settled bool, now time.Time) bool {
-	for _, id := range showing {
-		if entries[id] {
-			return false
-		}
+// updateCreate decides what becomes of a record of a create: bound to
+// the one ENI showing its nonce once the plan has it attached; dropped
+// once no ENI shows it and this process knows none will (settled: its
+// ENI deleted here, its create refused or never sent) or nonceWindow
+// has passed since it was recorded (the create never took effect, or
+// its ENI is gone).
+func updateCreate(c v1alpha1.CreateRecord, showing []string, attached map[string]bool, settled bool, now time.Time) (v1alpha1.CreateRecord, bool) {
+	if len(showing) == 0 {
+		return c, !settled && now.Sub(c.Since.Time) < nonceWindow
 	}
-	return len(showing) > 0 || !settled && now.Sub(p.Since.Time) < nonceWindow
+	if c.ENIID == "" && len(showing) == 1 && attached[showing[0]] {
+		c.ENIID = showing[0]
+	}
+	return c, true
 }
 
 // unsettled reports whether a record may still have an ENI EC2 does not
-// show yet: none shows it, it was not deleted here, and it is recent.
+// show yet: none shows it, this process does not know none will, and it
+// is recent.
 func unsettled(p pendingCreate, showing int, settled bool, now time.Time) bool {
 	return showing == 0 && !settled && now.Sub(p.Since.Time) < nonceWindow
 }
@@ -220,7 +237,7 @@ func (r *reconciler) createsUnsettled(rec records, left []ec2.ENI) bool {
 	ev := r.births.evidence(rec).showing(left)
 	now := r.now()
 	for n, p := range ev.pending {
-		if unsettled(p, ev.shown[n], r.births.settled(n), now) {
+		if unsettled(p, ev.shown[n], r.births.isSettled(n), now) {
 			return true
 		}
 	}

@@ -41,7 +41,7 @@ type reconciler struct {
 	opts     Options
 	metrics  *metrics
 	recorder recorder.EventRecorder
-	tokens   *tokens
+	answers  *answers
 	// trust decides which ENIs are the operator's (trust.go); births
 	// (trust's) are this process's creates (births.go).
 	trust  trustCheck

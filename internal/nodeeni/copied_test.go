@@ -16,7 +16,8 @@ import (
 // at a free index, a detached duplicate, and a detached orphan whose
 // created-at is backdated past the collector's grace. The operator
 // changes none of them (no call names them but reads), keeps its own ENI
-// attached, reports them as BadProof, and still collects a genuine leak.
+// attached, reports them (CopiedNonce, BadProof), and still collects a
+// genuine leak.
 func TestCopiedOwnershipTags(t *testing.T) {
 	h, _ := nodesHarness(t, 1, "copied")
 	o := h.options()
@@ -55,9 +56,12 @@ func TestCopiedOwnershipTags(t *testing.T) {
 		}
 		return true, ""
 	})
-	h.eventually("the copies reported as BadProof", waitFor, func() (bool, string) {
-		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof})
-		return n == 3, fmt.Sprint(n)
+	// The exact copies show a nonce the genuine ENI's record binds; the
+	// backdated one's proof no longer verifies.
+	h.eventually("the copies reported", waitFor, func() (bool, string) {
+		copied := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedCopied})
+		bad := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof})
+		return copied == 2 && bad == 1, fmt.Sprintf("CopiedNonce %v, BadProof %v", copied, bad)
 	})
 	time.Sleep(6 * resync) // several passes of the controller and the collector
 	h.onlyReads(foreign...)

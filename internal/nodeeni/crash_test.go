@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/eni-operator/eni-operator/internal/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
@@ -58,7 +60,10 @@ func crashScenario(t *testing.T, action string, afterApply, ignoreTokens bool) {
 	left := h.enis()
 	t.Logf("%s failing (afterApply=%v, tokens ignored %v): %d ENIs existed when the manager died", action, afterApply, ignoreTokens, len(left))
 	h.Emulator.ResetCounts()
-	h.start(h.options())
+	o := h.options()
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	o.Clock = clock
+	h.start(o)
 	h.ready("crash", nodes)
 	h.exactlyOnePerKey(names, []string{h.Subnets["multus-a"], h.Subnets["storage-a"]})
 	if len(left) >= 2*nodes {
@@ -69,12 +74,28 @@ func crashScenario(t *testing.T, action string, afterApply, ignoreTokens bool) {
 			t.Errorf("%d deletes after the restart, want the %d extra ENIs", d, len(left)-2*nodes)
 		}
 	}
-	h.eventually("the ENINodes' records of creates pruned", waitFor, func() (bool, string) {
-		n := 0
+	// What the ENINodes record: one record bound to each ENI kept; those
+	// of the creates the first process never sent go once no ENI showed
+	// their nonces for the window.
+	clock.SetTime(clock.Now().Add(5*time.Minute + time.Second))
+	kept := map[string]bool{}
+	for _, e := range h.enis() {
+		kept[e.ID] = true
+	}
+	h.eventually("a record bound to each ENI, no other", waitFor, func() (bool, string) {
+		var got []string
 		for _, en := range h.eniNodes() {
-			n += len(en.Spec.Creates)
+			for _, c := range en.Spec.Creates {
+				got = append(got, c.ENIID)
+			}
 		}
-		return n == 0, fmt.Sprintf("%d records", n)
+		bound := 0
+		for _, id := range got {
+			if kept[id] {
+				bound++
+			}
+		}
+		return len(got) == len(kept) && bound == len(kept), fmt.Sprintf("records bound to %v, ENIs %v", got, kept)
 	})
 }
 

@@ -37,7 +37,8 @@ const shareIndex = "spec.attachments.nodeENI"
 // shareWriters bounds the ENINode writes of one reconcile in flight.
 const shareWriters = 8
 
-// sharesIndexed lists the NodeENIs an ENINode's entries name.
+// sharesIndexed lists the NodeENIs an ENINode's entries and records of
+// creates name.
 func sharesIndexed(o client.Object) []string {
 	en, ok := o.(*v1alpha1.ENINode)
 	if !ok {
@@ -50,6 +51,9 @@ func nodeENIsNamed(en *v1alpha1.ENINode) []string {
 	var out []string
 	for _, a := range en.Spec.Attachments {
 		out = append(out, a.NodeENI)
+	}
+	for _, c := range en.Spec.Creates {
+		out = append(out, c.NodeENI)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -131,7 +135,7 @@ func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
 	}
 	// Its creates' records go too: what they vouched for is the NodeENI's
 	// finalizer's to clean up, and it is gone.
-	_, err = r.writeShares(ctx, nodeENI, nil, held, metav1.Now(), func(v1alpha1.PendingCreate) bool { return false })
+	_, err = r.writeShares(ctx, nodeENI, nil, held, metav1.Now(), func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) { return c, false })
 	return err
 }
 
@@ -139,7 +143,7 @@ func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
 // them in the node's ENINode (spec.creates) before any create is sent:
 // one write for the node's creates of the pass.
 func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, node string, acts []action) ([]action, error) {
-	var creates []v1alpha1.PendingCreate
+	var creates []v1alpha1.CreateRecord
 	now := metav1.NewTime(r.now())
 	out := slices.Clone(acts)
 	for i := range out {
@@ -151,7 +155,7 @@ func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, no
 			return nil, err
 		}
 		out[i].Nonce = nonce
-		creates = append(creates, v1alpha1.PendingCreate{Nonce: nonce, NodeENI: ne.Name, SubnetID: out[i].Want.Subnet,
+		creates = append(creates, v1alpha1.CreateRecord{Nonce: nonce, NodeENI: ne.Name, SubnetID: out[i].Want.Subnet,
 			DeviceIndex: int32(out[i].Index), Since: now})
 	}
 	if len(creates) == 0 {
@@ -162,28 +166,30 @@ func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, no
 	}
 	list := make([]pendingCreate, len(creates))
 	for i, c := range creates {
-		list[i] = pendingCreate{PendingCreate: c, Node: node}
+		list[i] = pendingCreate{CreateRecord: c, Node: node}
 	}
 	r.births.recorded(list)
 	return out, nil
 }
 
-// keepCreates decides which of the NodeENI's spec.creates records stay
-// (keepCreate) once the planned entries are written.
-func (r *reconciler) keepCreates(uid string, planned []v1alpha1.ENIAttachment) func(v1alpha1.PendingCreate) bool {
+// updateCreates decides what becomes of the NodeENI's records of creates
+// (updateCreate) once the planned entries are written.
+func (r *reconciler) updateCreates(uid string, planned []v1alpha1.ENIAttachment) func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) {
 	showing := map[string][]string{}
 	for _, o := range ofNodeENI(r.ec2, uid) {
 		if n := o.Tags[TagNonce]; n != "" {
 			showing[n] = append(showing[n], o.ID)
 		}
 	}
-	entries := map[string]bool{}
+	attached := map[string]bool{}
 	for _, a := range planned {
-		entries[a.ENIID] = true
+		if a.Status == v1alpha1.AttachmentAttached {
+			attached[a.ENIID] = true
+		}
 	}
 	now := r.now()
-	return func(c v1alpha1.PendingCreate) bool {
-		return keepCreate(c, showing[c.Nonce], entries, r.births.settled(c.Nonce), now)
+	return func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) {
+		return updateCreate(c, showing[c.Nonce], attached, r.births.isSettled(c.Nonce), now)
 	}
 }
 
@@ -194,23 +200,27 @@ type shareWrite struct {
 	now     metav1.Time
 	// creates, when set, are records to add to spec.creates; the entries
 	// are then left as they are.
-	creates []v1alpha1.PendingCreate
-	// keep, when set, decides which of the NodeENI's spec.creates stay.
-	keep func(v1alpha1.PendingCreate) bool
+	creates []v1alpha1.CreateRecord
+	// update, when set, decides what becomes of the NodeENI's records of
+	// creates: each kept (perhaps bound) or dropped.
+	update func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)
 }
 
-// prunedCreates returns a node's spec.creates without the NodeENI's
-// records keep drops, and the nonces dropped.
-func prunedCreates(all []v1alpha1.PendingCreate, nodeENI string, keep func(v1alpha1.PendingCreate) bool) ([]v1alpha1.PendingCreate, []string) {
-	if keep == nil {
+// updatedCreates returns a node's spec.creates with the NodeENI's records
+// updated, and the nonces dropped.
+func updatedCreates(all []v1alpha1.CreateRecord, nodeENI string, update func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)) ([]v1alpha1.CreateRecord, []string) {
+	if update == nil {
 		return all, nil
 	}
-	var out []v1alpha1.PendingCreate
+	var out []v1alpha1.CreateRecord
 	var dropped []string
 	for _, c := range all {
-		if c.NodeENI == nodeENI && !keep(c) {
-			dropped = append(dropped, c.Nonce)
-			continue
+		if c.NodeENI == nodeENI {
+			var keep bool
+			if c, keep = update(c); !keep {
+				dropped = append(dropped, c.Nonce)
+				continue
+			}
 		}
 		out = append(out, c)
 	}
@@ -223,17 +233,17 @@ func prunedCreates(all []v1alpha1.PendingCreate, nodeENI string, keep func(v1alp
 // are written, so a steady state writes nothing. It returns the stamped
 // entries of every node.
 //
-// keep decides which of the NodeENI's spec.creates records stay; a node
-// whose records keep drops is written too.
+// update decides what becomes of the NodeENI's records of creates; a
+// node whose records it changes is written too.
 func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []v1alpha1.ENIAttachment, held map[string]*v1alpha1.ENINode, now metav1.Time,
-	keep func(v1alpha1.PendingCreate) bool) ([]v1alpha1.ENIAttachment, error) {
+	update func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)) ([]v1alpha1.ENIAttachment, error) {
 	byNode := sharesByNode(nodeENI, planned)
 	var out []v1alpha1.ENIAttachment
 	var writes []shareWrite
-	pruning := func(node string) bool {
+	recordsChange := func(node string) bool {
 		if en := held[node]; en != nil {
-			_, dropped := prunedCreates(en.Spec.Creates, nodeENI, keep)
-			return len(dropped) > 0
+			now, _ := updatedCreates(en.Spec.Creates, nodeENI, update)
+			return !equality.Semantic.DeepEqual(now, en.Spec.Creates)
 		}
 		return false
 	}
@@ -241,13 +251,13 @@ func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []
 		had := shareOf(held[node], nodeENI)
 		stamped := attachmentsSince(had, want, now)
 		out = append(out, stamped...)
-		if !sameShare(had, stamped) || pruning(node) {
-			writes = append(writes, shareWrite{node: node, entries: stamped, now: now, keep: keep})
+		if !sameShare(had, stamped) || recordsChange(node) {
+			writes = append(writes, shareWrite{node: node, entries: stamped, now: now, update: update})
 		}
 	}
 	for node := range held {
 		if _, ok := byNode[node]; !ok {
-			writes = append(writes, shareWrite{node: node, now: now, keep: keep})
+			writes = append(writes, shareWrite{node: node, now: now, update: update})
 		}
 	}
 	slices.SortFunc(writes, func(a, b shareWrite) int { return strings.Compare(a.node, b.node) })
@@ -267,9 +277,9 @@ func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []
 }
 
 // writeShare writes one node's share of the NodeENI: creates the node's
-// ENINode (owned by the Node, so it goes with it) when it has none,
-// patches it under an optimistic lock (other NodeENIs write their shares
-// of the same object), and deletes it once no NodeENI has an entry left.
+// ENINode when it has none, patches it under an optimistic lock (other
+// NodeENIs write their shares of the same object), and deletes it once no
+// NodeENI has an entry or a record of a create left.
 // The first try reads the cache; a conflict re-reads the API server.
 func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrite) error {
 	var reader client.Reader = r.client
@@ -284,6 +294,9 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 			return err
 		}
 		old := en.DeepCopy()
+		// Earlier versions made the Node its owner; its records must
+		// outlive the Node (createShare).
+		en.OwnerReferences = slices.DeleteFunc(en.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Node" && o.APIVersion == "v1" })
 		var dropped []string
 		if len(w.creates) > 0 {
 			en.Spec.Creates = append(en.Spec.Creates, w.creates...)
@@ -292,7 +305,7 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 			// share was stamped against may have been behind.
 			entries := attachmentsSince(shareOf(en, nodeENI), w.entries, w.now)
 			en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, entries)
-			en.Spec.Creates, dropped = prunedCreates(en.Spec.Creates, nodeENI, w.keep)
+			en.Spec.Creates, dropped = updatedCreates(en.Spec.Creates, nodeENI, w.update)
 			r.rememberShare(nodeENI, w.node, entries)
 		}
 		defer func() {
@@ -302,7 +315,7 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 				}
 			}
 		}()
-		if equality.Semantic.DeepEqual(old.Spec, en.Spec) {
+		if equality.Semantic.DeepEqual(old.Spec, en.Spec) && len(old.OwnerReferences) == len(en.OwnerReferences) {
 			return nil
 		}
 		if len(en.Spec.Attachments) == 0 && len(en.Spec.Creates) == 0 {
@@ -326,10 +339,11 @@ func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWri
 	if err := r.client.Get(ctx, types.NamespacedName{Name: w.node}, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	// Not owned by the Node: its records prove the node's ENIs the
+	// operator's until they are cleaned up, also after the Node is gone.
 	en := &v1alpha1.ENINode{
-		ObjectMeta: metav1.ObjectMeta{Name: w.node, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
-		Spec: v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries), Creates: w.creates},
+		ObjectMeta: metav1.ObjectMeta{Name: w.node},
+		Spec:       v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries), Creates: w.creates},
 	}
 	r.rememberShare(nodeENI, w.node, w.entries)
 	err := r.client.Create(ctx, en)

@@ -44,11 +44,12 @@ func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []a
 				mu.Unlock()
 				return
 			}
-			for _, a := range list {
+			for i, a := range list {
 				b, err := r.do(ctx, ne, a, ev)
 				if b == nil && err == nil {
 					continue
 				}
+				r.unsent(list[i+1:])
 				mu.Lock()
 				if b != nil {
 					blocks = append(blocks, *b)
@@ -93,10 +94,23 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 	return nil, nil
 }
 
+// unsent settles the records of the creates a node's failed step kept
+// from being sent: no ENI shows their nonces.
+func (r *reconciler) unsent(rest []action) {
+	for _, a := range rest {
+		if a.Kind == actCreate {
+			r.births.settle(a.Nonce)
+		}
+	}
+}
+
 // createAndAttach creates the ENI for a want and attaches it.
 func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
 	e, err := r.create(ctx, ne, a)
 	r.metrics.op(actCreate, err)
+	if ec2.IsRefused(err) {
+		r.births.settle(a.Nonce) // EC2 refused it: no ENI to wait for
+	}
 	if err != nil {
 		return r.failed(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
 	}
@@ -189,14 +203,13 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 		return ec2.ENI{}, err
 	}
 	r.births.answered(a.Nonce, e.ID)
-	r.tokens.answer(tokenKey(string(ne.UID), a.Want, purposeOf(&ne.Spec)), r.now())
+	r.answers.answer(e.ID, r.now())
 	return e, nil
 }
 
 // attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
 // with false).
 func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
-	key := tokenKey(string(ne.UID), a.Want, purposeOf(&ne.Spec))
 	id, err := r.ec2.AttachENI(ctx, a.ENI, a.Want.Instance, a.Index, int(ne.Spec.NetworkCardIndex))
 	r.metrics.op(actAttach, err)
 	switch {
@@ -205,7 +218,7 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 		if e, ok := r.ec2.ENI(a.ENI); ok {
 			createdAt = ownedFrom(e).CreatedAt
 		}
-		if mayBeUnseen(r.now(), createdAt, r.tokens.lastAnswer(key)) {
+		if mayBeUnseen(r.now(), createdAt, r.answers.last(a.ENI)) {
 			// EC2 is eventually consistent: other calls may not know an
 			// ENI created moments ago. Keep it and its token; the plan
 			// still wants the attach, so the NodeENI is looked at again
@@ -215,12 +228,12 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 		}
 		// The ENI is gone: forget it; the next pass creates afresh.
 		r.ec2.Forget(a.ENI)
-		r.tokens.done(key)
+		r.answers.done(a.ENI)
 		return nil, fmt.Errorf("ENI %s vanished before it was attached; creating another", a.ENI)
 	case err != nil:
 		return r.failed(ev, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
 	}
-	r.tokens.done(key)
+	r.answers.done(a.ENI)
 	log.FromContext(ctx).Info("attached ENI", "node", a.Node, "eni", a.ENI, "instance", a.Want.Instance, "deviceIndex", a.Index)
 	ev.add(corev1.EventTypeNormal, "Attached", "Attach", fmt.Sprintf("attached ENI %s to node %s (instance %s) at device index %d", a.ENI, a.Node, a.Want.Instance, a.Index))
 	if !a.DOT {
@@ -235,11 +248,17 @@ func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 	err := r.ec2.DeleteENI(ctx, a.ENI)
 	r.metrics.op(actDelete, err)
 	switch {
+	case ec2.IsNotFound(err) && known && mayBeUnseen(r.now(), ownedFrom(e).CreatedAt, r.answers.last(a.ENI)):
+		// Created moments ago, EC2 may not know it yet: deleted on a
+		// later pass, its record kept meanwhile.
+		log.FromContext(ctx).Info("ENI not known to EC2 yet; deleting it again shortly", "node", a.Node, "eni", a.ENI)
+		return nil, nil
 	case err == nil, ec2.IsNotFound(err):
 		if n := e.Tags[TagNonce]; known && n != "" {
-			r.births.gone(n)
+			r.births.settle(n)
 		}
 		r.applied.forget(a.ENI)
+		r.answers.done(a.ENI)
 		r.metrics.cleanups.WithLabelValues(a.Reason, "deleted").Inc()
 		log.FromContext(ctx).Info("deleted ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
 		ev.add(corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted ENI %s of node %s (%s)", a.ENI, a.Node, a.Reason))

@@ -85,7 +85,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	watchEC2Health(state.Health(), resync, lg)
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
-		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), tokens: newTokens(),
+		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), answers: newAnswers(),
 		distrusted: distrusted, trust: trust, births: trust.births, applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
 		live: mgr.GetAPIReader(),
 	}

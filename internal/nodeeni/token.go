@@ -3,11 +3,8 @@ package nodeeni
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"sync"
 	"time"
-
-	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
 // clientToken derives CreateNetworkInterface's idempotency token from the
@@ -43,50 +40,32 @@ func mayBeUnseen(now, createdAt, answeredAt time.Time) bool {
 	return !latest.IsZero() && now.Sub(latest) < visibilityWindow
 }
 
-// tokens remembers, per ENI-to-be, when EC2 last answered its create,
-// until the ENI is attached.
-type tokens struct {
-	mu       sync.Mutex
-	answered map[string]time.Time
+// answers remembers when EC2 answered this process's creates, by ENI,
+// until the ENI is attached or gone.
+type answers struct {
+	mu sync.Mutex
+	at map[string]time.Time
 }
 
-func newTokens() *tokens { return &tokens{answered: map[string]time.Time{}} }
+func newAnswers() *answers { return &answers{at: map[string]time.Time{}} }
 
-func tokenKey(uid string, w want, p purpose) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%d|%s", uid, w.Node, w.Instance, w.Subnet, p.base, p.variant)
-}
-
-// purpose is what a NodeENI's ENIs are, beside node and subnet: the
-// device index base and the settings variant (eniSettings.variant) EC2
-// cannot change on an ENI.
-type purpose struct {
-	base    int
-	variant string
-}
-
-func purposeOf(spec *v1alpha1.NodeENISpec) purpose {
-	return purpose{base: int(spec.DeviceIndex), variant: settingsOf(spec).variant()}
-}
-
-// answer records that EC2 answered the key's create with an ENI at now.
-func (t *tokens) answer(key string, now time.Time) {
+func (t *answers) answer(id string, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.answered[key] = now
+	t.at[id] = now
 }
 
-// lastAnswer is when EC2 last answered the key's create in this process
-// (zero when it did not).
-func (t *tokens) lastAnswer(key string) time.Time {
+// last is when EC2 answered the ENI's create in this process (zero when
+// it did not).
+func (t *answers) last(id string) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.answered[key]
+	return t.at[id]
 }
 
-// done forgets a key whose ENI is attached or gone, keeping the memory
-// bounded.
-func (t *tokens) done(key string) {
+// done forgets an ENI attached or gone, keeping the memory bounded.
+func (t *answers) done(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.answered, key)
+	delete(t.at, id)
 }

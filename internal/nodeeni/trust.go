@@ -76,8 +76,8 @@ func (t trustCheck) everyRecord(ctx context.Context, c client.Reader) (evidence,
 // verdict is the trust check's answer for one ENI: why it is not to be
 // acted on ("" when it is the operator's own), the detail for logs and
 // events, the key that signed a trusted ENI's proof, and whether its
-// proof must be written again (restore): an ENINode entry vouches for it
-// but its proof is missing or does not verify (a removed tag, a lost key).
+// proof must be written again (restore): its ENINode vouches for it but
+// its proof is missing or does not verify (a removed tag, a lost key).
 type verdict struct {
 	reason, detail, key string
 	restore             bool
@@ -93,8 +93,9 @@ type verdict struct {
 // attached if at all to the instance its tag names, and, when the caller
 // knows the NodeENI its UID names, tagged with that NodeENI's name), and
 // something only the operator can produce makes it this ENI's:
-//   - an ENINode entry names it where it is (the entry vouches even when
-//     its proof was removed or its key lost; the proof is then restored);
+//   - its ENINode entry, or the record of its create bound to it, names
+//     it where it is (they vouch even when its proof was removed or its
+//     key lost; the proof is then restored);
 //   - its birth proof verifies and its nonce is bound to it (births.go);
 //   - its v1 proof, an HMAC over its ID (adoption, earlier versions),
 //     verifies.
@@ -102,7 +103,7 @@ func (t trustCheck) judge(e ec2.ENI, nodeENI string, ev evidence) verdict {
 	if reason, detail := distrustShape(e, t.cluster, nodeENI); reason != "" {
 		return verdict{reason: reason, detail: detail}
 	}
-	_, entry := ev.entryOf(e)
+	entry := ev.vouched(e)
 	proof, ok := e.Tags[TagProof]
 	if !ok {
 		if entry {

@@ -323,9 +323,14 @@ func TestBirthEvidence(t *testing.T) {
 		}
 		return e
 	}
-	pending := map[string]pendingCreate{"nonce-1": {Node: "n1", PendingCreate: v1alpha1.PendingCreate{Nonce: "nonce-1", NodeENI: "multus", SubnetID: "subnet-a", DeviceIndex: 1}}}
+	pending := map[string]pendingCreate{"nonce-1": {Node: "n1", CreateRecord: v1alpha1.CreateRecord{Nonce: "nonce-1", NodeENI: "multus", SubnetID: "subnet-a", DeviceIndex: 1}}}
 	entry := map[string]v1alpha1.ENIAttachment{"eni-genuine": {NodeENI: "multus", NodeID: "n1", InstanceID: "i-1", ENIID: "eni-genuine", SubnetID: "subnet-a", DeviceIndex: 1}}
 	other := testenv.KeyRing("k9")
+	boundTo := func(id string) records {
+		p := pending["nonce-1"]
+		p.ENIID = id
+		return records{pending: map[string]pendingCreate{"nonce-1": p}, bound: map[string]pendingCreate{id: p}}
+	}
 	for _, tc := range []struct {
 		name        string
 		list        []ec2.ENI // the ENIs in view; the first is judged
@@ -356,6 +361,9 @@ func TestBirthEvidence(t *testing.T) {
 			evidence{records: records{entries: entry}}, UntrustedBadProof, false},
 		{"a copy without the proof, the entry naming the genuine", []ec2.ENI{copyOf("eni-copy", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
 			evidence{records: records{entries: entry}}, UntrustedUnproven, false},
+		{"its record bound to it, no entry (an entry removed), proof gone: restored", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
+			evidence{records: boundTo("eni-genuine")}, "", true},
+		{"a copy of an ENI its record is bound to", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: boundTo("eni-genuine")}, UntrustedCopied, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, v := splitTrusted(check, tc.list, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return "multus" }, tc.ev)
@@ -367,28 +375,33 @@ func TestBirthEvidence(t *testing.T) {
 	}
 }
 
-func TestKeepCreate(t *testing.T) {
+func TestUpdateCreate(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	rec := func(age time.Duration) v1alpha1.PendingCreate {
-		return v1alpha1.PendingCreate{Nonce: "n", Since: metav1.NewTime(now.Add(-age))}
+	rec := func(age time.Duration, eni string) v1alpha1.CreateRecord {
+		return v1alpha1.CreateRecord{Nonce: "n", Since: metav1.NewTime(now.Add(-age)), ENIID: eni}
 	}
 	for _, tc := range []struct {
-		name    string
-		p       v1alpha1.PendingCreate
-		showing []string
-		entries map[string]bool
-		settled bool
-		want    bool
+		name     string
+		c        v1alpha1.CreateRecord
+		showing  []string
+		attached map[string]bool
+		settled  bool
+		keep     bool
+		bound    string
 	}{
-		{"just recorded, no ENI seen yet", rec(time.Second), nil, nil, false, true},
-		{"its ENI recorded in an entry", rec(time.Second), []string{"eni-1"}, map[string]bool{"eni-1": true}, false, false},
-		{"one of two ENIs showing it recorded", rec(time.Second), []string{"eni-1", "eni-2"}, map[string]bool{"eni-2": true}, false, false},
-		{"an ENI shows it, unbound, long ago", rec(time.Hour), []string{"eni-1"}, nil, false, true},
-		{"no ENI after the window", rec(nonceWindow), nil, nil, false, false},
-		{"its ENI deleted here", rec(time.Second), nil, nil, true, false},
+		{"just recorded, no ENI seen yet", rec(time.Second, ""), nil, nil, false, true, ""},
+		{"its ENI shown, not attached yet", rec(time.Second, ""), []string{"eni-1"}, nil, false, true, ""},
+		{"its ENI attached: bound", rec(time.Second, ""), []string{"eni-1"}, map[string]bool{"eni-1": true}, false, true, "eni-1"},
+		{"two ENIs show it: not bound", rec(time.Second, ""), []string{"eni-1", "eni-2"}, map[string]bool{"eni-1": true}, false, true, ""},
+		{"bound, its ENI still there long after", rec(time.Hour, "eni-1"), []string{"eni-1"}, map[string]bool{"eni-1": true}, false, true, "eni-1"},
+		{"an unbound ENI shows it long after", rec(time.Hour, ""), []string{"eni-1"}, nil, false, true, ""},
+		{"no ENI after the window", rec(nonceWindow, ""), nil, nil, false, false, ""},
+		{"bound, its ENI gone", rec(time.Hour, "eni-1"), nil, nil, false, false, "eni-1"},
+		{"its ENI deleted, or its create refused or never sent, here", rec(time.Second, ""), nil, nil, true, false, ""},
 	} {
-		if got := keepCreate(tc.p, tc.showing, tc.entries, tc.settled, now); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		got, keep := updateCreate(tc.c, tc.showing, tc.attached, tc.settled, now)
+		if keep != tc.keep || got.ENIID != tc.bound {
+			t.Errorf("%s: keep %v, bound to %q; want %v, %q", tc.name, keep, got.ENIID, tc.keep, tc.bound)
 		}
 	}
 }
