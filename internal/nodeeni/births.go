@@ -104,13 +104,6 @@ func (b *births) answered(nonce, id string) {
 	b.born[nonce] = id
 }
 
-// bornAs is the ENI EC2 answered a nonce's create with, "" when unknown.
-func (b *births) bornAs(nonce string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.born[nonce]
-}
-
 // forget drops a nonce whose record is pruned.
 func (b *births) forget(nonce string) {
 	b.mu.Lock()

@@ -135,7 +135,8 @@ func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
 	}
 	// Its creates' records go too: what they vouched for is the NodeENI's
 	// finalizer's to clean up, and it is gone.
-	_, err = r.writeShares(ctx, nodeENI, nil, held, metav1.Now(), func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) { return c, false })
+	drop := func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) { return c, false }
+	_, err = r.writeShares(ctx, nodeENI, plannedShares{update: drop}, held, metav1.Now())
 	return err
 }
 
@@ -193,6 +194,13 @@ func (r *reconciler) updateCreates(uid string, planned []v1alpha1.ENIAttachment)
 	}
 }
 
+// plannedShares are a NodeENI's planned entries on every node and what
+// becomes of its records of creates (updateCreates).
+type plannedShares struct {
+	entries []v1alpha1.ENIAttachment
+	update  func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)
+}
+
 // shareWrite is one node's share to write, stamped at now.
 type shareWrite struct {
 	node    string
@@ -235,9 +243,9 @@ func updatedCreates(all []v1alpha1.CreateRecord, nodeENI string, update func(v1a
 //
 // update decides what becomes of the NodeENI's records of creates; a
 // node whose records it changes is written too.
-func (r *reconciler) writeShares(ctx context.Context, nodeENI string, planned []v1alpha1.ENIAttachment, held map[string]*v1alpha1.ENINode, now metav1.Time,
-	update func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)) ([]v1alpha1.ENIAttachment, error) {
-	byNode := sharesByNode(nodeENI, planned)
+func (r *reconciler) writeShares(ctx context.Context, nodeENI string, p plannedShares, held map[string]*v1alpha1.ENINode, now metav1.Time) ([]v1alpha1.ENIAttachment, error) {
+	update := p.update
+	byNode := sharesByNode(nodeENI, p.entries)
 	var out []v1alpha1.ENIAttachment
 	var writes []shareWrite
 	recordsChange := func(node string) bool {

@@ -237,7 +237,8 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	entries, err := r.writeShares(ctx, ne.Name, ps.after.Attachments, held, now, r.updateCreates(string(ne.UID), ps.after.Attachments))
+	planned := plannedShares{entries: ps.after.Attachments, update: r.updateCreates(string(ne.UID), ps.after.Attachments)}
+	entries, err := r.writeShares(ctx, ne.Name, planned, held, now)
 	if err != nil {
 		return 0, err
 	}

@@ -33,7 +33,7 @@ import (
 //
 // Must hold after several NodeENI resyncs and collector passes: EC2 saw
 // no write naming a copy or the pod's ENI, the operator's ENI is still
-// attached where it was, the copies are reported as BadProof, and the pod
+// attached where it was, the copies are reported (CopiedNonce, BadProof), and the pod
 // is told InvalidTags.
 func TestIssue25Attacks(t *testing.T) {
 	ctx := context.Background()
@@ -95,8 +95,12 @@ func TestIssue25Attacks(t *testing.T) {
 		n := len(clusterListings(t, admin)) - start
 		return n >= 5, fmt.Sprintf("%d refreshes", n)
 	})
-	if g := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof}); g != 3 {
-		t.Errorf("untrusted ENIs with a bad proof: %v, want the 3 copies", g)
+	// The exact copies show the nonce the genuine ENI's record binds; the
+	// backdated one's proof no longer verifies.
+	copied := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedCopied})
+	bad := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof})
+	if copied != 2 || bad != 1 {
+		t.Errorf("untrusted ENIs: %v CopiedNonce, %v BadProof; want the 2 exact copies and the backdated one", copied, bad)
 	}
 	after, err := reader.GetENI(ctx, own.ID)
 	if err != nil {
