@@ -446,3 +446,22 @@ func TestCreateRetriedOnlyWhenNotCarriedOut(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent lookups of one instance type's limits, from NodeENIs
+// reconciled at once, cost one DescribeInstanceTypes.
+func TestInstanceTypeLookupsCoalesce(t *testing.T) {
+	w := newWorld(t, emulator.World{})
+	types := w.client(t, Config{}).NewInstanceTypes()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if n, err := types.MaxENIs(context.Background(), "m5.xlarge"); err != nil || n != 4 {
+				t.Errorf("m5.xlarge: %d ENIs, %v", n, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := w.calls("DescribeInstanceTypes"); n != 1 {
+		t.Errorf("%d DescribeInstanceTypes, want 1", n)
+	}
+}

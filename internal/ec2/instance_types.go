@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"golang.org/x/sync/singleflight"
 )
 
 // InstanceLimits are the network limits of an instance type, as
@@ -43,11 +44,13 @@ func (l InstanceLimits) Card(index int) (NetworkCard, bool) {
 }
 
 // InstanceTypes caches DescribeInstanceTypes: the limits of a type never
-// change, so each type costs one call for the life of the process.
+// change, so each type costs one call for the life of the process, also
+// when several NodeENIs ask for it at once (one call in flight per type).
 type InstanceTypes struct {
-	client *Client
-	mu     sync.Mutex
-	limits map[string]InstanceLimits
+	client   *Client
+	mu       sync.Mutex
+	limits   map[string]InstanceLimits
+	inFlight singleflight.Group
 }
 
 // NewInstanceTypes returns an empty cache of instance type limits.
@@ -63,6 +66,14 @@ func (t *InstanceTypes) Limits(ctx context.Context, instanceType string) (Instan
 	if ok {
 		return l, nil
 	}
+	v, err, _ := t.inFlight.Do(instanceType, func() (any, error) { return t.describe(ctx, instanceType) })
+	if err != nil {
+		return InstanceLimits{}, err
+	}
+	return v.(InstanceLimits), nil
+}
+
+func (t *InstanceTypes) describe(ctx context.Context, instanceType string) (InstanceLimits, error) {
 	out, err := t.client.api.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []types.InstanceType{types.InstanceType(instanceType)}})
 	if err != nil {
 		return InstanceLimits{}, err
@@ -70,7 +81,7 @@ func (t *InstanceTypes) Limits(ctx context.Context, instanceType string) (Instan
 	if len(out.InstanceTypes) == 0 || out.InstanceTypes[0].NetworkInfo == nil {
 		return InstanceLimits{}, fmt.Errorf("instance type %s: EC2 reported no network limits", instanceType)
 	}
-	l = limitsOf(out.InstanceTypes[0].NetworkInfo)
+	l := limitsOf(out.InstanceTypes[0].NetworkInfo)
 	t.mu.Lock()
 	t.limits[instanceType] = l
 	t.mu.Unlock()
