@@ -465,3 +465,22 @@ func TestInstanceTypeLookupsCoalesce(t *testing.T) {
 		t.Errorf("%d DescribeInstanceTypes, want 1", n)
 	}
 }
+
+// A tag set no other ENI is given (an ownership proof) is written at
+// once in a call of its own, never held open for a batch.
+func TestCreateTagsAloneIsNotBatched(t *testing.T) {
+	w := newWorld(t, emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{{Subnet: "a"}, {Subnet: "a"}}})
+	c := w.client(t, Config{TagBatchIdle: time.Hour, TagBatchMaxWait: time.Hour})
+	var wg sync.WaitGroup
+	for _, e := range w.loaded.NetworkInterfaces {
+		wg.Go(func() {
+			if err := c.CreateTagsAlone(context.Background(), e.ID, map[string]string{"k": "v"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := w.calls("CreateTags"); n != 2 {
+		t.Errorf("%d CreateTags, want one per ENI", n)
+	}
+}

@@ -65,7 +65,18 @@ func (s *State) InstanceLimits(ctx context.Context, instanceType string) (Instan
 
 // CreateTags sets tags on an ENI.
 func (s *State) CreateTags(ctx context.Context, id string, tags map[string]string) error {
-	if err := s.client.CreateTags(ctx, id, tags); err != nil {
+	return s.tagged(id, tags, s.client.CreateTags(ctx, id, tags))
+}
+
+// CreateTagsAlone sets tags no other ENI is given with it, at once
+// (Client.CreateTagsAlone).
+func (s *State) CreateTagsAlone(ctx context.Context, id string, tags map[string]string) error {
+	return s.tagged(id, tags, s.client.CreateTagsAlone(ctx, id, tags))
+}
+
+// tagged records a tag write's success in the state.
+func (s *State) tagged(id string, tags map[string]string, err error) error {
+	if err != nil {
 		return err
 	}
 	s.noteWrite(id, tagWrite{at: time.Now(), set: tags})

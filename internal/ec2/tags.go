@@ -23,6 +23,16 @@ func (c *Client) CreateTags(ctx context.Context, eniID string, tags map[string]s
 	return err
 }
 
+// CreateTagsAlone sets tags no other ENI is given with it (an ownership
+// proof): one CreateTags at once, never held open for a batch it cannot
+// join.
+func (c *Client) CreateTagsAlone(ctx context.Context, eniID string, tags map[string]string) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	return c.execCreateTags(ctx, encodeTags(tags), []string{eniID})
+}
+
 // DeleteTags removes tags from an ENI only where they still hold the given
 // values, so a value someone else wrote since is left alone. Concurrent
 // calls with the same tag set share one call.

@@ -34,6 +34,8 @@ type EC2 interface {
 	SetSourceDestCheck(ctx context.Context, id string, value bool) error
 	AssignPrivateIPs(ctx context.Context, id string, count int) error
 	CreateTags(ctx context.Context, id string, tags map[string]string) error
+	// CreateTagsAlone writes tags no other ENI shares (a proof) at once.
+	CreateTagsAlone(ctx context.Context, id string, tags map[string]string) error
 	// DeleteTags removes tags only where they still hold the values given.
 	DeleteTags(ctx context.Context, id string, tags map[string]string) error
 	DetachENI(ctx context.Context, id, attachmentID string, force bool) error

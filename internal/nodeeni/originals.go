@@ -156,7 +156,7 @@ func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI,
 
 // adoptENI writes an adopted ENI's ownership tags: one CreateTags.
 func (r *reconciler) adoptENI(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
-	err := r.ec2.CreateTags(ctx, a.ENI, a.Tags)
+	err := r.ec2.CreateTagsAlone(ctx, a.ENI, a.Tags)
 	r.metrics.op(actAdopt, err)
 	if err != nil {
 		return r.failed(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)

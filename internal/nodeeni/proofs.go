@@ -124,7 +124,7 @@ const proofRestored = "ProofRestored"
 // says so: a restore loudly, since a proof removed or of a key no longer
 // in the ring means the tag or the key Secret was tampered with or lost.
 func (r *reconciler) prove(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
-	err := r.ec2.CreateTags(ctx, a.ENI, a.Tags)
+	err := r.ec2.CreateTagsAlone(ctx, a.ENI, a.Tags)
 	r.metrics.op(actProve, err)
 	if ec2.IsNotFound(err) {
 		return nil, nil // EC2 does not show the ENI yet: signed on the next pass
