@@ -22,9 +22,9 @@ import (
 // eventually consistent; visibilityWindow).
 const nonceWindow = 5 * time.Minute
 
-// pendingCreate is a spec.creates record and the node whose ENINode
+// nodeCreate is a spec.creates record and the node whose ENINode
 // holds it.
-type pendingCreate struct {
+type nodeCreate struct {
 	v1alpha1.CreateRecord
 	Node string
 }
@@ -34,14 +34,14 @@ type pendingCreate struct {
 // records of creates by nonce, and the records bound to an ENI by its ID.
 type records struct {
 	entries map[string]v1alpha1.ENIAttachment
-	pending map[string]pendingCreate
-	bound   map[string]pendingCreate
+	creates map[string]nodeCreate
+	bound   map[string]nodeCreate
 }
 
 // recordsOf reads the records of the ENINodes, of the NodeENI named, or
 // of every NodeENI when nodeENI is "".
 func recordsOf(held map[string]*v1alpha1.ENINode, nodeENI string) records {
-	r := records{entries: map[string]v1alpha1.ENIAttachment{}, pending: map[string]pendingCreate{}, bound: map[string]pendingCreate{}}
+	r := records{entries: map[string]v1alpha1.ENIAttachment{}, creates: map[string]nodeCreate{}, bound: map[string]nodeCreate{}}
 	for node, en := range held {
 		for _, a := range en.Spec.Attachments {
 			if nodeENI == "" || a.NodeENI == nodeENI {
@@ -51,8 +51,8 @@ func recordsOf(held map[string]*v1alpha1.ENINode, nodeENI string) records {
 		}
 		for _, c := range en.Spec.Creates {
 			if nodeENI == "" || c.NodeENI == nodeENI {
-				p := pendingCreate{CreateRecord: c, Node: node}
-				r.pending[c.Nonce] = p
+				p := nodeCreate{CreateRecord: c, Node: node}
+				r.creates[c.Nonce] = p
 				if c.ENIID != "" {
 					r.bound[c.ENIID] = p
 				}
@@ -66,13 +66,13 @@ func recordsOf(held map[string]*v1alpha1.ENINode, nodeENI string) records {
 // (the cache may not show them yet) and the ENIs EC2 answered them with.
 type births struct {
 	mu      sync.Mutex
-	pending map[string]pendingCreate
-	born    map[string]string // nonce -> ENI ID
-	settled map[string]bool   // nonces no ENI will show: deleted, refused or never sent
+	written map[string]nodeCreate // records this process wrote, by nonce
+	born    map[string]string     // nonce -> ENI ID
+	settled map[string]bool       // nonces no ENI will show: deleted, refused or never sent
 }
 
 func newBirths() *births {
-	return &births{pending: map[string]pendingCreate{}, born: map[string]string{}, settled: map[string]bool{}}
+	return &births{written: map[string]nodeCreate{}, born: map[string]string{}, settled: map[string]bool{}}
 }
 
 // settle records that no ENI will show a nonce: its ENI was deleted, or
@@ -90,11 +90,11 @@ func (b *births) isSettled(nonce string) bool {
 	return b.settled[nonce]
 }
 
-func (b *births) recorded(list []pendingCreate) {
+func (b *births) recorded(list []nodeCreate) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range list {
-		b.pending[p.Nonce] = p
+		b.written[p.Nonce] = p
 	}
 }
 
@@ -108,7 +108,7 @@ func (b *births) answered(nonce, id string) {
 func (b *births) forget(nonce string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.pending, nonce)
+	delete(b.written, nonce)
 	delete(b.born, nonce)
 	delete(b.settled, nonce)
 }
@@ -117,13 +117,13 @@ func (b *births) forget(nonce string) {
 func (b *births) evidence(r records) evidence {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ev := evidence{records: records{entries: r.entries, pending: maps.Clone(r.pending), bound: r.bound}, born: maps.Clone(b.born)}
-	if ev.pending == nil {
-		ev.pending = map[string]pendingCreate{}
+	ev := evidence{records: records{entries: r.entries, creates: maps.Clone(r.creates), bound: r.bound}, born: maps.Clone(b.born)}
+	if ev.creates == nil {
+		ev.creates = map[string]nodeCreate{}
 	}
-	for n, p := range b.pending {
-		if _, ok := ev.pending[n]; !ok {
-			ev.pending[n] = p
+	for n, p := range b.written {
+		if _, ok := ev.creates[n]; !ok {
+			ev.creates[n] = p
 		}
 	}
 	return ev
@@ -163,7 +163,7 @@ func (ev evidence) vouched(e ec2.ENI) bool {
 
 // matches reports whether a record is of e's NodeENI, node, subnet and
 // device index.
-func (p pendingCreate) matches(e ec2.ENI) bool {
+func (p nodeCreate) matches(e ec2.ENI) bool {
 	return p.NodeENI == e.Tags[TagNodeENI] && p.Node == e.Tags[TagNode] && p.SubnetID == e.SubnetID &&
 		int(p.DeviceIndex) == intTag(e.Tags, TagDeviceIndex)
 }
@@ -179,7 +179,7 @@ func (ev evidence) birthOf(e ec2.ENI) (reason, detail string) {
 		}
 		return UntrustedCopied, "shows the nonce of ENI " + id + ", which EC2 created for it"
 	}
-	p, ok := ev.pending[nonce]
+	p, ok := ev.creates[nonce]
 	if !ok || !p.matches(e) {
 		return UntrustedUnbound, "its proof's nonce is not one the operator recorded for it (a copy of an ENI's tags, or an ENI whose ENINode record was lost)"
 	}
@@ -220,7 +220,7 @@ func updateCreate(c v1alpha1.CreateRecord, showing []string, attached map[string
 // unsettled reports whether a record may still have an ENI EC2 does not
 // show yet: none shows it, this process does not know none will, and it
 // is recent.
-func unsettled(p pendingCreate, showing int, settled bool, now time.Time) bool {
+func unsettled(p nodeCreate, showing int, settled bool, now time.Time) bool {
 	return showing == 0 && !settled && now.Sub(p.Since.Time) < nonceWindow
 }
 
@@ -229,7 +229,7 @@ func unsettled(p pendingCreate, showing int, settled bool, now time.Time) bool {
 func (r *reconciler) createsUnsettled(rec records, left []ec2.ENI) bool {
 	ev := r.births.evidence(rec).showing(left)
 	now := r.now()
-	for n, p := range ev.pending {
+	for n, p := range ev.creates {
 		if unsettled(p, ev.shown[n], r.births.isSettled(n), now) {
 			return true
 		}

@@ -165,9 +165,9 @@ func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, no
 	if err := r.writeShare(ctx, ne.Name, shareWrite{node: node, now: now, creates: creates}); err != nil {
 		return nil, fmt.Errorf("node %s: recording the nonces of its creates in its ENINode: %w", node, err)
 	}
-	list := make([]pendingCreate, len(creates))
+	list := make([]nodeCreate, len(creates))
 	for i, c := range creates {
-		list[i] = pendingCreate{CreateRecord: c, Node: node}
+		list[i] = nodeCreate{CreateRecord: c, Node: node}
 	}
 	r.births.recorded(list)
 	return out, nil

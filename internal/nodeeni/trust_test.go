@@ -323,13 +323,13 @@ func TestBirthEvidence(t *testing.T) {
 		}
 		return e
 	}
-	pending := map[string]pendingCreate{"nonce-1": {Node: "n1", CreateRecord: v1alpha1.CreateRecord{Nonce: "nonce-1", NodeENI: "multus", SubnetID: "subnet-a", DeviceIndex: 1}}}
+	pending := map[string]nodeCreate{"nonce-1": {Node: "n1", CreateRecord: v1alpha1.CreateRecord{Nonce: "nonce-1", NodeENI: "multus", SubnetID: "subnet-a", DeviceIndex: 1}}}
 	entry := map[string]v1alpha1.ENIAttachment{"eni-genuine": {NodeENI: "multus", NodeID: "n1", InstanceID: "i-1", ENIID: "eni-genuine", SubnetID: "subnet-a", DeviceIndex: 1}}
 	other := testenv.KeyRing("k9")
 	boundTo := func(id string) records {
 		p := pending["nonce-1"]
 		p.ENIID = id
-		return records{pending: map[string]pendingCreate{"nonce-1": p}, bound: map[string]pendingCreate{id: p}}
+		return records{creates: map[string]nodeCreate{"nonce-1": p}, bound: map[string]nodeCreate{id: p}}
 	}
 	for _, tc := range []struct {
 		name        string
@@ -341,16 +341,16 @@ func TestBirthEvidence(t *testing.T) {
 		{"no evidence: a copy of a deleted ENI's tags", []ec2.ENI{genuine}, evidence{}, UntrustedUnbound, false},
 		{"this process's create answer", []ec2.ENI{genuine}, evidence{born: map[string]string{"nonce-1": "eni-genuine"}}, "", false},
 		{"a copy while the answer names the genuine ENI", []ec2.ENI{copyOf("eni-copy", nil), genuine},
-			evidence{born: map[string]string{"nonce-1": "eni-genuine"}, records: records{pending: pending}}, UntrustedCopied, false},
-		{"the one ENI showing a recorded nonce (a crash's leftover)", []ec2.ENI{genuine}, evidence{records: records{pending: pending}}, "", false},
-		{"two ENIs showing a recorded nonce: neither", []ec2.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{pending: pending}}, UntrustedSharedNonce, false},
-		{"the copy of two", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{pending: pending}}, UntrustedSharedNonce, false},
+			evidence{born: map[string]string{"nonce-1": "eni-genuine"}, records: records{creates: pending}}, UntrustedCopied, false},
+		{"the one ENI showing a recorded nonce (a crash's leftover)", []ec2.ENI{genuine}, evidence{records: records{creates: pending}}, "", false},
+		{"two ENIs showing a recorded nonce: neither", []ec2.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{creates: pending}}, UntrustedSharedNonce, false},
+		{"the copy of two", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{creates: pending}}, UntrustedSharedNonce, false},
 		{"recorded for another index", []ec2.ENI{copyOf("eni-x", func(e *ec2.ENI) {
 			e.Tags[TagDeviceIndex] = "2"
 			e.Tags[TagProof] = check.keys.SignBirth(birthClaim(*e))
-		})}, evidence{records: records{pending: pending}}, UntrustedUnbound, false},
+		})}, evidence{records: records{creates: pending}}, UntrustedUnbound, false},
 		{"a copy onto an ENI of another subnet", []ec2.ENI{copyOf("eni-x", func(e *ec2.ENI) { e.SubnetID = "subnet-b" })},
-			evidence{records: records{pending: pending}}, UntrustedBadProof, false},
+			evidence{records: records{creates: pending}}, UntrustedBadProof, false},
 		{"its entry, proof valid", []ec2.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{entries: entry}}, "", false},
 		{"a copy of an ENI its entry names", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{entries: entry}}, UntrustedUnbound, false},
 		{"its entry, proof tag removed: restored", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
