@@ -298,3 +298,16 @@ func lastApplied(p *corev1.Pod) map[string]string {
 	_ = json.Unmarshal([]byte(p.Annotations[tagger.LastAppliedTagsAnnotation]), &m)
 	return m
 }
+
+// barePod creates a running pod with no labels and no annotations.
+func (h *harness) barePod(name, ip string) *corev1.Pod {
+	h.t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	}
+	if !testenv.CreatePod(h.t, h.k8s, p, testenv.Running(ip)) {
+		h.t.FailNow()
+	}
+	return p
+}

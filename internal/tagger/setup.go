@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -222,10 +223,12 @@ func (r *Reconciler) predicate() predicate.Funcs {
 		if _, recorded := r.ledger.Get(client.ObjectKeyFromObject(obj).String()); recorded {
 			return true
 		}
-		// A pod a tag policy selects (the cache keeps it whole; a stub
-		// has no labels and is brought by the policy's sweep instead).
-		podLabels := obj.GetLabels()
-		return podLabels != nil && r.opts.Policies.selects(context.Background(), obj.GetNamespace(), podLabels)
+		// A pod a tag policy selects, labelled or not. A stub is a pod
+		// the cache judged unselected; a policy's sweep brings it.
+		if _, stub := obj.(*metav1.PartialObjectMetadata); stub {
+			return false
+		}
+		return r.opts.Policies.selects(context.Background(), obj.GetNamespace(), obj.GetLabels())
 	}
 	fingerprint := func(p *corev1.Pod) string {
 		ips := make([]string, 0, len(p.Status.PodIPs))

@@ -257,3 +257,25 @@ func TestTagPolicyConflictIsReportedOnBoth(t *testing.T) {
 		})
 	}
 }
+
+// A pod with no labels and no annotation, created after a policy that
+// selects its namespace, is tagged like any other: no label is needed
+// for a namespace-selected policy to apply.
+func TestUnlabelledPodIsPolicyTagged(t *testing.T) {
+	h := newHarness(t, branchWorld(2))
+	h.startManager(h.options())
+	p := h.policy("env", v1alpha1.ENITagPolicySpec{Enforced: []v1alpha1.TagRule{ruleValue("Env", "prod")}})
+	h.waitStatus(p.Name, func(st v1alpha1.ENITagPolicyStatus) bool {
+		return st.ObservedGeneration == p.Generation && meta.IsStatusConditionTrue(st.Conditions, "Ready")
+	})
+	bare, labelled := h.loaded.NetworkInterfaces[0], h.loaded.NetworkInterfaces[1]
+	h.barePod("bare", bare.PrivateIP)
+	h.pod("labelled", labelled.PrivateIP, nil)
+
+	base := map[string]string{"Name": "branch", "vpc.amazonaws.com/eni-owner": "cni"}
+	want := map[string]string{"Env": "prod"}
+	h.waitTags(labelled.ID, withHash(merge(base, want), want))
+	h.waitTags(bare.ID, withHash(merge(base, want), want))
+	h.waitCondition("bare", tagger.ReasonSynced, tagger.Hash(want))
+	h.waitStatus(p.Name, func(st v1alpha1.ENITagPolicyStatus) bool { return st.MatchedPods == 2 && st.TaggedPods == 2 })
+}
