@@ -15,13 +15,13 @@ const pruneInterval = time.Minute
 // housekeeping prunes the per-pod state every interval.
 func (r *Reconciler) housekeeping(interval time.Duration) manager.RunnableFunc {
 	return func(ctx context.Context) error {
-		t := time.NewTicker(interval)
+		t := r.opts.Clock.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
-			case now := <-t.C:
+			case now := <-t.C():
 				r.pods.prune(now)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 // them itself: the watch usually delivers the write in milliseconds.
 const lastAppliedWindow = 5 * time.Second
 
-// lastAppliedWrite is the last-applied annotations the writer has just
+// lastAppliedWrite is the last-applied annotations a reconcile has just
 // put on a pod (the ReplicaSet controller's "expectations"). A reconcile
 // of a cached pod the watch has not updated yet finds the tags on the ENI
 // and the record in the ledger, but not the annotations, and would patch

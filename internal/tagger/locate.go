@@ -2,7 +2,6 @@ package tagger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,12 +22,9 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 	if w.ip == "" {
 		return phases.Done(nil) // the IP's arrival is an update that brings the pod back
 	}
-	eni, err := r.resolve(ctx, w.key, w.ip, w.rec, w.hasRec)
-	if errors.Is(err, errLookupPending) {
-		return phases.Done(nil) // the lookup's end brings the pod back
-	}
+	eni, err := r.resolve(ctx, w.slot, w.ip, w.rec, w.hasRec)
 	if ec2.IsNotFound(err) {
-		retry := notFoundRetry(missingFor(&w.pod, time.Now()))
+		retry := notFoundRetry(missingFor(&w.pod, r.opts.Clock.Now()))
 		gone := ""
 		if w.hasRec && w.rec.ENI != "" {
 			// The ENI the tags were written to no longer holds the IP
@@ -54,12 +50,6 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 			message: fmt.Sprintf("ENI %s is a NodeENI interface (tag %s), owned by the NodeENI controller; it is tagged through its NodeENI's spec.tags, not pod annotations", eni.ID, bounded.Quoted(k)),
 			event:   true, warning: true})
 	}
-	if r.pods.writing(w.key) {
-		return phases.Done(nil) // the write's end brings the pod back
-	}
-	if err := r.pods.takeWriteError(w.key); err != nil {
-		return phases.Done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, err))
-	}
 	return nil
 }
 
@@ -79,9 +69,13 @@ func podIP(pod *corev1.Pod) string {
 	return ""
 }
 
+// lookupTimeout bounds one pod's lookup, its batch's wait included.
+const lookupTimeout = 2 * time.Minute
+
 // resolve finds the pod's ENI: from what is already known (the ledger's
-// ENI ID, the inventory, earlier lookups) and else with a batched lookup.
-func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, hasRec bool) (ec2.ENI, error) {
+// ENI ID, the inventory) and else with a batched lookup, waited for
+// without the reconcile's slot.
+func (r *Reconciler) resolve(ctx context.Context, s *slot, ip string, rec Record, hasRec bool) (ec2.ENI, error) {
 	if r.opts.EnableENICache && r.inventory && !r.ec2.Synced(InventoryScope) {
 		// Until the first inventory is read, every pod would miss and
 		// look its address up, fetching what the inventory is about to
@@ -102,10 +96,13 @@ func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, ha
 			return e, nil
 		}
 	}
-	e, err := r.lookupByIP(ctx, key, ip)
-	if errors.Is(err, errLookupPending) {
-		return e, err
-	}
+	var e ec2.ENI
+	err := s.waitOnEC2(ctx, func() (err error) {
+		lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+		defer cancel()
+		e, err = r.ec2.LookupByIP(lctx, ip)
+		return err
+	})
 	r.metrics.cache.WithLabelValues("miss").Inc()
 	if err != nil && ec2.IsNotFound(err) && r.inventory {
 		// Addresses inside delegated prefixes are only found by the
@@ -117,13 +114,4 @@ func (r *Reconciler) resolve(ctx context.Context, key, ip string, rec Record, ha
 		}
 	}
 	return e, err
-}
-
-// lookupByIP looks the address up off the reconcile workers when the
-// lookup stage runs (errLookupPending until its result is in).
-func (r *Reconciler) lookupByIP(ctx context.Context, key, ip string) (ec2.ENI, error) {
-	if r.lookups == nil {
-		return r.ec2.LookupByIP(ctx, ip)
-	}
-	return r.lookups.get(ctx, key, ip)
 }

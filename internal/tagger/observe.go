@@ -2,7 +2,6 @@ package tagger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 
@@ -27,12 +26,6 @@ func (r *Reconciler) observe(ctx context.Context, w *podWork) *phases.Stop {
 		return phases.Done(err)
 	}
 	if err := r.client.Get(ctx, w.name, &w.pod); apierrors.IsNotFound(err) {
-		if r.pods.writing(w.key) {
-			// Forgetting now would remove the tags of the record before
-			// the write, and the write would land after. Its end brings
-			// the pod back, and its record then goes with the rest.
-			return phases.Done(nil)
-		}
 		return phases.Done(r.forget(ctx, w.key))
 	} else if err != nil {
 		return phases.Done(err)
@@ -46,7 +39,7 @@ func (r *Reconciler) observe(ctx context.Context, w *podWork) *phases.Stop {
 		w.hasRec = false
 	}
 	if w.pod.DeletionTimestamp != nil || w.pod.Status.Phase == corev1.PodSucceeded || w.pod.Status.Phase == corev1.PodFailed {
-		return phases.Done(r.finish(ctx, &w.pod, w.key))
+		return phases.Done(r.finish(ctx, w))
 	}
 	return nil
 }
@@ -106,17 +99,9 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 
 // finish handles a pod that is terminating or done: its tags go, then
 // its finalizer.
-func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) error {
-	if r.pods.writing(key) {
-		// Its end requeues the pod; the finalizer must wait for the
-		// record of what that write applied.
-		return nil
-	}
-	if r.recoverLedgerRecord(ctx, pod, key) {
-		// The ENI's lookup runs off the workers; its result requeues
-		// the pod. Releasing it now would leave its tags behind.
-		return nil
-	}
+func (r *Reconciler) finish(ctx context.Context, w *podWork) error {
+	pod, key := &w.pod, w.key
+	r.recoverLedgerRecord(ctx, w)
 	if err := r.forget(ctx, key); err != nil {
 		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", errorText(err))
 		return err
@@ -129,28 +114,24 @@ func (r *Reconciler) finish(ctx context.Context, pod *corev1.Pod, key string) er
 // was lost in a crash before the ledger's batch was written. Only if the
 // ENI that holds the pod's IP carries the token the annotations name —
 // the tags are then the ones this operator wrote for the pod — so forget
-// removes them instead of leaving them behind. It reports whether the
-// ENI's lookup is still pending.
-func (r *Reconciler) recoverLedgerRecord(ctx context.Context, pod *corev1.Pod, key string) (pending bool) {
-	if _, ok := r.ledger.Get(key); ok || r.opts.DryRun || pod.Spec.HostNetwork {
+// removes them instead of leaving them behind.
+func (r *Reconciler) recoverLedgerRecord(ctx context.Context, w *podWork) {
+	pod := &w.pod
+	if _, ok := r.ledger.Get(w.key); ok || r.opts.DryRun || pod.Spec.HostNetwork {
 		// A hostNetwork pod was never tagged: its last-applied
 		// annotations are not worth an EC2 lookup of the node's address.
-		return false
+		return
 	}
 	applied, hash := lastApplied(pod, Record{}, false)
 	ip := podIP(pod)
 	if len(applied) == 0 || hash == "" || ip == "" {
-		return false
+		return
 	}
-	eni, err := r.resolve(ctx, key, ip, Record{}, false)
-	if errors.Is(err, errLookupPending) {
-		return true
-	}
+	eni, err := r.resolve(ctx, w.slot, ip, Record{}, false)
 	if err != nil || eni.Tags[HashTag] != hash {
-		return false
+		return
 	}
-	r.ledger.Put(Record{Pod: key, UID: string(pod.UID), ENI: eni.ID, Tags: applied, Hash: hash})
-	return false
+	r.ledger.Put(Record{Pod: w.key, UID: string(pod.UID), ENI: eni.ID, Tags: applied, Hash: hash})
 }
 
 func (r *Reconciler) dropFinalizer(ctx context.Context, pod *corev1.Pod) error {

@@ -3,6 +3,7 @@ package tagger
 import (
 	"flag"
 	"fmt"
+	"k8s.io/utils/clock"
 	"os"
 	"slices"
 	"strings"
@@ -61,6 +62,9 @@ type Options struct {
 	// select; Setup builds them when nil, and the transform then keeps no
 	// pod for a policy's sake.
 	Policies *Policies
+	// Clock paces the per-pod rate limits, retries and the pruning of
+	// per-pod state; the real clock when nil (tests step a fake one).
+	Clock clock.WithTicker
 }
 
 // DefaultOptions returns the defaults the flags use.
@@ -129,7 +133,7 @@ func (l listFlag) Set(s string) error {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.AnnotationKey, "annotation-key", o.AnnotationKey, "pod annotation holding the tags (JSON object or k=v,k=v)")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "only tag pods of this namespace (empty: all namespaces)")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel (>= 1); concurrent reconciles share batched EC2 calls, so keep it well above 1")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel (>= 1), besides those waiting on EC2's batched calls")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "change nothing, report what would be done: the tagger computes and reports tag changes (events, log) without writing to AWS, pod annotations or the ledger; the NodeENI controller and the ENI collector make no EC2 change and report theirs in NodeENI status, events, log and metrics")
 	fs.BoolVar(&o.AllowSharedENITagging, "allow-shared-eni-tagging", o.AllowSharedENITagging, "tag ENIs shared by several pods (secondary IPs, prefixes) with the merge of their tags; also skips the ownership check")
 	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs (subnet- and 8 or 17 hex digits) whose ENIs may be tagged (empty: all)")

@@ -1,7 +1,6 @@
 package tagger
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -18,26 +17,6 @@ func TestPodEntriesGoWhenNothingIsLeftInThem(t *testing.T) {
 		name string
 		life func(p *pods)
 	}{
-		{"a write that succeeds", func(p *pods) {
-			p.startWrite(&podWork{key: "ns/p"})
-			p.endWrite("ns/p", nil)
-		}},
-		{"a write that fails, its error taken", func(p *pods) {
-			p.startWrite(&podWork{key: "ns/p"})
-			p.writing("ns/p")
-			p.endWrite("ns/p", errors.New("throttled"))
-			_ = p.takeWriteError("ns/p")
-		}},
-		{"a lookup, its result taken", func(p *pods) {
-			p.startLookup("ns/p", "10.0.0.1")
-			p.endLookup("ns/p", lookupResult{ip: "10.0.0.1"})
-			p.takeLookup("ns/p", "10.0.0.1")
-		}},
-		{"a lookup of an address the pod no longer has", func(p *pods) {
-			p.startLookup("ns/p", "10.0.0.1")
-			p.endLookup("ns/p", lookupResult{ip: "10.0.0.1"})
-			p.takeLookup("ns/p", "10.0.0.2")
-		}},
 		{"a warning, then another outcome", func(p *pods) {
 			p.firstWarning("ns/p", "u", "InvalidTags", "bad")
 			p.clearWarning("ns/p")
@@ -65,7 +44,6 @@ func TestPodEntriesGoWhenNothingIsLeftInThem(t *testing.T) {
 			p.waitOn("ns/p", "eni-1")
 			p.reserve("ns/p", 1, 1, now)
 			p.noteLastApplied("ns/p", "u", "h1", now)
-			p.endLookup("ns/p", lookupResult{ip: "10.0.0.1"})
 			p.forget("ns/p")
 		}},
 	} {
@@ -74,25 +52,6 @@ func TestPodEntriesGoWhenNothingIsLeftInThem(t *testing.T) {
 		if n := p.Len(); n != 0 || len(p.waitingOn) != 0 {
 			t.Errorf("%s: %d entries and %d ENIs waited on left", c.name, n, len(p.waitingOn))
 		}
-	}
-}
-
-// A write under way and a running lookup outlive forget: their ends
-// requeue the pod, whose reconcile forgets their results.
-func TestForgetKeepsWhatIsUnderWay(t *testing.T) {
-	p := newPods()
-	p.startWrite(&podWork{key: "ns/p"})
-	p.startLookup("ns/q", "10.0.0.1")
-	p.forget("ns/p")
-	p.forget("ns/q")
-	if !p.writing("ns/p") {
-		t.Fatal("forget dropped a write under way")
-	}
-	if _, _, running := p.takeLookup("ns/q", "10.0.0.1"); !running {
-		t.Fatal("forget dropped a running lookup")
-	}
-	if !p.endWrite("ns/p", nil) {
-		t.Fatal("a write a reconcile was turned away from asked for no reconcile")
 	}
 }
 

@@ -3,6 +3,7 @@ package tagger
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,14 +35,11 @@ func RequiredIAMActions() []string {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,resourceNames=eni-tagger-cache,namespace=eni-operator
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// maxWritesInFlight bounds the pods whose tag writes wait on AWS at once;
-// they share batched calls, so the bound is set well above one batch.
-const maxWritesInFlight = 2048
-
-// concluders is how many pods' writes are concluded (recorded and
-// reported) at once: enough to keep the Kubernetes client's budget
-// (--kube-api-qps) busy, which is what bounds them.
-const concluders = 32
+// maxInFlight is the controller's workers: the pods whose reconciles may
+// wait on EC2 at once. They share batched calls, so the bound is set well
+// above one batch; --max-concurrent-reconciles bounds those doing
+// anything else (slots.go).
+const maxInFlight = 2048
 
 // Setup adds the pod tagger to mgr: the controller, the ledger and its
 // inventory scope in the EC2 state (which the caller adds to mgr). It
@@ -49,6 +47,9 @@ const concluders = 32
 func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	if o.Policies == nil {
 		var err error
@@ -66,10 +67,8 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), owners: newOwners(mgr.GetAPIReader()),
+		slots: make(slots, o.MaxConcurrentReconciles),
 	}
-	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, concluders, r.pods,
-		writerStages{write: r.writeTags, conclude: r.concludeWrite, requeue: r.requeue})
-	r.lookups = newLookups(r.pods, state.LookupByIP, r.requeue)
 	for _, s := range o.SubnetIDs {
 		r.subnets[s] = true
 	}
@@ -78,12 +77,6 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		r.metrics.ledgerOps.WithLabelValues("written").Inc()
 		r.metrics.ledgerOps.WithLabelValues("overflow").Add(float64(overflow))
 		r.metrics.shardBytes.WithLabelValues(fmt.Sprint(shard)).Set(float64(bytes))
-	}
-	if err := mgr.Add(r.writer); err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(r.lookups); err != nil {
-		return nil, err
 	}
 	if err := mgr.Add(ledger); err != nil {
 		return nil, err
@@ -121,7 +114,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		Named(o.ControllerName).
 		For(&corev1.Pod{}, builder.WithPredicates(r.predicate())).
 		WatchesRawSource(r.queue.source()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(maxInFlight, o.MaxConcurrentReconciles), SkipNameValidation: &o.SkipNameValidation}).
 		Complete(r)
 }
 

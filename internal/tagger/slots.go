@@ -1,0 +1,42 @@
+package tagger
+
+import "context"
+
+// slots bounds the reconciles doing work other than waiting on EC2
+// (--max-concurrent-reconciles). A reconcile gives its slot back while it
+// waits on a batched EC2 call: a batch then gathers every pod waiting at
+// once, however few the slots, and the workers (maxInFlight) only wait.
+type slots chan struct{}
+
+// slot is one reconcile's hold on a slot.
+type slot struct {
+	of   slots
+	held bool
+}
+
+func (s *slot) take(ctx context.Context) error {
+	select {
+	case s.of <- struct{}{}:
+		s.held = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *slot) give() {
+	if s.held {
+		<-s.of
+		s.held = false
+	}
+}
+
+// waitOnEC2 runs an EC2 call without the slot, and takes it back after.
+func (s *slot) waitOnEC2(ctx context.Context, call func() error) error {
+	s.give()
+	err := call()
+	if terr := s.take(ctx); terr != nil && err == nil {
+		err = terr
+	}
+	return err
+}
