@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
 )
 
 const module = "github.com/eni-operator/eni-operator"
@@ -28,12 +28,8 @@ func testOnly(pkg string) string {
 		return ""
 	}
 	switch {
-	case rel == "internal/emulator" || strings.HasPrefix(rel, "internal/emulator/"):
-		return "the EC2 emulator is test and demo code"
-	case rel == "internal/testenv" || strings.HasPrefix(rel, "internal/testenv/"):
-		return "testenv starts test control planes"
-	case rel == "internal/controlplane":
-		return "controlplane runs etcd and kube-apiserver for tests, the sandbox and e2e"
+	case rel == "internal/kit" || strings.HasPrefix(rel, "internal/kit/"):
+		return "internal/kit is the demo and test kit (emulator, sandbox, testenv, controlplane)"
 	case rel == "test" || strings.HasPrefix(rel, "test/"):
 		return "test/ holds test suites"
 	case strings.HasSuffix(rel, "test"):
@@ -45,12 +41,13 @@ func testOnly(pkg string) string {
 
 func TestTestOnly(t *testing.T) {
 	for pkg, want := range map[string]bool{
-		module + "/internal/emulator":              true,
-		module + "/internal/testenv":               true,
-		module + "/internal/controlplane":          true,
+		module + "/internal/kit/emulator":          true,
+		module + "/internal/kit/testenv":           true,
+		module + "/internal/kit/controlplane":      true,
+		module + "/internal/kit/cachedbin":         true,
 		module + "/internal/ec2/ec2test":           true,
 		module + "/internal/operator/operatortest": true,
-		module + "/internal/cli/clitest":           true,
+		module + "/internal/kit/clitest":           true,
 		module + "/test/chart":                     true,
 		module + "/internal/ec2":                   false,
 		module + "/internal/tagkeys":               false,
