@@ -1,4 +1,5 @@
-// Package architecture checks what the production binaries link and that
+// Package architecture checks what the production binaries link, that
+// the layout says what ships (internal/kit holds what does not), and that
 // the lint tool is pinned once. .golangci.yml's depguard rules keep
 // imports in place file by file; this test is the guarantee for what
 // actually ends up in eni-operator and eni-agent, transitive imports
@@ -6,9 +7,7 @@
 package architecture
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -63,16 +62,8 @@ func TestTestOnly(t *testing.T) {
 // directly or through another package.
 func TestProductionBinariesLinkNoTestCode(t *testing.T) {
 	root := repoRoot(t)
-	for _, bin := range []string{"./cmd/eni-operator", "./cmd/eni-agent"} {
-		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", bin)
-		cmd.Dir = root
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", bin, err, stderr.String())
-		}
-		deps := strings.Fields(string(out))
+	for _, bin := range shipped {
+		deps := imageList(t, root, "-deps", bin)
 		if len(deps) < 10 || !slices.Contains(deps, module+"/internal/version") {
 			t.Fatalf("go list -deps %s listed %d packages, without internal/version: not the binary's dependencies", bin, len(deps))
 		}
