@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 var policyGVR = schema.GroupVersionResource{Group: "networking.k8s.aws", Version: "v1alpha1", Resource: "enitagpolicies"}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // shared is the package's control plane, started by the first test

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/cli"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
 )
 
 // enimgrEnv is every environment variable the ENI Manager of

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kubeconfig"
-	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // shared is the package's control plane, started by the first test

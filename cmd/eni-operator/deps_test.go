@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // The linker drops the EC2 SDK's ~700 operations the operator never calls

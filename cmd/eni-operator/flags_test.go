@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
 )
 
 // operatorCommand makes the test binary act as eni-operator, so a test

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 

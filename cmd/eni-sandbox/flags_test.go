@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
 	buildinfo "github.com/eni-operator/eni-operator/internal/version"
 )
 

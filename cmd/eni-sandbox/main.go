@@ -1,5 +1,5 @@
 // Command eni-sandbox runs the whole system on one machine, with no
-// cluster and no AWS account (internal/sandbox): etcd + kube-apiserver,
+// cluster and no AWS account (internal/kit/sandbox): etcd + kube-apiserver,
 // the EC2 emulator, the operator, demo pods and a NodeENI. `make demo`
 // runs it.
 package main
@@ -20,9 +20,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
 	"github.com/eni-operator/eni-operator/internal/cli"
-	"github.com/eni-operator/eni-operator/internal/sandbox"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

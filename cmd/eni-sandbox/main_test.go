@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
 )
 
 // sandboxCommand makes the test binary act as eni-sandbox, so the test

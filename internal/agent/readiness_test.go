@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
 	"github.com/eni-operator/eni-operator/internal/readiness"
-	"github.com/eni-operator/eni-operator/internal/testenv"
-	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // The whole operator and this node's agent in its network namespace: a

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 // Lookups arriving together share one batch of up to five describes of

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
 )
 
 // Exactly one package of the operator knows the EC2 SDK (docs/architecture.md); the
@@ -19,7 +19,7 @@ func TestOnlyThisPackageImportsTheEC2SDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := []string{"internal/ec2/", "internal/emulator/", "test/ec2conformance/"}
+	allowed := []string{"internal/ec2/", "internal/kit/emulator/", "test/ec2conformance/"}
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return err

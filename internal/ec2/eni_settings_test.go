@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 // InstanceLimits reads a type's network limits with one

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
 )
 
 func TestFlags(t *testing.T) {

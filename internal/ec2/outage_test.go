@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 // outageLength is how long EC2 is unreachable in TestLongOutage: 5s in

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 func watched(t testing.TB, c *Client, scopes ...Scope) *State {

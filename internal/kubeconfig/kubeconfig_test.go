@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cli/clitest"
+	"github.com/eni-operator/eni-operator/internal/kit/clitest"
 )
 
 func noEnvironment(t *testing.T) string {

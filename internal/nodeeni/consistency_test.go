@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 

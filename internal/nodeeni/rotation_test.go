@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
-	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // A key rotation keeps every ENI trusted: with a key added, the operator

@@ -17,8 +17,8 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
-	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // secondNodeENI makes a second registering NodeENI of the world's

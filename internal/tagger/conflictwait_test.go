@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/tagger"
-	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // A pod refused as Conflict because another pod's tags hold its ENI is

@@ -1,4 +1,5 @@
-// Package architecture checks what the production binaries link and that
+// Package architecture checks what the production binaries link, that
+// the layout says what ships (internal/kit holds what does not), and that
 // the lint tool is pinned once. .golangci.yml's depguard rules keep
 // imports in place file by file; this test is the guarantee for what
 // actually ends up in eni-operator and eni-agent, transitive imports
@@ -6,16 +7,14 @@
 package architecture
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
 )
 
 const module = "github.com/eni-operator/eni-operator"
@@ -28,12 +27,8 @@ func testOnly(pkg string) string {
 		return ""
 	}
 	switch {
-	case rel == "internal/emulator" || strings.HasPrefix(rel, "internal/emulator/"):
-		return "the EC2 emulator is test and demo code"
-	case rel == "internal/testenv" || strings.HasPrefix(rel, "internal/testenv/"):
-		return "testenv starts test control planes"
-	case rel == "internal/controlplane":
-		return "controlplane runs etcd and kube-apiserver for tests, the sandbox and e2e"
+	case rel == "internal/kit" || strings.HasPrefix(rel, "internal/kit/"):
+		return "internal/kit is the demo and test kit (emulator, sandbox, testenv, controlplane)"
 	case rel == "test" || strings.HasPrefix(rel, "test/"):
 		return "test/ holds test suites"
 	case strings.HasSuffix(rel, "test"):
@@ -45,12 +40,13 @@ func testOnly(pkg string) string {
 
 func TestTestOnly(t *testing.T) {
 	for pkg, want := range map[string]bool{
-		module + "/internal/emulator":              true,
-		module + "/internal/testenv":               true,
-		module + "/internal/controlplane":          true,
+		module + "/internal/kit/emulator":          true,
+		module + "/internal/kit/testenv":           true,
+		module + "/internal/kit/controlplane":      true,
+		module + "/internal/kit/cachedbin":         true,
 		module + "/internal/ec2/ec2test":           true,
 		module + "/internal/operator/operatortest": true,
-		module + "/internal/cli/clitest":           true,
+		module + "/internal/kit/clitest":           true,
 		module + "/test/chart":                     true,
 		module + "/internal/ec2":                   false,
 		module + "/internal/tagkeys":               false,
@@ -66,16 +62,8 @@ func TestTestOnly(t *testing.T) {
 // directly or through another package.
 func TestProductionBinariesLinkNoTestCode(t *testing.T) {
 	root := repoRoot(t)
-	for _, bin := range []string{"./cmd/eni-operator", "./cmd/eni-agent"} {
-		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", bin)
-		cmd.Dir = root
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", bin, err, stderr.String())
-		}
-		deps := strings.Fields(string(out))
+	for _, bin := range shipped {
+		deps := imageList(t, root, "-deps", bin)
 		if len(deps) < 10 || !slices.Contains(deps, module+"/internal/version") {
 			t.Fatalf("go list -deps %s listed %d packages, without internal/version: not the binary's dependencies", bin, len(deps))
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
 )
 
 // maxFileLines bounds a product source file: past it, a file holds more

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
-	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // The operator's defaults the burst's bound is derived from

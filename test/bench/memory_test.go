@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // Figures 3 and 4: 10,000 pods in sync, then a restart; memory with

@@ -17,9 +17,9 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
-	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // The instance type of figure 10's nodes: m5.4xlarge takes 30 IPv4

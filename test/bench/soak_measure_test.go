@@ -16,7 +16,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 

@@ -12,7 +12,7 @@
 //
 // or `go test -count=1 ./test/ec2conformance/`.
 //
-// Without EC2_ENDPOINT, TestMain starts an emulator (internal/emulator)
+// Without EC2_ENDPOINT, TestMain starts an emulator (internal/kit/emulator)
 // behind httptest. With EC2_ENDPOINT the suite builds every test's world
 // through the standard EC2 API (CreateVpc, CreateSubnet,
 // CreateSecurityGroup, RunInstances, CreateNetworkInterface) and cleans up

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // Sizes of issue 18's scenario: a 500-pod burst and a 20-node x 2

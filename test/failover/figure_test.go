@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/hack/bench-report/figure"
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // chartTimings are the chart's leader election timings.

@@ -6,7 +6,7 @@ import (
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // TestMain sets controller-runtime's log (the EC2 client names a logger

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // Sizes of the restart scenario: enough pods and nodes that a relist is

@@ -20,11 +20,11 @@ import (
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
-	"github.com/eni-operator/eni-operator/internal/testenv"
-	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // The replay's world: the cluster's name, and the name in the
@@ -116,7 +116,7 @@ func replay(t *testing.T, calls []emulator.Call, tg, ne Policy) []denial {
 	var out []denial
 	for _, c := range calls {
 		if !modelled(c.Action) {
-			t.Fatalf("the operator called %s, whose authorizations the emulator does not record: extend internal/emulator/authcontext.go", c.Action)
+			t.Fatalf("the operator called %s, whose authorizations the emulator does not record: extend internal/kit/emulator/authcontext.go", c.Action)
 		}
 		if len(c.Auth) == 0 {
 			t.Fatalf("%s %v: no authorizations recorded", c.Action, c.Params)

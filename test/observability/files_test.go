@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
-	"github.com/eni-operator/eni-operator/internal/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
 // The chart ships copies of config/prometheus' rule file and dashboard:

@@ -13,11 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
-	"github.com/eni-operator/eni-operator/internal/testenv"
-	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // TestIssue25Attacks replays, on the whole operator, two attacks of the

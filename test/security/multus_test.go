@@ -15,10 +15,10 @@ import (
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
-	"github.com/eni-operator/eni-operator/internal/testenv"
-	"github.com/eni-operator/eni-operator/internal/testenv/operatorenv"
 )
 
 // TestIssue36PodAddressAttacks replays, on the whole operator, the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/controlplane"
+	"github.com/eni-operator/eni-operator/internal/kit/controlplane"
 )
 
 // sysctls the kubelet and kube-proxy set on a node (kernel tunables,

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/controlplane"
+	"github.com/eni-operator/eni-operator/internal/kit/controlplane"
 )
 
 // Cluster is a running one-node cluster.

@@ -1,7 +1,7 @@
 // Package operatorenv runs the whole operator in a test — pod tagger,
 // NodeENI controller and collector, built by operator.NewManager exactly
 // as the binary builds it — against an EC2 endpoint, for the tests that
-// check behaviour end to end. It is apart from internal/testenv because
+// check behaviour end to end. It is apart from internal/kit/testenv because
 // the operator's own packages' tests use that kit.
 package operatorenv
 
@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
-	"github.com/eni-operator/eni-operator/internal/testenv"
 )
 
 // Config is the operator's default configuration for cluster, VPC and the

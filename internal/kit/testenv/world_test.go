@@ -3,7 +3,7 @@ package testenv
 import (
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 // The default world loads as its documentation says: subnets by name in

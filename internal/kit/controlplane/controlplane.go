@@ -1,5 +1,5 @@
 // Package controlplane runs etcd and kube-apiserver: the one starter of
-// the tests (internal/testenv), the sandbox and the e2e node. Each can be
+// the tests (internal/kit/testenv), the sandbox and the e2e node. Each can be
 // killed and started again on the same data, certificates and address,
 // and every child dies with the process that started it, even on SIGKILL.
 package controlplane

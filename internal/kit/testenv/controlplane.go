@@ -8,11 +8,11 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/eni-operator/eni-operator/internal/controlplane"
+	"github.com/eni-operator/eni-operator/internal/kit/controlplane"
 )
 
 // ControlPlane is etcd and kube-apiserver run for one test
-// (internal/controlplane), each of which the test can kill (SIGKILL,
+// (internal/kit/controlplane), each of which the test can kill (SIGKILL,
 // nothing flushed) and start again on the same address, data and
 // certificates: a real restart. The API server writes an audit log
 // (every request at Metadata level) that tests read as evidence of who

@@ -1,5 +1,5 @@
 // Package sandbox runs the whole system on one machine with no cluster
-// and no AWS account: a real etcd + kube-apiserver (internal/controlplane,
+// and no AWS account: a real etcd + kube-apiserver (internal/kit/controlplane,
 // with the binaries hack/control-plane-binaries.sh builds), the
 // EC2 emulator seeded with a demo world, Node objects for the world's
 // instances, the operator as internal/operator wires it with
@@ -28,10 +28,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
-	"github.com/eni-operator/eni-operator/internal/controlplane"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/controlplane"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/operator"
 )
 

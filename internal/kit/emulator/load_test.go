@@ -12,7 +12,7 @@ import (
 // The sandbox's world (hack/demo/world.json) is a World: it decodes with no
 // unknown field and loads.
 func TestDemoWorldLoads(t *testing.T) {
-	b, err := os.ReadFile("../../hack/demo/world.json")
+	b, err := os.ReadFile("../../../hack/demo/world.json")
 	if err != nil {
 		t.Fatal(err)
 	}

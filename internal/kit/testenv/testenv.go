@@ -1,5 +1,5 @@
 // Package testenv starts a real Kubernetes control plane (etcd +
-// kube-apiserver, through internal/controlplane) for integration tests,
+// kube-apiserver, through internal/kit/controlplane) for integration tests,
 // with the project's CRDs installed.
 //
 // One control plane per test package: call Main from TestMain; where a
@@ -21,8 +21,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
-	"github.com/eni-operator/eni-operator/internal/controlplane"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/controlplane"
 )
 
 // Env is a running control plane.

@@ -22,7 +22,7 @@ import (
 //     TMPDIR there — etcd's data and the API server's certificates and
 //     keys. A clean exit removes it.
 //   - etcd and kube-apiserver die with the sandbox even when it is killed
-//     with SIGKILL and has no chance to stop them: internal/controlplane
+//     with SIGKILL and has no chance to stop them: internal/kit/controlplane
 //     starts them with a parent death signal.
 //   - A state directory whose sandbox died without removing it (SIGKILL,
 //     a crash) is removed by the next sandbox at its start: each holds a

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/cachedbin"
+	"github.com/eni-operator/eni-operator/internal/kit/cachedbin"
 )
 
 // ControlPlaneAssets returns the directory holding kube-apiserver, etcd

@@ -14,13 +14,13 @@ import (
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/attachdefs"
 	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 // The demo world tags exactly one subnet for the secondary network, in
 // a zone with instances: the sandbox's NodeENI selects it by those tags.
 func TestDemoWorldTagsTheSecondarySubnet(t *testing.T) {
-	b, err := os.ReadFile("../../hack/demo/world.json")
+	b, err := os.ReadFile("../../../hack/demo/world.json")
 	if err != nil {
 		t.Fatal(err)
 	}

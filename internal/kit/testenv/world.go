@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/eni-operator/eni-operator/internal/emulator"
+	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
 // Zones are the availability zones of the default world, in the order
