@@ -646,7 +646,9 @@ func TestEightScenarios(t *testing.T) {
 	o.AllowSharedENITagging = true
 	h.startManager(o)
 	h.annotate("web", "Team=Ops,Env=qa")
-	h.waitCondition("web", tagger.ReasonSynced, "")
+	// The new manager's first reconcile may conclude the earlier edit
+	// first: wait for this one's.
+	h.waitCondition("web", tagger.ReasonSynced, tagger.Hash(map[string]string{"Team": "Ops", "Env": "qa"}))
 	if h.eniTags(eni)["Env"] != "qa" {
 		t.Fatal("scenario 8: --allow-shared-eni-tagging did not write")
 	}

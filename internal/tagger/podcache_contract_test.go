@@ -2,6 +2,7 @@ package tagger_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ import (
 func TestPodCacheContract(t *testing.T) {
 	const key = "example.com/tags"
 	k8s := testenv.Client(t, shared.Env(t).Config)
-	ns := "podcache-contract"
+	ns := fmt.Sprintf("podcache-contract-%d", nsSeq.Add(1))
 	testenv.CreateNamespaces(t, k8s, ns)
 	selected := func(p *corev1.Pod) bool { return p.Labels["cost"] == "tracked" || p.Name == "bare" }
 
