@@ -9,17 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
 )
 
-// writeTimeout bounds one pod's tag writes, their batch's wait included.
-const writeTimeout = 2 * time.Minute
-
-// apply makes the plan's writes, if any, and waits for EC2's answer: the
-// pod's batch is sent with the other pods' waiting at once. A pod that
-// went meanwhile is concluded in the ledger only.
+// apply hands the plan's writes, if any, to the writer, which also
+// concludes them; a plan with nothing to write goes on to conclude.
 func (r *Reconciler) apply(ctx context.Context, w *podWork) *phases.Stop {
 	if w.plan.Empty() {
 		return nil
@@ -27,20 +25,8 @@ func (r *Reconciler) apply(ctx context.Context, w *podWork) *phases.Stop {
 	if wait := r.rateLimited(w.key); wait > 0 {
 		return phases.After(wait)
 	}
-	err := w.slot.waitOnEC2(ctx, func() error {
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		defer cancel()
-		return r.write(wctx, w.eni, w.plan)
-	})
-	if err != nil {
-		return phases.Done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+w.eni.ID, err))
-	}
-	w.wrote = true
-	if r.leaving(ctx, &w.pod) {
-		r.keepInLedger(w)
-		return phases.Done(nil)
-	}
-	return nil
+	r.writer.submit(w)
+	return phases.Done(nil)
 }
 
 // rateLimited applies --pod-rate-limit-qps to AWS writes and returns how
@@ -50,6 +36,17 @@ func (r *Reconciler) rateLimited(key string) time.Duration {
 		return 0
 	}
 	return r.pods.reserve(key, r.opts.PodRateLimitQPS, r.opts.PodRateLimitBurst, r.opts.Clock.Now())
+}
+
+// writeTags is the first stage of the writer's job for one pod: the
+// plan's AWS writes. A failed write is returned for the pod's next
+// reconcile to report.
+func (r *Reconciler) writeTags(ctx context.Context, w *podWork) error {
+	if err := r.write(ctx, w.eni, w.plan); err != nil {
+		return err
+	}
+	w.wrote = true
+	return nil
 }
 
 func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
@@ -69,11 +66,32 @@ func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
 	return errors.Join(errs...)
 }
 
+// concludeWrite is the writer's second stage: a successful write is
+// concluded at once, so a change costs one reconcile. One that fails (the
+// pod changed meanwhile) is left to the next reconcile, which finds the
+// tags on the ENI and concludes.
+func (r *Reconciler) concludeWrite(ctx context.Context, w *podWork) {
+	if r.leaving(ctx, &w.pod) {
+		// Time passed since the plan: the pod may have gone meanwhile.
+		r.keepInLedger(w)
+		return
+	}
+	if err := r.conclude(ctx, w); err != nil {
+		log.FromContext(ctx).V(1).Info("concluding a write failed; the next reconcile concludes it", "pod", w.key, "error", bounded.Error(err))
+		r.requeue(w.key)
+		return
+	}
+	if len(w.own) > 0 {
+		r.pods.noteLastApplied(w.key, w.pod.UID, w.plan.Hash, r.opts.Clock.Now())
+	}
+}
+
 // leaving tells whether the pod, as the cache shows it now, is gone,
 // replaced, or being deleted with nothing of the tagger's holding it: its
 // write is then concluded in the ledger only (so the tags go when the pod
-// does). A write may wait seconds for EC2 under churn, and patching pods
-// about to go spends the --kube-api-qps budget the living pods need. A pod held by the tagger's finalizer is concluded in full:
+// does). A write is concluded seconds after its plan under churn, and
+// patching pods about to go spends the --kube-api-qps budget the living
+// pods need. A pod held by the tagger's finalizer is concluded in full:
 // its last-applied annotations are what a restart recovers a lost ledger
 // write from.
 func (r *Reconciler) leaving(ctx context.Context, planned *corev1.Pod) bool {

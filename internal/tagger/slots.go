@@ -5,7 +5,8 @@ import "context"
 // slots bounds the reconciles doing work other than waiting on EC2
 // (--max-concurrent-reconciles). A reconcile gives its slot back while it
 // waits on a batched EC2 call: a batch then gathers every pod waiting at
-// once, however few the slots, and the workers (maxInFlight) only wait.
+// once, however few the slots (the controller has maxWritesInFlight
+// workers).
 type slots chan struct{}
 
 // slot is one reconcile's hold on a slot.
