@@ -34,6 +34,10 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 		return &phases.Stop{Result: reconcile.Result{RequeueAfter: retry}, Err: r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
 			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, w.ip, notFoundMaxRetry)})}
 	}
+	if err != nil && ctx.Err() != nil {
+		// The manager is stopping: nothing went wrong with the pod.
+		return phases.Done(ctx.Err())
+	}
 	if err != nil {
 		return phases.Done(r.awsFailure(ctx, &w.pod, "looking up the pod's ENI", err))
 	}
