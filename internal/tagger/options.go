@@ -3,13 +3,13 @@ package tagger
 import (
 	"flag"
 	"fmt"
-	"k8s.io/utils/clock"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"

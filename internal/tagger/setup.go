@@ -3,12 +3,12 @@ package tagger
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -73,7 +73,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), owners: newOwners(mgr.GetAPIReader()),
-		slots: make(slots, o.MaxConcurrentReconciles),
+		slots: newSlots(o.MaxConcurrentReconciles),
 	}
 	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, concluders, r.pods,
 		writerStages{write: r.writeTags, conclude: r.concludeWrite, requeue: r.requeue})

@@ -1,13 +1,19 @@
 package tagger
 
-import "context"
+import (
+	"context"
+
+	"golang.org/x/sync/semaphore"
+)
 
 // slots bounds the reconciles doing work other than waiting on EC2
 // (--max-concurrent-reconciles). A reconcile gives its slot back while it
 // waits on a batched EC2 call: a batch then gathers every pod waiting at
 // once, however few the slots (the controller has maxWritesInFlight
 // workers).
-type slots chan struct{}
+type slots = *semaphore.Weighted
+
+func newSlots(n int) slots { return semaphore.NewWeighted(int64(n)) }
 
 // slot is one reconcile's hold on a slot.
 type slot struct {
@@ -16,18 +22,16 @@ type slot struct {
 }
 
 func (s *slot) take(ctx context.Context) error {
-	select {
-	case s.of <- struct{}{}:
-		s.held = true
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.of.Acquire(ctx, 1); err != nil {
+		return err
 	}
+	s.held = true
+	return nil
 }
 
 func (s *slot) give() {
 	if s.held {
-		<-s.of
+		s.of.Release(1)
 		s.held = false
 	}
 }

@@ -10,7 +10,7 @@ import (
 // calls share a batch), and only one does anything else at a time.
 func TestSlotsAreGivenBackWhileWaitingOnEC2(t *testing.T) {
 	const n = 5
-	of := make(slots, 1)
+	of := newSlots(1)
 	var waiting sync.WaitGroup
 	waiting.Add(n)
 	answer := make(chan struct{})
@@ -47,21 +47,23 @@ func TestSlotsAreGivenBackWhileWaitingOnEC2(t *testing.T) {
 	if most != 1 {
 		t.Errorf("%d reconciles held a slot at once, want 1", most)
 	}
-	if len(of) != 0 {
-		t.Errorf("%d slots still held", len(of))
+	if !of.TryAcquire(1) {
+		t.Error("a slot is still held")
 	}
 }
 
 // A reconcile whose context ends while it waits gives nothing back twice.
 func TestSlotTakenBackFailsWithTheContext(t *testing.T) {
-	of := make(slots, 1)
+	of := newSlots(1)
 	s := &slot{of: of}
 	if err := s.take(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	err := s.waitOnEC2(ctx, func() error {
-		of <- struct{}{} // another reconcile takes the slot meanwhile
+		if !of.TryAcquire(1) { // another reconcile takes the slot meanwhile
+			t.Error("the slot was not given back while waiting")
+		}
 		cancel()
 		return nil
 	})
@@ -69,7 +71,7 @@ func TestSlotTakenBackFailsWithTheContext(t *testing.T) {
 		t.Fatal("no error when the slot could not be taken back")
 	}
 	s.give()
-	if len(of) != 1 {
-		t.Fatalf("%d slots held, want the other reconcile's 1", len(of))
+	if of.TryAcquire(1) {
+		t.Fatal("the other reconcile's slot was given back for it")
 	}
 }
