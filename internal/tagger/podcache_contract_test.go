@@ -96,24 +96,30 @@ func TestPodCacheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	handled := map[string]string{}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+	handler, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 		mu.Lock()
 		defer mu.Unlock()
-		switch o := obj.(type) {
-		case *tagger.CachedPod:
-			handled[o.Name] = "pod"
-		case *metav1.PartialObjectMetadata:
-			handled[o.Name] = "stub"
-		default:
-			handled["?"] = "unexpected"
+		o, _ := obj.(client.Object)
+		if o == nil {
+			handled[fmt.Sprintf("%T", obj)] = "not an object"
+			return
 		}
-	}}); err != nil {
+		switch obj.(type) {
+		case *tagger.CachedPod:
+			handled[o.GetName()] = "pod"
+		case *metav1.PartialObjectMetadata:
+			handled[o.GetName()] = "stub"
+		default:
+			handled[o.GetName()] = fmt.Sprintf("%T", obj)
+		}
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = c.Start(ctx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
 	defer syncCancel()
-	if !c.WaitForCacheSync(syncCtx) {
+	if !c.WaitForCacheSync(syncCtx) || !toolscache.WaitForCacheSync(syncCtx.Done(), handler.HasSynced) {
 		t.Fatal("the cache did not sync")
 	}
 
@@ -128,6 +134,9 @@ func TestPodCacheContract(t *testing.T) {
 		if handled[name] != want {
 			t.Errorf("event handler saw pod %s as %q, want %q", name, handled[name], want)
 		}
+	}
+	if len(handled) != len(wantHandled) {
+		t.Errorf("event handler saw %v, want only %v", handled, wantHandled)
 	}
 	mu.Unlock()
 
