@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 )
 
 // Options configure the controller. Zero values mean the defaults.
@@ -39,7 +39,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	r := &reconciler{
 		client: mgr.GetClient(), defs: mgr.GetCache(), live: mgr.GetAPIReader(),
-		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-attachdefs")),
+		recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-attachdefs")),
 		recheck:  o.RecheckInterval,
 	}
 	co := controller.Options{MaxConcurrentReconciles: 2}

@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 const (
@@ -148,22 +145,3 @@ type boundedError struct{ err error }
 
 func (e *boundedError) Error() string { return Truncate(e.err.Error(), Message) }
 func (e *boundedError) Unwrap() error { return e.err }
-
-// Recorder wraps an event recorder so that no note exceeds EventNote:
-// the API server refuses longer events, and the event is then lost.
-func Recorder(r recorder.EventRecorder) recorder.EventRecorder {
-	if r == nil {
-		return nil
-	}
-	return boundedRecorder{r}
-}
-
-type boundedRecorder struct{ next recorder.EventRecorder }
-
-func (b boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) { //nolint:revive // implements recorder.EventRecorder
-	b.next.Eventf(regarding, related, eventtype, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), EventNote))
-}
-
-func (b boundedRecorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) { //nolint:revive // implements recorder.EventRecorder
-	b.next.AnnotatedEventf(regarding, related, annotations, eventtype, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), EventNote))
-}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestTruncate(t *testing.T) {
@@ -55,32 +53,6 @@ func TestList(t *testing.T) {
 	}
 	if got := List(items, "; ", 2); got != "a; b; and 2 more" {
 		t.Errorf("List = %q", got)
-	}
-}
-
-type capture struct{ notes []string }
-
-func (c *capture) Eventf(_, _ runtime.Object, _, _, _, note string, args ...any) {
-	c.notes = append(c.notes, fmt.Sprintf(note, args...))
-}
-
-func (c *capture) AnnotatedEventf(r, rel runtime.Object, _ map[string]string, t, reason, a, note string, args ...any) {
-	c.Eventf(r, rel, t, reason, a, note, args...)
-}
-
-func TestRecorderBoundsNotes(t *testing.T) {
-	c := &capture{}
-	r := Recorder(c)
-	r.Eventf(nil, nil, "Normal", "R", "A", "short %d", 1)
-	r.Eventf(nil, nil, "Warning", "R", "A", "%s", strings.Repeat("x", 5000))
-	if c.notes[0] != "short 1" {
-		t.Errorf("note = %q", c.notes[0])
-	}
-	if n := len(c.notes[1]); n > EventNote {
-		t.Errorf("note of %d bytes passed", n)
-	}
-	if Recorder(nil) != nil {
-		t.Error("Recorder(nil) must stay nil so callers' nil checks work")
 	}
 }
 

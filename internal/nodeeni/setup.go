@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -85,7 +85,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	watchEC2Health(state.Health(), resync, lg)
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
-		opts: o, metrics: m, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-nodeeni")), answers: newAnswers(),
+		opts: o, metrics: m, recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-nodeeni")), answers: newAnswers(),
 		distrusted: distrusted, trust: trust, births: trust.births, applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
 		live: mgr.GetAPIReader(),
 	}

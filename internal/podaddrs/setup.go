@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 )
 
 // Options tune pod address registration.
@@ -209,7 +209,7 @@ func (s *starter) startController() error {
 		return err
 	}
 	r := &reconciler{client: s.mgr.GetClient(), pods: pods, ec2: s.ec2, opts: o, tally: s.tally, limits: newLimitMemo(), waits: newWaiters(), backoffs: newBackoffs(),
-		recorder: bounded.Recorder(s.mgr.GetEventRecorder("eni-operator-podaddrs"))}
+		recorder: eventrecorder.Bounded(s.mgr.GetEventRecorder("eni-operator-podaddrs"))}
 	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	if o.SkipNameValidation {
 		co.SkipNameValidation = &o.SkipNameValidation

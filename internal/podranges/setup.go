@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
@@ -56,7 +56,7 @@ func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	r := &reconciler{client: mgr.GetClient(), ec2: e, opts: o, recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-podranges"))}
+	r := &reconciler{client: mgr.GetClient(), ec2: e, opts: o, recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-podranges"))}
 	co := controller.Options{MaxConcurrentReconciles: 2}
 	if o.SkipNameValidation {
 		co.SkipNameValidation = &o.SkipNameValidation

@@ -20,6 +20,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 	"github.com/eni-operator/eni-operator/internal/phases"
 )
 
@@ -50,7 +51,7 @@ type pass struct {
 
 // Setup adds the readiness taint controller to the manager (leader only).
 func Setup(mgr ctrl.Manager, o Options) error {
-	r := &reconciler{client: mgr.GetClient(), recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-readiness"))}
+	r := &reconciler{client: mgr.GetClient(), recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-readiness"))}
 	co := controller.Options{}
 	if o.SkipNameValidation {
 		co.SkipNameValidation = &o.SkipNameValidation

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -71,7 +71,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap})
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
-		recorder: bounded.Recorder(mgr.GetEventRecorder("eni-operator-tagger")),
+		recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-tagger")),
 		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), owners: newOwners(mgr.GetAPIReader()),
 		slots: newSlots(o.MaxConcurrentReconciles),
 	}
