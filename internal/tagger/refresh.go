@@ -53,13 +53,15 @@ func (r *Reconciler) onRefresh(ctx context.Context) {
 	r.sweep(ctx)
 }
 
-// sweep requeues ledger records whose pod no longer exists.
+// sweep requeues ledger records whose pod no longer exists, and those
+// whose pod lost everything of the tagger's while the operator was down:
+// its event passed the predicate only if the ledger had loaded by then.
 func (r *Reconciler) sweep(ctx context.Context) {
 	for _, rec := range r.ledger.All() {
 		ns, name, _ := strings.Cut(rec.Pod, "/")
 		var pod corev1.Pod
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod)
-		if apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != rec.UID) {
+		if apierrors.IsNotFound(err) || (err == nil && (string(pod.UID) != rec.UID || !hasTaggerState(&pod, r.opts.AnnotationKey))) {
 			r.requeue(rec.Pod)
 		}
 	}
