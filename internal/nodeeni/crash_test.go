@@ -31,7 +31,8 @@ func (h *harness) exactlyOnePerKey(nodes []string, subnets []string) {
 
 // crashScenario starts a manager while fault makes action fail (after it
 // took effect when afterApply), kills the manager once the action was
-// tried twice for every ENI, and restarts one without the fault. With
+// tried twice for every ENI (or every ENI is attached all the same), and
+// restarts one without the fault. With
 // ignoreTokens, EC2 does not honour ClientToken (moto; EC2 after its
 // idempotency window). Either way, after the restart each (node, subnet)
 // has exactly one ENI, no ENI is made again, every other ENI the first
@@ -49,9 +50,16 @@ func crashScenario(t *testing.T, action string, afterApply, ignoreTokens bool) {
 	spec.SubnetNames = []string{"multus-a", "storage-a"}
 	spec.SecurityGroupNames = []string{"multus"}
 	h.createNodeENI("crash", spec)
-	h.eventually(action+" tried twice for every ENI", waitFor, func() (bool, string) {
-		n := h.calls(action)
-		return n >= 2*nodes*2, fmt.Sprintf("%d calls", n)
+	// Where a failed action took effect, the operator may find its result
+	// in EC2 and finish without trying again: that is a fine point to die.
+	h.eventually(action+" tried twice for every ENI, or every ENI attached", waitFor, func() (bool, string) {
+		n, attached := h.calls(action), 0
+		for _, e := range h.enis() {
+			if e.Attachment != nil && e.Attachment.Status == "attached" {
+				attached++
+			}
+		}
+		return n >= 2*nodes*2 || n >= 2*nodes && attached >= 2*nodes, fmt.Sprintf("%d calls, %d ENIs attached", n, attached)
 	})
 	_ = first.Stop() // the process dies: nothing after this point of its work happens
 	if err := h.Emulator.Configure(emulator.Config{Faults: map[string]emulator.Fault{}}); err != nil {
