@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,7 +155,7 @@ func TestKubernetesWritesPerPod(t *testing.T) {
 	h.startManager(o)
 	before = h.serverWrites()
 	h.annotate("p-0007", "App=changed")
-	h.waitCondition("p-0007", tagger.ReasonSynced, tagger.Hash(map[string]string{"App": "changed"}))
+	h.waitCondition("p-0007", tagger.ReasonSynced, tagplan.Hash(map[string]string{"App": "changed"}))
 	h.waitEvent("p-0007", "Normal/Synced")
 	h.stopManager()
 	change := h.serverWrites().since(before)

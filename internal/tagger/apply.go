@@ -14,6 +14,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // apply hands the plan's writes, if any, to the writer, which also
@@ -49,7 +50,7 @@ func (r *Reconciler) writeTags(ctx context.Context, w *podWork) error {
 	return nil
 }
 
-func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan Plan) error {
+func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan tagplan.Plan) error {
 	var errs []error
 	if len(plan.Create) > 0 {
 		r.metrics.writes.WithLabelValues("create").Inc()

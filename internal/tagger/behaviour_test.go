@@ -15,6 +15,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // Invalid annotations are refused with the exact problem, a Warning
@@ -388,7 +389,7 @@ func TestSubnetNamespaceAndPrefixOptions(t *testing.T) {
 		{Subnet: "a", InterfaceType: "branch", Count: 2}, {Subnet: "b", InterfaceType: "branch"}}})
 	o := h.options()
 	o.SubnetIDs = []string{h.ec2.Subnets["a"]}
-	o.TagNamespace = tagger.NamespacingPodNamespace
+	o.TagNamespace = tagplan.NamespacingPodNamespace
 	o.WatchNamespace = h.ns
 	h.startManager(o)
 	enis := h.loaded.NetworkInterfaces
@@ -431,10 +432,10 @@ func TestPodRateLimitRequeues(t *testing.T) {
 	h.startManager(o)
 	eni := h.loaded.NetworkInterfaces[0]
 	h.pod("web", eni.PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "v=1"})
-	h.waitCondition("web", tagger.ReasonSynced, tagger.Hash(map[string]string{"v": "1"}))
+	h.waitCondition("web", tagger.ReasonSynced, tagplan.Hash(map[string]string{"v": "1"}))
 	changed := time.Now()
 	h.annotate("web", "v=2")
-	h.waitCondition("web", tagger.ReasonSynced, tagger.Hash(map[string]string{"v": "2"}))
+	h.waitCondition("web", tagger.ReasonSynced, tagplan.Hash(map[string]string{"v": "2"}))
 	if h.eniTags(eni.ID)["v"] != "2" {
 		t.Fatal("second change lost")
 	}
@@ -507,7 +508,7 @@ func branchWorld(n int) emulator.World {
 
 func withHash(t map[string]string, desired map[string]string) map[string]string {
 	out := maps.Clone(t)
-	out[tagger.HashTag] = tagger.Hash(desired)
+	out[tagger.HashTag] = tagplan.Hash(desired)
 	return out
 }
 
@@ -531,7 +532,7 @@ func TestEightScenarios(t *testing.T) {
 			if len(token) > 0 {
 				onENI = token[0]
 			}
-			msg = fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(desired), eni, tagger.Hash(onENI))
+			msg = fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(desired), eni, tagplan.Hash(onENI))
 		}
 		h.waitCondition("web", wantReason, msg)
 		time.Sleep(150 * time.Millisecond) // let any stray second reconcile show in the counters
@@ -559,7 +560,7 @@ func TestEightScenarios(t *testing.T) {
 		t.Fatalf("scenario 2: ENI tags %v, want %v", got, want)
 	}
 	p := h.get("web")
-	if !maps.Equal(lastApplied(p), v1) || p.Annotations[tagger.LastAppliedHashAnnotation] != tagger.Hash(v1) {
+	if !maps.Equal(lastApplied(p), v1) || p.Annotations[tagger.LastAppliedHashAnnotation] != tagplan.Hash(v1) {
 		t.Fatalf("scenario 2: last-applied annotations %v", p.Annotations)
 	}
 	c := condition(p)
@@ -581,13 +582,13 @@ func TestEightScenarios(t *testing.T) {
 	if got, want := h.eniTags(eni), withHash(merge(base, v2), v2); !maps.Equal(got, want) {
 		t.Fatalf("scenario 3: ENI tags %v, want %v", got, want)
 	}
-	assertLastCall(t, h, "CreateTags", []string{"Team=Ops", tagger.HashTag + "=" + tagger.Hash(v2)})
+	assertLastCall(t, h, "CreateTags", []string{"Team=Ops", tagger.HashTag + "=" + tagplan.Hash(v2)})
 	h.waitEvent("web", "Normal/Synced") // tags a running pod had, changed
 
 	// 4. Key added: one CreateTags with the new key and the hash only.
 	v3 := map[string]string{"Team": "Ops", "Cost": "1", "App": "web"}
 	step("key added", "Team=Ops,Cost=1,App=web", tagger.ReasonSynced, v3, map[string]int{"CreateTags": 1})
-	assertLastCall(t, h, "CreateTags", []string{"App=web", tagger.HashTag + "=" + tagger.Hash(v3)})
+	assertLastCall(t, h, "CreateTags", []string{"App=web", tagger.HashTag + "=" + tagplan.Hash(v3)})
 
 	// 5. Key removed: one DeleteTags of that key, nothing else.
 	v4 := map[string]string{"Team": "Ops", "App": "web"}
@@ -648,7 +649,7 @@ func TestEightScenarios(t *testing.T) {
 	h.annotate("web", "Team=Ops,Env=qa")
 	// The new manager's first reconcile may conclude the earlier edit
 	// first: wait for this one's.
-	h.waitCondition("web", tagger.ReasonSynced, tagger.Hash(map[string]string{"Team": "Ops", "Env": "qa"}))
+	h.waitCondition("web", tagger.ReasonSynced, tagplan.Hash(map[string]string{"Team": "Ops", "Env": "qa"}))
 	if h.eniTags(eni)["Env"] != "qa" {
 		t.Fatal("scenario 8: --allow-shared-eni-tagging did not write")
 	}

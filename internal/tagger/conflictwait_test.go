@@ -7,6 +7,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // A pod refused as Conflict because another pod's tags hold its ENI is
@@ -35,7 +36,7 @@ func TestConflictIsReexaminedWhenTheHolderIsGone(t *testing.T) {
 			return c != nil && c.Reason == tagger.ReasonSynced, fmt.Sprintf("%+v", c)
 		})
 		want := map[string]string{"Team": "Ops"}
-		if got := h.eniTags(eni.ID); got["Team"] != "Ops" || got[tagger.HashTag] != tagger.Hash(want) {
+		if got := h.eniTags(eni.ID); got["Team"] != "Ops" || got[tagger.HashTag] != tagplan.Hash(want) {
 			t.Fatalf("%s: ENI tags %v, want the waiting pod's %v and its token", waiter, got, want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // The condition tells the current cause only: these tests make a cause go
@@ -112,7 +113,7 @@ func TestSyncedQuotesTheHashOnTheENI(t *testing.T) {
 	eni := h.loaded.NetworkInterfaces[0]
 	h.startManager(h.options())
 	h.pod("web", eni.PrivateIP, map[string]string{tagger.DefaultAnnotationKey: "Team=Dev,Cost=1"})
-	h.waitCondition("web", tagger.ReasonSynced, "hash "+tagger.Hash(map[string]string{"Team": "Dev", "Cost": "1"}))
+	h.waitCondition("web", tagger.ReasonSynced, "hash "+tagplan.Hash(map[string]string{"Team": "Dev", "Cost": "1"}))
 	h.annotate("web", "Team=Dev")
 	h.eventually("Cost removed from the ENI", func() bool { _, ok := h.eniTags(eni.ID)["Cost"]; return !ok }, nil)
 	onENI := h.eniTags(eni.ID)[tagger.HashTag]

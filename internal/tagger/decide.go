@@ -10,6 +10,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // decide plans the tag diff: for the pod alone on a dedicated ENI, or
@@ -27,7 +28,7 @@ func (r *Reconciler) decide(ctx context.Context, w *podWork) *phases.Stop {
 			return s
 		}
 	}
-	w.plan = PlanTags(PlanInput{Desired: w.desired, Applied: w.applied, AppliedHash: w.appliedHash, ENITags: w.eni.Tags,
+	w.plan = tagplan.PlanTags(tagplan.PlanInput{Desired: w.desired, Applied: w.applied, AppliedHash: w.appliedHash, ENITags: w.eni.Tags,
 		IgnoreOwnership: r.opts.AllowSharedENITagging, Untouched: w.external})
 	switch {
 	case w.plan.Conflict != "":
@@ -97,7 +98,7 @@ func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2
 		if ip == "" || !eni.Holds(ip) || nodeAddress(eni, ip) {
 			continue
 		}
-		tags, err := ParseAnnotation(raw)
+		tags, err := tagplan.ParseAnnotation(raw)
 		if err == nil {
 			tags, err = r.policy.Desired(p.Namespace, tags)
 		}
@@ -107,7 +108,7 @@ func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2
 		wants[k] = tags
 		peers = append(peers, k)
 	}
-	merged, conflicts := MergeShared(wants)
+	merged, conflicts := tagplan.MergeShared(wants)
 	if len(conflicts) > 0 {
 		for _, k := range peers {
 			r.requeue(k) // so the other side of a conflict learns of it too

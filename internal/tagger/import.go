@@ -23,6 +23,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/cli"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
@@ -111,8 +112,8 @@ func parseOriginalEntry(ip, raw string) (importCandidate, string) {
 		return importCandidate{}, "the pod UID is not a UID"
 	case !cli.AWSID("eni", e.Info.ID):
 		return importCandidate{}, "the ENI ID is not an ENI ID"
-	case len(e.Info.Tags) > MaxTagsPerResource:
-		return importCandidate{}, fmt.Sprintf("%d tags (an ENI has at most %d)", len(e.Info.Tags), MaxTagsPerResource)
+	case len(e.Info.Tags) > tagplan.MaxTagsPerResource:
+		return importCandidate{}, fmt.Sprintf("%d tags (an ENI has at most %d)", len(e.Info.Tags), tagplan.MaxTagsPerResource)
 	}
 	return importCandidate{IP: ip, UID: e.PodUID, ENI: e.Info.ID, Before: e.Info.Tags}, ""
 }
@@ -151,7 +152,7 @@ func importRecord(c importCandidate, eni ec2.ENI, subnets map[string]bool) (Reco
 	}
 	applied := map[string]string{}
 	for k, v := range eni.Tags {
-		if before, ok := c.Before[k]; (ok && before == v) || reserved(k) {
+		if before, ok := c.Before[k]; (ok && before == v) || tagkeys.IsReserved(k) {
 			continue
 		}
 		applied[k] = v

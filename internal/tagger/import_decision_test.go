@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
 // importRecord records only tags the ENI's token proves the original
@@ -54,7 +55,7 @@ func TestImportRecord(t *testing.T) {
 			t.Errorf("%s: %q, %+v; want tags %v", tt.name, why, rec, tt.want)
 		}
 		for k := range rec.Tags {
-			if reserved(k) {
+			if tagkeys.IsReserved(k) {
 				t.Errorf("%s: reserved key %s recorded", tt.name, k)
 			}
 		}

@@ -5,6 +5,8 @@
 // outlives the pod) and removes its tags again when the pod goes away.
 package tagger
 
+import "github.com/eni-operator/eni-operator/internal/tagger/tagplan"
+
 // Names shared with k8s-eni-tagger, so its users' pods, ENIs and
 // dashboards keep working unchanged.
 const (
@@ -17,7 +19,7 @@ const (
 	// last wrote to the ENI for the pod.
 	LastAppliedHashAnnotation = "eni-tagger.io/last-applied-hash"
 	// HashTag is the ENI tag carrying the ownership token.
-	HashTag = "eni-tagger.io/hash"
+	HashTag = tagplan.HashTag
 	// Finalizer is set on pods only with --pod-finalizer.
 	Finalizer = "eni-tagger.io/finalizer"
 	// ConditionType is the pod condition reporting the tagging outcome.

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // The messages the tagger writes stay short whatever the annotation or
@@ -21,13 +22,13 @@ func TestMessagesAreBounded(t *testing.T) {
 	for i := range 5000 {
 		manyLong[fmt.Sprintf("%s-%04d", longKey, i)] = strings.Repeat("v", 300)
 	}
-	_, manyErr := Policy{}.Desired("shop", manyLong)
-	_, oneErr := Policy{}.Desired("shop", map[string]string{strings.Repeat("K", 30000): "v"})
-	_, reservedErr := Policy{}.Desired("shop", map[string]string{"eni-operator.io/cluster": "c", "eni-operator.io/nodeeni": "x", "eni-operator.io/nodeeni-uid": "u"})
-	_, pairErr := ParseAnnotation("a=1," + strings.Repeat("x", 30000))
-	_, jsonErr := ParseAnnotation(`{"` + strings.Repeat("j", 30000) + `":1}`)
-	_, dupErr := ParseAnnotation(`{"` + strings.Repeat("d", 15000) + `":"1","` + strings.Repeat("d", 15000) + `":"2"}`)
-	_, hugeErr := ParseAnnotation(strings.Repeat("h", 220<<10))
+	_, manyErr := tagplan.Policy{}.Desired("shop", manyLong)
+	_, oneErr := tagplan.Policy{}.Desired("shop", map[string]string{strings.Repeat("K", 30000): "v"})
+	_, reservedErr := tagplan.Policy{}.Desired("shop", map[string]string{"eni-operator.io/cluster": "c", "eni-operator.io/nodeeni": "x", "eni-operator.io/nodeeni-uid": "u"})
+	_, pairErr := tagplan.ParseAnnotation("a=1," + strings.Repeat("x", 30000))
+	_, jsonErr := tagplan.ParseAnnotation(`{"` + strings.Repeat("j", 30000) + `":1}`)
+	_, dupErr := tagplan.ParseAnnotation(`{"` + strings.Repeat("d", 15000) + `":"1","` + strings.Repeat("d", 15000) + `":"2"}`)
+	_, hugeErr := tagplan.ParseAnnotation(strings.Repeat("h", 220<<10))
 
 	tests := []struct {
 		name string
@@ -47,7 +48,7 @@ func TestMessagesAreBounded(t *testing.T) {
 		{name: "EC2 error", msg: errorText(errors.Join(errors.New(strings.Repeat("e", 100000)), errors.New("second\nline"))), want: []string{"eee…"}, max: bounded.Message / 2},
 		{name: "dry-run description", msg: describe(manyLong), want: []string{`k…="vvv`, `…" (300 bytes)`, "and 49"}, max: bounded.Message / 3},
 		{name: "shared conflicts", msg: conflictsText(sharedConflicts()), want: []string{`"Team"`, "and 95 more"}, max: bounded.Message / 2},
-		{name: "ownership conflict", msg: PlanTags(PlanInput{Desired: map[string]string{"a": "1"}, ENITags: map[string]string{HashTag: strings.Repeat("z", 256)}}).Conflict,
+		{name: "ownership conflict", msg: tagplan.PlanTags(tagplan.PlanInput{Desired: map[string]string{"a": "1"}, ENITags: map[string]string{HashTag: strings.Repeat("z", 256)}}).Conflict,
 			want: []string{"(256 bytes), which is neither ours"}, max: 400},
 	}
 	for _, tt := range tests {
@@ -79,7 +80,7 @@ func sharedConflicts() map[string]string {
 		}
 		wants[fmt.Sprintf("ns/pod-with-a-long-name-%03d", p)] = tags
 	}
-	_, conflicts := MergeShared(wants)
+	_, conflicts := tagplan.MergeShared(wants)
 	for k, v := range conflicts {
 		if len(v) > 2*bounded.Message {
 			panic(fmt.Sprintf("conflict text of %s is %d bytes", k, len(v)))
@@ -91,24 +92,24 @@ func sharedConflicts() map[string]string {
 // An annotation over the limit is refused before it is read: the cost
 // does not depend on what it holds, and it is not parsed at all.
 func TestParseAnnotationRefusesOversizeInputUnread(t *testing.T) {
-	valid := `{"Team":"` + strings.Repeat("x", MaxAnnotationBytes-len(`{"Team":""}`)) + `"}`
-	if len(valid) != MaxAnnotationBytes {
+	valid := `{"Team":"` + strings.Repeat("x", tagplan.MaxAnnotationBytes-len(`{"Team":""}`)) + `"}`
+	if len(valid) != tagplan.MaxAnnotationBytes {
 		t.Fatalf("built %d bytes", len(valid))
 	}
-	if _, err := ParseAnnotation(valid); err != nil {
+	if _, err := tagplan.ParseAnnotation(valid); err != nil {
 		t.Errorf("an annotation of exactly MaxAnnotationBytes was refused: %.200v", err)
 	}
-	for _, s := range []string{valid + " ", strings.Repeat("{", MaxAnnotationBytes+1), strings.Repeat("a=b,", 60000)} {
-		_, err := ParseAnnotation(s)
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("is %d bytes, over the limit of %d", len(s), MaxAnnotationBytes)) {
+	for _, s := range []string{valid + " ", strings.Repeat("{", tagplan.MaxAnnotationBytes+1), strings.Repeat("a=b,", 60000)} {
+		_, err := tagplan.ParseAnnotation(s)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("is %d bytes, over the limit of %d", len(s), tagplan.MaxAnnotationBytes)) {
 			t.Errorf("ParseAnnotation(%d bytes) = %.200v", len(s), err)
 		}
 	}
 	// The limit leaves room for the largest valid tag set: 49 tags (and
 	// the token) of 127-character keys and 256-character values, as JSON.
 	big := map[string]string{}
-	for i := range MaxTagsPerResource - 1 {
-		big[fmt.Sprintf("%0127d", i)] = strings.Repeat("v", MaxValueLength)
+	for i := range tagplan.MaxTagsPerResource - 1 {
+		big[fmt.Sprintf("%0127d", i)] = strings.Repeat("v", tagplan.MaxValueLength)
 	}
 	var b strings.Builder
 	b.WriteString("{")
@@ -121,14 +122,14 @@ func TestParseAnnotationRefusesOversizeInputUnread(t *testing.T) {
 		i++
 	}
 	b.WriteString("}")
-	if b.Len() > MaxAnnotationBytes/2+4096 {
-		t.Errorf("the largest valid annotation is %d bytes; the limit %d has less headroom than documented", b.Len(), MaxAnnotationBytes)
+	if b.Len() > tagplan.MaxAnnotationBytes/2+4096 {
+		t.Errorf("the largest valid annotation is %d bytes; the limit %d has less headroom than documented", b.Len(), tagplan.MaxAnnotationBytes)
 	}
-	tags, err := ParseAnnotation(b.String())
+	tags, err := tagplan.ParseAnnotation(b.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Policy{}).Desired("shop", tags); err != nil {
+	if _, err := (tagplan.Policy{}).Desired("shop", tags); err != nil {
 		t.Errorf("the largest valid tag set was refused: %.300v", err)
 	}
 }
@@ -155,7 +156,7 @@ func TestTrimPodKeepsAStandInForOversizeAnnotations(t *testing.T) {
 	if len(a1) > 200 || len(got["huge1"].Annotations[LastAppliedTagsAnnotation]) > 200 || a1 == a2 {
 		t.Errorf("stand-ins %q and %q", a1, a2)
 	}
-	if _, err := ParseAnnotation(a1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("it is %d bytes, over the limit", len(huge1))) {
+	if _, err := tagplan.ParseAnnotation(a1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("it is %d bytes, over the limit", len(huge1))) {
 		t.Errorf("ParseAnnotation(stand-in) = %v", err)
 	}
 	if a := got["small"].Annotations; a[DefaultAnnotationKey] != "Team=Dev" || a[LastAppliedTagsAnnotation] != `{"Team":"Dev"}` || a["other"] != "" {

@@ -73,7 +73,7 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 		}
 	}
 	remove := maps.Clone(rec.Tags)
-	maps.DeleteFunc(remove, func(k, _ string) bool { return reserved(k) }) // never ours to remove; the token is added below
+	maps.DeleteFunc(remove, func(k, _ string) bool { return tagkeys.IsReserved(k) }) // never ours to remove; the token is added below
 	others := false
 	for _, o := range r.ledger.OnENI(rec.ENI) {
 		if o.Pod != key {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/eni-operator/eni-operator/internal/cli"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
@@ -100,7 +101,7 @@ func (f tagsFlag) String() string {
 }
 
 func (f tagsFlag) Set(s string) error {
-	tags, err := ParseAnnotation(s)
+	tags, err := tagplan.ParseAnnotation(s)
 	if err != nil {
 		return err
 	}
@@ -209,10 +210,10 @@ const maxTagKey = 128
 // namespaces keys, with the pod's namespace; any other value turns
 // namespacing off, so a manifest written for the original (say
 // --tag-namespace=disabled) writes the same keys here.
-func (o Options) policy() Policy {
-	p := Policy{Allow: o.AllowKeys, Deny: o.DenyKeys}
-	if o.TagNamespace == NamespacingPodNamespace {
-		p.Namespacing = NamespacingPodNamespace
+func (o Options) policy() tagplan.Policy {
+	p := tagplan.Policy{Allow: o.AllowKeys, Deny: o.DenyKeys}
+	if o.TagNamespace == tagplan.NamespacingPodNamespace {
+		p.Namespacing = tagplan.NamespacingPodNamespace
 	}
 	return p
 }
@@ -220,9 +221,9 @@ func (o Options) policy() Policy {
 // Warnings says which accepted settings do not do what they may seem to,
 // for the command to log at start.
 func (o Options) Warnings() []string {
-	if o.TagNamespace == "" || o.TagNamespace == NamespacingPodNamespace {
+	if o.TagNamespace == "" || o.TagNamespace == tagplan.NamespacingPodNamespace {
 		return nil
 	}
 	return []string{fmt.Sprintf("--tag-namespace=%s leaves tag keys unprefixed: only %q prefixes them (with the pod's namespace), as in k8s-eni-tagger",
-		cli.Show(o.TagNamespace), NamespacingPodNamespace)}
+		cli.Show(o.TagNamespace), tagplan.NamespacingPodNamespace)}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	"github.com/eni-operator/eni-operator/internal/tagpolicy"
 )
 
@@ -34,7 +35,7 @@ type Reconciler struct {
 	recorder  recorder.EventRecorder
 	metrics   *metrics
 	opts      Options
-	policy    Policy
+	policy    tagplan.Policy
 	subnets   map[string]bool
 	// pods is what is held in memory about each pod between reconciles
 	// (pods.go); writer runs its writes off the workers and reports into
@@ -116,7 +117,7 @@ type podWork struct {
 	// keys pods sharing the ENI disagree on.
 	desired, own, conflicts map[string]string
 	shared                  bool
-	plan                    Plan
+	plan                    tagplan.Plan
 	// selected tells that an ENITagPolicy selects the pod; matched names
 	// them, origins says where each asked key comes from, external are
 	// the keys they leave to other tools, overridden the annotation's

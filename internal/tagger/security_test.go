@@ -17,6 +17,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // podEvents lists the events.k8s.io events about a pod.
@@ -171,12 +172,12 @@ func TestOversizeAnnotationsAreRefusedOnceWithBoundedOutput(t *testing.T) {
 		}
 		fmt.Fprintf(&many, "%s-%03d=v", strings.Repeat("m", 140), i)
 	}
-	if many.Len() >= tagger.MaxAnnotationBytes {
+	if many.Len() >= tagplan.MaxAnnotationBytes {
 		t.Fatalf("the under-limit annotation is %d bytes", many.Len())
 	}
 	cases := []struct{ name, annotation, message string }{
-		{"many-long-keys", huge.String(), fmt.Sprintf("it is %d bytes, over the limit of %d", huge.Len(), tagger.MaxAnnotationBytes)},
-		{"one-huge-key", oneKey, fmt.Sprintf("it is %d bytes, over the limit of %d", len(oneKey), tagger.MaxAnnotationBytes)},
+		{"many-long-keys", huge.String(), fmt.Sprintf("it is %d bytes, over the limit of %d", huge.Len(), tagplan.MaxAnnotationBytes)},
+		{"one-huge-key", oneKey, fmt.Sprintf("it is %d bytes, over the limit of %d", len(oneKey), tagplan.MaxAnnotationBytes)},
 		{"under-limit", many.String(), "200 tags asked for"},
 	}
 	for i, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
@@ -76,8 +77,8 @@ func (h *harness) assertHashClaim(pod, eniID string, want map[string]string) {
 		h.t.Fatalf("%s: no hash in %q", pod, cond.Message)
 	}
 	got := h.eniTags(eniID)
-	if got[tagger.HashTag] != m[1] || m[1] != tagger.Hash(want) {
-		h.t.Errorf("%s: condition names hash %s, ENI %s carries %q, the tags hash to %s", pod, m[1], eniID, got[tagger.HashTag], tagger.Hash(want))
+	if got[tagger.HashTag] != m[1] || m[1] != tagplan.Hash(want) {
+		h.t.Errorf("%s: condition names hash %s, ENI %s carries %q, the tags hash to %s", pod, m[1], eniID, got[tagger.HashTag], tagplan.Hash(want))
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -15,6 +15,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // policy creates an ENITagPolicy that selects the test's namespace (and
@@ -103,7 +104,7 @@ func TestTagPolicyLifecycle(t *testing.T) {
 	h.labelNamespace("cost-center", "5678")
 	plainWant["CostCenter"] = "5678"
 	h.waitTags(plain.ID, withHash(merge(base, plainWant, map[string]string{"Owner": "finance"}), plainWant))
-	h.waitCondition("plain", tagger.ReasonSynced, tagger.Hash(plainWant))
+	h.waitCondition("plain", tagger.ReasonSynced, tagplan.Hash(plainWant))
 	// The policy changed it, not the pod's author: no event on the pod
 	// (a policy edit would be one on each of thousands).
 	for _, e := range h.events("plain") {
@@ -276,6 +277,6 @@ func TestUnlabelledPodIsPolicyTagged(t *testing.T) {
 	want := map[string]string{"Env": "prod"}
 	h.waitTags(labelled.ID, withHash(merge(base, want), want))
 	h.waitTags(bare.ID, withHash(merge(base, want), want))
-	h.waitCondition("bare", tagger.ReasonSynced, tagger.Hash(want))
+	h.waitCondition("bare", tagger.ReasonSynced, tagplan.Hash(want))
 	h.waitStatus(p.Name, func(st v1alpha1.ENITagPolicyStatus) bool { return st.MatchedPods == 2 && st.TaggedPods == 2 })
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unique"
 
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,10 +102,10 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 		}
 		for _, k := range keep {
 			if v, ok := p.Annotations[k]; ok {
-				if len(v) > MaxAnnotationBytes {
+				if len(v) > tagplan.MaxAnnotationBytes {
 					// Refused unread anyway: the cache keeps a short
 					// stand-in, not up to 256 KiB per pod.
-					v = oversizeStandIn(v)
+					v = tagplan.OversizeStandIn(v)
 				}
 				if out.Annotations == nil {
 					out.Annotations = make(map[string]string, len(keep))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eni-operator/eni-operator/internal/phases"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	"github.com/eni-operator/eni-operator/internal/tagpolicy"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -50,7 +51,7 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 	asked := map[string]string{}
 	var err error
 	if annotated {
-		asked, err = ParseAnnotation(raw)
+		asked, err = tagplan.ParseAnnotation(raw)
 		if err == nil {
 			asked, err = r.policy.Desired(w.pod.Namespace, asked)
 		}

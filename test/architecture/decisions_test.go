@@ -20,6 +20,7 @@ import (
 var decisions = []string{
 	"internal/awsnode",
 	"internal/bounded",
+	"internal/tagger/tagplan",
 	"internal/tagkeys",
 	"internal/tagpolicy",
 }

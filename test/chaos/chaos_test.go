@@ -31,6 +31,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 const (
@@ -187,7 +188,7 @@ func (w *world) check() []string {
 		got := all[e.ID]
 		want := maps.Clone(w.desiredTags(i))
 		want["Name"] = "branch"
-		want[tagger.HashTag] = tagger.Hash(w.desiredTags(i))
+		want[tagger.HashTag] = tagplan.Hash(w.desiredTags(i))
 		if !maps.Equal(got.Tags, want) {
 			problems = append(problems, fmt.Sprintf("pod p-%03d: ENI %s tags %v, want %v", i, e.ID, got.Tags, want))
 		}

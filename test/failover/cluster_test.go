@@ -25,6 +25,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // Leader election timings of the replicas: the defaults' proportions
@@ -306,7 +307,7 @@ func (c *cluster) check(deleted func(i int) bool) []string {
 		want := map[string]string{"Name": "branch"}
 		if !deleted(i) {
 			maps.Copy(want, desiredTags(i))
-			want[tagger.HashTag] = tagger.Hash(desiredTags(i))
+			want[tagger.HashTag] = tagplan.Hash(desiredTags(i))
 		}
 		if got := all[e.ID].Tags; !maps.Equal(got, want) {
 			problems = append(problems, fmt.Sprintf("pod %s: ENI %s tags %v, want %v", podName(i), e.ID, got, want))

@@ -1,4 +1,8 @@
-package tagger
+// Package tagplan decides which tags a pod's ENI gets: it parses the
+// annotation, applies the operator's tag policy and plans the minimal
+// diff. It does no I/O and reads no clock, so every decision is a table
+// test.
+package tagplan
 
 import (
 	"crypto/sha256"
@@ -8,6 +12,9 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
 )
+
+// HashTag is the ENI tag carrying the ownership token.
+const HashTag = "eni-tagger.io/hash"
 
 // Hash is the ownership token for a desired tag set: a digest of its
 // sorted key=value pairs. Equal sets hash equally, so pods of one

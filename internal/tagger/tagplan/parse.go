@@ -1,4 +1,4 @@
-package tagger
+package tagplan
 
 import (
 	"crypto/sha256"
@@ -92,15 +92,15 @@ func invalidUTF8At(s string) int {
 	return 0
 }
 
-// oversizeMarker starts the stand-in TrimPod keeps in the cache for an
+// oversizeMarker starts the stand-in the pod cache keeps for an
 // annotation over MaxAnnotationBytes. It begins with a NUL byte, which
 // no one writes into a tag annotation by mistake; an annotation that
 // imitates it gets nothing but the refusal it describes.
 const oversizeMarker = "\x00eni-operator: oversize annotation of "
 
-// oversizeStandIn is the short stand-in for an oversize annotation: its
+// OversizeStandIn is the short stand-in for an oversize annotation: its
 // size, and a digest so a change to it is still a change.
-func oversizeStandIn(s string) string {
+func OversizeStandIn(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return fmt.Sprintf("%s%d bytes, sha256 %x", oversizeMarker, len(s), sum[:8])
 }
