@@ -26,10 +26,10 @@ type catalog struct {
 func (s *State) Catalog(ctx context.Context, maxAge time.Duration) (Catalog, error) {
 	s.catalog.mu.Lock()
 	defer s.catalog.mu.Unlock()
-	if c := s.catalog.at; !c.Read.IsZero() && time.Since(c.Read) < maxAge {
+	if c := s.catalog.at; !c.Read.IsZero() && s.clock.Since(c.Read) < maxAge {
 		return c, nil
 	}
-	read := time.Now()
+	read := s.clock.Now()
 	subnets, err := s.client.Subnets(ctx)
 	if err != nil {
 		return Catalog{}, fmt.Errorf("listing the VPC's subnets: %w", err)

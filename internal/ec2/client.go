@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"k8s.io/utils/clock"
 )
 
 // Client is the operator's EC2 client. It is safe for concurrent use.
@@ -30,6 +31,7 @@ type Client struct {
 	writeGate func() error
 	// createRetryer retries CreateNetworkInterface (createRetryables).
 	createRetryer aws.Retryer
+	clock         clock.WithTickerAndDelayedExecution
 
 	// One batcher per batched EC2 call (batch_*.go).
 	enisByIP        *batcher[ipFamily, string, ENI]
@@ -67,8 +69,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // NewFromAWSConfig builds a client from an already loaded AWS configuration.
 func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 	cfg = withDefaults(cfg)
-	c := &Client{vpcID: cfg.VPCID, limits: newLimits(cfg), writeGate: cfg.WriteGate}
-	c.health = newHealth(cfg.Logger, defaultEndpoint(awsCfg), cfg.UnreadyAfter, cfg.ErrorLogInterval)
+	c := &Client{vpcID: cfg.VPCID, limits: newLimits(cfg), writeGate: cfg.WriteGate, clock: cfg.Clock}
+	c.health = newHealth(cfg, defaultEndpoint(awsCfg))
 	c.metrics = newMetrics(cfg.Registerer, c.limits, c.health)
 	awsCfg.HTTPClient = withBufferedBodies(awsCfg.HTTPClient)
 	c.api = ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {

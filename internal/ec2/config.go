@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -67,6 +68,11 @@ type Config struct {
 	// gates on still holding its leader election Lease, so a replica that
 	// lost it (paused past the lease duration) changes nothing.
 	WriteGate func() error
+	// Clock times the state's refreshes, the ages of what it holds, the
+	// expiry of recent writes and EC2's health (default: the real clock);
+	// tests step a fake one. Rate limits and batch windows pace requests
+	// in flight on the real clock, which golang.org/x/time/rate reads.
+	Clock clock.WithTickerAndDelayedExecution
 }
 
 // withDefaults fills the zero fields from DefaultConfig (the flags'
@@ -84,6 +90,9 @@ func withDefaults(cfg Config) Config {
 	orDefault(&cfg.ErrorLogInterval, defaultErrorLogInterval)
 	if cfg.UnreadyAfter == 0 { // negative is "never", not unset
 		cfg.UnreadyAfter = defaultUnreadyAfter
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = ctrllog.Log.WithName("ec2")

@@ -13,6 +13,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 )
 
 // Kinds of failed EC2 attempts (label kind of
@@ -57,7 +58,7 @@ type Health struct {
 	endpoint     string // the configured endpoint, when a request does not tell
 	unreadyAfter time.Duration
 	logEvery     time.Duration
-	now          func() time.Time
+	clock        clock.WithDelayedExecution
 
 	mu           sync.Mutex
 	lastSuccess  time.Time
@@ -65,7 +66,7 @@ type Health struct {
 	failures     int       // failed attempts since failingSince
 	last         Failure
 	down         bool // listeners were told EC2 is down
-	timer        *time.Timer
+	timer        clock.Timer
 	logged       map[string]time.Time // kind -> last log line
 	streakLogged bool                 // a line told of the current failures
 	suppressed   map[string]int       // kind -> failures not logged since
@@ -106,8 +107,8 @@ type HealthStatus struct {
 	UnreadyAfter time.Duration
 }
 
-func newHealth(log logr.Logger, endpoint string, unreadyAfter, logEvery time.Duration) *Health {
-	return &Health{log: log, endpoint: endpoint, unreadyAfter: unreadyAfter, logEvery: logEvery, now: time.Now,
+func newHealth(cfg Config, endpoint string) *Health {
+	return &Health{log: cfg.Logger, endpoint: endpoint, unreadyAfter: cfg.UnreadyAfter, logEvery: cfg.ErrorLogInterval, clock: cfg.Clock,
 		logged: map[string]time.Time{}, suppressed: map[string]int{}}
 }
 
@@ -127,7 +128,7 @@ func (h *Health) OnChange(f func(down bool)) {
 func (h *Health) Status() HealthStatus {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.statusLocked(h.now())
+	return h.statusLocked(h.clock.Now())
 }
 
 func (h *Health) statusLocked(now time.Time) HealthStatus {
@@ -179,13 +180,13 @@ func (h *Health) observe(kind, operation, endpoint string, err error) {
 		if endpoint == "" {
 			endpoint = h.endpoint
 		}
-		h.failed(Failure{Kind: kind, Operation: operation, Endpoint: endpoint, Err: err, At: h.now()})
+		h.failed(Failure{Kind: kind, Operation: operation, Endpoint: endpoint, Err: err, At: h.clock.Now()})
 	}
 }
 
 func (h *Health) succeeded() {
 	h.mu.Lock()
-	now := h.now()
+	now := h.clock.Now()
 	h.lastSuccess = now
 	if h.failingSince.IsZero() {
 		h.mu.Unlock()
@@ -217,7 +218,7 @@ func (h *Health) failed(f Failure) {
 	if h.failingSince.IsZero() {
 		h.failingSince = f.At
 		if h.unreadyAfter > 0 {
-			h.timer = time.AfterFunc(h.unreadyAfter, h.expire)
+			h.timer = h.clock.AfterFunc(h.unreadyAfter, h.expireLater)
 		}
 	}
 	h.failures++
@@ -240,16 +241,20 @@ func (h *Health) failed(f Failure) {
 	}
 }
 
+// expireLater runs expire off the clock's goroutine: a fake clock calls
+// it while holding its own lock, which expire's clock.Now would wait on.
+func (h *Health) expireLater() { go h.expire() }
+
 // expire runs UnreadyAfter after the first failure of a streak: if no
 // attempt succeeded since, EC2 is down.
 func (h *Health) expire() {
 	h.mu.Lock()
-	now := h.now()
+	now := h.clock.Now()
 	s := h.statusLocked(now)
 	if !s.Down || h.down {
 		if !s.FailingSince.IsZero() && !s.Down && h.unreadyAfter > 0 {
 			// A clock that lags the timer: look again when it is due.
-			h.timer = time.AfterFunc(s.FailingSince.Add(h.unreadyAfter).Sub(now), h.expire)
+			h.timer = h.clock.AfterFunc(s.FailingSince.Add(h.unreadyAfter).Sub(now), h.expireLater)
 		}
 		h.mu.Unlock()
 		return

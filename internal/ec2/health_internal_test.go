@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/go-logr/logr"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestFailureKind(t *testing.T) {
@@ -68,21 +69,20 @@ func TestFailureKind(t *testing.T) {
 // not of how many there were; a success clears it; a negative threshold
 // never sets it.
 func TestHealthThreshold(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	h := newHealth(logr.Discard(), "ec2.test", time.Minute, time.Second)
-	h.now = func() time.Time { return now }
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	h := newHealth(Config{Logger: logr.Discard(), UnreadyAfter: time.Minute, ErrorLogInterval: time.Second, Clock: clk}, "ec2.test")
 	fail := func() { h.observe(KindUnreachable, "DescribeNetworkInterfaces", "", errors.New("refused")) }
 
 	fail()
 	if h.Check(nil) != nil || h.up() != 0 {
 		t.Fatal("unready at the first failure")
 	}
-	now = now.Add(59 * time.Second)
+	clk.Step(59 * time.Second)
 	fail()
 	if h.Check(nil) != nil {
 		t.Fatal("unready before the threshold")
 	}
-	now = now.Add(time.Second)
+	clk.Step(time.Second)
 	if err := h.Check(nil); err == nil {
 		t.Fatal("ready after a minute of failures")
 	} else if s := h.Status(); s.Failures != 2 || s.Last.Endpoint != "ec2.test" {
@@ -93,14 +93,13 @@ func TestHealthThreshold(t *testing.T) {
 		t.Error("throttling cleared the failures")
 	}
 	h.observe("", "DescribeNetworkInterfaces", "", nil)
-	if h.Check(nil) != nil || h.up() != 1 || h.lastSuccessSeconds() != float64(now.Unix()) {
+	if h.Check(nil) != nil || h.up() != 1 || h.lastSuccessSeconds() != float64(clk.Now().Unix()) {
 		t.Error("a success did not clear the failures")
 	}
 
-	off := newHealth(logr.Discard(), "ec2.test", -1, time.Second)
-	off.now = func() time.Time { return now }
+	off := newHealth(Config{Logger: logr.Discard(), UnreadyAfter: -1, ErrorLogInterval: time.Second, Clock: clk}, "ec2.test")
 	off.observe(KindAuth, "DescribeNetworkInterfaces", "", errors.New("AuthFailure"))
-	now = now.Add(time.Hour)
+	clk.Step(time.Hour)
 	if off.Check(nil) != nil || off.Status().Down {
 		t.Error("a negative threshold still fails readiness")
 	}

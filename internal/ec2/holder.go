@@ -2,7 +2,6 @@ package ec2
 
 import (
 	"context"
-	"time"
 )
 
 // HolderOf asks EC2 which ENI holds an address now (a not-found error:
@@ -11,7 +10,7 @@ import (
 // stay in the picture as it was read, and the address would look held
 // there long after it was released.
 func (s *State) HolderOf(ctx context.Context, ip string) (ENI, error) {
-	at := time.Now()
+	at := s.clock.Now()
 	e, err := s.client.LookupByIP(ctx, ip)
 	if err != nil {
 		return e, err

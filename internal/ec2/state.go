@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // State is the process's one picture of EC2: the ENIs its consumers
@@ -22,6 +24,7 @@ import (
 type State struct {
 	client *Client
 	types  *InstanceTypes
+	clock  clock.WithTicker // the client's (Config.Clock)
 
 	scopes  []*scope // widest (fewest filters) first
 	tagKeys []string // tag keys the snapshot indexes
@@ -78,7 +81,11 @@ type localENI struct {
 
 // NewState returns an empty state reading EC2 through c.
 func NewState(c *Client) *State {
-	return &State{client: c, types: c.NewInstanceTypes(), local: map[string]localENI{}, localIPs: map[netip.Addr]string{},
+	var clk clock.WithTicker = clock.RealClock{}
+	if c != nil {
+		clk = c.clock
+	}
+	return &State{client: c, types: c.NewInstanceTypes(), clock: clk, local: map[string]localENI{}, localIPs: map[netip.Addr]string{},
 		recent: newRecentWrites(), tagSets: map[string]map[string]string{}}
 }
 
@@ -136,7 +143,7 @@ func (s *State) scope(name string) *scope {
 // (leader only: only the leader calls EC2).
 func (s *State) Start(ctx context.Context) error {
 	for {
-		due, wait := s.nextDue(time.Now())
+		due, wait := s.nextDue(s.clock.Now())
 		if due != nil {
 			_ = s.Refresh(ctx, due.Name) // failures are counted and logged by the client
 			continue
@@ -144,12 +151,12 @@ func (s *State) Start(ctx context.Context) error {
 		if len(s.scopes) == 0 {
 			wait = time.Hour
 		}
-		t := time.NewTimer(wait)
+		t := s.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -199,7 +206,7 @@ func (s *State) Fresh(ctx context.Context, scopeName string, maxAge time.Duratio
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
 	s.mu.RLock()
-	recent := !sc.taken.IsZero() && time.Since(sc.taken) < maxAge
+	recent := !sc.taken.IsZero() && s.clock.Since(sc.taken) < maxAge
 	s.mu.RUnlock()
 	if recent || sc.refreshes.Load() != seen {
 		return nil
@@ -208,7 +215,7 @@ func (s *State) Fresh(ctx context.Context, scopeName string, maxAge time.Duratio
 }
 
 func (s *State) refreshLocked(ctx context.Context, sc *scope) error {
-	taken := time.Now()
+	taken := s.clock.Now()
 	enis, err := s.client.ListENIs(ctx, sc.Filters...)
 	if err != nil {
 		s.mu.Lock()
@@ -234,7 +241,7 @@ func (s *State) refreshLocked(ctx context.Context, sc *scope) error {
 func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.recent.prune(time.Now())
+	s.recent.prune(s.clock.Now())
 	clear(s.tagSets)
 	listed = s.recent.correctAll(listed, taken)
 	shareTagMaps(listed)

@@ -123,7 +123,7 @@ func (s *State) Forget(id string) {
 	defer s.mu.Unlock()
 	e, _ := s.eniLocked(id)
 	e.ID = id
-	s.putLocked(localENI{eni: e, gone: true, at: time.Now()})
+	s.putLocked(localENI{eni: e, gone: true, at: s.clock.Now()})
 }
 
 // update changes the recorded state of a known ENI.
@@ -137,7 +137,7 @@ func (s *State) update(id string, change func(*ENI)) {
 	e = e.clone()
 	change(&e)
 	e.Tags = s.shareTagsLocked(e.Tags)
-	s.putLocked(localENI{eni: e, at: time.Now()})
+	s.putLocked(localENI{eni: e, at: s.clock.Now()})
 }
 
 // shareTagsLocked returns the state's map equal to tags (see tagSets),

@@ -3,7 +3,6 @@ package ec2
 import (
 	"context"
 	"maps"
-	"time"
 )
 
 // The State's reads and writes of EC2. Each goes through the client
@@ -13,7 +12,7 @@ import (
 // LookupByIP finds the ENI holding a private address with a batched
 // DescribeNetworkInterfaces and records it.
 func (s *State) LookupByIP(ctx context.Context, ip string) (ENI, error) {
-	at := time.Now()
+	at := s.clock.Now()
 	e, err := s.client.LookupByIP(ctx, ip)
 	if err == nil {
 		s.Observe(e, at)
@@ -24,7 +23,7 @@ func (s *State) LookupByIP(ctx context.Context, ip string) (ENI, error) {
 // GetENI reads one ENI (batched with concurrent reads) and records it,
 // or that it is gone.
 func (s *State) GetENI(ctx context.Context, id string) (ENI, error) {
-	at := time.Now()
+	at := s.clock.Now()
 	e, err := s.client.GetENI(ctx, id)
 	switch {
 	case err == nil:
@@ -37,7 +36,7 @@ func (s *State) GetENI(ctx context.Context, id string) (ENI, error) {
 
 // ListENIs reads the VPC's ENIs matching filters and records them.
 func (s *State) ListENIs(ctx context.Context, filters ...Filter) ([]ENI, error) {
-	at := time.Now()
+	at := s.clock.Now()
 	list, err := s.client.ListENIs(ctx, filters...)
 	for _, e := range list {
 		s.Observe(e, at)
@@ -79,7 +78,7 @@ func (s *State) tagged(id string, tags map[string]string, err error) error {
 	if err != nil {
 		return err
 	}
-	s.noteWrite(id, tagWrite{at: time.Now(), set: tags})
+	s.noteWrite(id, tagWrite{at: s.clock.Now(), set: tags})
 	s.update(id, func(e *ENI) {
 		for k, v := range tags {
 			e.Tags[intern(k)] = intern(v)
@@ -104,7 +103,7 @@ func (s *State) DeleteTags(ctx context.Context, id string, tags map[string]strin
 	if err := s.client.DeleteTags(ctx, id, tags); err != nil {
 		return err
 	}
-	s.noteWrite(id, tagWrite{at: time.Now(), del: tags})
+	s.noteWrite(id, tagWrite{at: s.clock.Now(), del: tags})
 	s.update(id, func(e *ENI) {
 		for k, v := range tags {
 			if e.Tags[k] == v {
@@ -132,7 +131,7 @@ func (s *State) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) {
 		s.Forget(e.ID)
 		return e, nil
 	}
-	now := time.Now()
+	now := s.clock.Now()
 	s.mu.Lock()
 	s.recent.created[e.ID] = now
 	s.mu.Unlock()
@@ -206,7 +205,7 @@ func (s *State) DeleteENI(ctx context.Context, id string) error {
 	err := s.client.DeleteENI(ctx, id)
 	if err == nil || IsNotFound(err) {
 		s.mu.Lock()
-		s.recent.deleted[id] = time.Now()
+		s.recent.deleted[id] = s.clock.Now()
 		s.mu.Unlock()
 		s.Forget(id)
 	}
