@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,7 +33,7 @@ func TestCapacityIsDegradedNotChurn(t *testing.T) {
 	h.addNode("taken", h.instance(1), "us-east-1a", map[string]string{"pool": "cap"})
 	h.addNode("fine", h.instance(2), "us-east-1a", map[string]string{"pool": "cap"})
 	h.addNode("small", h.instance(3), "us-east-1a", map[string]string{"pool": "far"})
-	h.start(h.options())
+	h.startStepped(h.options())
 
 	spec := h.multusSpec(map[string]string{"pool": "cap"})
 	h.createNodeENI("cap", spec)
@@ -81,9 +80,9 @@ func TestCapacityIsDegradedNotChurn(t *testing.T) {
 	// Several resyncs later: not one more create, attach or delete.
 	creates, attaches := h.calls("CreateNetworkInterface"), h.calls("AttachNetworkInterface")
 	refreshes := h.calls("DescribeNetworkInterfaces")
-	time.Sleep(6 * resync)
-	if n := h.calls("DescribeNetworkInterfaces") - refreshes; n < 4 {
-		t.Fatalf("only %d inventory refreshes in %v", n, 6*resync)
+	h.steps(6)
+	if n := h.calls("DescribeNetworkInterfaces") - refreshes; n < 6 {
+		t.Fatalf("only %d inventory refreshes in 6 steps of the clock", n)
 	}
 	if h.calls("CreateNetworkInterface") != creates || h.calls("AttachNetworkInterface") != attaches || h.calls("DeleteNetworkInterface") != 0 {
 		t.Fatalf("churn: creates %d->%d, attaches %d->%d, deletes %d", creates, h.calls("CreateNetworkInterface"),
@@ -105,7 +104,7 @@ func TestRefusedStepIsNotALoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "deny"})
-	h.start(h.options())
+	h.startStepped(h.options())
 	spec := h.multusSpec(map[string]string{"ng": "deny"})
 	h.createNodeENI("deny", spec)
 	h.eventually("degraded", waitFor, func() (bool, string) {
@@ -114,9 +113,9 @@ func TestRefusedStepIsNotALoop(t *testing.T) {
 			strings.Contains(c.Message, "IAM policy"), fmt.Sprintf("%+v", c)
 	})
 	before := h.calls("ModifyNetworkInterfaceAttribute")
-	time.Sleep(6 * resync)
+	h.steps(6)
 	if n := h.calls("ModifyNetworkInterfaceAttribute") - before; n > 8 {
-		t.Fatalf("%d refused calls in 6 resync intervals: a retry loop", n)
+		t.Fatalf("%d refused calls in 6 inventory refreshes: a retry loop", n)
 	}
 	if h.calls("CreateNetworkInterface") != 1 || h.calls("DeleteNetworkInterface") != 0 {
 		t.Fatalf("creates %d deletes %d", h.calls("CreateNetworkInterface"), h.calls("DeleteNetworkInterface"))
@@ -142,7 +141,7 @@ func TestUnsatisfiableSpecChangeKeepsTheENI(t *testing.T) {
 			c.Reason == nodeeni.ReasonDeviceIndexBeyondLimit && strings.Contains(c.Message, "n0")
 		return ok, fmt.Sprintf("%+v", ne.Status)
 	})
-	time.Sleep(6 * resync) // several resyncs: still nothing removed
+	h.steps(6) // several refreshes: still nothing removed
 	for _, a := range []string{"DetachNetworkInterface", "DeleteNetworkInterface", "CreateNetworkInterface", "AttachNetworkInterface"} {
 		if n := h.calls(a); n != 0 {
 			t.Errorf("%d %s calls after an unsatisfiable spec change", n, a)
@@ -235,7 +234,7 @@ func newIndexTwoHarness(t *testing.T, name string, n int) *harness {
 	for i := range n {
 		h.addNode(fmt.Sprintf("n%d", i), h.instance(i), "us-east-1a", map[string]string{"ng": "mbb"})
 	}
-	h.start(h.options())
+	h.startStepped(h.options())
 	spec := h.multusSpec(map[string]string{"ng": "mbb"})
 	spec.DeviceIndex = 2
 	h.createNodeENI(name, spec)

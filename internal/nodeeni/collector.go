@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -26,6 +26,7 @@ type collector struct {
 	client  client.Reader
 	ec2     EC2
 	grace   time.Duration
+	clock   clock.PassiveClock // Options.Clock: when candidates were seen
 	metrics *metrics
 	// refreshes receives a signal after each inventory refresh.
 	refreshes chan struct{}
@@ -51,8 +52,8 @@ type sighting struct {
 	last  time.Time // the snapshot it was last seen in
 }
 
-func newCollector(c client.Reader, state EC2, grace time.Duration, m *metrics) *collector {
-	return &collector{client: c, ec2: state, grace: grace, metrics: m,
+func newCollector(c client.Reader, state EC2, o Options, m *metrics) *collector {
+	return &collector{client: c, ec2: state, grace: o.CollectorGracePeriod, clock: o.Clock, metrics: m,
 		refreshes: make(chan struct{}, 1), seen: map[string]*sighting{}, wouldDelete: map[string]bool{}, distrusted: newDistrustLog()}
 }
 
@@ -73,9 +74,11 @@ func (c *collector) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-c.refreshes:
-			if err := c.collect(ctx); err != nil && ctx.Err() == nil {
+			err := c.collect(ctx)
+			if err != nil && ctx.Err() == nil {
 				log.FromContext(ctx).Error(err, "collecting leaked ENIs; trying again after the next inventory refresh")
 			}
+			c.metrics.passes.WithLabelValues(resultOf(err)).Inc()
 		}
 	}
 }
@@ -95,7 +98,7 @@ func (c *collector) collect(ctx context.Context) error {
 		return err
 	}
 	snap := snapshot{enis: c.trusted(ctx, all, ev), taken: taken}
-	doomed := orphans(snap, live, c.seen, time.Now(), c.grace)
+	doomed := orphans(snap, live, c.seen, c.clock.Now(), c.grace)
 	would := map[string]bool{}
 	for _, e := range doomed {
 		if c.dryRun {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -53,6 +54,11 @@ type harness struct {
 	label   string // every node and NodeENI selector of the test carries label=<test>
 	// cfg is what the operator's manager connects with (default: admin).
 	cfg *rest.Config
+	// clock, set by startStepped, is the operator's: its inventory
+	// refreshes only when passes steps it.
+	clock *clocktesting.FakeClock
+	// stepped is the manager startStepped started.
+	stepped *testenv.Manager
 }
 
 // newHarness loads the default world's nodes, multus and storage-a
@@ -88,6 +94,36 @@ func (h *harness) options() nodeeni.Options {
 // in a real controller-runtime manager against the emulator.
 func (h *harness) start(o nodeeni.Options) *testenv.Manager {
 	return h.startWith(o, h.URL, ec2Config(), ctrl.Options{})
+}
+
+// startStepped runs the operator as start does, on a fake clock: after
+// the first inventory read, the inventory is read again, and the
+// collector's grace period passes, only when the test calls steps.
+func (h *harness) startStepped(o nodeeni.Options) *testenv.Manager {
+	h.clock = clocktesting.NewFakeClock(time.Now())
+	c := ec2Config()
+	c.Clock, o.Clock = h.clock, h.clock
+	h.stepped = h.startWith(o, h.URL, c, ctrl.Options{})
+	return h.stepped
+}
+
+// steps steps the clock of startStepped through n resync intervals. After
+// each it waits for the inventory refresh that step brings and for the
+// collector's pass over it, so a test sees n refreshes and n passes, not
+// whatever a fixed sleep allowed on a loaded machine.
+func (h *harness) steps(n int) {
+	h.t.Helper()
+	count := func() float64 {
+		return testenv.MetricValue(h.t, h.stepped.Registry, "eni_operator_nodeeni_collector_passes_total", nil)
+	}
+	for i := range n {
+		before := count()
+		h.eventually("the inventory waits for its next refresh", waitFor, func() (bool, string) { return h.clock.HasWaiters(), "" })
+		h.clock.Step(resync)
+		h.eventually(fmt.Sprintf("pass %d of %d", i+1, n), waitFor, func() (bool, string) {
+			return count() > before, fmt.Sprintf("%v collector passes", count())
+		})
+	}
 }
 
 // startWith is the one place these tests build the operator's EC2

@@ -18,6 +18,7 @@ type metrics struct {
 	untrusted  *prometheus.GaugeVec   // ENIs with the cluster's tag that fail the trust check, by reason
 	proven     *prometheus.GaugeVec   // trusted ENIs by the key that signed their proof
 	restored   prometheus.Counter     // proofs written again for ENIs their ENINode entry vouches for
+	passes     *prometheus.CounterVec // collector passes, by result
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,19 +47,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		restored: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eni_operator_nodeeni_proofs_restored_total", Help: "Ownership proofs written again for ENIs their ENINode entry vouches for, whose proof tag was removed or signed with a key no longer in the key ring (docs/operations.md#ownership-keys).",
 		}),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eni_operator_nodeeni_collector_passes_total", Help: "Passes of the ENI collector over the inventory, one per refresh, by result (success, error): a count that stops growing means leaked ENIs are no longer collected.",
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups, m.untrusted, m.proven, m.restored)
+		reg.MustRegister(m.managed, m.attached, m.perNodeENI, m.operations, m.cleanups, m.untrusted, m.proven, m.restored, m.passes)
 	}
 	return m
 }
 
 func (m *metrics) op(kind actionKind, err error) {
-	result := "success"
+	m.operations.WithLabelValues(kind.String(), resultOf(err)).Inc()
+}
+
+// resultOf is a metric's result label for an outcome.
+func resultOf(err error) string {
 	if err != nil {
-		result = "error"
+		return "error"
 	}
-	m.operations.WithLabelValues(kind.String(), result).Inc()
+	return "success"
 }
 
 // countUntrusted sets the untrusted-ENIs gauge from an inventory and

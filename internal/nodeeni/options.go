@@ -31,8 +31,9 @@ type TagPolicies interface {
 }
 
 type Options struct {
-	// Clock times the records of creates (births.go); the real clock when
-	// nil.
+	// Clock times the records of creates (births.go), the collector's
+	// grace period and the original's re-listing; the real clock when nil.
+	// Pass the EC2 state's Config.Clock, so one clock drives both.
 	Clock clock.PassiveClock
 	// TagPolicies, when set, give the tags ENITagPolicies with a
 	// nodeSelector put on a node's interfaces (the tagger's policies).

@@ -32,13 +32,13 @@ type originals struct {
 
 // list returns the IDs of the original's ENIs, listing them again when
 // the last listing is maxAge old or older.
-func (o *originals) list(ctx context.Context, c EC2, maxAge time.Duration) ([]string, error) {
+func (o *originals) list(ctx context.Context, c EC2, now time.Time, maxAge time.Duration) ([]string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.at.IsZero() && time.Since(o.at) < maxAge {
+	if !o.at.IsZero() && now.Sub(o.at) < maxAge {
 		return o.ids, nil
 	}
-	at := time.Now()
+	at := now
 	list, err := c.ListENIs(ctx, ec2.Filter{Name: "tag:" + OriginalTagManagedBy, Values: []string{OriginalManagedBy}})
 	if err != nil {
 		return nil, fmt.Errorf("listing aws-multi-eni-controller's ENIs: %w", err)
@@ -60,7 +60,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 	if fresh || !needsOriginals(ne.Status, in.ENIs) {
 		return nil
 	}
-	ids, err := r.originals.list(ctx, r.ec2, r.opts.ResyncInterval)
+	ids, err := r.originals.list(ctx, r.ec2, r.now(), r.opts.ResyncInterval)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 	}
 	reasons, details := map[string]string{}, map[string]string{}
 	by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: string(ne.UID), base: in.Base,
-		created: time.Now().UTC().Truncate(time.Second)}
+		created: r.now().UTC().Truncate(time.Second)}
 	for _, id := range candidates(r.ec2, ne.Name, records, ids) {
 		e, found := r.ec2.ENI(id)
 		switch {

@@ -67,7 +67,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	}
 	var col *collector
 	if !o.DisableCollector {
-		col = newCollector(mgr.GetClient(), state, o.CollectorGracePeriod, m)
+		col = newCollector(mgr.GetClient(), state, o, m)
 		col.trust, col.dryRun = trust, o.DryRun
 		col.log = mgr.GetLogger().WithName("eni-collector")
 		if err := mgr.Add(col); err != nil {

@@ -42,7 +42,7 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 	h.addNode("n0", h.instance(0), "us-east-1a", map[string]string{"ng": "trust"})
 	o := h.options()
 	o.CollectorGracePeriod = 100 * time.Millisecond
-	m := h.start(o)
+	m := h.startStepped(o)
 	spec := h.multusSpec(map[string]string{"ng": "trust"})
 	h.createNodeENI("trust", spec)
 	h.ready("trust", 1)
@@ -94,6 +94,7 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 		seeded[e.ID] = true
 	}
 	h.Emulator.ResetCounts()
+	h.steps(1)
 
 	h.eventually("untrusted ENIs reported", waitFor, func() (bool, string) {
 		byReason := map[string]float64{}
@@ -111,9 +112,9 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 		}
 		return ok, fmt.Sprintf("metric %v events %v", byReason, notes)
 	})
-	// Several resyncs and collector passes: past the collector's grace
+	// Several refreshes and collector passes: past the collector's grace
 	// period and its two sightings.
-	time.Sleep(10 * resync)
+	h.steps(4)
 
 	if d, del := h.calls("DetachNetworkInterface"), h.calls("DeleteNetworkInterface"); d != 0 || del != 0 {
 		t.Errorf("%d detaches and %d deletes; the untrusted ENIs must be left alone", d, del)
@@ -154,7 +155,10 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 	// untrusted ENIs carrying its UID neither block the finalizer nor go.
 	h.Emulator.ResetCounts()
 	h.deleteNodeENI("trust")
-	time.Sleep(4 * resync)
+	h.eventually("the NodeENI's own ENI deleted", waitFor, func() (bool, string) {
+		return h.calls("DeleteNetworkInterface") >= 1, fmt.Sprintf("%d deletes", h.calls("DeleteNetworkInterface"))
+	})
+	h.steps(4)
 	left = map[string]bool{}
 	for _, e := range h.enis() {
 		left[e.ID] = true
