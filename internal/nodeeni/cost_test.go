@@ -17,7 +17,7 @@ func TestSteadyStateCost(t *testing.T) {
 	o := h.options()
 	o.CatalogInterval = resync // the worst case: the catalog is re-read every interval too
 	o.MinCatalogRefresh = resync
-	h.start(o)
+	h.startStepped(o)
 	a := h.spec(map[string]string{"ng": "cost"})
 	a.SubnetName, a.SecurityGroupNames, a.DeviceIndex = "multus-a", []string{"multus"}, 1
 	b := h.spec(map[string]string{"ng": "cost"})
@@ -34,7 +34,7 @@ func TestSteadyStateCost(t *testing.T) {
 
 	h.Emulator.ResetCounts()
 	const intervals = 10
-	time.Sleep(intervals * resync)
+	h.steps(intervals)
 	total, by = h.totalCalls()
 	perInterval := float64(total) / intervals
 	t.Logf("steady state: %d EC2 calls in %d resync intervals: %.1f per interval (%v)", total, intervals, perInterval, by)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
@@ -84,8 +83,8 @@ func TestSpecTagRemoval(t *testing.T) {
 	_ = m.Stop()
 	versions := h.eniNodeVersions()
 	h.Emulator.ResetCounts()
-	h.start(o)
-	time.Sleep(6 * resync)
+	h.startStepped(o)
+	h.steps(6)
 	h.ready("ut", 3)
 	for action, n := range h.Calls() {
 		if !strings.HasPrefix(action, "Describe") {
