@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagger/podcache"
 )
 
 // Record is what the operator applied to an ENI on behalf of one pod. It
@@ -168,7 +170,7 @@ func (l *Ledger) OnENI(eni string) []Record {
 func (l *Ledger) indexLocked(r Record) {
 	// ENI IDs and hashes recur (the EC2 state and pods of one tag set
 	// hold the same): one copy each.
-	r.ENI, r.Hash = intern(r.ENI), intern(r.Hash)
+	r.ENI, r.Hash = podcache.Intern(r.ENI), podcache.Intern(r.Hash)
 	r.Tags = l.shareTagsLocked(r.Tags)
 	if old, ok := l.byUID[r.UID]; ok {
 		l.unindexENILocked(old)

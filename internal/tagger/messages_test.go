@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/tagger/podcache"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
@@ -137,8 +138,8 @@ func TestParseAnnotationRefusesOversizeInputUnread(t *testing.T) {
 // The pod cache keeps a short stand-in for an oversize annotation, which
 // ParseAnnotation refuses with the original's size; a change to the
 // annotation changes the stand-in, and small annotations are kept as is.
-func TestTrimPodKeepsAStandInForOversizeAnnotations(t *testing.T) {
-	trim := TrimPod(DefaultAnnotationKey)
+func TestPodCacheKeepsAStandInForOversizeAnnotations(t *testing.T) {
+	trim := podcache.Trim(PodMarks(DefaultAnnotationKey))
 	pod := func(tags, applied string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: map[string]string{
 			DefaultAnnotationKey: tags, LastAppliedTagsAnnotation: applied, "other": strings.Repeat("o", 1000)}}}

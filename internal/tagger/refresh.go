@@ -61,7 +61,7 @@ func (r *Reconciler) sweep(ctx context.Context) {
 		ns, name, _ := strings.Cut(rec.Pod, "/")
 		var pod corev1.Pod
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod)
-		if apierrors.IsNotFound(err) || (err == nil && (string(pod.UID) != rec.UID || !hasTaggerState(&pod, r.opts.AnnotationKey))) {
+		if apierrors.IsNotFound(err) || (err == nil && (string(pod.UID) != rec.UID || !PodMarks(r.opts.AnnotationKey).On(&pod))) {
 			r.requeue(rec.Pod)
 		}
 	}

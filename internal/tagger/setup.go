@@ -20,6 +20,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/tagger/podcache"
 )
 
 // RequiredIAMActions are the EC2 permissions the tagger needs; the
@@ -112,7 +113,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 
 	if o.AllowSharedENITagging {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameIndex, func(obj client.Object) []string {
-			if p, ok := AsPod(obj); ok {
+			if p, ok := podcache.AsPod(obj); ok {
 				return []string{p.Spec.NodeName}
 			}
 			return nil
@@ -250,9 +251,9 @@ func (r *Reconciler) predicate() predicate.Funcs {
 			if !relevant(e.ObjectOld) && !relevant(e.ObjectNew) {
 				return false
 			}
-			// The cache holds CachedPods (trim.go).
-			oldPod, ok1 := AsPod(e.ObjectOld)
-			newPod, ok2 := AsPod(e.ObjectNew)
+			// The cache holds podcache.Pods.
+			oldPod, ok1 := podcache.AsPod(e.ObjectOld)
+			newPod, ok2 := podcache.AsPod(e.ObjectNew)
 			if !ok1 || !ok2 {
 				return true
 			}
@@ -277,12 +278,12 @@ func staleCondition(conditions []corev1.PodCondition) bool {
 }
 
 // podConditions returns the conditions of a cached pod (a Pod or a
-// CachedPod; none for a stub), without copying it.
+// podcache.Pod; none for a stub), without copying it.
 func podConditions(obj client.Object) []corev1.PodCondition {
 	switch p := obj.(type) {
 	case *corev1.Pod:
 		return p.Status.Conditions
-	case *CachedPod:
+	case *podcache.Pod:
 		return p.Conditions
 	}
 	return nil

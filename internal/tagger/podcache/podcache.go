@@ -1,4 +1,8 @@
-package tagger
+// Package podcache is the tagger's pod cache: it keeps of each pod only
+// what the tagger reads, in a compact form, and of pods the tagger has no
+// business with only a stub. Its contract with controller-runtime's cache
+// is tested in contract_test.go against a real API server.
+package podcache
 
 import (
 	"context"
@@ -17,17 +21,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// TrimPod returns a cache transform that keeps only what the tagger reads
+// Marks are the names that make a pod the tagger's business: the
+// annotation pods ask with, the annotations and finalizer the tagger
+// writes, and its condition.
+type Marks struct {
+	Asked, AppliedTags, AppliedHash string
+	Finalizer                       string
+	Condition                       corev1.PodConditionType
+}
+
+// Trim returns a cache transform that keeps only what the tagger reads
 // of a pod. The informer holds every pod of the cluster, annotated or not;
 // specs, other controllers' conditions and annotations are most of a
 // pod's bytes and none of the tagger's business (labels and the
 // controller's reference stay: tag policies read them). The tagger's
 // writes never send back what was trimmed: annotations go by merge patch
 // of the changed keys, the condition by server-side apply. An annotation
-// over MaxAnnotationBytes is kept as a short stand-in that ParseAnnotation
+// over tagplan.MaxAnnotationBytes is kept as a short stand-in that tagplan.ParseAnnotation
 // refuses with the original's size.
-func TrimPod(annotationKey string) toolscache.TransformFunc {
-	trim := trimmer(annotationKey)
+func Trim(m Marks) toolscache.TransformFunc {
+	trim := trimmer(m)
 	return func(obj any) (any, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -37,56 +50,55 @@ func TrimPod(annotationKey string) toolscache.TransformFunc {
 	}
 }
 
-// StubPod returns the pod cache's transform: a CachedPod (what TrimPod
+// Stub returns the pod cache's transform: a Pod (what Trim
 // keeps, in a third of a Pod's bytes) for the pods the tagger has
 // business with, and for the others (most of a cluster's pods) a
 // PartialObjectMetadata stub of name, namespace, UID and resource
 // version, a quarter of the smallest Pod's bytes. The stub is enough for
 // the informer (keys, events) and for the predicate, which lets no stub
 // through unless the ledger recorded the pod; a read of a stubbed pod
-// goes to the API server (NewPodCache). A pod the tagger touched keeps its
+// goes to the API server (New). A pod the tagger touched keeps its
 // condition, so it stays a Pod in the cache.
 //
 // A pod a tag policy selects (selects) is kept whole too. One that a
 // policy created later selects is a stub until the policy controller
 // brings it to a reconcile, which reads it from the API server.
-func StubPod(annotationKey string, selects func(*corev1.Pod) bool) toolscache.TransformFunc {
-	trim := trimmer(annotationKey)
+func Stub(m Marks, selects func(*corev1.Pod) bool) toolscache.TransformFunc {
+	trim := trimmer(m)
 	return func(obj any) (any, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
 			return obj, nil
 		}
-		if !hasTaggerState(p, annotationKey) && (selects == nil || !selects(p)) {
+		if !m.On(p) && (selects == nil || !selects(p)) {
 			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion}}, nil
 		}
-		return compact(trim(p), annotationKey), nil
+		return compact(trim(p), m), nil
 	}
 }
 
-// hasTaggerState reports whether a pod carries anything of the tagger's:
-// the annotation it reads, those it writes, its finalizer or its
-// condition.
-func hasTaggerState(p *corev1.Pod, annotationKey string) bool {
-	for _, k := range []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation} {
+// On reports whether a pod carries anything of the tagger's: the
+// annotation it reads, those it writes, its finalizer or its condition.
+func (m Marks) On(p *corev1.Pod) bool {
+	for _, k := range []string{m.Asked, m.AppliedTags, m.AppliedHash} {
 		if _, ok := p.Annotations[k]; ok {
 			return true
 		}
 	}
-	if controllerutil.ContainsFinalizer(p, Finalizer) {
+	if controllerutil.ContainsFinalizer(p, m.Finalizer) {
 		return true
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == ConditionType {
+		if c.Type == m.Condition {
 			return true
 		}
 	}
 	return false
 }
 
-func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
-	keep := []string{annotationKey, LastAppliedTagsAnnotation, LastAppliedHashAnnotation}
+func trimmer(m Marks) func(*corev1.Pod) *corev1.Pod {
+	keep := []string{m.Asked, m.AppliedTags, m.AppliedHash}
 	// Strings many pods share (namespace, node, phase, the annotations
 	// of a tag set, which a deployment's pods have in common, and the
 	// condition's status and reason) are kept once (intern), not once
@@ -94,11 +106,11 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 	return func(p *corev1.Pod) *corev1.Pod {
 		out := &corev1.Pod{
 			TypeMeta: p.TypeMeta,
-			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: intern(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: Intern(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
 				Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp, Finalizers: internAll(p.Finalizers),
 				Labels: internMap(p.Labels), OwnerReferences: controllerRefOnly(p.OwnerReferences)},
-			Spec:   corev1.PodSpec{NodeName: intern(p.Spec.NodeName), HostNetwork: p.Spec.HostNetwork, ServiceAccountName: intern(p.Spec.ServiceAccountName)},
-			Status: corev1.PodStatus{Phase: corev1.PodPhase(intern(string(p.Status.Phase))), PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+			Spec:   corev1.PodSpec{NodeName: Intern(p.Spec.NodeName), HostNetwork: p.Spec.HostNetwork, ServiceAccountName: Intern(p.Spec.ServiceAccountName)},
+			Status: corev1.PodStatus{Phase: corev1.PodPhase(Intern(string(p.Status.Phase))), PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 		}
 		for _, k := range keep {
 			if v, ok := p.Annotations[k]; ok {
@@ -110,13 +122,13 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 				if out.Annotations == nil {
 					out.Annotations = make(map[string]string, len(keep))
 				}
-				out.Annotations[k] = intern(v)
+				out.Annotations[k] = Intern(v)
 			}
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == ConditionType {
+			if c.Type == m.Condition {
 				// Not the message: it names the pod's ENI.
-				c.Type, c.Status, c.Reason = ConditionType, corev1.ConditionStatus(intern(string(c.Status))), intern(c.Reason)
+				c.Type, c.Status, c.Reason = m.Condition, corev1.ConditionStatus(Intern(string(c.Status))), Intern(c.Reason)
 				out.Status.Conditions = append(out.Status.Conditions, c)
 			}
 		}
@@ -124,13 +136,13 @@ func trimmer(annotationKey string) func(*corev1.Pod) *corev1.Pod {
 	}
 }
 
-// CachedPod is what the pod cache holds of a pod the tagger has business
-// with: the fields TrimPod keeps, without the rest of a Pod's struct
+// Pod is what the pod cache holds of a pod the tagger has business
+// with: the fields Trim keeps, without the rest of a Pod's struct
 // (370 bytes against 1,240). Readers never see one: its DeepCopyObject,
-// which the cache's Get and List call, returns the *corev1.Pod TrimPod
+// which the cache's Get and List call, returns the *corev1.Pod Trim
 // would have kept. Event handlers and predicates get the cached object;
 // AsPod reads either.
-type CachedPod struct {
+type Pod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	NodeName       string
@@ -149,14 +161,14 @@ type CachedPod struct {
 	owner       unique.Handle[ownerRef]
 }
 
-var _ client.Object = &CachedPod{}
+var _ client.Object = &Pod{}
 
-func compact(p *corev1.Pod, annotationKey string) *CachedPod {
-	c := &CachedPod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta,
+func compact(p *corev1.Pod, m Marks) *Pod {
+	c := &Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta,
 		NodeName: p.Spec.NodeName, ServiceAccount: p.Spec.ServiceAccountName, HostNetwork: p.Spec.HostNetwork, Phase: p.Status.Phase, PodIP: p.Status.PodIP,
 		PodIPs: p.Status.PodIPs, Conditions: p.Status.Conditions}
 	c.Annotations, c.Labels, c.OwnerReferences = nil, nil, nil
-	c.annotations = newTaggerAnnotations(annotationKey, p.Annotations)
+	c.annotations = newTaggerAnnotations(m, p.Annotations)
 	c.labels, c.owner = newLabelSet(p.Labels), controllerRef(p.OwnerReferences)
 	return c
 }
@@ -167,7 +179,7 @@ func compact(p *corev1.Pod, annotationKey string) *CachedPod {
 // carry the same three, and unique.Make keeps one copy for all of them
 // instead of a map per pod (half a KiB each; 50 MiB at 100,000 pods).
 type taggerAnnotations struct {
-	askedKey             string
+	keys                 [3]string // Marks' Asked, AppliedTags, AppliedHash
 	asked, applied, hash string
 	hasAsked, hasApplied bool
 	hasHash              bool
@@ -175,14 +187,14 @@ type taggerAnnotations struct {
 
 // newTaggerAnnotations returns the handle of a's tagger annotations; a
 // zero handle when it has none.
-func newTaggerAnnotations(askedKey string, a map[string]string) unique.Handle[taggerAnnotations] {
+func newTaggerAnnotations(m Marks, a map[string]string) unique.Handle[taggerAnnotations] {
 	if len(a) == 0 {
 		return unique.Handle[taggerAnnotations]{}
 	}
-	t := taggerAnnotations{askedKey: askedKey}
-	t.asked, t.hasAsked = a[askedKey]
-	t.applied, t.hasApplied = a[LastAppliedTagsAnnotation]
-	t.hash, t.hasHash = a[LastAppliedHashAnnotation]
+	t := taggerAnnotations{keys: [3]string{m.Asked, m.AppliedTags, m.AppliedHash}}
+	t.asked, t.hasAsked = a[m.Asked]
+	t.applied, t.hasApplied = a[m.AppliedTags]
+	t.hash, t.hasHash = a[m.AppliedHash]
 	return unique.Make(t)
 }
 
@@ -192,7 +204,7 @@ func (t taggerAnnotations) toMap() map[string]string {
 	for _, kv := range []struct {
 		key, value string
 		ok         bool
-	}{{t.askedKey, t.asked, t.hasAsked}, {LastAppliedTagsAnnotation, t.applied, t.hasApplied}, {LastAppliedHashAnnotation, t.hash, t.hasHash}} {
+	}{{t.keys[0], t.asked, t.hasAsked}, {t.keys[1], t.applied, t.hasApplied}, {t.keys[2], t.hash, t.hasHash}} {
 		if kv.ok {
 			if m == nil {
 				m = make(map[string]string, 3)
@@ -206,7 +218,7 @@ func (t taggerAnnotations) toMap() map[string]string {
 // GetAnnotations returns the pod's tagger annotations in a new map:
 // predicates read the cached object itself. Annotations set on it since
 // (SetAnnotations) win.
-func (c *CachedPod) GetAnnotations() map[string]string {
+func (c *Pod) GetAnnotations() map[string]string {
 	if c.Annotations != nil || c.annotations == (unique.Handle[taggerAnnotations]{}) {
 		return c.Annotations
 	}
@@ -215,7 +227,7 @@ func (c *CachedPod) GetAnnotations() map[string]string {
 
 // Pod returns the trimmed Pod c stands for, sharing nothing changeable
 // with c.
-func (c *CachedPod) Pod() *corev1.Pod {
+func (c *Pod) Pod() *corev1.Pod {
 	p := &corev1.Pod{TypeMeta: c.TypeMeta,
 		Spec:   corev1.PodSpec{NodeName: c.NodeName, ServiceAccountName: c.ServiceAccount, HostNetwork: c.HostNetwork},
 		Status: corev1.PodStatus{Phase: c.Phase, PodIP: c.PodIP, PodIPs: slices.Clone(c.PodIPs), Conditions: slices.Clone(c.Conditions)}}
@@ -233,7 +245,7 @@ func (c *CachedPod) Pod() *corev1.Pod {
 }
 
 // GetLabels returns the pod's labels in a new map, unless set since.
-func (c *CachedPod) GetLabels() map[string]string {
+func (c *Pod) GetLabels() map[string]string {
 	if c.Labels != nil || c.labels == (unique.Handle[labelSet]{}) {
 		return c.Labels
 	}
@@ -242,31 +254,31 @@ func (c *CachedPod) GetLabels() map[string]string {
 
 // GetOwnerReferences returns the pod's controller reference, unless
 // references were set since.
-func (c *CachedPod) GetOwnerReferences() []metav1.OwnerReference {
+func (c *Pod) GetOwnerReferences() []metav1.OwnerReference {
 	if c.OwnerReferences != nil || c.owner == (unique.Handle[ownerRef]{}) {
 		return c.OwnerReferences
 	}
 	return c.owner.Value().refs()
 }
 
-// DeepCopyObject returns the Pod (see CachedPod): a copy in the form
+// DeepCopyObject returns the Pod (see Pod): a copy in the form
 // every reader of the cache asks for.
-func (c *CachedPod) DeepCopyObject() runtime.Object { return c.Pod() }
+func (c *Pod) DeepCopyObject() runtime.Object { return c.Pod() }
 
-// AsPod returns obj as a Pod: itself, or the Pod a CachedPod stands for;
+// AsPod returns obj as a Pod: itself, or the Pod a Pod stands for;
 // false for anything else (a stub).
 func AsPod(obj any) (*corev1.Pod, bool) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return o, true
-	case *CachedPod:
+	case *Pod:
 		return o.Pod(), true
 	}
 	return nil, false
 }
 
-// intern returns the one copy of s the process keeps (unique.Make).
-func intern(s string) string { return unique.Make(s).Value() }
+// Intern returns the one copy of s the process keeps (unique.Make).
+func Intern(s string) string { return unique.Make(s).Value() }
 
 // internMap returns a new map of m's strings, interned (nil when empty).
 func internMap(m map[string]string) map[string]string {
@@ -275,7 +287,7 @@ func internMap(m map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[intern(k)] = intern(v)
+		out[Intern(k)] = Intern(v)
 	}
 	return out
 }
@@ -288,19 +300,19 @@ func internAll(ss []string) []string {
 	}
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = intern(s)
+		out[i] = Intern(s)
 	}
 	return out
 }
 
-// NewPodCache returns a cache.NewCacheFunc for a cache whose pods are
-// transformed by StubPod: a Get that fails on a stub reads the pod from
-// the API server instead, trimmed as TrimPod would (rare: a stub passes
+// New returns a cache.NewCacheFunc for a cache whose pods are
+// transformed by Stub: a Get that fails on a stub reads the pod from
+// the API server instead, trimmed as Trim would (rare: a stub passes
 // the predicate only when the ledger recorded the pod and everything of
 // the tagger's was removed from it). A List fails on a stub, so with
 // --allow-shared-eni-tagging, which lists pods by node, every pod is
-// kept whole (TrimPod).
-func NewPodCache(annotationKey string) cache.NewCacheFunc {
+// kept whole (Trim).
+func New(m Marks) cache.NewCacheFunc {
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 		c, err := cache.New(cfg, opts)
 		if err != nil {
@@ -310,7 +322,7 @@ func NewPodCache(annotationKey string) cache.NewCacheFunc {
 		if err != nil {
 			return nil, err
 		}
-		return stubReadThrough{Cache: c, api: api, trim: trimmer(annotationKey)}, nil
+		return stubReadThrough{Cache: c, api: api, trim: trimmer(m)}, nil
 	}
 }
 
@@ -331,26 +343,4 @@ func (s stubReadThrough) Get(ctx context.Context, key client.ObjectKey, obj clie
 	}
 	*pod = *s.trim(pod)
 	return nil
-}
-
-// PodCache returns the manager's cache settings for the tagger's pods:
-// the transform for the pod informer (limited to --watch-namespace when
-// set) and the cache to build. Pods with nothing of the tagger's are
-// stubs (StubPod, NewPodCache) unless --allow-shared-eni-tagging lists
-// pods by node, which needs every pod whole.
-func PodCache(o Options) (cache.ByObject, cache.NewCacheFunc) {
-	var byObject cache.ByObject
-	if o.WatchNamespace != "" {
-		byObject.Namespaces = map[string]cache.Config{o.WatchNamespace: {}}
-	}
-	if o.AllowSharedENITagging {
-		byObject.Transform = TrimPod(o.AnnotationKey)
-		return byObject, cache.New
-	}
-	var selects func(*corev1.Pod) bool
-	if o.Policies != nil {
-		selects = func(p *corev1.Pod) bool { return o.Policies.selects(context.Background(), p.Namespace, p.Labels) }
-	}
-	byObject.Transform = StubPod(o.AnnotationKey, selects)
-	return byObject, NewPodCache(o.AnnotationKey)
 }

@@ -1,17 +1,15 @@
-package tagger_test
+package podcache_test
 
 import (
-	"context"
-	"fmt"
 	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/podcache"
 )
 
 // Pods with nothing of the tagger's are cached as metadata stubs; any of
@@ -21,7 +19,7 @@ import (
 // read.
 func TestStubPodKeepsPodsWithTaggerState(t *testing.T) {
 	const key = "example.com/tags"
-	stub := tagger.StubPod(key, func(p *corev1.Pod) bool { return p.Labels["cost"] == "tracked" })
+	stub := podcache.Stub(tagger.PodMarks(key), func(p *corev1.Pod) bool { return p.Labels["cost"] == "tracked" })
 	yes := true
 	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs1", Controller: &yes}
 	pod := func(mod func(*corev1.Pod)) *corev1.Pod {
@@ -61,7 +59,7 @@ func TestStubPodKeepsPodsWithTaggerState(t *testing.T) {
 			if !c.wantStub || o.Kind != "Pod" || o.APIVersion != "v1" || !equalMeta(o.ObjectMeta, want) {
 				t.Errorf("%s: stub %+v", name, o)
 			}
-		case *tagger.CachedPod:
+		case *podcache.Pod:
 			p := o.Pod()
 			if c.wantStub || p.Spec.NodeName != "n1" || p.Status.PodIP != "10.0.0.1" || len(p.Spec.Containers) != 0 ||
 				p.Spec.ServiceAccountName != "web" || !maps.Equal(p.Labels, c.pod.Labels) || !maps.Equal(o.GetLabels(), c.pod.Labels) ||
@@ -86,15 +84,15 @@ func TestCachedPodReadsAsTheTrimmedPod(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "n1", HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady}, {Type: tagger.ConditionType, Status: corev1.ConditionTrue, Reason: "Tagged", Message: "eni-1"}}}}
-	trimmed, err := tagger.TrimPod(key)(full.DeepCopy())
+	trimmed, err := podcache.Trim(tagger.PodMarks(key))(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cachedObj, err := tagger.StubPod(key, nil)(full.DeepCopy())
+	cachedObj, err := podcache.Stub(tagger.PodMarks(key), nil)(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached, ok := cachedObj.(*tagger.CachedPod)
+	cached, ok := cachedObj.(*podcache.Pod)
 	if !ok {
 		t.Fatalf("StubPod kept a %T, want a CachedPod", cachedObj)
 	}
@@ -109,10 +107,10 @@ func TestCachedPodReadsAsTheTrimmedPod(t *testing.T) {
 	if again := cached.Pod(); !equality.Semantic.DeepEqual(again, trimmed) {
 		t.Fatalf("a reader's change reached the cache: %+v", again)
 	}
-	if p, ok := tagger.AsPod(cached); !ok || p.Spec.NodeName != "n1" {
+	if p, ok := podcache.AsPod(cached); !ok || p.Spec.NodeName != "n1" {
 		t.Fatalf("AsPod(CachedPod) = %v, %v", p, ok)
 	}
-	if _, ok := tagger.AsPod(&metav1.PartialObjectMetadata{}); ok {
+	if _, ok := podcache.AsPod(&metav1.PartialObjectMetadata{}); ok {
 		t.Fatal("AsPod took a stub for a pod")
 	}
 }
@@ -122,48 +120,19 @@ func equalMeta(a, b metav1.ObjectMeta) bool {
 		a.Labels == nil && a.Annotations == nil && a.Finalizers == nil
 }
 
-// A recorded pod stripped of everything of the tagger's while the
-// operator is down (annotation, last-applied annotations, condition) is
-// a stub in the cache; the restarted operator still reads it (through
-// the API server) and removes its tags.
-func TestStrippedRecordedPodIsReadThroughTheAPIServer(t *testing.T) {
-	h, eni := syncedWebPod(t, "Team=Dev")
-	h.eventually("ledger written", func() bool { return h.ledgerEntries() == 1 }, nil)
-	h.stopManager()
-	p := h.get("web")
-	patch := client.MergeFrom(p.DeepCopy())
-	for _, k := range []string{tagger.DefaultAnnotationKey, tagger.LastAppliedTagsAnnotation, tagger.LastAppliedHashAnnotation} {
-		delete(p.Annotations, k)
-	}
-	if err := h.k8s.Patch(context.Background(), p, patch); err != nil {
-		t.Fatal(err)
-	}
-	patch = client.MergeFrom(p.DeepCopy())
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if err := h.k8s.Status().Patch(context.Background(), p, patch); err != nil {
-		t.Fatal(err)
-	}
-	h.startManager(h.options())
-	h.eventually("tags removed", func() bool { _, ok := h.eniTags(eni.ID)["Team"]; return !ok }, nil)
-	want := map[string]string{"Name": "branch", "vpc.amazonaws.com/eni-owner": "cni"}
-	h.eventually("only the ENI's own tags left", func() bool { return maps.Equal(h.eniTags(eni.ID), want) },
-		func() string { return fmt.Sprint("tags: ", h.eniTags(eni.ID)) })
-	h.eventually("ledger entry dropped", func() bool { return h.ledgerEntries() == 0 }, nil)
-}
-
 // Synced pods of one deployment carry the same three tagger annotations:
 // their cached forms share one copy, and each read still gets a map of
 // its own.
 func TestCachedPodsShareEqualAnnotations(t *testing.T) {
 	const key = "example.com/tags"
-	pod := func(name string) *tagger.CachedPod {
+	pod := func(name string) *podcache.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
 			Annotations: map[string]string{key: "a=b", tagger.LastAppliedTagsAnnotation: `{"a":"b"}`, tagger.LastAppliedHashAnnotation: "h", "other": "x"}}}
-		c, err := tagger.StubPod(key, nil)(p)
+		c, err := podcache.Stub(tagger.PodMarks(key), nil)(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c.(*tagger.CachedPod)
+		return c.(*podcache.Pod)
 	}
 	one, two := pod("one"), pod("two")
 	if one.Annotations != nil {

@@ -1,4 +1,4 @@
-package tagger_test
+package podcache_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/podcache"
 )
 
 // The pod cache's contract with controller-runtime, checked against the
@@ -34,7 +35,7 @@ import (
 func TestPodCacheContract(t *testing.T) {
 	const key = "example.com/tags"
 	k8s := testenv.Client(t, shared.Env(t).Config)
-	ns := fmt.Sprintf("podcache-contract-%d", nsSeq.Add(1))
+	ns := "podcache-contract"
 	testenv.CreateNamespaces(t, k8s, ns)
 	selected := func(p *corev1.Pod) bool { return p.Labels["cost"] == "tracked" || p.Name == "bare" }
 
@@ -66,7 +67,7 @@ func TestPodCacheContract(t *testing.T) {
 
 	transformed := map[string]string{}
 	var mu sync.Mutex
-	stub := tagger.StubPod(key, selected)
+	stub := podcache.Stub(tagger.PodMarks(key), selected)
 	transform := func(obj any) (any, error) {
 		if p, ok := obj.(*corev1.Pod); ok {
 			mu.Lock()
@@ -83,7 +84,7 @@ func TestPodCacheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := shared.Env(t).Config
-	c, err := tagger.NewPodCache(key)(cfg, cache.Options{Scheme: scheme, Mapper: k8s.RESTMapper(),
+	c, err := podcache.New(tagger.PodMarks(key))(cfg, cache.Options{Scheme: scheme, Mapper: k8s.RESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{ns: {}},
 		ByObject:          map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: transform}}})
 	if err != nil {
@@ -105,7 +106,7 @@ func TestPodCacheContract(t *testing.T) {
 			return
 		}
 		switch obj.(type) {
-		case *tagger.CachedPod:
+		case *podcache.Pod:
 			handled[o.GetName()] = "pod"
 		case *metav1.PartialObjectMetadata:
 			handled[o.GetName()] = "stub"

@@ -1,4 +1,4 @@
-package tagger
+package podcache
 
 import (
 	"maps"
