@@ -45,13 +45,13 @@ func TestENIsOfEarlierVersionsGainTheirProofOnce(t *testing.T) {
 	}
 	h.Emulator.ResetCounts()
 
-	m := h.startStepped(h.options())
+	m := h.start(h.options())
 	h.ready("upgrade", 1)
 	h.eventually("the copy reported as unproven", waitFor, func() (bool, string) {
 		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedUnproven})
 		return n == 1, fmt.Sprint(n)
 	})
-	h.steps(4)
+	time.Sleep(4 * resync)
 	for _, e := range h.enis() {
 		switch e.ID {
 		case earlier.ID:
