@@ -9,16 +9,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
-// apply hands the plan's writes, if any, to the writer, which also
-// concludes them; a plan with nothing to write goes on to conclude.
+// apply makes the plan's AWS writes, if any, and waits for their batch
+// without the reconcile's slot: from here on the reconcile waits, on
+// EC2's batches and then on the Kubernetes API's budget (--kube-api-qps),
+// so the next pods' writes go ahead at EC2's pace.
 func (r *Reconciler) apply(ctx context.Context, w *podWork) *phases.Stop {
 	if w.plan.Empty() {
 		return nil
@@ -26,8 +26,23 @@ func (r *Reconciler) apply(ctx context.Context, w *podWork) *phases.Stop {
 	if wait := r.rateLimited(w.key); wait > 0 {
 		return phases.After(wait)
 	}
-	r.writer.submit(w)
-	return phases.Done(nil)
+	w.slot.give()
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	err := r.write(wctx, w.eni, w.plan)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return phases.Done(ctx.Err()) // the manager is stopping
+	}
+	if err != nil {
+		return phases.Done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+w.eni.ID, err))
+	}
+	w.wrote = true
+	if r.leaving(ctx, &w.pod) {
+		// Time passed since the plan: the pod may have gone meanwhile.
+		r.keepInLedger(w)
+		return phases.Done(nil)
+	}
+	return nil
 }
 
 // rateLimited applies --pod-rate-limit-qps to AWS writes and returns how
@@ -39,16 +54,8 @@ func (r *Reconciler) rateLimited(key string) time.Duration {
 	return r.pods.reserve(key, r.opts.PodRateLimitQPS, r.opts.PodRateLimitBurst, r.opts.Clock.Now())
 }
 
-// writeTags is the first stage of the writer's job for one pod: the
-// plan's AWS writes. A failed write is returned for the pod's next
-// reconcile to report.
-func (r *Reconciler) writeTags(ctx context.Context, w *podWork) error {
-	if err := r.write(ctx, w.eni, w.plan); err != nil {
-		return err
-	}
-	w.wrote = true
-	return nil
-}
+// writeTimeout bounds one pod's AWS writes, their batch's wait included.
+const writeTimeout = 2 * time.Minute
 
 func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan tagplan.Plan) error {
 	var errs []error
@@ -67,30 +74,10 @@ func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan tagplan.Plan) 
 	return errors.Join(errs...)
 }
 
-// concludeWrite is the writer's second stage: a successful write is
-// concluded at once, so a change costs one reconcile. One that fails (the
-// pod changed meanwhile) is left to the next reconcile, which finds the
-// tags on the ENI and concludes.
-func (r *Reconciler) concludeWrite(ctx context.Context, w *podWork) {
-	if r.leaving(ctx, &w.pod) {
-		// Time passed since the plan: the pod may have gone meanwhile.
-		r.keepInLedger(w)
-		return
-	}
-	if err := r.conclude(ctx, w); err != nil {
-		log.FromContext(ctx).V(1).Info("concluding a write failed; the next reconcile concludes it", "pod", w.key, "error", bounded.Error(err))
-		r.requeue(w.key)
-		return
-	}
-	if len(w.own) > 0 {
-		r.pods.noteLastApplied(w.key, w.pod.UID, w.plan.Hash, r.opts.Clock.Now())
-	}
-}
-
 // leaving tells whether the pod, as the cache shows it now, is gone,
 // replaced, or being deleted with nothing of the tagger's holding it: its
 // write is then concluded in the ledger only (so the tags go when the pod
-// does). A write is concluded seconds after its plan under churn, and
+// does). A write ends seconds after its plan under churn, and
 // patching pods about to go spends the --kube-api-qps budget the living
 // pods need. A pod held by the tagger's finalizer is concluded in full:
 // its last-applied annotations are what a restart recovers a lost ledger

@@ -54,12 +54,6 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 			message: fmt.Sprintf("ENI %s is a NodeENI interface (tag %s), owned by the NodeENI controller; it is tagged through its NodeENI's spec.tags, not pod annotations", eni.ID, bounded.Quoted(k)),
 			event:   true, warning: true})
 	}
-	if r.pods.writing(w.key) {
-		return phases.Done(nil) // the write's end brings the pod back
-	}
-	if err := r.pods.takeWriteError(w.key); err != nil {
-		return phases.Done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+eni.ID, err))
-	}
 	return nil
 }
 

@@ -26,12 +26,6 @@ func (r *Reconciler) observe(ctx context.Context, w *podWork) *phases.Stop {
 		return phases.Done(err)
 	}
 	if err := r.client.Get(ctx, w.name, &w.pod); apierrors.IsNotFound(err) {
-		if r.pods.writing(w.key) {
-			// Forgetting now would remove the tags of the record before
-			// the write, and the write would land after. Its end brings
-			// the pod back, and its record then goes with the rest.
-			return phases.Done(nil)
-		}
 		return phases.Done(r.forget(ctx, w.key))
 	} else if err != nil {
 		return phases.Done(err)
@@ -107,11 +101,6 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 // its finalizer.
 func (r *Reconciler) finish(ctx context.Context, w *podWork) error {
 	pod, key := &w.pod, w.key
-	if r.pods.writing(key) {
-		// Its end requeues the pod; the finalizer must wait for the
-		// record of what that write applied.
-		return nil
-	}
 	r.recoverLedgerRecord(ctx, w)
 	if err := r.forget(ctx, key); err != nil {
 		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", errorText(err))

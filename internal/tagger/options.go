@@ -134,7 +134,7 @@ func (l listFlag) Set(s string) error {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.AnnotationKey, "annotation-key", o.AnnotationKey, "pod annotation holding the tags (JSON object or k=v,k=v)")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "only tag pods of this namespace (empty: all namespaces)")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel (>= 1), besides those waiting for a batched ENI lookup")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "pods reconciled in parallel (>= 1), besides those waiting for a batched EC2 call or the Kubernetes API budget")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "change nothing, report what would be done: the tagger computes and reports tag changes (events, log) without writing to AWS, pod annotations or the ledger; the NodeENI controller and the ENI collector make no EC2 change and report theirs in NodeENI status, events, log and metrics")
 	fs.BoolVar(&o.AllowSharedENITagging, "allow-shared-eni-tagging", o.AllowSharedENITagging, "tag ENIs shared by several pods (secondary IPs, prefixes) with the merge of their tags; also skips the ownership check")
 	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs (subnet- and 8 or 17 hex digits) whose ENIs may be tagged (empty: all)")

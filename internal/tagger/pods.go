@@ -10,11 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// pods is the tagger's one owner of what it holds in memory about each
-// pod between reconciles; the ledger holds what was applied, durably.
-// One lock guards every entry, and every method leaves the table with
-// no empty entry: an entry goes when nothing in it is left, and forget
-// empties all but a write under way, which the writer ends.
+// pods is the tagger's one owner of what must outlive a pod's reconcile;
+// the ledger holds what was applied, durably. One lock guards every
+// entry, and every method leaves the table with no empty entry: an entry
+// goes when nothing in it is left.
 type pods struct {
 	mu    sync.Mutex
 	byKey map[string]*podState
@@ -25,14 +24,7 @@ type pods struct {
 
 // podState is one pod's entry.
 type podState struct {
-	// write is the pod's tag write, queued, in flight or being concluded;
-	// writeErr the error of its last write until a reconcile reports it;
-	// revisit asks for a reconcile when the write ends (one was turned
-	// away meanwhile).
-	write    *podWork
-	writeErr error
-	revisit  bool
-	// wrote is the last-applied annotations the writer has just put on
+	// wrote is the last-applied annotations a reconcile has just put on
 	// the pod, until the cache shows them (lastapplied.go).
 	wrote *lastAppliedWrite
 	// limiter applies --pod-rate-limit-qps to the pod's writes.
@@ -45,8 +37,7 @@ type podState struct {
 }
 
 func (s *podState) empty() bool {
-	return s.write == nil && s.writeErr == nil && !s.revisit &&
-		s.wrote == nil && s.limiter == nil && s.warned == 0 && s.waitingOn == ""
+	return s.wrote == nil && s.limiter == nil && s.warned == 0 && s.waitingOn == ""
 }
 
 func newPods() *pods {
@@ -75,13 +66,11 @@ func (p *pods) updateLocked(key string, change func(*podState)) {
 	}
 }
 
-// forget empties a pod's entry (the pod is gone or replaced) but for a
-// write under way: its end requeues the pod, whose reconcile then
-// forgets its result too.
+// forget empties a pod's entry (the pod is gone or replaced).
 func (p *pods) forget(key string) {
 	p.update(key, func(s *podState) {
 		p.stopWaitingLocked(key, s)
-		*s = podState{write: s.write, revisit: s.revisit}
+		*s = podState{}
 	})
 }
 
@@ -110,59 +99,10 @@ func (p *pods) prune(now time.Time) {
 	p.byKey = keepWhere(p.byKey, func(s *podState) bool { return !s.empty() })
 }
 
-// Writes.
-
-// startWrite records a pod's write as queued, and clears the error of
-// its last one.
-func (p *pods) startWrite(pw *podWork) {
-	p.update(pw.key, func(s *podState) { s.write, s.writeErr = pw, nil })
-}
-
-// writing reports whether a write of the pod is under way; the pod is
-// then reconciled again when it ends.
-func (p *pods) writing(key string) bool {
-	busy := false
-	p.update(key, func(s *podState) {
-		busy = s.write != nil
-		s.revisit = s.revisit || busy
-	})
-	return busy
-}
-
-// writeOf returns the pod's write under way, nil if none.
-func (p *pods) writeOf(key string) *podWork {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s, ok := p.byKey[key]; ok {
-		return s.write
-	}
-	return nil
-}
-
-// endWrite ends a pod's write with its outcome and tells whether the pod
-// is to be reconciled again: to report a failure, or because a reconcile
-// was turned away meanwhile.
-func (p *pods) endWrite(key string, err error) (requeue bool) {
-	p.update(key, func(s *podState) {
-		requeue = err != nil || s.revisit
-		s.write, s.revisit = nil, false
-		if err != nil {
-			s.writeErr = err
-		}
-	})
-	return requeue
-}
-
-// takeWriteError returns, once, the error of the pod's last write.
-func (p *pods) takeWriteError(key string) (err error) {
-	p.update(key, func(s *podState) { err, s.writeErr = s.writeErr, nil })
-	return err
-}
-
 // Records just written.
 
-// noteLastApplied remembers the last-applied annotations with hash the
-// writer has just put on the pod.
+// noteLastApplied remembers the last-applied annotations with hash a
+// reconcile has just put on the pod.
 func (p *pods) noteLastApplied(key string, uid types.UID, hash string, now time.Time) {
 	if hash == "" {
 		return
@@ -172,7 +112,7 @@ func (p *pods) noteLastApplied(key string, uid types.UID, hash string, now time.
 
 // lastAppliedWait says how long a reconcile of the cached pod, planning
 // last-applied annotations with hash, should wait for the cache to show
-// the ones the writer has just put on it (lastapplied.go).
+// the ones an earlier reconcile has just put on it (lastapplied.go).
 func (p *pods) lastAppliedWait(key string, pod *corev1.Pod, hash string, now time.Time) (wait time.Duration) {
 	p.update(key, func(s *podState) {
 		if s.wrote == nil {

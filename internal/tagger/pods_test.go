@@ -1,7 +1,6 @@
 package tagger
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -18,16 +17,6 @@ func TestPodEntriesGoWhenNothingIsLeftInThem(t *testing.T) {
 		name string
 		life func(p *pods)
 	}{
-		{"a write that succeeds", func(p *pods) {
-			p.startWrite(&podWork{key: "ns/p"})
-			p.endWrite("ns/p", nil)
-		}},
-		{"a write that fails, its error taken", func(p *pods) {
-			p.startWrite(&podWork{key: "ns/p"})
-			p.writing("ns/p")
-			p.endWrite("ns/p", errors.New("throttled"))
-			_ = p.takeWriteError("ns/p")
-		}},
 		{"a warning, then another outcome", func(p *pods) {
 			p.firstWarning("ns/p", "u", "InvalidTags", "bad")
 			p.clearWarning("ns/p")
@@ -63,20 +52,6 @@ func TestPodEntriesGoWhenNothingIsLeftInThem(t *testing.T) {
 		if n := p.Len(); n != 0 || len(p.waitingOn) != 0 {
 			t.Errorf("%s: %d entries and %d ENIs waited on left", c.name, n, len(p.waitingOn))
 		}
-	}
-}
-
-// A write under way outlives forget: its end requeues the pod, whose
-// reconcile forgets its result.
-func TestForgetKeepsWhatIsUnderWay(t *testing.T) {
-	p := newPods()
-	p.startWrite(&podWork{key: "ns/p"})
-	p.forget("ns/p")
-	if !p.writing("ns/p") {
-		t.Fatal("forget dropped a write under way")
-	}
-	if !p.endWrite("ns/p", nil) {
-		t.Fatal("a write a reconcile was turned away from asked for no reconcile")
 	}
 }
 

@@ -37,14 +37,11 @@ type Reconciler struct {
 	opts      Options
 	policy    tagplan.Policy
 	subnets   map[string]bool
-	// pods is what is held in memory about each pod between reconciles
-	// (pods.go); writer runs its writes off the workers and reports into
-	// it; slots bound the reconciles not waiting on EC2; queue is the
-	// controller's own.
-	pods   *pods
-	writer *writer
-	slots  slots
-	queue  podQueue
+	// pods is what must outlive a reconcile (pods.go); slots bound the
+	// reconciles not waiting (slots.go); queue is the controller's own.
+	pods  *pods
+	slots slots
+	queue podQueue
 	// tally is where each pod tag policies select stands, for the
 	// policies' status and sweeps.
 	tally  *policyTally
@@ -60,10 +57,11 @@ type outcome struct {
 	event   bool // emit an event (Normal unless warning)
 }
 
-// Reconcile implements reconcile.Reconciler. It runs the phases of one
-// pod in order over its podWork — observe the pod and its record, work
-// out the tags it wants, locate its ENI, decide the tag plan, apply it,
-// conclude — and any phase may end the reconcile early with its result.
+// Reconcile implements reconcile.Reconciler. It does one pod's whole
+// work over its podWork — observe the pod and its record, work out the
+// tags it wants, locate its ENI, decide the tag plan, apply it, conclude
+// — and any phase may end it early with its result. Nothing of the pod
+// is left in flight when it returns.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	start := time.Now()
 	defer func() {
@@ -87,11 +85,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if s := phases.Run(ctx, w, r.observe, r.wanted, r.locate, r.decide, r.apply); s != nil {
 		return s.Result, s.Err
 	}
-	if wait := r.pods.lastAppliedWait(w.key, &w.pod, w.plan.Hash, r.opts.Clock.Now()); wait > 0 {
-		// The writer has just concluded this: the watch brings it.
-		return reconcile.Result{RequeueAfter: wait}, nil
+	if !w.wrote {
+		if wait := r.pods.lastAppliedWait(w.key, &w.pod, w.plan.Hash, r.opts.Clock.Now()); wait > 0 {
+			// An earlier reconcile has just concluded this: the watch
+			// brings it.
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 	}
-	return reconcile.Result{}, r.conclude(ctx, w)
+	// Concluding waits on the Kubernetes API's budget: without the slot.
+	w.slot.give()
+	if err := r.conclude(ctx, w); err != nil {
+		return reconcile.Result{}, err
+	}
+	if w.wrote && len(w.own) > 0 {
+		r.pods.noteLastApplied(w.key, w.pod.UID, w.plan.Hash, r.opts.Clock.Now())
+	}
+	return reconcile.Result{}, nil
 }
 
 // podWork is what the phases of one reconcile learn about a pod.
@@ -110,7 +119,7 @@ type podWork struct {
 	appliedHash    string
 	ip             string
 	eni            ec2.ENI
-	// wrote tells that this process's write for the pod just completed.
+	// wrote tells that this reconcile wrote the pod's tags.
 	wrote bool
 	// desired is what the ENI should carry (the merge of its pods' tags
 	// when shared), own what the pod is recorded as owning, conflicts the

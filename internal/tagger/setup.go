@@ -36,17 +36,12 @@ func RequiredIAMActions() []string {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,resourceNames=eni-tagger-cache,namespace=eni-operator
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// maxWritesInFlight bounds the pods whose tag writes wait on AWS at once;
-// they share batched calls, so the bound is set well above one batch.
-// It is the controller's workers too: a reconcile waits for its pod's
-// ENI lookup without a slot (slots.go), so lookups share batches the
-// same way; --max-concurrent-reconciles bounds the rest.
-const maxWritesInFlight = 2048
-
-// concluders is how many pods' writes are concluded (recorded and
-// reported) at once: enough to keep the Kubernetes client's budget
-// (--kube-api-qps) busy, which is what bounds them.
-const concluders = 32
+// maxInFlight is the controller's workers: the pods reconciled at once,
+// most of them waiting without a slot (slots.go) for a batched ENI
+// lookup, a batched tag write or the Kubernetes API's budget. Pods
+// waiting together share batched calls, so the bound is set well above
+// one batch; --max-concurrent-reconciles bounds the rest.
+const maxInFlight = 2048
 
 // Setup adds the pod tagger to mgr: the controller, the ledger and its
 // inventory scope in the EC2 state (which the caller adds to mgr). It
@@ -76,8 +71,6 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), owners: newOwners(mgr.GetAPIReader()),
 		slots: newSlots(o.MaxConcurrentReconciles),
 	}
-	r.writer = newWriter(o.ControllerName+"-writes", maxWritesInFlight, concluders, r.pods,
-		writerStages{write: r.writeTags, conclude: r.concludeWrite, requeue: r.requeue})
 	for _, s := range o.SubnetIDs {
 		r.subnets[s] = true
 	}
@@ -86,9 +79,6 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		r.metrics.ledgerOps.WithLabelValues("written").Inc()
 		r.metrics.ledgerOps.WithLabelValues("overflow").Add(float64(overflow))
 		r.metrics.shardBytes.WithLabelValues(fmt.Sprint(shard)).Set(float64(bytes))
-	}
-	if err := mgr.Add(r.writer); err != nil {
-		return nil, err
 	}
 	if err := mgr.Add(ledger); err != nil {
 		return nil, err
@@ -126,7 +116,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		Named(o.ControllerName).
 		For(&corev1.Pod{}, builder.WithPredicates(r.predicate())).
 		WatchesRawSource(r.queue.source()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(maxWritesInFlight, o.MaxConcurrentReconciles), SkipNameValidation: &o.SkipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(maxInFlight, o.MaxConcurrentReconciles), SkipNameValidation: &o.SkipNameValidation}).
 		Complete(r)
 }
 

@@ -6,11 +6,11 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// slots bounds the reconciles doing work other than waiting on EC2
+// slots bounds the reconciles doing work other than waiting
 // (--max-concurrent-reconciles). A reconcile gives its slot back while it
-// waits on a batched EC2 call: a batch then gathers every pod waiting at
-// once, however few the slots (the controller has maxWritesInFlight
-// workers).
+// waits on a batched EC2 call or the Kubernetes API's budget: a batch
+// then gathers every pod waiting at once, however few the slots (the
+// controller has maxInFlight workers).
 type slots = *semaphore.Weighted
 
 func newSlots(n int) slots { return semaphore.NewWeighted(int64(n)) }
