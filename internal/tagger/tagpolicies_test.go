@@ -162,7 +162,12 @@ func TestTagPolicyFiftyTagLimit(t *testing.T) {
 	for i := range 30 {
 		rules = append(rules, ruleValue(fmt.Sprintf("P%02d", i), "x"))
 	}
-	h.policy("many", v1alpha1.ENITagPolicySpec{Defaults: rules})
+	p := h.policy("many", v1alpha1.ENITagPolicySpec{Defaults: rules})
+	// The tagger must know the policy before the pod comes: created
+	// together, the pod is tagged from its annotation and refused after.
+	h.waitStatus(p.Name, func(st v1alpha1.ENITagPolicyStatus) bool {
+		return meta.IsStatusConditionTrue(st.Conditions, "Ready")
+	})
 	var pairs []string
 	for i := range 20 {
 		pairs = append(pairs, fmt.Sprintf("A%02d=y", i))
