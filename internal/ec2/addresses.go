@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
@@ -62,7 +64,7 @@ func (s *State) AssignAddresses(ctx context.Context, id string, a Addresses) err
 	if err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) {
+	s.update(id, func(e *awstypes.ENI) {
 		e.SecondaryIPs = appendNew(e.SecondaryIPs, a.IPv4)
 		e.IPv6Addresses = appendNew(e.IPv6Addresses, a.IPv6)
 	})
@@ -75,7 +77,7 @@ func (s *State) UnassignAddresses(ctx context.Context, id string, a Addresses) e
 	if err := s.client.UnassignAddresses(ctx, id, a); err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) {
+	s.update(id, func(e *awstypes.ENI) {
 		e.SecondaryIPs = slices.DeleteFunc(slices.Clone(e.SecondaryIPs), func(ip string) bool { return slices.Contains(a.IPv4, ip) })
 		e.IPv6Addresses = slices.DeleteFunc(slices.Clone(e.IPv6Addresses), func(ip string) bool { return slices.Contains(a.IPv6, ip) })
 	})

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // ipFamily is the key of the lookup-by-IP batch: the DescribeNetworkInterfaces
@@ -43,13 +45,13 @@ func lookupWindow(reads batchWindow) batchWindow {
 	return batchWindow{idle: max(reads.idle, lookupPause), maxWait: max(reads.maxWait, lookupMaxWait)}
 }
 
-func newDescribeENIsByIPBatcher(c *Client, w batchWindow) *batcher[ipFamily, string, ENI] {
+func newDescribeENIsByIPBatcher(c *Client, w batchWindow) *batcher[ipFamily, string, awstypes.ENI] {
 	perCall := maxFilterValues
 	if c.vpcID != "" {
 		perCall = maxLookupBatch
 	}
 	b := newBatcher(c, batchedCall{kind: "lookup-ip", action: "DescribeNetworkInterfaces", maxItems: lookupCalls * perCall}, lookupWindow(w),
-		func(ctx context.Context, family ipFamily, ips []string) (map[string]ENI, error) {
+		func(ctx context.Context, family ipFamily, ips []string) (map[string]awstypes.ENI, error) {
 			return c.execDescribeENIsByIP(ctx, family, ips, perCall)
 		})
 	b.missing = func(ip string) error {
@@ -75,9 +77,9 @@ func ipBatchKey(ip string) (ipFamily, string, error) {
 // with a describe per perCall addresses, sent together: the filter
 // matches any of an ENI's addresses, so one ENI may answer several of
 // them.
-func (c *Client) execDescribeENIsByIP(ctx context.Context, family ipFamily, ips []string, perCall int) (map[string]ENI, error) {
+func (c *Client) execDescribeENIsByIP(ctx context.Context, family ipFamily, ips []string, perCall int) (map[string]awstypes.ENI, error) {
 	chunks := slices.Collect(slices.Chunk(ips, perCall))
-	found := make([][]ENI, len(chunks))
+	found := make([][]awstypes.ENI, len(chunks))
 	errs := make([]error, len(chunks))
 	var wg sync.WaitGroup
 	for i, chunk := range chunks {
@@ -91,7 +93,7 @@ func (c *Client) execDescribeENIsByIP(ctx context.Context, family ipFamily, ips 
 	for _, ip := range ips {
 		want[ip] = true
 	}
-	out := make(map[string]ENI, len(ips))
+	out := make(map[string]awstypes.ENI, len(ips))
 	for _, e := range slices.Concat(found...) {
 		for _, ip := range heldAddresses(e, family) {
 			if want[ip] {
@@ -102,7 +104,7 @@ func (c *Client) execDescribeENIsByIP(ctx context.Context, family ipFamily, ips 
 	return out, nil
 }
 
-func heldAddresses(e ENI, family ipFamily) []string {
+func heldAddresses(e awstypes.ENI, family ipFamily) []string {
 	if family == ipv6 {
 		return e.IPv6Addresses
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
@@ -111,7 +113,7 @@ func BenchmarkRollout40(b *testing.B) {
 // rolloutOne places one ENI on an instance as the NodeENI controller does.
 func rolloutOne(c *Client, subnet, instance string) error {
 	ctx := context.Background()
-	eni, err := c.CreateENI(ctx, CreateENIInput{SubnetID: subnet, ClientToken: instance})
+	eni, err := c.CreateENI(ctx, awstypes.CreateENIInput{SubnetID: subnet, ClientToken: instance})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -34,8 +36,8 @@ type Client struct {
 	clock         clock.WithTickerAndDelayedExecution
 
 	// One batcher per batched EC2 call (batch_*.go).
-	enisByIP        *batcher[ipFamily, string, ENI]
-	enisByID        *batcher[noKey, string, ENI]
+	enisByIP        *batcher[ipFamily, string, awstypes.ENI]
+	enisByID        *batcher[noKey, string, awstypes.ENI]
 	instancesByID   *batcher[noKey, string, Instance]
 	createTagsBatch *batcher[tagSet, string, struct{}]
 	deleteTagsBatch *batcher[tagSet, string, struct{}]

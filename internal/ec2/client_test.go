@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/prometheus/client_golang/prometheus"
@@ -428,7 +430,7 @@ func TestNewFromEnvironment(t *testing.T) {
 func TestCreateRetriedOnlyWhenNotCarriedOut(t *testing.T) {
 	w := newWorld(t, emulator.World{})
 	c := w.client(t, Config{MaxAttempts: 3, MaxBackoff: 10 * time.Millisecond})
-	in := CreateENIInput{SubnetID: w.subnet, ClientToken: "t"}
+	in := awstypes.CreateENIInput{SubnetID: w.subnet, ClientToken: "t"}
 	for code, want := range map[string]int{"InternalError": 1, "Unavailable": 1, "RequestLimitExceeded": 3, "InvalidParameterValue": 1} {
 		w.emu.ResetCounts()
 		if err := w.emu.Configure(emulator.Config{Faults: map[string]emulator.Fault{"CreateNetworkInterface": {ErrorRate: 1, ErrorCode: code}}}); err != nil {

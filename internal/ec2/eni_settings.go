@@ -3,6 +3,8 @@ package ec2
 import (
 	"context"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -13,7 +15,7 @@ import (
 // EC2 refuses some combinations even of zeros (a count beside prefixes),
 // and a request without them is the one earlier versions sent, so the
 // ClientToken of an ENI they created still matches.
-func setCreateSettings(req *ec2.CreateNetworkInterfaceInput, in CreateENIInput) {
+func setCreateSettings(req *ec2.CreateNetworkInterfaceInput, in awstypes.CreateENIInput) {
 	count := func(n int) *int32 {
 		if n <= 0 {
 			return nil
@@ -59,7 +61,7 @@ func (s *State) SetSourceDestCheck(ctx context.Context, id string, value bool) e
 	if err := s.client.SetSourceDestCheck(ctx, id, value); err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) { e.SourceDestCheck = value })
+	s.update(id, func(e *awstypes.ENI) { e.SourceDestCheck = value })
 	return nil
 }
 
@@ -70,6 +72,6 @@ func (s *State) AssignPrivateIPs(ctx context.Context, id string, count int) erro
 	if err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) { e.SecondaryIPs = append(append([]string(nil), e.SecondaryIPs...), ips...) })
+	s.update(id, func(e *awstypes.ENI) { e.SecondaryIPs = append(append([]string(nil), e.SecondaryIPs...), ips...) })
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
@@ -20,7 +22,7 @@ func TestInstanceLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []NetworkCard{{0, 15}, {1, 15}, {2, 15}, {3, 15}}
+		want := []awstypes.NetworkCard{{Index: 0, MaxENIs: 15}, {Index: 1, MaxENIs: 15}, {Index: 2, MaxENIs: 15}, {Index: 3, MaxENIs: 15}}
 		if l.MaxENIs != 60 || l.IPv4PerInterface != 50 || l.IPv6PerInterface != 50 || !l.IPv6Supported || !l.EFASupported ||
 			!slices.Equal(l.NetworkCards, want) {
 			t.Fatalf("p4d.24xlarge limits %+v", l)
@@ -39,7 +41,7 @@ func TestInstanceLimits(t *testing.T) {
 		t.Errorf("%d DescribeInstanceTypes calls, want 1", n)
 	}
 	// A type that lists no cards has one, of all its interfaces.
-	if c, ok := (InstanceLimits{MaxENIs: 3}).Card(0); !ok || c.MaxENIs != 3 {
+	if c, ok := (awstypes.InstanceLimits{MaxENIs: 3}).Card(0); !ok || c.MaxENIs != 3 {
 		t.Errorf("card 0 of a type listing none: %+v %v", c, ok)
 	}
 }
@@ -51,7 +53,7 @@ func TestENISettingsRoundTrip(t *testing.T) {
 	w := newWorld(t, emulator.World{Instances: []emulator.InstanceSpec{{Type: "p4d.24xlarge", Subnet: "a"}}})
 	s := NewState(w.client(t, Config{}))
 	ctx := context.Background()
-	e, err := s.CreateENI(ctx, CreateENIInput{SubnetID: w.subnet, SecondaryIPv4Count: 2, IPv6AddressCount: 1, InterfaceType: "efa"})
+	e, err := s.CreateENI(ctx, awstypes.CreateENIInput{SubnetID: w.subnet, SecondaryIPv4Count: 2, IPv6AddressCount: 1, InterfaceType: "efa"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestENISettingsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for what, x := range map[string]ENI{"recorded": local, "described": read} {
+	for what, x := range map[string]awstypes.ENI{"recorded": local, "described": read} {
 		if a := x.Attachment; a == nil || a.NetworkCardIndex != 2 || a.DeviceIndex != 0 || x.SourceDestCheck || len(x.SecondaryIPs) != 5 {
 			t.Errorf("%s: attachment %+v, check %t, %d secondary; want card 2 index 0, off, 5", what, x.Attachment, x.SourceDestCheck,
 				len(x.SecondaryIPs))

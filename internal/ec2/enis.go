@@ -5,45 +5,12 @@ import (
 	"net/netip"
 	"unique"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
-
-// ENI is a network interface as the operator sees it.
-type ENI struct {
-	ID               string
-	SubnetID         string
-	VPCID            string
-	AvailabilityZone string
-	InterfaceType    string // interface, branch, trunk, ...
-	Status           string // available, in-use, ...
-	Description      string
-	MAC              string
-	PrimaryIP        string
-	SecondaryIPs     []string
-	IPv6Addresses    []string
-	IPv4Prefixes     []netip.Prefix
-	IPv6Prefixes     []netip.Prefix
-	SecurityGroups   []string
-	RequesterManaged bool
-	// SourceDestCheck is EC2's source/destination check: true (EC2's
-	// default, and what an answer without it means) drops traffic not
-	// addressed to the ENI.
-	SourceDestCheck bool
-	Attachment      *Attachment
-	Tags            map[string]string
-}
-
-// Attachment is an ENI's attachment to an instance.
-type Attachment struct {
-	ID                  string
-	InstanceID          string
-	DeviceIndex         int
-	NetworkCardIndex    int
-	Status              string // attaching, attached, detaching
-	DeleteOnTermination bool
-}
 
 // pageSize is the most ENIs EC2 returns per DescribeNetworkInterfaces page.
 const pageSize = 1000
@@ -52,28 +19,28 @@ const pageSize = 1000
 // or IPv6 address in the client's VPC. Concurrent lookups share one
 // DescribeNetworkInterfaces call of up to 199 addresses. Addresses inside
 // delegated prefixes are not found this way; a State refresh finds them.
-func (c *Client) LookupByIP(ctx context.Context, ip string) (ENI, error) {
+func (c *Client) LookupByIP(ctx context.Context, ip string) (awstypes.ENI, error) {
 	family, addr, err := ipBatchKey(ip)
 	if err != nil {
-		return ENI{}, err
+		return awstypes.ENI{}, err
 	}
 	return c.enisByIP.do(ctx, family, addr)
 }
 
 // GetENI returns one ENI by ID; concurrent calls share one request.
-func (c *Client) GetENI(ctx context.Context, id string) (ENI, error) {
+func (c *Client) GetENI(ctx context.Context, id string) (awstypes.ENI, error) {
 	return c.enisByID.do(ctx, noKey{}, id)
 }
 
 // ListENIs returns every ENI of the client's VPC that matches the filters,
 // reading pages of 1,000: the cost is pages, not ENIs.
-func (c *Client) ListENIs(ctx context.Context, filters ...Filter) ([]ENI, error) {
+func (c *Client) ListENIs(ctx context.Context, filters ...Filter) ([]awstypes.ENI, error) {
 	return c.listENIs(ctx, filters)
 }
 
-func (c *Client) listENIs(ctx context.Context, filters []Filter) ([]ENI, error) {
+func (c *Client) listENIs(ctx context.Context, filters []Filter) ([]awstypes.ENI, error) {
 	in := &ec2.DescribeNetworkInterfacesInput{Filters: toFilters(c.scoped(filters)), MaxResults: aws.Int32(pageSize)}
-	return allPages(ctx, ec2.NewDescribeNetworkInterfacesPaginator(c.api, in), func(page *ec2.DescribeNetworkInterfacesOutput) []ENI {
+	return allPages(ctx, ec2.NewDescribeNetworkInterfacesPaginator(c.api, in), func(page *ec2.DescribeNetworkInterfacesOutput) []awstypes.ENI {
 		return convert(page.NetworkInterfaces, fromNetworkInterface)
 	})
 }
@@ -81,12 +48,12 @@ func (c *Client) listENIs(ctx context.Context, filters []Filter) ([]ENI, error) 
 // describeENIs is an unpaginated, filtered DescribeNetworkInterfaces (used
 // for batches, whose filters bound the result), following NextToken if
 // AWS paginates anyway.
-func (c *Client) describeENIs(ctx context.Context, filters []Filter, scoped bool) ([]ENI, error) {
+func (c *Client) describeENIs(ctx context.Context, filters []Filter, scoped bool) ([]awstypes.ENI, error) {
 	if scoped {
 		filters = c.scoped(filters)
 	}
 	in := &ec2.DescribeNetworkInterfacesInput{Filters: toFilters(filters)}
-	var out []ENI
+	var out []awstypes.ENI
 	for {
 		page, err := c.api.DescribeNetworkInterfaces(ctx, in)
 		if err != nil {
@@ -100,25 +67,8 @@ func (c *Client) describeENIs(ctx context.Context, filters []Filter, scoped bool
 	}
 }
 
-// CreateENIInput describes an ENI to create.
-type CreateENIInput struct {
-	SubnetID       string
-	SecurityGroups []string
-	Description    string
-	// Tags are applied atomically with the creation (TagSpecifications),
-	// so an ENI never exists without its ownership tags.
-	Tags map[string]string
-	// ClientToken makes the call idempotent: a retry after a lost response
-	// returns the ENI the first call created instead of a second one.
-	ClientToken string
-	// Addresses and prefixes EC2 assigns at creation (0: none).
-	SecondaryIPv4Count, IPv4PrefixCount, IPv6AddressCount, IPv6PrefixCount int
-	// InterfaceType is efa or efa-only; "" or interface makes a plain ENI.
-	InterfaceType string
-}
-
 // CreateENI creates an ENI.
-func (c *Client) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) {
+func (c *Client) CreateENI(ctx context.Context, in awstypes.CreateENIInput) (awstypes.ENI, error) {
 	req := &ec2.CreateNetworkInterfaceInput{
 		SubnetId:    aws.String(in.SubnetID),
 		Groups:      in.SecurityGroups,
@@ -133,7 +83,7 @@ func (c *Client) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) 
 	}
 	out, err := c.api.CreateNetworkInterface(ctx, req, func(o *ec2.Options) { o.Retryer = c.createRetryer })
 	if err != nil {
-		return ENI{}, err
+		return awstypes.ENI{}, err
 	}
 	return fromNetworkInterface(*out.NetworkInterface), nil
 }
@@ -191,11 +141,11 @@ func (c *Client) DeleteENI(ctx context.Context, eniID string) error {
 	return err
 }
 
-func fromNetworkInterface(n types.NetworkInterface) ENI {
+func fromNetworkInterface(n types.NetworkInterface) awstypes.ENI {
 	// The state holds every ENI of the VPC: the strings most ENIs share
 	// (subnet, VPC, zone, type, status, description, security groups,
 	// tags) are kept once (intern), not once per ENI.
-	e := ENI{
+	e := awstypes.ENI{
 		ID: aws.ToString(n.NetworkInterfaceId), SubnetID: intern(aws.ToString(n.SubnetId)), VPCID: intern(aws.ToString(n.VpcId)),
 		AvailabilityZone: intern(aws.ToString(n.AvailabilityZone)), InterfaceType: intern(string(n.InterfaceType)),
 		Status: intern(string(n.Status)), Description: intern(aws.ToString(n.Description)), MAC: aws.ToString(n.MacAddress),
@@ -220,7 +170,7 @@ func fromNetworkInterface(n types.NetworkInterface) ENI {
 		e.SecurityGroups = append(e.SecurityGroups, intern(aws.ToString(g.GroupId)))
 	}
 	if a := n.Attachment; a != nil {
-		e.Attachment = &Attachment{
+		e.Attachment = &awstypes.Attachment{
 			ID: aws.ToString(a.AttachmentId), InstanceID: aws.ToString(a.InstanceId),
 			DeviceIndex: int(aws.ToInt32(a.DeviceIndex)), NetworkCardIndex: int(aws.ToInt32(a.NetworkCardIndex)),
 			Status: intern(string(a.Status)), DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),

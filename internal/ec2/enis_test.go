@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
@@ -25,7 +27,7 @@ func TestENILifecycle(t *testing.T) {
 	if err != nil || len(subnets) != 1 || subnets[0].AvailabilityZone != "us-east-1a" {
 		t.Fatalf("subnet by name: %v %v", subnets, err)
 	}
-	in := CreateENIInput{SubnetID: subnets[0].ID, SecurityGroups: []string{groups[0].ID}, Description: "test",
+	in := awstypes.CreateENIInput{SubnetID: subnets[0].ID, SecurityGroups: []string{groups[0].ID}, Description: "test",
 		Tags: map[string]string{"owner": "test"}, ClientToken: "token-1"}
 	e, err := c.CreateENI(ctx, in)
 	if err != nil {
@@ -56,7 +58,7 @@ func TestENILifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// t3.micro takes 2 ENIs: a third does not fit.
-	other, err := c.CreateENI(ctx, CreateENIInput{SubnetID: subnets[0].ID})
+	other, err := c.CreateENI(ctx, awstypes.CreateENIInput{SubnetID: subnets[0].ID})
 	if err != nil {
 		t.Fatal(err)
 	}

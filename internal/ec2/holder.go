@@ -2,6 +2,8 @@ package ec2
 
 import (
 	"context"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // HolderOf asks EC2 which ENI holds an address now (a not-found error:
@@ -9,7 +11,7 @@ import (
 // state already knows: an ENI outside every scope, once recorded, would
 // stay in the picture as it was read, and the address would look held
 // there long after it was released.
-func (s *State) HolderOf(ctx context.Context, ip string) (ENI, error) {
+func (s *State) HolderOf(ctx context.Context, ip string) (awstypes.ENI, error) {
 	at := s.clock.Now()
 	e, err := s.client.LookupByIP(ctx, ip)
 	if err != nil {

@@ -5,43 +5,13 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"golang.org/x/sync/singleflight"
 )
-
-// InstanceLimits are the network limits of an instance type, as
-// DescribeInstanceTypes' networkInfo gives them.
-type InstanceLimits struct {
-	// MaxENIs is how many network interfaces the type takes in all.
-	MaxENIs int
-	// IPv4PerInterface and IPv6PerInterface bound an interface's
-	// addresses (IPv4: the primary included).
-	IPv4PerInterface, IPv6PerInterface int
-	IPv6Supported, EFASupported        bool
-	// NetworkCards are the type's network cards, by index; a type that
-	// reports none has one card (index 0) taking MaxENIs.
-	NetworkCards []NetworkCard
-}
-
-// NetworkCard is one network card of an instance type.
-type NetworkCard struct {
-	Index, MaxENIs int
-}
-
-// Card returns the card with an index, and whether the type has it.
-func (l InstanceLimits) Card(index int) (NetworkCard, bool) {
-	if len(l.NetworkCards) == 0 && index == 0 {
-		return NetworkCard{Index: 0, MaxENIs: l.MaxENIs}, true
-	}
-	for _, c := range l.NetworkCards {
-		if c.Index == index {
-			return c, true
-		}
-	}
-	return NetworkCard{}, false
-}
 
 // InstanceTypes caches DescribeInstanceTypes: the limits of a type never
 // change, so each type costs one call for the life of the process, also
@@ -49,17 +19,17 @@ func (l InstanceLimits) Card(index int) (NetworkCard, bool) {
 type InstanceTypes struct {
 	client   *Client
 	mu       sync.Mutex
-	limits   map[string]InstanceLimits
+	limits   map[string]awstypes.InstanceLimits
 	inFlight singleflight.Group
 }
 
 // NewInstanceTypes returns an empty cache of instance type limits.
 func (c *Client) NewInstanceTypes() *InstanceTypes {
-	return &InstanceTypes{client: c, limits: map[string]InstanceLimits{}}
+	return &InstanceTypes{client: c, limits: map[string]awstypes.InstanceLimits{}}
 }
 
 // Limits returns an instance type's network limits.
-func (t *InstanceTypes) Limits(ctx context.Context, instanceType string) (InstanceLimits, error) {
+func (t *InstanceTypes) Limits(ctx context.Context, instanceType string) (awstypes.InstanceLimits, error) {
 	t.mu.Lock()
 	l, ok := t.limits[instanceType]
 	t.mu.Unlock()
@@ -68,18 +38,18 @@ func (t *InstanceTypes) Limits(ctx context.Context, instanceType string) (Instan
 	}
 	v, err, _ := t.inFlight.Do(instanceType, func() (any, error) { return t.describe(ctx, instanceType) })
 	if err != nil {
-		return InstanceLimits{}, err
+		return awstypes.InstanceLimits{}, err
 	}
-	return v.(InstanceLimits), nil
+	return v.(awstypes.InstanceLimits), nil
 }
 
-func (t *InstanceTypes) describe(ctx context.Context, instanceType string) (InstanceLimits, error) {
+func (t *InstanceTypes) describe(ctx context.Context, instanceType string) (awstypes.InstanceLimits, error) {
 	out, err := t.client.api.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []types.InstanceType{types.InstanceType(instanceType)}})
 	if err != nil {
-		return InstanceLimits{}, err
+		return awstypes.InstanceLimits{}, err
 	}
 	if len(out.InstanceTypes) == 0 || out.InstanceTypes[0].NetworkInfo == nil {
-		return InstanceLimits{}, fmt.Errorf("instance type %s: EC2 reported no network limits", instanceType)
+		return awstypes.InstanceLimits{}, fmt.Errorf("instance type %s: EC2 reported no network limits", instanceType)
 	}
 	l := limitsOf(out.InstanceTypes[0].NetworkInfo)
 	t.mu.Lock()
@@ -94,8 +64,8 @@ func (t *InstanceTypes) MaxENIs(ctx context.Context, instanceType string) (int, 
 	return l.MaxENIs, err
 }
 
-func limitsOf(n *types.NetworkInfo) InstanceLimits {
-	l := InstanceLimits{
+func limitsOf(n *types.NetworkInfo) awstypes.InstanceLimits {
+	l := awstypes.InstanceLimits{
 		MaxENIs:          int(aws.ToInt32(n.MaximumNetworkInterfaces)),
 		IPv4PerInterface: int(aws.ToInt32(n.Ipv4AddressesPerInterface)),
 		IPv6PerInterface: int(aws.ToInt32(n.Ipv6AddressesPerInterface)),
@@ -103,7 +73,7 @@ func limitsOf(n *types.NetworkInfo) InstanceLimits {
 		EFASupported:     aws.ToBool(n.EfaSupported),
 	}
 	for _, c := range n.NetworkCards {
-		l.NetworkCards = append(l.NetworkCards, NetworkCard{Index: int(aws.ToInt32(c.NetworkCardIndex)), MaxENIs: int(aws.ToInt32(c.MaximumNetworkInterfaces))})
+		l.NetworkCards = append(l.NetworkCards, awstypes.NetworkCard{Index: int(aws.ToInt32(c.NetworkCardIndex)), MaxENIs: int(aws.ToInt32(c.MaximumNetworkInterfaces))})
 	}
 	return l
 }

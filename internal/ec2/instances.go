@@ -3,6 +3,8 @@ package ec2
 import (
 	"context"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
@@ -16,7 +18,7 @@ type Instance struct {
 	SubnetID         string
 	VPCID            string
 	PrivateIP        string
-	ENIs             []ENI
+	ENIs             []awstypes.ENI
 	Tags             map[string]string
 }
 
@@ -44,8 +46,8 @@ func fromInstance(i types.Instance) Instance {
 
 // fromInstanceNetworkInterface converts the shorter view of an ENI that
 // DescribeInstances gives; the zone and instance are the instance's.
-func fromInstanceNetworkInterface(n types.InstanceNetworkInterface, inst Instance) ENI {
-	e := ENI{
+func fromInstanceNetworkInterface(n types.InstanceNetworkInterface, inst Instance) awstypes.ENI {
+	e := awstypes.ENI{
 		ID: aws.ToString(n.NetworkInterfaceId), SubnetID: aws.ToString(n.SubnetId), VPCID: aws.ToString(n.VpcId),
 		AvailabilityZone: inst.AvailabilityZone, InterfaceType: aws.ToString(n.InterfaceType),
 		Status: string(n.Status), Description: aws.ToString(n.Description), MAC: aws.ToString(n.MacAddress),
@@ -55,7 +57,7 @@ func fromInstanceNetworkInterface(n types.InstanceNetworkInterface, inst Instanc
 		e.SecurityGroups = append(e.SecurityGroups, aws.ToString(g.GroupId))
 	}
 	if a := n.Attachment; a != nil {
-		e.Attachment = &Attachment{
+		e.Attachment = &awstypes.Attachment{
 			ID: aws.ToString(a.AttachmentId), InstanceID: inst.ID, DeviceIndex: int(aws.ToInt32(a.DeviceIndex)),
 			NetworkCardIndex: int(aws.ToInt32(a.NetworkCardIndex)), Status: string(a.Status), DeleteOnTermination: aws.ToBool(a.DeleteOnTermination),
 		}

@@ -2,34 +2,36 @@ package ec2
 
 import (
 	"net/netip"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // snapshot is an immutable, indexed set of ENIs: the State's picture of
 // EC2 as its refreshes last read it. It keeps the indexes its readers
 // use: ID, address, delegated prefix and the tag keys consumers ask for.
 type snapshot struct {
-	enis     []ENI
-	byID     map[string]*ENI
-	byIP     map[netip.Addr]*ENI
-	byPrefix map[netip.Prefix]*ENI
-	byTag    map[string]map[string][]*ENI // indexed tag key -> value -> ENIs
+	enis     []awstypes.ENI
+	byID     map[string]*awstypes.ENI
+	byIP     map[netip.Addr]*awstypes.ENI
+	byPrefix map[netip.Prefix]*awstypes.ENI
+	byTag    map[string]map[string][]*awstypes.ENI // indexed tag key -> value -> ENIs
 }
 
 // newSnapshot indexes enis (which it keeps) by ID, address, delegated
 // prefix and the values of the tag keys given.
-func newSnapshot(enis []ENI, tagKeys []string) *snapshot {
-	s := &snapshot{enis: enis, byID: make(map[string]*ENI, len(enis)), byIP: make(map[netip.Addr]*ENI, len(enis)),
-		byPrefix: map[netip.Prefix]*ENI{}, byTag: map[string]map[string][]*ENI{}}
+func newSnapshot(enis []awstypes.ENI, tagKeys []string) *snapshot {
+	s := &snapshot{enis: enis, byID: make(map[string]*awstypes.ENI, len(enis)), byIP: make(map[netip.Addr]*awstypes.ENI, len(enis)),
+		byPrefix: map[netip.Prefix]*awstypes.ENI{}, byTag: map[string]map[string][]*awstypes.ENI{}}
 	for _, k := range tagKeys {
-		s.byTag[k] = map[string][]*ENI{}
+		s.byTag[k] = map[string][]*awstypes.ENI{}
 	}
 	for i := range enis {
 		e := &enis[i]
 		s.byID[e.ID] = e
-		for _, a := range e.addresses() {
+		for _, a := range e.Addresses() {
 			s.byIP[a] = e
 		}
-		for _, p := range e.prefixes() {
+		for _, p := range e.Prefixes() {
 			s.byPrefix[p.Masked()] = e
 		}
 		for k, idx := range s.byTag {
@@ -42,20 +44,20 @@ func newSnapshot(enis []ENI, tagKeys []string) *snapshot {
 }
 
 // ByID returns the ENI with that ID.
-func (s *snapshot) ByID(id string) (ENI, bool) {
+func (s *snapshot) ByID(id string) (awstypes.ENI, bool) {
 	e, ok := s.byID[id]
 	if !ok {
-		return ENI{}, false
+		return awstypes.ENI{}, false
 	}
 	return *e, true
 }
 
 // ByIP returns the ENI holding an address: primary, secondary, IPv6, or
 // inside a delegated prefix (/28 IPv4, /80 IPv6).
-func (s *snapshot) ByIP(ip string) (ENI, bool) {
+func (s *snapshot) ByIP(ip string) (awstypes.ENI, bool) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
-		return ENI{}, false
+		return awstypes.ENI{}, false
 	}
 	a = a.Unmap()
 	if e, ok := s.byIP[a]; ok {
@@ -70,13 +72,13 @@ func (s *snapshot) ByIP(ip string) (ENI, bool) {
 			return *e, true
 		}
 	}
-	return ENI{}, false
+	return awstypes.ENI{}, false
 }
 
 // ByTag returns the ENIs carrying tag key with value (any value when value
 // is empty); indexed keys cost a map lookup, others a scan.
-func (s *snapshot) ByTag(key, value string) []ENI {
-	var out []ENI
+func (s *snapshot) ByTag(key, value string) []awstypes.ENI {
+	var out []awstypes.ENI
 	if idx, ok := s.byTag[key]; ok && value != "" {
 		for _, e := range idx[value] {
 			out = append(out, *e)
@@ -91,67 +93,12 @@ func (s *snapshot) ByTag(key, value string) []ENI {
 	return out
 }
 
-// Holds reports whether the ENI has ip as an address or inside one of its
-// delegated prefixes.
-func (e ENI) Holds(ip string) bool {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return false
-	}
-	a = a.Unmap()
-	for _, b := range e.addresses() {
-		if b == a {
-			return true
-		}
-	}
-	for _, p := range e.prefixes() {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// addresses are the ENI's own addresses: primary, secondary and IPv6.
-func (e ENI) addresses() []netip.Addr {
-	out := make([]netip.Addr, 0, 1+len(e.SecondaryIPs)+len(e.IPv6Addresses))
-	for _, group := range [][]string{{e.PrimaryIP}, e.SecondaryIPs, e.IPv6Addresses} {
-		for _, ip := range group {
-			if a, err := netip.ParseAddr(ip); err == nil {
-				out = append(out, a.Unmap())
-			}
-		}
-	}
-	return out
-}
-
-// prefixes are the ENI's delegated prefixes, IPv4 and IPv6.
-func (e ENI) prefixes() []netip.Prefix {
-	return append(append([]netip.Prefix{}, e.IPv4Prefixes...), e.IPv6Prefixes...)
-}
-
-// clone copies the parts of an ENI a recorded write may change, so the
-// snapshot's copy, shared with other readers, is never written.
-func (e ENI) clone() ENI {
-	tags := make(map[string]string, len(e.Tags))
-	for k, v := range e.Tags {
-		tags[k] = v
-	}
-	e.Tags = tags
-	e.SecurityGroups = append([]string(nil), e.SecurityGroups...)
-	if e.Attachment != nil {
-		a := *e.Attachment
-		e.Attachment = &a
-	}
-	return e
-}
-
 // shareTagMaps makes the ENIs of a listing whose tags are equal hold one
 // map: a deployment's pods give their ENIs the same tags, and a map per
 // ENI was a third of the state's bytes (100,000 ENIs: ~35 MiB). A
 // snapshot's ENIs are never written (clone copies the tags before a
 // change), so sharing is safe.
-func shareTagMaps(enis []ENI) {
+func shareTagMaps(enis []awstypes.ENI) {
 	seen := map[string]map[string]string{}
 	for i := range enis {
 		tags := enis[i].Tags

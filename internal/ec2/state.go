@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"k8s.io/utils/clock"
 )
 
@@ -74,7 +76,7 @@ type scope struct {
 
 // localENI is an ENI as this process last saw or left it.
 type localENI struct {
-	eni  ENI
+	eni  awstypes.ENI
 	gone bool
 	at   time.Time
 }
@@ -97,7 +99,7 @@ func (s *State) Health() *Health { return s.client.Health() }
 // refresh knows which ENIs it replaces.
 func (s *State) Watch(sc Scope) error {
 	for _, f := range sc.Filters {
-		if _, ok := f.matches(ENI{}); !ok {
+		if _, ok := f.matches(awstypes.ENI{}); !ok {
 			return fmt.Errorf("ec2 state: scope %q: filter %q cannot be applied locally", sc.Name, f.Name)
 		}
 	}
@@ -238,7 +240,7 @@ func (s *State) refreshLocked(ctx context.Context, sc *scope) error {
 
 // install replaces the scope's ENIs with a refresh's result, drops the
 // local changes the refresh has seen, and returns the scopes it covered.
-func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
+func (s *State) install(sc *scope, listed []awstypes.ENI, taken time.Time) []*scope {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recent.prune(s.clock.Now())
@@ -249,7 +251,7 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	// one is kept (a refresh of the whole VPC); otherwise one slice of
 	// the exact size: the ENIs are the biggest thing the state holds, and
 	// a growing slice would copy them again and again.
-	var old []ENI
+	var old []awstypes.ENI
 	if s.base != nil {
 		old = s.base.enis
 	}
@@ -261,7 +263,7 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 	}
 	merged := listed
 	if kept > 0 {
-		merged = make([]ENI, 0, kept+len(listed))
+		merged = make([]awstypes.ENI, 0, kept+len(listed))
 		for _, e := range old {
 			if !sc.contains(e) {
 				merged = append(merged, e)
@@ -304,7 +306,7 @@ func (s *State) install(sc *scope, listed []ENI, taken time.Time) []*scope {
 // (the NodeENI scope's refresh every resync interval reverted the pod
 // ENIs the tagger had just tagged to untagged, and the next reconcile
 // of such a pod wrote all its tags again).
-func supersedes(sc *scope, l localENI, seen bool, inBase func(string) (ENI, bool)) bool {
+func supersedes(sc *scope, l localENI, seen bool, inBase func(string) (awstypes.ENI, bool)) bool {
 	if seen || sc.contains(l.eni) {
 		return true
 	}
@@ -319,7 +321,7 @@ func (s *State) Synced(scopeName string) bool {
 }
 
 // contains reports whether the scope's filters match the ENI.
-func (sc *scope) contains(e ENI) bool {
+func (sc *scope) contains(e awstypes.ENI) bool {
 	for _, f := range sc.Filters {
 		if ok, _ := f.matches(e); !ok {
 			return false
@@ -343,7 +345,7 @@ func (sc *scope) covers(other *scope) bool {
 
 // matches applies a filter to an ENI the way EC2 would, for the filters
 // scopes use (exact values, no wildcards); ok is false for others.
-func (f Filter) matches(e ENI) (match, ok bool) {
+func (f Filter) matches(e awstypes.ENI) (match, ok bool) {
 	switch {
 	case f.Name == "subnet-id":
 		return slices.Contains(f.Values, e.SubnetID), true

@@ -3,6 +3,8 @@ package ec2
 import (
 	"maps"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // consistencyWindow is how long this process trusts its own writes over
@@ -58,7 +60,7 @@ func trusted(taken, at time.Time) bool { return !taken.Before(at.Add(consistency
 // correct brings a reading of an ENI taken at taken up to this process's
 // recent writes: tags written since are applied again, and an ENI it
 // deleted is not brought back (ok false).
-func (r *recentWrites) correct(e ENI, taken time.Time) (ENI, bool) {
+func (r *recentWrites) correct(e awstypes.ENI, taken time.Time) (awstypes.ENI, bool) {
 	if at, ok := r.deleted[e.ID]; ok && !trusted(taken, at) {
 		return e, false
 	}
@@ -86,7 +88,7 @@ func (r *recentWrites) correct(e ENI, taken time.Time) (ENI, bool) {
 
 // correctAll corrects a refresh's result in place, dropping ENIs this
 // process deleted.
-func (r *recentWrites) correctAll(list []ENI, taken time.Time) []ENI {
+func (r *recentWrites) correctAll(list []awstypes.ENI, taken time.Time) []awstypes.ENI {
 	if len(r.tags) == 0 && len(r.deleted) == 0 {
 		return list
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
@@ -34,7 +36,7 @@ func TestStateKeepsOwnWritesThroughStaleReadings(t *testing.T) {
 	if err := s.DeleteENI(ctx, doomed); err != nil {
 		t.Fatal(err)
 	}
-	made, err := s.CreateENI(ctx, CreateENIInput{SubnetID: w.subnet, Tags: map[string]string{"Owner": "me"}})
+	made, err := s.CreateENI(ctx, awstypes.CreateENIInput{SubnetID: w.subnet, Tags: map[string]string{"Owner": "me"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +76,10 @@ func TestRecentWritesCorrect(t *testing.T) {
 	r.noteTags("eni-1", tagWrite{at: t0, set: map[string]string{"App": "new", "Team": "a"}})
 	r.noteTags("eni-1", tagWrite{at: t0.Add(time.Second), del: map[string]string{"Team": "a", "Other": "x"}})
 	r.deleted["eni-2"] = t0
-	reading := ENI{ID: "eni-1", Tags: map[string]string{"App": "old", "Other": "y"}}
+	reading := awstypes.ENI{ID: "eni-1", Tags: map[string]string{"App": "old", "Other": "y"}}
 	for _, tc := range []struct {
 		name  string
-		e     ENI
+		e     awstypes.ENI
 		taken time.Time
 		want  map[string]string
 		ok    bool
@@ -86,9 +88,9 @@ func TestRecentWritesCorrect(t *testing.T) {
 		{"inside the window", reading, t0.Add(consistencyWindow - time.Second), map[string]string{"App": "new", "Other": "y"}, true},
 		{"only the delete inside", reading, t0.Add(consistencyWindow), map[string]string{"App": "old", "Other": "y"}, true},
 		{"after the window", reading, t0.Add(consistencyWindow + time.Second), map[string]string{"App": "old", "Other": "y"}, true},
-		{"no tags read", ENI{ID: "eni-1"}, t0, map[string]string{"App": "new"}, true},
-		{"deleted, inside", ENI{ID: "eni-2"}, t0.Add(time.Second), nil, false},
-		{"deleted, after", ENI{ID: "eni-2"}, t0.Add(consistencyWindow), nil, true},
+		{"no tags read", awstypes.ENI{ID: "eni-1"}, t0, map[string]string{"App": "new"}, true},
+		{"deleted, inside", awstypes.ENI{ID: "eni-2"}, t0.Add(time.Second), nil, false},
+		{"deleted, after", awstypes.ENI{ID: "eni-2"}, t0.Add(consistencyWindow), nil, true},
 	} {
 		got, ok := r.correct(tc.e, tc.taken)
 		if ok != tc.ok || (ok && !maps.Equal(got.Tags, tc.want)) {

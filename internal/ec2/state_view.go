@@ -4,31 +4,33 @@ import (
 	"maps"
 	"net/netip"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // ENI returns the newest known state of an ENI.
-func (s *State) ENI(id string) (ENI, bool) {
+func (s *State) ENI(id string) (awstypes.ENI, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.eniLocked(id)
 }
 
-func (s *State) eniLocked(id string) (ENI, bool) {
+func (s *State) eniLocked(id string) (awstypes.ENI, bool) {
 	if l, ok := s.local[id]; ok {
 		return l.eni, !l.gone
 	}
 	if s.base == nil {
-		return ENI{}, false
+		return awstypes.ENI{}, false
 	}
 	return s.base.ByID(id)
 }
 
 // ENIByIP returns the newest known ENI holding ip (as an address or
 // inside a delegated prefix).
-func (s *State) ENIByIP(ip string) (ENI, bool) {
+func (s *State) ENIByIP(ip string) (awstypes.ENI, bool) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
-		return ENI{}, false
+		return awstypes.ENI{}, false
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -38,37 +40,37 @@ func (s *State) ENIByIP(ip string) (ENI, bool) {
 		}
 	}
 	if s.base == nil {
-		return ENI{}, false
+		return awstypes.ENI{}, false
 	}
 	if b, ok := s.base.ByIP(ip); ok {
 		if e, found := s.eniLocked(b.ID); found && e.Holds(ip) {
 			return e, true
 		}
 	}
-	return ENI{}, false
+	return awstypes.ENI{}, false
 }
 
 // ENIsTagged returns the known ENIs carrying tag key with value.
-func (s *State) ENIsTagged(key, value string) []ENI {
+func (s *State) ENIsTagged(key, value string) []awstypes.ENI {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var base []ENI
+	var base []awstypes.ENI
 	if s.base != nil {
 		base = s.base.ByTag(key, value)
 	}
-	return s.overlayLocked(base, func(e ENI) bool { v, ok := e.Tags[key]; return ok && (value == "" || v == value) })
+	return s.overlayLocked(base, func(e awstypes.ENI) bool { v, ok := e.Tags[key]; return ok && (value == "" || v == value) })
 }
 
 // ENIsIn returns the known ENIs of a scope and when the last refresh
 // covering it started (zero before the first).
-func (s *State) ENIsIn(scopeName string) ([]ENI, time.Time) {
+func (s *State) ENIsIn(scopeName string) ([]awstypes.ENI, time.Time) {
 	sc := s.scope(scopeName)
 	if sc == nil {
 		return nil, time.Time{}
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var base []ENI
+	var base []awstypes.ENI
 	if s.base != nil {
 		for _, e := range s.base.enis {
 			if sc.contains(e) {
@@ -81,8 +83,8 @@ func (s *State) ENIsIn(scopeName string) ([]ENI, time.Time) {
 
 // overlayLocked applies the local changes to ENIs read from the base and
 // adds the local ENIs that match but the base does not hold.
-func (s *State) overlayLocked(base []ENI, match func(ENI) bool) []ENI {
-	out := make([]ENI, 0, len(base))
+func (s *State) overlayLocked(base []awstypes.ENI, match func(awstypes.ENI) bool) []awstypes.ENI {
+	out := make([]awstypes.ENI, 0, len(base))
 	seen := make(map[string]bool, len(base))
 	for _, e := range base {
 		seen[e.ID] = true
@@ -104,7 +106,7 @@ func (s *State) overlayLocked(base []ENI, match func(ENI) bool) []ENI {
 
 // Observe records an ENI as read from EC2 at time at; an older reading
 // than the one held is ignored.
-func (s *State) Observe(e ENI, at time.Time) {
+func (s *State) Observe(e awstypes.ENI, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l, ok := s.local[e.ID]; ok && l.at.After(at) {
@@ -127,14 +129,14 @@ func (s *State) Forget(id string) {
 }
 
 // update changes the recorded state of a known ENI.
-func (s *State) update(id string, change func(*ENI)) {
+func (s *State) update(id string, change func(*awstypes.ENI)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.eniLocked(id)
 	if !ok {
 		return
 	}
-	e = e.clone()
+	e = e.Clone()
 	change(&e)
 	e.Tags = s.shareTagsLocked(e.Tags)
 	s.putLocked(localENI{eni: e, at: s.clock.Now()})
@@ -161,7 +163,7 @@ func (s *State) putLocked(l localENI) {
 	if l.gone {
 		return
 	}
-	for _, a := range l.eni.addresses() {
+	for _, a := range l.eni.Addresses() {
 		s.localIPs[a] = l.eni.ID
 	}
 }
@@ -171,7 +173,7 @@ func (s *State) reindexLocalLocked() {
 	s.localIPs = make(map[netip.Addr]string, len(s.local))
 	for _, l := range s.local {
 		if !l.gone {
-			for _, a := range l.eni.addresses() {
+			for _, a := range l.eni.Addresses() {
 				s.localIPs[a] = l.eni.ID
 			}
 		}

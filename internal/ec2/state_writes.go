@@ -3,6 +3,8 @@ package ec2
 import (
 	"context"
 	"maps"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // The State's reads and writes of EC2. Each goes through the client
@@ -11,7 +13,7 @@ import (
 
 // LookupByIP finds the ENI holding a private address with a batched
 // DescribeNetworkInterfaces and records it.
-func (s *State) LookupByIP(ctx context.Context, ip string) (ENI, error) {
+func (s *State) LookupByIP(ctx context.Context, ip string) (awstypes.ENI, error) {
 	at := s.clock.Now()
 	e, err := s.client.LookupByIP(ctx, ip)
 	if err == nil {
@@ -22,7 +24,7 @@ func (s *State) LookupByIP(ctx context.Context, ip string) (ENI, error) {
 
 // GetENI reads one ENI (batched with concurrent reads) and records it,
 // or that it is gone.
-func (s *State) GetENI(ctx context.Context, id string) (ENI, error) {
+func (s *State) GetENI(ctx context.Context, id string) (awstypes.ENI, error) {
 	at := s.clock.Now()
 	e, err := s.client.GetENI(ctx, id)
 	switch {
@@ -35,7 +37,7 @@ func (s *State) GetENI(ctx context.Context, id string) (ENI, error) {
 }
 
 // ListENIs reads the VPC's ENIs matching filters and records them.
-func (s *State) ListENIs(ctx context.Context, filters ...Filter) ([]ENI, error) {
+func (s *State) ListENIs(ctx context.Context, filters ...Filter) ([]awstypes.ENI, error) {
 	at := s.clock.Now()
 	list, err := s.client.ListENIs(ctx, filters...)
 	for _, e := range list {
@@ -58,7 +60,7 @@ func (s *State) MaxENIs(ctx context.Context, instanceType string) (int, error) {
 // InstanceLimits returns an instance type's network limits: interfaces
 // in all and per network card, addresses per interface, IPv6 and EFA
 // support (read once per type for the life of the process).
-func (s *State) InstanceLimits(ctx context.Context, instanceType string) (InstanceLimits, error) {
+func (s *State) InstanceLimits(ctx context.Context, instanceType string) (awstypes.InstanceLimits, error) {
 	return s.types.Limits(ctx, instanceType)
 }
 
@@ -79,7 +81,7 @@ func (s *State) tagged(id string, tags map[string]string, err error) error {
 		return err
 	}
 	s.noteWrite(id, tagWrite{at: s.clock.Now(), set: tags})
-	s.update(id, func(e *ENI) {
+	s.update(id, func(e *awstypes.ENI) {
 		for k, v := range tags {
 			e.Tags[intern(k)] = intern(v)
 		}
@@ -104,7 +106,7 @@ func (s *State) DeleteTags(ctx context.Context, id string, tags map[string]strin
 		return err
 	}
 	s.noteWrite(id, tagWrite{at: s.clock.Now(), del: tags})
-	s.update(id, func(e *ENI) {
+	s.update(id, func(e *awstypes.ENI) {
 		for k, v := range tags {
 			if e.Tags[k] == v {
 				delete(e.Tags, k)
@@ -116,7 +118,7 @@ func (s *State) DeleteTags(ctx context.Context, id string, tags map[string]strin
 
 // CreateENI creates an ENI and records it. An answer replayed for a
 // ClientToken may omit what was set at creation; the request fills it in.
-func (s *State) CreateENI(ctx context.Context, in CreateENIInput) (ENI, error) {
+func (s *State) CreateENI(ctx context.Context, in awstypes.CreateENIInput) (awstypes.ENI, error) {
 	e, err := s.client.CreateENI(ctx, in)
 	if err != nil {
 		return e, err
@@ -146,9 +148,9 @@ func (s *State) AttachENI(ctx context.Context, id, instanceID string, deviceInde
 	if err != nil {
 		return "", err
 	}
-	s.update(id, func(e *ENI) {
+	s.update(id, func(e *awstypes.ENI) {
 		e.Status = "in-use"
-		e.Attachment = &Attachment{ID: attachmentID, InstanceID: instanceID, DeviceIndex: deviceIndex, NetworkCardIndex: networkCard,
+		e.Attachment = &awstypes.Attachment{ID: attachmentID, InstanceID: instanceID, DeviceIndex: deviceIndex, NetworkCardIndex: networkCard,
 			Status: "attached"}
 	})
 	return attachmentID, nil
@@ -159,7 +161,7 @@ func (s *State) SetDeleteOnTermination(ctx context.Context, id, attachmentID str
 	if err := s.client.SetDeleteOnTermination(ctx, id, attachmentID, value); err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) {
+	s.update(id, func(e *awstypes.ENI) {
 		if e.Attachment != nil {
 			e.Attachment.DeleteOnTermination = value
 		}
@@ -172,7 +174,7 @@ func (s *State) SetSecurityGroups(ctx context.Context, id string, groups []strin
 	if err := s.client.SetSecurityGroups(ctx, id, groups); err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) { e.SecurityGroups = append([]string(nil), groups...) })
+	s.update(id, func(e *awstypes.ENI) { e.SecurityGroups = append([]string(nil), groups...) })
 	return nil
 }
 
@@ -181,7 +183,7 @@ func (s *State) SetDescription(ctx context.Context, id, description string) erro
 	if err := s.client.SetDescription(ctx, id, description); err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) { e.Description = description })
+	s.update(id, func(e *awstypes.ENI) { e.Description = description })
 	return nil
 }
 
@@ -191,7 +193,7 @@ func (s *State) DetachENI(ctx context.Context, id, attachmentID string, force bo
 	if err := s.client.DetachENI(ctx, attachmentID, force); err != nil {
 		return err
 	}
-	s.update(id, func(e *ENI) {
+	s.update(id, func(e *awstypes.ENI) {
 		if e.Attachment != nil {
 			e.Attachment.Status = "detaching"
 		}

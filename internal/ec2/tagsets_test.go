@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
@@ -22,7 +24,7 @@ func TestTagSetKey(t *testing.T) {
 // ENIs with equal tags end up holding one map; others keep their own,
 // and a change through the state (clone) leaves the shared map alone.
 func TestShareTagMaps(t *testing.T) {
-	enis := []ENI{
+	enis := []awstypes.ENI{
 		{ID: "eni-1", Tags: map[string]string{"team": "x", "env": "prod"}},
 		{ID: "eni-2", Tags: map[string]string{"env": "prod", "team": "x"}},
 		{ID: "eni-3", Tags: map[string]string{"team": "y"}},
@@ -33,7 +35,7 @@ func TestShareTagMaps(t *testing.T) {
 	if ptr(0) != ptr(1) || ptr(0) == ptr(2) || enis[3].Tags != nil {
 		t.Fatalf("sharing wrong: %x %x %x %v", ptr(0), ptr(1), ptr(2), enis[3].Tags)
 	}
-	c := enis[1].clone()
+	c := enis[1].Clone()
 	c.Tags["team"] = "z"
 	if enis[0].Tags["team"] != "x" {
 		t.Fatal("a change to a clone reached the shared map")

@@ -5,9 +5,10 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
@@ -86,7 +87,7 @@ type adoptionEvidence struct {
 //     that node or the spec's (which ec2:CreateTags cannot set).
 //
 // The detail names what was wrong, for the event and the log.
-func notAdoptable(e ec2.ENI, ev adoptionEvidence) (reason, detail string) {
+func notAdoptable(e awstypes.ENI, ev adoptionEvidence) (reason, detail string) {
 	if reason, detail = adoptShape(e, ev); reason != "" {
 		return reason, detail
 	}
@@ -97,7 +98,7 @@ func notAdoptable(e ec2.ENI, ev adoptionEvidence) (reason, detail string) {
 }
 
 // adoptShape checks that an ENI looks like one the original creates.
-func adoptShape(e ec2.ENI, ev adoptionEvidence) (string, string) {
+func adoptShape(e awstypes.ENI, ev adoptionEvidence) (string, string) {
 	if e.InterfaceType != "interface" {
 		return NotAdoptedInterfaceType, fmt.Sprintf("interface type %s, not \"interface\"", bounded.Quoted(e.InterfaceType))
 	}
@@ -118,7 +119,7 @@ func adoptShape(e ec2.ENI, ev adoptionEvidence) (string, string) {
 
 // adoptTags checks the original's tags name this NodeENI and the ENI's
 // own subnet.
-func adoptTags(e ec2.ENI, ev adoptionEvidence) (string, string) {
+func adoptTags(e awstypes.ENI, ev adoptionEvidence) (string, string) {
 	switch t := e.Tags; {
 	case t[OriginalTagManagedBy] != OriginalManagedBy:
 		return NotAdoptedOriginalTags, fmt.Sprintf("tag %s is %s, not %q", OriginalTagManagedBy, bounded.Quoted(t[OriginalTagManagedBy]), OriginalManagedBy)
@@ -134,7 +135,7 @@ func adoptTags(e ec2.ENI, ev adoptionEvidence) (string, string) {
 
 // adoptPlace checks the ENI is attached to its node's instance and that a
 // second piece of evidence agrees.
-func adoptPlace(e ec2.ENI, ev adoptionEvidence) (string, string) {
+func adoptPlace(e awstypes.ENI, ev adoptionEvidence) (string, string) {
 	node := e.Tags[OriginalTagNode]
 	inst, known := ev.Nodes[node]
 	if !known || inst == "" {
@@ -169,7 +170,7 @@ func adoptPlace(e ec2.ENI, ev adoptionEvidence) (string, string) {
 // original left it and is adopted again; after it, the ENI passes the
 // trust check as this operator's own. The attachment and its device index
 // are kept: the index tag is the one it is attached at.
-func adoption(e ec2.ENI, by ownedBy, user map[string]string) (action, owned) {
+func adoption(e awstypes.ENI, by ownedBy, user map[string]string) (action, owned) {
 	a := e.Attachment
 	w := want{Node: e.Tags[OriginalTagNode], Instance: a.InstanceID}
 	tags := ownershipTags(by, w, a.DeviceIndex, userTagDiff(e.Tags, user))

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
@@ -217,7 +218,7 @@ func TestAdoptOriginalENIs(t *testing.T) {
 	}
 
 	// The adopted ENIs are the operator's now, where they were.
-	ours := map[string]ec2.ENI{}
+	ours := map[string]awstypes.ENI{}
 	for _, e := range h.enis() {
 		ours[e.ID] = e
 	}
@@ -324,7 +325,7 @@ func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 	}
 }
 
-func keys(m map[string]ec2.ENI) []string {
+func keys(m map[string]awstypes.ENI) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

@@ -7,17 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // originalENI is an ENI exactly as aws-multi-eni-controller leaves it:
 // its tags, its default description, attached to node n1's instance at
 // device index 1 with DeleteOnTermination.
-func originalENI() ec2.ENI {
-	return ec2.ENI{ID: "eni-1", SubnetID: "subnet-a", VPCID: "vpc-1", InterfaceType: "interface", Status: "in-use",
+func originalENI() awstypes.ENI {
+	return awstypes.ENI{ID: "eni-1", SubnetID: "subnet-a", VPCID: "vpc-1", InterfaceType: "interface", Status: "in-use",
 		Description: originalDescription("n1"), SecurityGroups: []string{"sg-1"},
-		Attachment: &ec2.Attachment{ID: "attach-1", InstanceID: "i-1", DeviceIndex: 1, Status: "attached", DeleteOnTermination: true},
+		Attachment: &awstypes.Attachment{ID: "attach-1", InstanceID: "i-1", DeviceIndex: 1, Status: "attached", DeleteOnTermination: true},
 		Tags: map[string]string{"Name": "nodeeni-multus-n1-subnet-a", OriginalTagNodeENI: "multus", OriginalTagNode: "n1",
 			OriginalTagSubnet: "subnet-a", OriginalTagManagedBy: OriginalManagedBy, TagNoManage: "true"}}
 }
@@ -40,15 +41,15 @@ func TestNotAdoptable(t *testing.T) {
 	noRecord := func(ev *adoptionEvidence) { ev.Records = nil }
 	cases := []struct {
 		name   string
-		eni    func(*ec2.ENI)
+		eni    func(*awstypes.ENI)
 		ev     func(*adoptionEvidence)
 		reason string
 	}{
 		{"as the original leaves it, recorded in status", nil, nil, ""},
 		{"tags only, the original's default description", nil, noRecord, ""},
-		{"tags only, the spec's description", func(e *ec2.ENI) { e.Description = "multus net" },
+		{"tags only, the spec's description", func(e *awstypes.ENI) { e.Description = "multus net" },
 			func(ev *adoptionEvidence) { noRecord(ev); ev.Description = "multus net" }, ""},
-		{"recorded, description changed since", func(e *ec2.ENI) { e.Description = "old" }, nil, ""},
+		{"recorded, description changed since", func(e *awstypes.ENI) { e.Description = "old" }, nil, ""},
 		{"recorded without a subnet", nil, func(ev *adoptionEvidence) {
 			r := ev.Records["eni-1"]
 			r.SubnetID = ""
@@ -56,41 +57,43 @@ func TestNotAdoptable(t *testing.T) {
 		}, ""},
 
 		// Not what the original creates.
-		{"branch ENI", func(e *ec2.ENI) { e.InterfaceType = "branch" }, nil, NotAdoptedInterfaceType},
-		{"type unknown", func(e *ec2.ENI) { e.InterfaceType = "" }, nil, NotAdoptedInterfaceType},
-		{"requester-managed", func(e *ec2.ENI) { e.RequesterManaged = true }, nil, NotAdoptedRequesterManaged},
-		{"another VPC", func(e *ec2.ENI) { e.VPCID, e.SubnetID, e.Tags[OriginalTagSubnet] = "vpc-2", "subnet-x", "subnet-x" }, nil, NotAdoptedOtherVPC},
-		{"VPC disagrees with its subnet", func(e *ec2.ENI) { e.VPCID = "vpc-2" }, nil, NotAdoptedOtherVPC},
+		{"branch ENI", func(e *awstypes.ENI) { e.InterfaceType = "branch" }, nil, NotAdoptedInterfaceType},
+		{"type unknown", func(e *awstypes.ENI) { e.InterfaceType = "" }, nil, NotAdoptedInterfaceType},
+		{"requester-managed", func(e *awstypes.ENI) { e.RequesterManaged = true }, nil, NotAdoptedRequesterManaged},
+		{"another VPC", func(e *awstypes.ENI) {
+			e.VPCID, e.SubnetID, e.Tags[OriginalTagSubnet] = "vpc-2", "subnet-x", "subnet-x"
+		}, nil, NotAdoptedOtherVPC},
+		{"VPC disagrees with its subnet", func(e *awstypes.ENI) { e.VPCID = "vpc-2" }, nil, NotAdoptedOtherVPC},
 		// Another owner's tags: this operator's (half-adopted by someone
 		// else, or another cluster's), the tagger's, the VPC CNI's, EKS's.
-		{"this operator's tag", func(e *ec2.ENI) { e.Tags[TagCluster] = "other" }, nil, NotAdoptedReservedTag},
-		{"tagger hash", func(e *ec2.ENI) { e.Tags["eni-tagger.io/hash"] = "x" }, nil, NotAdoptedReservedTag},
-		{"VPC CNI ENI", func(e *ec2.ENI) { e.Tags["node.k8s.amazonaws.com/instance_id"] = "i-1" }, nil, NotAdoptedReservedTag},
-		{"EKS owner", func(e *ec2.ENI) { e.Tags["eks:eni:owner"] = "amazon-vpc-cni" }, nil, NotAdoptedReservedTag},
-		{"a cluster's ownership tag", func(e *ec2.ENI) { e.Tags["kubernetes.io/cluster/prod"] = "owned" }, nil, NotAdoptedReservedTag},
+		{"this operator's tag", func(e *awstypes.ENI) { e.Tags[TagCluster] = "other" }, nil, NotAdoptedReservedTag},
+		{"tagger hash", func(e *awstypes.ENI) { e.Tags["eni-tagger.io/hash"] = "x" }, nil, NotAdoptedReservedTag},
+		{"VPC CNI ENI", func(e *awstypes.ENI) { e.Tags["node.k8s.amazonaws.com/instance_id"] = "i-1" }, nil, NotAdoptedReservedTag},
+		{"EKS owner", func(e *awstypes.ENI) { e.Tags["eks:eni:owner"] = "amazon-vpc-cni" }, nil, NotAdoptedReservedTag},
+		{"a cluster's ownership tag", func(e *awstypes.ENI) { e.Tags["kubernetes.io/cluster/prod"] = "owned" }, nil, NotAdoptedReservedTag},
 
 		// The original's tags.
-		{"managed-by missing", func(e *ec2.ENI) { delete(e.Tags, OriginalTagManagedBy) }, nil, NotAdoptedOriginalTags},
-		{"managed-by another controller", func(e *ec2.ENI) { e.Tags[OriginalTagManagedBy] = "other" }, nil, NotAdoptedOriginalTags},
-		{"another NodeENI's", func(e *ec2.ENI) { e.Tags[OriginalTagNodeENI] = "storage" }, nil, NotAdoptedOriginalTags},
-		{"node tag missing", func(e *ec2.ENI) { delete(e.Tags, OriginalTagNode) }, nil, NotAdoptedOriginalTags},
-		{"subnet tag disagrees", func(e *ec2.ENI) { e.Tags[OriginalTagSubnet] = "subnet-b" }, nil, NotAdoptedOriginalTags},
+		{"managed-by missing", func(e *awstypes.ENI) { delete(e.Tags, OriginalTagManagedBy) }, nil, NotAdoptedOriginalTags},
+		{"managed-by another controller", func(e *awstypes.ENI) { e.Tags[OriginalTagManagedBy] = "other" }, nil, NotAdoptedOriginalTags},
+		{"another NodeENI's", func(e *awstypes.ENI) { e.Tags[OriginalTagNodeENI] = "storage" }, nil, NotAdoptedOriginalTags},
+		{"node tag missing", func(e *awstypes.ENI) { delete(e.Tags, OriginalTagNode) }, nil, NotAdoptedOriginalTags},
+		{"subnet tag disagrees", func(e *awstypes.ENI) { e.Tags[OriginalTagSubnet] = "subnet-b" }, nil, NotAdoptedOriginalTags},
 		// Status alone: an entry naming an ENI that lacks the original's tags.
-		{"status names an untagged ENI", func(e *ec2.ENI) {
+		{"status names an untagged ENI", func(e *awstypes.ENI) {
 			e.Tags = map[string]string{"Name": "db-failover"}
 		}, nil, NotAdoptedOriginalTags},
 
 		// Where it is attached.
-		{"node not in the cluster", func(e *ec2.ENI) { e.Tags[OriginalTagNode] = "gone" }, nil, NotAdoptedUnknownNode},
-		{"node not on EC2", func(e *ec2.ENI) { e.Tags[OriginalTagNode] = "fargate" }, nil, NotAdoptedUnknownNode},
-		{"detached", func(e *ec2.ENI) { e.Attachment, e.Status = nil, "available" }, nil, NotAdoptedNotAttached},
-		{"detached, tags only", func(e *ec2.ENI) { e.Attachment, e.Status = nil, "available" }, noRecord, NotAdoptedNotAttached},
-		{"detaching", func(e *ec2.ENI) { e.Attachment.Status = "detaching" }, nil, NotAdoptedNotAttached},
-		{"attaching", func(e *ec2.ENI) { e.Attachment.Status = "attaching" }, nil, NotAdoptedNotAttached},
-		{"attached to another instance", func(e *ec2.ENI) { e.Attachment.InstanceID = "i-9" }, nil, NotAdoptedAttachedElsewhere},
-		{"attached to another node's instance", func(e *ec2.ENI) { e.Attachment.InstanceID = "i-2" }, nil, NotAdoptedAttachedElsewhere},
-		{"tags only, attached elsewhere", func(e *ec2.ENI) { e.Attachment.InstanceID = "i-9" }, noRecord, NotAdoptedAttachedElsewhere},
-		{"the instance's primary interface", func(e *ec2.ENI) { e.Attachment.DeviceIndex = 0 }, nil, NotAdoptedPrimary},
+		{"node not in the cluster", func(e *awstypes.ENI) { e.Tags[OriginalTagNode] = "gone" }, nil, NotAdoptedUnknownNode},
+		{"node not on EC2", func(e *awstypes.ENI) { e.Tags[OriginalTagNode] = "fargate" }, nil, NotAdoptedUnknownNode},
+		{"detached", func(e *awstypes.ENI) { e.Attachment, e.Status = nil, "available" }, nil, NotAdoptedNotAttached},
+		{"detached, tags only", func(e *awstypes.ENI) { e.Attachment, e.Status = nil, "available" }, noRecord, NotAdoptedNotAttached},
+		{"detaching", func(e *awstypes.ENI) { e.Attachment.Status = "detaching" }, nil, NotAdoptedNotAttached},
+		{"attaching", func(e *awstypes.ENI) { e.Attachment.Status = "attaching" }, nil, NotAdoptedNotAttached},
+		{"attached to another instance", func(e *awstypes.ENI) { e.Attachment.InstanceID = "i-9" }, nil, NotAdoptedAttachedElsewhere},
+		{"attached to another node's instance", func(e *awstypes.ENI) { e.Attachment.InstanceID = "i-2" }, nil, NotAdoptedAttachedElsewhere},
+		{"tags only, attached elsewhere", func(e *awstypes.ENI) { e.Attachment.InstanceID = "i-9" }, noRecord, NotAdoptedAttachedElsewhere},
+		{"the instance's primary interface", func(e *awstypes.ENI) { e.Attachment.DeviceIndex = 0 }, nil, NotAdoptedPrimary},
 
 		// The second evidence.
 		{"status names another node", nil, func(ev *adoptionEvidence) {
@@ -110,9 +113,9 @@ func TestNotAdoptable(t *testing.T) {
 		}, NotAdoptedRecordMismatch},
 		// Tags copied onto someone's ENI on the node (an admin's, say):
 		// its description gives it away.
-		{"tags only, another description", func(e *ec2.ENI) { e.Description = "db failover" }, noRecord, NotAdoptedNoSecondEvidence},
-		{"tags only, empty description", func(e *ec2.ENI) { e.Description = "" }, noRecord, NotAdoptedNoSecondEvidence},
-		{"tags only, default description of another node", func(e *ec2.ENI) { e.Description = originalDescription("n2") }, noRecord, NotAdoptedNoSecondEvidence},
+		{"tags only, another description", func(e *awstypes.ENI) { e.Description = "db failover" }, noRecord, NotAdoptedNoSecondEvidence},
+		{"tags only, empty description", func(e *awstypes.ENI) { e.Description = "" }, noRecord, NotAdoptedNoSecondEvidence},
+		{"tags only, default description of another node", func(e *awstypes.ENI) { e.Description = originalDescription("n2") }, noRecord, NotAdoptedNoSecondEvidence},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +182,7 @@ func TestAdoption(t *testing.T) {
 }
 
 func TestNeedsOriginals(t *testing.T) {
-	ours := []owned{{ENI: ec2.ENI{ID: "eni-1"}}, {ENI: ec2.ENI{ID: "eni-2"}}}
+	ours := []owned{{ENI: awstypes.ENI{ID: "eni-1"}}, {ENI: awstypes.ENI{ID: "eni-2"}}}
 	entries := func(ids ...string) []v1alpha1.ENIAttachment {
 		var out []v1alpha1.ENIAttachment
 		for _, id := range ids {
@@ -211,13 +214,13 @@ func TestMakePlanAdopts(t *testing.T) {
 	in := baseInput()
 	in.Description = ""
 	in.Instances = roomy()
-	mk := func(id, subnet string, idx int) ec2.ENI {
+	mk := func(id, subnet string, idx int) awstypes.ENI {
 		e := originalENI()
 		e.ID, e.SubnetID, e.Tags[OriginalTagSubnet], e.Attachment.DeviceIndex = id, subnet, subnet, idx
 		e.Attachment.ID = "attach-" + id
 		return e
 	}
-	for _, e := range []ec2.ENI{mk("eni-a", "s-a", 1), mk("eni-b", "s-b", 2), mk("eni-c", "s-c", 3)} {
+	for _, e := range []awstypes.ENI{mk("eni-a", "s-a", 1), mk("eni-b", "s-b", 2), mk("eni-c", "s-c", 3)} {
 		a, o := adoption(e, ownedBy{cluster: "prod", nodeENI: "multus", uid: "uid", base: in.Base, created: time.Now()}, nil)
 		in.Adopt = append(in.Adopt, a)
 		in.ENIs = append(in.ENIs, o)
@@ -246,7 +249,7 @@ func TestMakePlanAdopts(t *testing.T) {
 func TestUnswitchedRecordsStayUntilTheNodesAgentReports(t *testing.T) {
 	records := []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "old-agent"}, {ENIID: "eni-2", NodeID: "new-agent"},
 		{ENIID: "eni-3", NodeID: "old-agent"}, {ENIID: "eni-4", NodeID: "no-eninode"}}
-	ours := []owned{{ENI: ec2.ENI{ID: "eni-1"}}, {ENI: ec2.ENI{ID: "eni-2"}}, {ENI: ec2.ENI{ID: "eni-4"}}}
+	ours := []owned{{ENI: awstypes.ENI{ID: "eni-1"}}, {ENI: awstypes.ENI{ID: "eni-2"}}, {ENI: awstypes.ENI{ID: "eni-4"}}}
 	held := map[string]*v1alpha1.ENINode{
 		"old-agent": {},
 		"new-agent": {Status: v1alpha1.ENINodeStatus{Interfaces: []v1alpha1.InterfaceStatus{{ENIID: "eni-2"}}}},
@@ -271,7 +274,7 @@ func TestLegacyRecords(t *testing.T) {
 	records := []v1alpha1.ENIAttachment{{ENIID: "eni-1", NodeID: "n1"}, {ENIID: "eni-2", NodeID: "n1"},
 		{ENIID: "eni-3", NodeID: "n2"}, {ENIID: "eni-4", NodeID: "n2"}}
 	adopt := []action{{Kind: actAdopt, ENI: "eni-1"}, {Kind: actAdopt, ENI: "eni-2"}}
-	after := []owned{{ENI: ec2.ENI{ID: "eni-1"}}}
+	after := []owned{{ENI: awstypes.ENI{ID: "eni-1"}}}
 	prove := []action{{Kind: actProve, ENI: "eni-3"}}
 	got := legacyRecords(records, notAdopted(adopt, after), prove)
 	if len(got) != 2 || got[0].ENIID != "eni-2" || got[1].ENIID != "eni-3" {

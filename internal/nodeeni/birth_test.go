@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
@@ -94,7 +95,7 @@ func TestCopiedLeftoverIsNotEnough(t *testing.T) {
 	if len(left) != 1 {
 		t.Fatalf("%d ENIs left, want 1", len(left))
 	}
-	foreign, err := h.ec2Client().CreateENI(context.Background(), ec2.CreateENIInput{SubnetID: left[0].SubnetID, Tags: maps.Clone(left[0].Tags)})
+	foreign, err := h.ec2Client().CreateENI(context.Background(), awstypes.CreateENIInput{SubnetID: left[0].SubnetID, Tags: maps.Clone(left[0].Tags)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,17 @@
 package nodeeni
 
 import (
+	"context"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"maps"
 	"sync"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
@@ -114,6 +119,20 @@ func (b *births) forget(nonce string) {
 }
 
 // evidence joins the ENINodes' records with this process's.
+// everyRecord is the evidence of every ENINode, for judging ENIs of any
+// NodeENI (the collector, the inventory's metrics).
+func (b *births) everyRecord(ctx context.Context, c client.Reader) (evidence, error) {
+	list := &v1alpha1.ENINodeList{}
+	if err := c.List(ctx, list); err != nil {
+		return evidence{}, err
+	}
+	held := make(map[string]*v1alpha1.ENINode, len(list.Items))
+	for i := range list.Items {
+		held[list.Items[i].Name] = &list.Items[i]
+	}
+	return b.evidence(recordsOf(held, "")), nil
+}
+
 func (b *births) evidence(r records) evidence {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -138,7 +157,7 @@ type evidence struct {
 }
 
 // showing counts the nonces a list's ENIs show.
-func (ev evidence) showing(list []ec2.ENI) evidence {
+func (ev evidence) showing(list []awstypes.ENI) evidence {
 	ev.shown = map[string]int{}
 	for _, e := range list {
 		if n := e.Tags[TagNonce]; n != "" {
@@ -152,7 +171,7 @@ func (ev evidence) showing(list []ec2.ENI) evidence {
 // EC2 and its tags show it (the same NodeENI, node, instance or subnet,
 // and device index): its ENINode entry, or a record of its create bound
 // to its ID. The operator writes them only of ENIs it trusted.
-func (ev evidence) vouched(e ec2.ENI) bool {
+func (ev evidence) vouched(e awstypes.ENI) bool {
 	if a, ok := ev.entries[e.ID]; ok && a.NodeENI == e.Tags[TagNodeENI] && a.NodeID == e.Tags[TagNode] &&
 		a.InstanceID == e.Tags[TagInstance] && a.SubnetID == e.SubnetID && int(a.DeviceIndex) == intTag(e.Tags, TagDeviceIndex) {
 		return true
@@ -163,7 +182,7 @@ func (ev evidence) vouched(e ec2.ENI) bool {
 
 // matches reports whether a record is of e's NodeENI, node, subnet and
 // device index.
-func (p nodeCreate) matches(e ec2.ENI) bool {
+func (p nodeCreate) matches(e awstypes.ENI) bool {
 	return p.NodeENI == e.Tags[TagNodeENI] && p.Node == e.Tags[TagNode] && p.SubnetID == e.SubnetID &&
 		int(p.DeviceIndex) == intTag(e.Tags, TagDeviceIndex)
 }
@@ -171,7 +190,7 @@ func (p nodeCreate) matches(e ec2.ENI) bool {
 // birthOf judges an ENI whose birth proof verifies by its nonce: bound to
 // it by this process's create answer or by its record, or the one ENI
 // showing a nonce recorded for its NodeENI, node, subnet and index.
-func (ev evidence) birthOf(e ec2.ENI) (reason, detail string) {
+func (ev evidence) birthOf(e awstypes.ENI) (reason, detail string) {
 	nonce := e.Tags[TagNonce]
 	if id, ok := ev.born[nonce]; ok {
 		if id == e.ID {
@@ -194,7 +213,7 @@ func (ev evidence) birthOf(e ec2.ENI) (reason, detail string) {
 
 // birthClaim is what an ENI's birth proof binds: its nonce, the subnet
 // EC2 shows it in, and its ownership tags as they are.
-func birthClaim(e ec2.ENI) ownership.BirthClaim {
+func birthClaim(e awstypes.ENI) ownership.BirthClaim {
 	t := e.Tags
 	return ownership.BirthClaim{Nonce: t[TagNonce], Subnet: e.SubnetID, Cluster: t[TagCluster], NodeENI: t[TagNodeENI],
 		NodeENIUID: t[TagNodeENIUID], Node: t[TagNode], Instance: t[TagInstance], DeviceIndex: t[TagDeviceIndex],
@@ -226,7 +245,7 @@ func unsettled(p nodeCreate, showing int, settled bool, now time.Time) bool {
 
 // createsUnsettled reports whether a NodeENI being deleted must wait for
 // a create that may have made an ENI not visible yet.
-func (r *reconciler) createsUnsettled(rec records, left []ec2.ENI) bool {
+func (r *reconciler) createsUnsettled(rec records, left []awstypes.ENI) bool {
 	ev := r.births.evidence(rec).showing(left)
 	now := r.now()
 	for n, p := range ev.creates {

@@ -7,19 +7,20 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
-func enisOf(list []ec2.ENI, node string) []ec2.ENI {
-	var out []ec2.ENI
+func enisOf(list []awstypes.ENI, node string) []awstypes.ENI {
+	var out []awstypes.ENI
 	for _, e := range list {
 		if e.Tags[nodeeni.TagNode] == node {
 			out = append(out, e)

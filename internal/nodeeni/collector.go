@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +37,8 @@ type collector struct {
 	// trust is the trust check: only proven ENIs are collected, and only
 	// a proven ENI's created-at counts.
 	trust trustCheck
+	// births is this process's evidence of the ENIs it created.
+	births *births
 	// dryRun: say what would be deleted, delete nothing.
 	dryRun bool
 	// distrusted logs each untrusted ENI skipped once per reason.
@@ -93,7 +97,7 @@ func (c *collector) collect(ctx context.Context) error {
 		live[string(ne.UID)] = true
 	}
 	all, taken := c.ec2.ENIsIn(InventoryScope)
-	ev, err := c.trust.everyRecord(ctx, c.client)
+	ev, err := c.births.everyRecord(ctx, c.client)
 	if err != nil {
 		return err
 	}
@@ -128,9 +132,9 @@ func (c *collector) collect(ctx context.Context) error {
 // trusted drops the ENIs that fail the trust check (trust.go): carrying
 // the cluster's tag does not make an ENI the operator's to delete. Each
 // is logged once per reason.
-func (c *collector) trusted(ctx context.Context, all []ec2.ENI, ev evidence) []ec2.ENI {
+func (c *collector) trusted(ctx context.Context, all []awstypes.ENI, ev evidence) []awstypes.ENI {
 	// The NodeENIs of orphans are gone: no name to compare with.
-	out, v := splitTrusted(c.trust, all, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return "" }, ev)
+	out, v := splitTrusted(c.trust, all, func(e awstypes.ENI) awstypes.ENI { return e }, func(awstypes.ENI) string { return "" }, ev)
 	for _, id := range c.distrusted.update("collector", v.reasons) {
 		log.FromContext(ctx).Info("not collecting an ENI that fails the trust check", "eni", id, "reason", v.reasons[id], "detail", v.details[id])
 	}
@@ -140,15 +144,15 @@ func (c *collector) trusted(ctx context.Context, all []ec2.ENI, ev evidence) []e
 // snapshot is one inventory refresh's ENIs (those that pass the trust
 // check) and when it was taken.
 type snapshot struct {
-	enis  []ec2.ENI
+	enis  []awstypes.ENI
 	taken time.Time
 }
 
 // orphans updates the sightings with one snapshot and returns the ENIs to
 // delete now; live holds the UIDs of the NodeENIs that exist. It is pure
 // but for the sightings map it maintains.
-func orphans(snap snapshot, live map[string]bool, seen map[string]*sighting, now time.Time, grace time.Duration) []ec2.ENI {
-	var out []ec2.ENI
+func orphans(snap snapshot, live map[string]bool, seen map[string]*sighting, now time.Time, grace time.Duration) []awstypes.ENI {
+	var out []awstypes.ENI
 	current := map[string]bool{}
 	for _, e := range snap.enis {
 		if live[e.Tags[TagNodeENIUID]] || e.Attachment != nil || e.Status != "available" {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -227,7 +229,7 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacy
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	trusted, v := splitTrusted(r.trust, left, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return ne.Name }, r.births.evidence(rec))
+	trusted, v := splitTrusted(r.trust, left, func(e awstypes.ENI) awstypes.ENI { return e }, func(awstypes.ENI) string { return ne.Name }, r.births.evidence(rec))
 	trustedLeft := len(trusted)
 	for _, e := range left {
 		if v.reasons[e.ID] == UntrustedUnproven && vouched(e, l) {
@@ -257,7 +259,7 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacy
 // or tagged. Each is reported once per reason: a Warning event on the
 // NodeENI and a log line.
 func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus, rec records, list []owned) ([]owned, []action, map[string]string) {
-	out, v := splitTrusted(r.trust, list, func(o owned) ec2.ENI { return o.ENI }, func(ec2.ENI) string { return ne.Name }, r.births.evidence(rec))
+	out, v := splitTrusted(r.trust, list, func(o owned) awstypes.ENI { return o.ENI }, func(awstypes.ENI) string { return ne.Name }, r.births.evidence(rec))
 	out, prove := r.proving(l, out, list, v)
 	for _, a := range prove {
 		delete(v.reasons, a.ENI)

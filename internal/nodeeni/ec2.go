@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -14,19 +16,19 @@ import (
 // tested against a fake.
 type EC2 interface {
 	Synced(scope string) bool
-	ENI(id string) (ec2.ENI, bool)
-	ENIsTagged(key, value string) []ec2.ENI
-	ENIsIn(scope string) ([]ec2.ENI, time.Time)
+	ENI(id string) (awstypes.ENI, bool)
+	ENIsTagged(key, value string) []awstypes.ENI
+	ENIsIn(scope string) ([]awstypes.ENI, time.Time)
 	// Forget records that an ENI no longer exists.
 	Forget(id string)
 	Catalog(ctx context.Context, maxAge time.Duration) (ec2.Catalog, error)
-	InstanceLimits(ctx context.Context, instanceType string) (ec2.InstanceLimits, error)
+	InstanceLimits(ctx context.Context, instanceType string) (awstypes.InstanceLimits, error)
 	Health() *ec2.Health
 
-	GetENI(ctx context.Context, id string) (ec2.ENI, error)
-	ListENIs(ctx context.Context, filters ...ec2.Filter) ([]ec2.ENI, error)
+	GetENI(ctx context.Context, id string) (awstypes.ENI, error)
+	ListENIs(ctx context.Context, filters ...ec2.Filter) ([]awstypes.ENI, error)
 	GetInstance(ctx context.Context, id string) (ec2.Instance, error)
-	CreateENI(ctx context.Context, in ec2.CreateENIInput) (ec2.ENI, error)
+	CreateENI(ctx context.Context, in awstypes.CreateENIInput) (awstypes.ENI, error)
 	AttachENI(ctx context.Context, id, instanceID string, deviceIndex, networkCard int) (string, error)
 	SetDeleteOnTermination(ctx context.Context, id, attachmentID string, value bool) error
 	SetSecurityGroups(ctx context.Context, id string, groups []string) error

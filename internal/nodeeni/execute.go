@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -193,14 +195,14 @@ func (r *reconciler) detach(ctx context.Context, a action, ev *nodeEvents) (*blo
 // create creates the ENI for a want, born proven: its tags carry the
 // nonce its node's ENINode recorded (recordCreates) and the birth proof
 // over it, and its ClientToken derives from the nonce.
-func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action) (ec2.ENI, error) {
+func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action) (awstypes.ENI, error) {
 	by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: string(ne.UID), base: int(ne.Spec.DeviceIndex), created: r.now()}
 	tags := ownershipTags(by, a.Want, a.Index, a.Tags)
 	tags[TagNonce] = a.Nonce
-	tags[TagProof] = r.trust.keys.SignBirth(birthClaim(ec2.ENI{SubnetID: a.Want.Subnet, Tags: tags}))
+	tags[TagProof] = r.trust.keys.SignBirth(birthClaim(awstypes.ENI{SubnetID: a.Want.Subnet, Tags: tags}))
 	e, err := r.ec2.CreateENI(ctx, createInput(&ne.Spec, a, tags, clientToken(a.Nonce)))
 	if err != nil {
-		return ec2.ENI{}, err
+		return awstypes.ENI{}, err
 	}
 	r.births.answered(a.Nonce, e.ID)
 	r.answers.answer(e.ID, r.now())

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -275,7 +277,7 @@ func (h *harness) eventually(what string, timeout time.Duration, cond func() (bo
 
 // enis lists the cluster's ENIs straight from the emulator (EC2 calls of
 // the test's own, outside any measured window).
-func (h *harness) enis() []ec2.ENI {
+func (h *harness) enis() []awstypes.ENI {
 	h.t.Helper()
 	list, err := h.ec2Client().ListENIs(context.Background(), ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{h.cluster}})
 	if err != nil {
@@ -362,7 +364,7 @@ func proven(s emulator.NetworkInterfaceSpec) emulator.NetworkInterfaceSpec {
 	_, _ = rand.Read(b)
 	s.ID = "eni-" + hex.EncodeToString(b)[:17]
 	s.Tags = maps.Clone(s.Tags)
-	maps.Copy(s.Tags, nodeeni.ProofTag(testenv.OwnershipKeys(), ec2.ENI{ID: s.ID, Tags: s.Tags}))
+	maps.Copy(s.Tags, nodeeni.ProofTag(testenv.OwnershipKeys(), awstypes.ENI{ID: s.ID, Tags: s.Tags}))
 	return s
 }
 

@@ -1,9 +1,9 @@
 package nodeeni
 
 import (
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
@@ -72,8 +72,8 @@ func resultOf(err error) string {
 // countUntrusted sets the untrusted-ENIs gauge from an inventory and
 // returns the untrusted ENIs (ID -> reason) with their details; names maps
 // the known NodeENIs' UIDs to their names.
-func (m *metrics) countUntrusted(all []ec2.ENI, t trustCheck, names map[string]string, ev evidence) (map[string]string, map[string]string) {
-	_, v := splitTrusted(t, all, func(e ec2.ENI) ec2.ENI { return e }, func(e ec2.ENI) string { return names[e.Tags[TagNodeENIUID]] }, ev)
+func (m *metrics) countUntrusted(all []awstypes.ENI, t trustCheck, names map[string]string, ev evidence) (map[string]string, map[string]string) {
+	_, v := splitTrusted(t, all, func(e awstypes.ENI) awstypes.ENI { return e }, func(e awstypes.ENI) string { return names[e.Tags[TagNodeENIUID]] }, ev)
 	m.countProven(v.signedBy, t.keys)
 	count := map[string]int{}
 	for _, reason := range v.reasons {

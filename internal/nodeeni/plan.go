@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // Reasons a node cannot get its ENI; they appear in the Degraded
@@ -107,7 +108,7 @@ type instanceView struct {
 	ID, Type, State, Zone string
 	// MaxENIs is how many interfaces the spec's network card takes.
 	MaxENIs int
-	Limits  ec2.InstanceLimits
+	Limits  awstypes.InstanceLimits
 	// Slots maps each device index in use on the spec's network card to
 	// the ENI holding it: EC2 counts device indexes and interfaces per card.
 	Slots map[int]string

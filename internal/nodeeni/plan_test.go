@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -91,12 +93,12 @@ func TestDesired(t *testing.T) {
 
 // eni builds an owned ENI for plan tests.
 func eni(id, node, instance, subnet string, base, index int, attached string, dot bool) owned {
-	e := ec2.ENI{ID: id, SubnetID: subnet, Status: "available", SecurityGroups: []string{"sg-1"}, Description: "d",
+	e := awstypes.ENI{ID: id, SubnetID: subnet, Status: "available", SecurityGroups: []string{"sg-1"}, Description: "d",
 		Tags: map[string]string{TagNodeENIUID: "uid", TagNode: node, TagInstance: instance,
 			TagDeviceIndexBase: fmt.Sprint(base), TagDeviceIndex: fmt.Sprint(index)}}
 	if attached != "" {
 		e.Status = "in-use"
-		e.Attachment = &ec2.Attachment{ID: "attach-" + id, InstanceID: instance, DeviceIndex: index, Status: attached, DeleteOnTermination: dot}
+		e.Attachment = &awstypes.Attachment{ID: "attach-" + id, InstanceID: instance, DeviceIndex: index, Status: attached, DeleteOnTermination: dot}
 	}
 	return ownedFrom(e)
 }
@@ -422,17 +424,17 @@ func TestResolveIn(t *testing.T) {
 func TestOrphans(t *testing.T) {
 	now := time.Now()
 	grace := time.Minute
-	mk := func(id, uid string, created time.Time, attached bool) ec2.ENI {
-		e := ec2.ENI{ID: id, Status: "available", Tags: map[string]string{TagNodeENIUID: uid}}
+	mk := func(id, uid string, created time.Time, attached bool) awstypes.ENI {
+		e := awstypes.ENI{ID: id, Status: "available", Tags: map[string]string{TagNodeENIUID: uid}}
 		if !created.IsZero() {
 			e.Tags[TagCreatedAt] = created.Format(time.RFC3339)
 		}
 		if attached {
-			e.Status, e.Attachment = "in-use", &ec2.Attachment{ID: "a"}
+			e.Status, e.Attachment = "in-use", &awstypes.Attachment{ID: "a"}
 		}
 		return e
 	}
-	enis := []ec2.ENI{
+	enis := []awstypes.ENI{
 		mk("old", "dead", now.Add(-time.Hour), false),
 		mk("young", "dead", time.Time{}, false),
 		mk("live", "alive", now.Add(-time.Hour), false),

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -69,7 +71,7 @@ func (l legacyStatus) counted() []v1alpha1.ENIAttachment {
 // instance of the node the entry and its tags name, at the index its tags
 // (and the entry) name. It covers ENIs of versions before proofs: each
 // gains its proof once.
-func vouched(e ec2.ENI, l legacyStatus) bool {
+func vouched(e awstypes.ENI, l legacyStatus) bool {
 	at := e.Attachment
 	if !l.Subnets[e.SubnetID] || at == nil || at.InstanceID != e.Tags[TagInstance] || at.DeviceIndex != intTag(e.Tags, TagDeviceIndex) {
 		return false

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // Reasons a node cannot get an ENI with the spec's settings, found
@@ -113,11 +114,11 @@ func settingsBlock(s eniSettings, inst instanceView, creating bool) (reason, msg
 
 // cardCount is how many network cards a type has (one when it reports
 // none).
-func cardCount(l ec2.InstanceLimits) int { return max(1, len(l.NetworkCards)) }
+func cardCount(l awstypes.InstanceLimits) int { return max(1, len(l.NetworkCards)) }
 
 // cardLimit is how many interfaces the settings' card takes: the type's
 // whole limit on a type of one card.
-func cardLimit(l ec2.InstanceLimits, card int) int {
+func cardLimit(l awstypes.InstanceLimits, card int) int {
 	c, _ := l.Card(card)
 	return c.MaxENIs
 }
@@ -125,9 +126,9 @@ func cardLimit(l ec2.InstanceLimits, card int) int {
 // createInput is the CreateNetworkInterface request of a create action:
 // subnet, groups, description and tags, and the spec's address counts
 // and interface type.
-func createInput(spec *v1alpha1.NodeENISpec, a action, tags map[string]string, token string) ec2.CreateENIInput {
+func createInput(spec *v1alpha1.NodeENISpec, a action, tags map[string]string, token string) awstypes.CreateENIInput {
 	s := settingsOf(spec)
-	return ec2.CreateENIInput{
+	return awstypes.CreateENIInput{
 		SubnetID: a.Want.Subnet, SecurityGroups: a.Groups, Description: a.Description, Tags: tags, ClientToken: token,
 		SecondaryIPv4Count: s.SecondaryIPv4, IPv4PrefixCount: s.IPv4Prefixes, IPv6AddressCount: s.IPv6Addresses,
 		IPv6PrefixCount: s.IPv6Prefixes, InterfaceType: s.InterfaceType,

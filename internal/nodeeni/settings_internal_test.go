@@ -3,16 +3,16 @@ package nodeeni
 import (
 	"testing"
 
-	"k8s.io/utils/ptr"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
+	"k8s.io/utils/ptr"
 )
 
 // multiCard is a p4d.24xlarge-like instance: 4 cards of 15 interfaces,
 // IPv6 and EFA.
 func multiCard() map[string]instanceView {
-	l := ec2.InstanceLimits{MaxENIs: 60, IPv4PerInterface: 50, IPv6PerInterface: 50, IPv6Supported: true, EFASupported: true,
-		NetworkCards: []ec2.NetworkCard{{Index: 0, MaxENIs: 15}, {Index: 1, MaxENIs: 15}, {Index: 2, MaxENIs: 15}, {Index: 3, MaxENIs: 15}}}
+	l := awstypes.InstanceLimits{MaxENIs: 60, IPv4PerInterface: 50, IPv6PerInterface: 50, IPv6Supported: true, EFASupported: true,
+		NetworkCards: []awstypes.NetworkCard{{Index: 0, MaxENIs: 15}, {Index: 1, MaxENIs: 15}, {Index: 2, MaxENIs: 15}, {Index: 3, MaxENIs: 15}}}
 	return map[string]instanceView{"i-1": {ID: "i-1", Type: "p4d.24xlarge", State: "running", Zone: "z", MaxENIs: 15, Limits: l,
 		Slots: map[int]string{0: "eni-primary"}}}
 }
@@ -20,7 +20,7 @@ func multiCard() map[string]instanceView {
 // small is an m5.large-like instance: one card (not listed, as a type
 // may report), 3 interfaces, 10 IPv4 and IPv6 addresses each, no EFA.
 func small(ipv6 bool) map[string]instanceView {
-	l := ec2.InstanceLimits{MaxENIs: 3, IPv4PerInterface: 10, IPv6PerInterface: 10, IPv6Supported: ipv6}
+	l := awstypes.InstanceLimits{MaxENIs: 3, IPv4PerInterface: 10, IPv6PerInterface: 10, IPv6Supported: ipv6}
 	return map[string]instanceView{"i-1": {ID: "i-1", Type: "m5.large", State: "running", Zone: "z", MaxENIs: 3, Limits: l,
 		Slots: map[int]string{0: "eni-primary"}}}
 }

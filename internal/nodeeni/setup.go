@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -37,7 +39,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	if o.Keys == nil {
 		return errors.New("nodeeni: an ownership key ring is required: it proves which ENIs are the operator's (--ownership-key-secret)")
 	}
-	trust := trustCheck{cluster: o.ClusterName, keys: o.Keys, births: newBirths()}
+	trust, births := trustCheck{cluster: o.ClusterName, keys: o.Keys}, newBirths()
 	o = o.withDefaults()
 	if o.DisableController && o.DisableCollector {
 		return nil
@@ -68,13 +70,13 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	var col *collector
 	if !o.DisableCollector {
 		col = newCollector(mgr.GetClient(), state, o, m)
-		col.trust, col.dryRun = trust, o.DryRun
+		col.trust, col.births, col.dryRun = trust, births, o.DryRun
 		col.log = mgr.GetLogger().WithName("eni-collector")
 		if err := mgr.Add(col); err != nil {
 			return err
 		}
 	}
-	onRefresh := refreshHandler{client: mgr.GetClient(), state: state, trust: trust, metrics: m,
+	onRefresh := refreshHandler{client: mgr.GetClient(), state: state, trust: trust, births: births, metrics: m,
 		distrusted: distrusted, log: lg, collector: col, resync: resync}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return onRefresh.run(ctx, refreshed) })); err != nil {
 		return err
@@ -86,7 +88,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
 		opts: o, metrics: m, recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-nodeeni")), answers: newAnswers(),
-		distrusted: distrusted, trust: trust, births: trust.births, applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
+		distrusted: distrusted, trust: trust, births: births, applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
 		live: mgr.GetAPIReader(),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ENINode{}, shareIndex, sharesIndexed); err != nil {
@@ -106,6 +108,7 @@ type refreshHandler struct {
 	client     client.Reader
 	state      EC2
 	trust      trustCheck
+	births     *births
 	metrics    *metrics
 	distrusted *distrustLog
 	log        logr.Logger
@@ -136,7 +139,7 @@ func (h refreshHandler) refreshed(ctx context.Context) {
 	h.metrics.attached.Set(float64(attached))
 	// ENIs that carry the cluster's tag but fail the trust check are
 	// never acted on; each is logged once per reason.
-	ev, err := h.trust.everyRecord(ctx, h.client)
+	ev, err := h.births.everyRecord(ctx, h.client)
 	if err != nil {
 		h.log.Error(err, "reading the ENINodes to count untrusted ENIs; counted at the next refresh")
 	} else {
@@ -151,7 +154,7 @@ func (h refreshHandler) refreshed(ctx context.Context) {
 
 // countUntrusted sets the trust gauges and logs each untrusted ENI once
 // per reason.
-func (h refreshHandler) countUntrusted(all []ec2.ENI, ev evidence) {
+func (h refreshHandler) countUntrusted(all []awstypes.ENI, ev evidence) {
 	reasons, details := h.metrics.countUntrusted(all, h.trust, nodeENINames(h.client), ev)
 	for _, id := range h.distrusted.update("inventory", reasons) {
 		h.log.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",

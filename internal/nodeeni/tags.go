@@ -4,7 +4,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/ownership"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
@@ -45,14 +46,14 @@ func reservedTag(k string) bool { return tagkeys.IsReserved(k) }
 
 // owned is an operator-owned ENI with its ownership tags decoded.
 type owned struct {
-	ec2.ENI
+	awstypes.ENI
 	UID, NodeENI, Node, Instance string
 	// Index and Base are -1 when the tags are missing or malformed.
 	Index, Base int
 	CreatedAt   time.Time // zero when unknown
 }
 
-func ownedFrom(e ec2.ENI) owned {
+func ownedFrom(e awstypes.ENI) owned {
 	o := owned{ENI: e, UID: e.Tags[TagNodeENIUID], NodeENI: e.Tags[TagNodeENI], Node: e.Tags[TagNode],
 		Instance: e.Tags[TagInstance], Index: intTag(e.Tags, TagDeviceIndex), Base: intTag(e.Tags, TagDeviceIndexBase)}
 	if t, err := time.Parse(time.RFC3339, e.Tags[TagCreatedAt]); err == nil {
@@ -63,7 +64,7 @@ func ownedFrom(e ec2.ENI) owned {
 
 // claimOf is what an ENI's proof binds: its ID and its ownership tags
 // as they are.
-func claimOf(e ec2.ENI) ownership.Claim {
+func claimOf(e awstypes.ENI) ownership.Claim {
 	t := e.Tags
 	return ownership.Claim{ENI: e.ID, Cluster: t[TagCluster], NodeENI: t[TagNodeENI], NodeENIUID: t[TagNodeENIUID],
 		Node: t[TagNode], Instance: t[TagInstance], DeviceIndex: t[TagDeviceIndex], DeviceIndexBase: t[TagDeviceIndexBase],
@@ -73,7 +74,7 @@ func claimOf(e ec2.ENI) ownership.Claim {
 // proofTag is the tag that proves e (with tags as they will be once
 // written) is the operator's, signed with the ring's current key.
 func proofTag(keys *ownership.KeyRing, id string, tags map[string]string) map[string]string {
-	return map[string]string{TagProof: keys.Sign(claimOf(ec2.ENI{ID: id, Tags: tags}))}
+	return map[string]string{TagProof: keys.Sign(claimOf(awstypes.ENI{ID: id, Tags: tags}))}
 }
 
 func intTag(tags map[string]string, k string) int {
@@ -136,6 +137,6 @@ func userTagDiff(have, want map[string]string) map[string]string {
 
 // ProofTag returns the tag proving that e, with its tags as given, is the
 // operator's: for tools and tests that make ENIs as the operator would.
-func ProofTag(keys *ownership.KeyRing, e ec2.ENI) map[string]string {
+func ProofTag(keys *ownership.KeyRing, e awstypes.ENI) map[string]string {
 	return proofTag(keys, e.ID, e.Tags)
 }

@@ -1,15 +1,12 @@
 package nodeeni
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 
-	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/ownership"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
@@ -55,22 +52,6 @@ var untrustedReasons = []string{UntrustedInterfaceType, UntrustedRequesterManage
 type trustCheck struct {
 	cluster string
 	keys    *ownership.KeyRing
-	// births is this process's evidence of the ENIs it created.
-	births *births
-}
-
-// everyRecord is the evidence of every ENINode, for judging ENIs of any
-// NodeENI (the collector, the inventory's metrics).
-func (t trustCheck) everyRecord(ctx context.Context, c client.Reader) (evidence, error) {
-	list := &v1alpha1.ENINodeList{}
-	if err := c.List(ctx, list); err != nil {
-		return evidence{}, err
-	}
-	held := make(map[string]*v1alpha1.ENINode, len(list.Items))
-	for i := range list.Items {
-		held[list.Items[i].Name] = &list.Items[i]
-	}
-	return t.births.evidence(recordsOf(held, "")), nil
 }
 
 // verdict is the trust check's answer for one ENI: why it is not to be
@@ -99,7 +80,7 @@ type verdict struct {
 //   - its birth proof verifies and its nonce is bound to it (births.go);
 //   - its v1 proof, an HMAC over its ID (adoption, earlier versions),
 //     verifies.
-func (t trustCheck) judge(e ec2.ENI, nodeENI string, ev evidence) verdict {
+func (t trustCheck) judge(e awstypes.ENI, nodeENI string, ev evidence) verdict {
 	if reason, detail := distrustShape(e, t.cluster, nodeENI); reason != "" {
 		return verdict{reason: reason, detail: detail}
 	}
@@ -132,7 +113,7 @@ func (t trustCheck) judge(e ec2.ENI, nodeENI string, ev evidence) verdict {
 	return verdict{key: key}
 }
 
-func distrustShape(e ec2.ENI, cluster, nodeENI string) (reason, detail string) {
+func distrustShape(e awstypes.ENI, cluster, nodeENI string) (reason, detail string) {
 	if e.InterfaceType != "interface" {
 		return UntrustedInterfaceType, fmt.Sprintf("interface type %s, not \"interface\"", bounded.Quoted(e.InterfaceType))
 	}
@@ -177,8 +158,8 @@ type verdicts struct {
 // why of the others. nodeENIName gives the name of the NodeENI an ENI's
 // UID tag names, "" when unknown; ev is the evidence of the ENINodes and
 // this process's creates, its nonces counted over the list.
-func splitTrusted[T any](t trustCheck, list []T, eniOf func(T) ec2.ENI, nodeENIName func(ec2.ENI) string, ev evidence) ([]T, verdicts) {
-	enis := make([]ec2.ENI, len(list))
+func splitTrusted[T any](t trustCheck, list []T, eniOf func(T) awstypes.ENI, nodeENIName func(awstypes.ENI) string, ev evidence) ([]T, verdicts) {
+	enis := make([]awstypes.ENI, len(list))
 	for i, item := range list {
 		enis[i] = eniOf(item)
 	}

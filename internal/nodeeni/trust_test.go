@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 )
 
@@ -22,9 +23,9 @@ import (
 func TestDistrust(t *testing.T) {
 	const cluster, name = "prod", "multus"
 	check := trustCheck{cluster: cluster, keys: testenv.KeyRing("k1")}
-	good := func() ec2.ENI {
-		e := ec2.ENI{ID: "eni-1", InterfaceType: "interface", Status: "in-use",
-			Attachment: &ec2.Attachment{ID: "attach-1", InstanceID: "i-1", DeviceIndex: 2, Status: "attached"},
+	good := func() awstypes.ENI {
+		e := awstypes.ENI{ID: "eni-1", InterfaceType: "interface", Status: "in-use",
+			Attachment: &awstypes.Attachment{ID: "attach-1", InstanceID: "i-1", DeviceIndex: 2, Status: "attached"},
 			Tags: map[string]string{TagCluster: cluster, TagNodeENI: name, TagNodeENIUID: "uid-1", TagNode: "n1",
 				TagInstance: "i-1", TagDeviceIndex: "2", TagDeviceIndexBase: "2", TagCreatedAt: "2026-11-23T12:00:00Z", TagNoManage: "true",
 				"Team": "net"}}
@@ -37,25 +38,25 @@ func TestDistrust(t *testing.T) {
 	type fault struct {
 		name   string
 		reason string
-		apply  func(*ec2.ENI)
+		apply  func(*awstypes.ENI)
 	}
 	// In the check's order: when several faults are present, the first is
 	// the one reported.
 	faults := []fault{
-		{"branch type", UntrustedInterfaceType, func(e *ec2.ENI) { e.InterfaceType = "branch" }},
-		{"requester-managed", UntrustedRequesterManaged, func(e *ec2.ENI) { e.RequesterManaged = true }},
-		{"tagger hash", UntrustedTaggerTag, func(e *ec2.ENI) { e.Tags["eni-tagger.io/hash"] = "abc" }},
-		{"tagger tag in other case", UntrustedTaggerTag, func(e *ec2.ENI) { e.Tags["ENI-Tagger.io/Owner"] = "x" }},
-		{"other cluster", UntrustedCluster, func(e *ec2.ENI) { e.Tags[TagCluster] = "staging" }},
-		{"no uid", UntrustedMissingTag, func(e *ec2.ENI) { delete(e.Tags, TagNodeENIUID) }},
-		{"empty nodeeni", UntrustedMissingTag, func(e *ec2.ENI) { e.Tags[TagNodeENI] = "" }},
-		{"no node", UntrustedMissingTag, func(e *ec2.ENI) { delete(e.Tags, TagNode) }},
-		{"no instance", UntrustedMissingTag, func(e *ec2.ENI) { delete(e.Tags, TagInstance) }},
-		{"device index not a number", UntrustedDeviceIndexTag, func(e *ec2.ENI) { e.Tags[TagDeviceIndex] = "two" }},
-		{"negative base", UntrustedDeviceIndexTag, func(e *ec2.ENI) { e.Tags[TagDeviceIndexBase] = "-1" }},
-		{"attached elsewhere", UntrustedAttachedElsewhere, func(e *ec2.ENI) { e.Attachment.InstanceID = "i-2" }},
-		{"other NodeENI's name", UntrustedNodeENIName, func(e *ec2.ENI) { e.Tags[TagNodeENI] = "storage" }},
-		{"another ENI's proof (a complete copy of its tags)", UntrustedBadProof, func(e *ec2.ENI) { e.Tags[TagProof] = copied.Tags[TagProof] }},
+		{"branch type", UntrustedInterfaceType, func(e *awstypes.ENI) { e.InterfaceType = "branch" }},
+		{"requester-managed", UntrustedRequesterManaged, func(e *awstypes.ENI) { e.RequesterManaged = true }},
+		{"tagger hash", UntrustedTaggerTag, func(e *awstypes.ENI) { e.Tags["eni-tagger.io/hash"] = "abc" }},
+		{"tagger tag in other case", UntrustedTaggerTag, func(e *awstypes.ENI) { e.Tags["ENI-Tagger.io/Owner"] = "x" }},
+		{"other cluster", UntrustedCluster, func(e *awstypes.ENI) { e.Tags[TagCluster] = "staging" }},
+		{"no uid", UntrustedMissingTag, func(e *awstypes.ENI) { delete(e.Tags, TagNodeENIUID) }},
+		{"empty nodeeni", UntrustedMissingTag, func(e *awstypes.ENI) { e.Tags[TagNodeENI] = "" }},
+		{"no node", UntrustedMissingTag, func(e *awstypes.ENI) { delete(e.Tags, TagNode) }},
+		{"no instance", UntrustedMissingTag, func(e *awstypes.ENI) { delete(e.Tags, TagInstance) }},
+		{"device index not a number", UntrustedDeviceIndexTag, func(e *awstypes.ENI) { e.Tags[TagDeviceIndex] = "two" }},
+		{"negative base", UntrustedDeviceIndexTag, func(e *awstypes.ENI) { e.Tags[TagDeviceIndexBase] = "-1" }},
+		{"attached elsewhere", UntrustedAttachedElsewhere, func(e *awstypes.ENI) { e.Attachment.InstanceID = "i-2" }},
+		{"other NodeENI's name", UntrustedNodeENIName, func(e *awstypes.ENI) { e.Tags[TagNodeENI] = "storage" }},
+		{"another ENI's proof (a complete copy of its tags)", UntrustedBadProof, func(e *awstypes.ENI) { e.Tags[TagProof] = copied.Tags[TagProof] }},
 	}
 	n := len(faults)
 	for mask := 0; mask < 1<<n; mask++ {
@@ -95,31 +96,31 @@ func TestDistrust(t *testing.T) {
 }
 
 func TestDistrustEdges(t *testing.T) {
-	base := func() ec2.ENI {
-		return ec2.ENI{ID: "eni-1", InterfaceType: "interface", Status: "available",
+	base := func() awstypes.ENI {
+		return awstypes.ENI{ID: "eni-1", InterfaceType: "interface", Status: "available",
 			Tags: map[string]string{TagCluster: "prod", TagNodeENI: "multus", TagNodeENIUID: "uid-1", TagNode: "n1",
 				TagInstance: "i-1", TagDeviceIndex: "1", TagDeviceIndexBase: "1"}}
 	}
 	for _, tc := range []struct {
 		name    string
-		mutate  func(*ec2.ENI)
+		mutate  func(*awstypes.ENI)
 		nodeENI string
 		want    string
 	}{
-		{"available, not attached", func(*ec2.ENI) {}, "multus", ""},
-		{"NodeENI unknown (collector): the name is not checked", func(e *ec2.ENI) { e.Tags[TagNodeENI] = "gone" }, "", ""},
-		{"empty interface type", func(e *ec2.ENI) { e.InterfaceType = "" }, "", UntrustedInterfaceType},
-		{"trunk", func(e *ec2.ENI) { e.InterfaceType = "trunk" }, "", UntrustedInterfaceType},
-		{"efa", func(e *ec2.ENI) { e.InterfaceType = "efa" }, "", UntrustedInterfaceType},
-		{"no cluster tag", func(e *ec2.ENI) { delete(e.Tags, TagCluster) }, "", UntrustedCluster},
-		{"no device-index tag", func(e *ec2.ENI) { delete(e.Tags, TagDeviceIndex) }, "", UntrustedDeviceIndexTag},
-		{"attaching to the tagged instance", func(e *ec2.ENI) {
-			e.Attachment = &ec2.Attachment{InstanceID: "i-1", Status: "attaching"}
+		{"available, not attached", func(*awstypes.ENI) {}, "multus", ""},
+		{"NodeENI unknown (collector): the name is not checked", func(e *awstypes.ENI) { e.Tags[TagNodeENI] = "gone" }, "", ""},
+		{"empty interface type", func(e *awstypes.ENI) { e.InterfaceType = "" }, "", UntrustedInterfaceType},
+		{"trunk", func(e *awstypes.ENI) { e.InterfaceType = "trunk" }, "", UntrustedInterfaceType},
+		{"efa", func(e *awstypes.ENI) { e.InterfaceType = "efa" }, "", UntrustedInterfaceType},
+		{"no cluster tag", func(e *awstypes.ENI) { delete(e.Tags, TagCluster) }, "", UntrustedCluster},
+		{"no device-index tag", func(e *awstypes.ENI) { delete(e.Tags, TagDeviceIndex) }, "", UntrustedDeviceIndexTag},
+		{"attaching to the tagged instance", func(e *awstypes.ENI) {
+			e.Attachment = &awstypes.Attachment{InstanceID: "i-1", Status: "attaching"}
 		}, "multus", ""},
-		{"detaching from another instance", func(e *ec2.ENI) {
-			e.Attachment = &ec2.Attachment{InstanceID: "i-9", Status: "detaching"}
+		{"detaching from another instance", func(e *awstypes.ENI) {
+			e.Attachment = &awstypes.Attachment{InstanceID: "i-9", Status: "detaching"}
 		}, "multus", UntrustedAttachedElsewhere},
-		{"huge tagger key is quoted short", func(e *ec2.ENI) { e.Tags["eni-tagger.io/"+strings.Repeat("k", 5000)] = "v" }, "", UntrustedTaggerTag},
+		{"huge tagger key is quoted short", func(e *awstypes.ENI) { e.Tags["eni-tagger.io/"+strings.Repeat("k", 5000)] = "v" }, "", UntrustedTaggerTag},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := base()
@@ -160,14 +161,14 @@ func TestDistrustLogReportsChangesOnce(t *testing.T) {
 // tagged with; a genuine ENI stays trusted across a key rotation.
 func TestProofCheck(t *testing.T) {
 	check := trustCheck{cluster: "prod", keys: testenv.KeyRing("k1")}
-	genuine := ec2.ENI{ID: "eni-genuine", InterfaceType: "interface", Status: "in-use",
-		Attachment: &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 1, Status: "attached"},
+	genuine := awstypes.ENI{ID: "eni-genuine", InterfaceType: "interface", Status: "in-use",
+		Attachment: &awstypes.Attachment{InstanceID: "i-1", DeviceIndex: 1, Status: "attached"},
 		Tags: map[string]string{TagCluster: "prod", TagNodeENI: "multus", TagNodeENIUID: "uid-1", TagNode: "n1",
 			TagInstance: "i-1", TagDeviceIndex: "1", TagDeviceIndexBase: "1", TagCreatedAt: "2026-11-27T01:00:00Z"}}
 	genuine.Tags[TagProof] = check.keys.Sign(claimOf(genuine))
 	other := testenv.KeyRing("k9")
-	copyOnto := func(id string, att *ec2.Attachment, mutate func(map[string]string)) ec2.ENI {
-		e := ec2.ENI{ID: id, InterfaceType: "interface", Status: "available", Attachment: att, Tags: maps.Clone(genuine.Tags)}
+	copyOnto := func(id string, att *awstypes.Attachment, mutate func(map[string]string)) awstypes.ENI {
+		e := awstypes.ENI{ID: id, InterfaceType: "interface", Status: "available", Attachment: att, Tags: maps.Clone(genuine.Tags)}
 		if att != nil {
 			e.Status = "in-use"
 		}
@@ -178,11 +179,11 @@ func TestProofCheck(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		e    ec2.ENI
+		e    awstypes.ENI
 		want string
 	}{
 		{"genuine", genuine, ""},
-		{"copy attached to the same node at a free index", copyOnto("eni-foreign", &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 2, Status: "attached"}, nil), UntrustedBadProof},
+		{"copy attached to the same node at a free index", copyOnto("eni-foreign", &awstypes.Attachment{InstanceID: "i-1", DeviceIndex: 2, Status: "attached"}, nil), UntrustedBadProof},
 		{"detached copy (a duplicate)", copyOnto("eni-dup", nil, nil), UntrustedBadProof},
 		{"detached copy with a backdated created-at", copyOnto("eni-old", nil, func(t map[string]string) { t[TagCreatedAt] = "2020-01-01T00:00:00Z" }), UntrustedBadProof},
 		{"copy without the proof", copyOnto("eni-bare", nil, func(t map[string]string) { delete(t, TagProof) }), UntrustedUnproven},
@@ -209,12 +210,12 @@ func TestProofCheck(t *testing.T) {
 // carried into its ENINodes), the ENI in one of its subnets, attached to
 // the instance of the node the entry and its tags name, at its index.
 func TestVouched(t *testing.T) {
-	e := ec2.ENI{ID: "eni-1", SubnetID: "subnet-a",
+	e := awstypes.ENI{ID: "eni-1", SubnetID: "subnet-a",
 		Tags:       map[string]string{TagNode: "n1", TagInstance: "i-1", TagDeviceIndex: "1"},
-		Attachment: &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 1, Status: "attached"}}
+		Attachment: &awstypes.Attachment{InstanceID: "i-1", DeviceIndex: 1, Status: "attached"}}
 	rec := v1alpha1.ENIAttachment{ENIID: "eni-1", NodeID: "n1", InstanceID: "i-1", SubnetID: "subnet-a", DeviceIndex: 1}
 	upgrading := legacyStatus{Records: []v1alpha1.ENIAttachment{rec}, Subnets: map[string]bool{"subnet-a": true}}
-	with := func(f func(*legacyStatus, *ec2.ENI)) (legacyStatus, ec2.ENI) {
+	with := func(f func(*legacyStatus, *awstypes.ENI)) (legacyStatus, awstypes.ENI) {
 		l, c := upgrading, e
 		c.Attachment = new(*e.Attachment)
 		f(&l, &c)
@@ -222,48 +223,48 @@ func TestVouched(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		change func(*legacyStatus, *ec2.ENI)
+		change func(*legacyStatus, *awstypes.ENI)
 		want   bool
 	}{
-		{"first pass of an upgraded NodeENI, its entry matching", func(*legacyStatus, *ec2.ENI) {}, true},
-		{"written by this version: the status counts no more", func(l *legacyStatus, _ *ec2.ENI) { l.Written = true }, false},
-		{"written by this version, the ENI carried into its ENINodes", func(l *legacyStatus, _ *ec2.ENI) {
+		{"first pass of an upgraded NodeENI, its entry matching", func(*legacyStatus, *awstypes.ENI) {}, true},
+		{"written by this version: the status counts no more", func(l *legacyStatus, _ *awstypes.ENI) { l.Written = true }, false},
+		{"written by this version, the ENI carried into its ENINodes", func(l *legacyStatus, _ *awstypes.ENI) {
 			l.Written, l.Carried = true, map[string]bool{"eni-1": true}
 		}, true},
-		{"written by this version, another ENI carried", func(l *legacyStatus, _ *ec2.ENI) {
+		{"written by this version, another ENI carried", func(l *legacyStatus, _ *awstypes.ENI) {
 			l.Written, l.Carried = true, map[string]bool{"eni-2": true}
 		}, false},
-		{"in a subnet not the NodeENI's", func(_ *legacyStatus, c *ec2.ENI) { c.SubnetID = "subnet-b" }, false},
-		{"no subnet resolved", func(l *legacyStatus, _ *ec2.ENI) { l.Subnets = nil }, false},
-		{"the entry in another subnet", func(l *legacyStatus, _ *ec2.ENI) {
+		{"in a subnet not the NodeENI's", func(_ *legacyStatus, c *awstypes.ENI) { c.SubnetID = "subnet-b" }, false},
+		{"no subnet resolved", func(l *legacyStatus, _ *awstypes.ENI) { l.Subnets = nil }, false},
+		{"the entry in another subnet", func(l *legacyStatus, _ *awstypes.ENI) {
 			r := rec
 			r.SubnetID = "subnet-b"
 			l.Records, l.Subnets = []v1alpha1.ENIAttachment{r}, map[string]bool{"subnet-a": true, "subnet-b": true}
 		}, false},
-		{"detached", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment = nil }, false},
-		{"attached elsewhere", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.InstanceID = "i-2" }, false},
-		{"attached at another index", func(_ *legacyStatus, c *ec2.ENI) { c.Attachment.DeviceIndex = 2 }, false},
-		{"the entry at another index", func(l *legacyStatus, _ *ec2.ENI) {
+		{"detached", func(_ *legacyStatus, c *awstypes.ENI) { c.Attachment = nil }, false},
+		{"attached elsewhere", func(_ *legacyStatus, c *awstypes.ENI) { c.Attachment.InstanceID = "i-2" }, false},
+		{"attached at another index", func(_ *legacyStatus, c *awstypes.ENI) { c.Attachment.DeviceIndex = 2 }, false},
+		{"the entry at another index", func(l *legacyStatus, _ *awstypes.ENI) {
 			r := rec
 			r.DeviceIndex = 2
 			l.Records = []v1alpha1.ENIAttachment{r}
 		}, false},
-		{"named on another node", func(l *legacyStatus, _ *ec2.ENI) {
+		{"named on another node", func(l *legacyStatus, _ *awstypes.ENI) {
 			r := rec
 			r.NodeID = "n2"
 			l.Records = []v1alpha1.ENIAttachment{r}
 		}, false},
-		{"named for another instance", func(l *legacyStatus, _ *ec2.ENI) {
+		{"named for another instance", func(l *legacyStatus, _ *awstypes.ENI) {
 			r := rec
 			r.InstanceID = "i-2"
 			l.Records = []v1alpha1.ENIAttachment{r}
 		}, false},
-		{"status names another ENI", func(l *legacyStatus, _ *ec2.ENI) {
+		{"status names another ENI", func(l *legacyStatus, _ *awstypes.ENI) {
 			r := rec
 			r.ENIID = "eni-2"
 			l.Records = []v1alpha1.ENIAttachment{r}
 		}, false},
-		{"no evidence", func(l *legacyStatus, _ *ec2.ENI) { l.Records = nil }, false},
+		{"no evidence", func(l *legacyStatus, _ *awstypes.ENI) { l.Records = nil }, false},
 	} {
 		l, c := with(tc.change)
 		if got := vouched(c, l); got != tc.want {
@@ -299,7 +300,7 @@ func TestLegacyStatusCounted(t *testing.T) {
 }
 
 // distrust is judge without evidence beside the proof.
-func (t trustCheck) distrust(e ec2.ENI, nodeENI string) (reason, detail string) {
+func (t trustCheck) distrust(e awstypes.ENI, nodeENI string) (reason, detail string) {
 	j := t.judge(e, nodeENI, evidence{})
 	return j.reason, j.detail
 }
@@ -311,11 +312,11 @@ func (t trustCheck) distrust(e ec2.ENI, nodeENI string) (reason, detail string) 
 // gone, and nothing else does.
 func TestBirthEvidence(t *testing.T) {
 	check := trustCheck{cluster: "prod", keys: testenv.KeyRing("k1")}
-	genuine := ec2.ENI{ID: "eni-genuine", SubnetID: "subnet-a", InterfaceType: "interface", Status: "available",
+	genuine := awstypes.ENI{ID: "eni-genuine", SubnetID: "subnet-a", InterfaceType: "interface", Status: "available",
 		Tags: map[string]string{TagCluster: "prod", TagNodeENI: "multus", TagNodeENIUID: "uid-1", TagNode: "n1",
 			TagInstance: "i-1", TagDeviceIndex: "1", TagDeviceIndexBase: "1", TagCreatedAt: "2026-11-27T01:00:00Z", TagNonce: "nonce-1"}}
 	genuine.Tags[TagProof] = check.keys.SignBirth(birthClaim(genuine))
-	copyOf := func(id string, mutate func(*ec2.ENI)) ec2.ENI {
+	copyOf := func(id string, mutate func(*awstypes.ENI)) awstypes.ENI {
 		e := genuine
 		e.ID, e.Tags = id, maps.Clone(genuine.Tags)
 		if mutate != nil {
@@ -333,40 +334,40 @@ func TestBirthEvidence(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name        string
-		list        []ec2.ENI // the ENIs in view; the first is judged
+		list        []awstypes.ENI // the ENIs in view; the first is judged
 		ev          evidence
 		want        string
 		wantRestore bool
 	}{
-		{"no evidence: a copy of a deleted ENI's tags", []ec2.ENI{genuine}, evidence{}, UntrustedUnbound, false},
-		{"this process's create answer", []ec2.ENI{genuine}, evidence{born: map[string]string{"nonce-1": "eni-genuine"}}, "", false},
-		{"a copy while the answer names the genuine ENI", []ec2.ENI{copyOf("eni-copy", nil), genuine},
+		{"no evidence: a copy of a deleted ENI's tags", []awstypes.ENI{genuine}, evidence{}, UntrustedUnbound, false},
+		{"this process's create answer", []awstypes.ENI{genuine}, evidence{born: map[string]string{"nonce-1": "eni-genuine"}}, "", false},
+		{"a copy while the answer names the genuine ENI", []awstypes.ENI{copyOf("eni-copy", nil), genuine},
 			evidence{born: map[string]string{"nonce-1": "eni-genuine"}, records: records{creates: pending}}, UntrustedCopied, false},
-		{"the one ENI showing a recorded nonce (a crash's leftover)", []ec2.ENI{genuine}, evidence{records: records{creates: pending}}, "", false},
-		{"two ENIs showing a recorded nonce: neither", []ec2.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{creates: pending}}, UntrustedSharedNonce, false},
-		{"the copy of two", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{creates: pending}}, UntrustedSharedNonce, false},
-		{"recorded for another index", []ec2.ENI{copyOf("eni-x", func(e *ec2.ENI) {
+		{"the one ENI showing a recorded nonce (a crash's leftover)", []awstypes.ENI{genuine}, evidence{records: records{creates: pending}}, "", false},
+		{"two ENIs showing a recorded nonce: neither", []awstypes.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{creates: pending}}, UntrustedSharedNonce, false},
+		{"the copy of two", []awstypes.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{creates: pending}}, UntrustedSharedNonce, false},
+		{"recorded for another index", []awstypes.ENI{copyOf("eni-x", func(e *awstypes.ENI) {
 			e.Tags[TagDeviceIndex] = "2"
 			e.Tags[TagProof] = check.keys.SignBirth(birthClaim(*e))
 		})}, evidence{records: records{creates: pending}}, UntrustedUnbound, false},
-		{"a copy onto an ENI of another subnet", []ec2.ENI{copyOf("eni-x", func(e *ec2.ENI) { e.SubnetID = "subnet-b" })},
+		{"a copy onto an ENI of another subnet", []awstypes.ENI{copyOf("eni-x", func(e *awstypes.ENI) { e.SubnetID = "subnet-b" })},
 			evidence{records: records{creates: pending}}, UntrustedBadProof, false},
-		{"its entry, proof valid", []ec2.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{entries: entry}}, "", false},
-		{"a copy of an ENI its entry names", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{entries: entry}}, UntrustedUnbound, false},
-		{"its entry, proof tag removed: restored", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
+		{"its entry, proof valid", []awstypes.ENI{genuine, copyOf("eni-copy", nil)}, evidence{records: records{entries: entry}}, "", false},
+		{"a copy of an ENI its entry names", []awstypes.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: records{entries: entry}}, UntrustedUnbound, false},
+		{"its entry, proof tag removed: restored", []awstypes.ENI{copyOf("eni-genuine", func(e *awstypes.ENI) { delete(e.Tags, TagProof) })},
 			evidence{records: records{entries: entry}}, "", true},
-		{"its entry, proof of a lost key: restored", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { e.Tags[TagProof] = other.SignBirth(birthClaim(genuine)) })},
+		{"its entry, proof of a lost key: restored", []awstypes.ENI{copyOf("eni-genuine", func(e *awstypes.ENI) { e.Tags[TagProof] = other.SignBirth(birthClaim(genuine)) })},
 			evidence{records: records{entries: entry}}, "", true},
-		{"its entry, but its index tag changed: not vouched", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { e.Tags[TagDeviceIndex] = "3" })},
+		{"its entry, but its index tag changed: not vouched", []awstypes.ENI{copyOf("eni-genuine", func(e *awstypes.ENI) { e.Tags[TagDeviceIndex] = "3" })},
 			evidence{records: records{entries: entry}}, UntrustedBadProof, false},
-		{"a copy without the proof, the entry naming the genuine", []ec2.ENI{copyOf("eni-copy", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
+		{"a copy without the proof, the entry naming the genuine", []awstypes.ENI{copyOf("eni-copy", func(e *awstypes.ENI) { delete(e.Tags, TagProof) })},
 			evidence{records: records{entries: entry}}, UntrustedUnproven, false},
-		{"its record bound to it, no entry (an entry removed), proof gone: restored", []ec2.ENI{copyOf("eni-genuine", func(e *ec2.ENI) { delete(e.Tags, TagProof) })},
+		{"its record bound to it, no entry (an entry removed), proof gone: restored", []awstypes.ENI{copyOf("eni-genuine", func(e *awstypes.ENI) { delete(e.Tags, TagProof) })},
 			evidence{records: boundTo("eni-genuine")}, "", true},
-		{"a copy of an ENI its record is bound to", []ec2.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: boundTo("eni-genuine")}, UntrustedCopied, false},
+		{"a copy of an ENI its record is bound to", []awstypes.ENI{copyOf("eni-copy", nil), genuine}, evidence{records: boundTo("eni-genuine")}, UntrustedCopied, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, v := splitTrusted(check, tc.list, func(e ec2.ENI) ec2.ENI { return e }, func(ec2.ENI) string { return "multus" }, tc.ev)
+			_, v := splitTrusted(check, tc.list, func(e awstypes.ENI) awstypes.ENI { return e }, func(awstypes.ENI) string { return "multus" }, tc.ev)
 			id := tc.list[0].ID
 			if v.reasons[id] != tc.want || v.restore[id] != tc.wantRestore {
 				t.Fatalf("reason %q (%s), restore %v; want %q, restore %v", v.reasons[id], v.details[id], v.restore[id], tc.want, tc.wantRestore)

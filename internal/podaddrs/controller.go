@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -148,7 +150,7 @@ func (r *reconciler) interfaces(ctx context.Context, node string, en *v1alpha1.E
 			in.Unknown[a.ENIID] = true
 			continue
 		}
-		var limits ec2.InstanceLimits
+		var limits awstypes.InstanceLimits
 		if registers[a.NodeENI] { // the others only answer the gate: no call for them
 			if limits, err = r.limits.of(ctx, r.ec2, node, instance); err != nil {
 				return in, err
@@ -159,7 +161,7 @@ func (r *reconciler) interfaces(ctx context.Context, node string, en *v1alpha1.E
 	return in, nil
 }
 
-func ifaceOf(e ec2.ENI, nodeENI string, registers bool, cat ec2.Catalog, l ec2.InstanceLimits) iface {
+func ifaceOf(e awstypes.ENI, nodeENI string, registers bool, cat ec2.Catalog, l awstypes.InstanceLimits) iface {
 	f := iface{ENI: e.ID, NodeENI: nodeENI, MAC: strings.ToLower(e.MAC), Registers: registers, Held: map[netip.Addr]bool{}}
 	f.Primary, _ = netip.ParseAddr(e.PrimaryIP)
 	for _, s := range cat.Subnets {
@@ -258,12 +260,12 @@ type limitMemo struct {
 
 type memoLimits struct {
 	instance string
-	limits   ec2.InstanceLimits
+	limits   awstypes.InstanceLimits
 }
 
 func newLimitMemo() *limitMemo { return &limitMemo{m: map[string]memoLimits{}} }
 
-func (l *limitMemo) of(ctx context.Context, e EC2, node, instance string) (ec2.InstanceLimits, error) {
+func (l *limitMemo) of(ctx context.Context, e EC2, node, instance string) (awstypes.InstanceLimits, error) {
 	l.mu.Lock()
 	v, ok := l.m[node]
 	l.mu.Unlock()
@@ -272,11 +274,11 @@ func (l *limitMemo) of(ctx context.Context, e EC2, node, instance string) (ec2.I
 	}
 	inst, err := e.GetInstance(ctx, instance)
 	if err != nil {
-		return ec2.InstanceLimits{}, fmt.Errorf("instance %s: %w", instance, err)
+		return awstypes.InstanceLimits{}, fmt.Errorf("instance %s: %w", instance, err)
 	}
 	lim, err := e.InstanceLimits(ctx, inst.Type)
 	if err != nil {
-		return ec2.InstanceLimits{}, fmt.Errorf("instance type %s: %w", inst.Type, err)
+		return awstypes.InstanceLimits{}, fmt.Errorf("instance type %s: %w", inst.Type, err)
 	}
 	l.mu.Lock()
 	l.m[node] = memoLimits{instance: instance, limits: lim}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -11,14 +13,14 @@ import (
 // ENIs, the VPC's subnets, instance limits and the two address calls.
 // *ec2.State implements it.
 type EC2 interface {
-	ENI(id string) (ec2.ENI, bool)
-	ENIByIP(ip string) (ec2.ENI, bool)
+	ENI(id string) (awstypes.ENI, bool)
+	ENIByIP(ip string) (awstypes.ENI, bool)
 	// HolderOf asks EC2 which ENI holds an address now (a not-found
 	// error: none).
-	HolderOf(ctx context.Context, ip string) (ec2.ENI, error)
+	HolderOf(ctx context.Context, ip string) (awstypes.ENI, error)
 	Catalog(ctx context.Context, maxAge time.Duration) (ec2.Catalog, error)
 	GetInstance(ctx context.Context, id string) (ec2.Instance, error)
-	InstanceLimits(ctx context.Context, instanceType string) (ec2.InstanceLimits, error)
+	InstanceLimits(ctx context.Context, instanceType string) (awstypes.InstanceLimits, error)
 	AssignAddresses(ctx context.Context, id string, a ec2.Addresses) error
 	UnassignAddresses(ctx context.Context, id string, a ec2.Addresses) error
 	// Synced reports whether a refresh covering the scope has completed.

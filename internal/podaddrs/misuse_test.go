@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +25,7 @@ import (
 
 // secondNodeENI makes a second registering NodeENI of the world's
 // subnet on the node (device index 2) and returns its ENI once attached.
-func (w *world) secondNodeENI() (string, ec2.ENI) {
+func (w *world) secondNodeENI() (string, awstypes.ENI) {
 	name := w.label + "-b"
 	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeENISpec{
 		NodeSelector: map[string]string{"test": w.label}, SubnetName: "multus-a", SecurityGroupNames: []string{"multus"}, DeviceIndex: 2,
@@ -188,7 +190,7 @@ func TestRefusedClaimBacksOff(t *testing.T) {
 	w.start()
 	eni := w.attached()
 	admin := w.Client(ec2.Config{VPCID: w.VPC})
-	foreign, err := admin.CreateENI(context.Background(), ec2.CreateENIInput{SubnetID: w.Subnets["multus-a"], SecurityGroups: []string{w.Groups["multus"]}})
+	foreign, err := admin.CreateENI(context.Background(), awstypes.CreateENIInput{SubnetID: w.Subnets["multus-a"], SecurityGroups: []string{w.Groups["multus"]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -114,16 +116,16 @@ func (w *world) run(registration func(ctrl.Manager, *ec2.State, *prometheus.Regi
 }
 
 // attached creates the NodeENI and returns its ENI once attached.
-func (w *world) attached() ec2.ENI { return w.attachedIn("multus-a") }
+func (w *world) attached() awstypes.ENI { return w.attachedIn("multus-a") }
 
 // attachedIn is attached with the NodeENI in subnet.
-func (w *world) attachedIn(subnet string) ec2.ENI {
+func (w *world) attachedIn(subnet string) awstypes.ENI {
 	return w.attachedWith(subnet, &v1alpha1.MultusSpec{RegisterPodAddresses: true}, "")
 }
 
 // attachedWith is attached with the NodeENI in subnet, its multus
 // section m and interface name iface.
-func (w *world) attachedWith(subnet string, m *v1alpha1.MultusSpec, iface string) ec2.ENI {
+func (w *world) attachedWith(subnet string, m *v1alpha1.MultusSpec, iface string) awstypes.ENI {
 	ne := &v1alpha1.NodeENI{ObjectMeta: metav1.ObjectMeta{Name: w.label}, Spec: v1alpha1.NodeENISpec{
 		NodeSelector: map[string]string{"test": w.label}, SubnetName: subnet, SecurityGroupNames: []string{"multus"}, DeviceIndex: 1,
 		InterfaceName: iface, Multus: m}}
@@ -134,7 +136,7 @@ func (w *world) attachedWith(subnet string, m *v1alpha1.MultusSpec, iface string
 }
 
 // attachedOn returns the NodeENI's ENI on node once attached.
-func (w *world) attachedOn(node string) ec2.ENI {
+func (w *world) attachedOn(node string) awstypes.ENI {
 	var eni string
 	w.eventually("the ENI attached on "+node, func() (bool, string) {
 		en := w.eniNodeOf(node)

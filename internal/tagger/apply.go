@@ -5,12 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
@@ -57,7 +58,7 @@ func (r *Reconciler) rateLimited(key string) time.Duration {
 // writeTimeout bounds one pod's AWS writes, their batch's wait included.
 const writeTimeout = 2 * time.Minute
 
-func (r *Reconciler) write(ctx context.Context, eni ec2.ENI, plan tagplan.Plan) error {
+func (r *Reconciler) write(ctx context.Context, eni awstypes.ENI, plan tagplan.Plan) error {
 	var errs []error
 	if len(plan.Create) > 0 {
 		r.metrics.writes.WithLabelValues("create").Inc()

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
@@ -79,7 +80,7 @@ func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *phases.Stop 
 }
 
 // sharedDesired merges the tags of every pod on the same shared ENI.
-func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni ec2.ENI, asked map[string]string) (map[string]string, map[string]string, error) {
+func (r *Reconciler) sharedDesired(ctx context.Context, pod *corev1.Pod, eni awstypes.ENI, asked map[string]string) (map[string]string, map[string]string, error) {
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.MatchingFields{nodeNameIndex: pod.Spec.NodeName}); err != nil {
 		return nil, nil, err

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // EC2 is what the tagger needs of EC2: the process's picture of its ENIs
@@ -13,9 +13,9 @@ import (
 // up or change its tags. *ec2.State implements it; decisions can be
 // tested against a fake.
 type EC2 interface {
-	ENI(id string) (ec2.ENI, bool)
-	ENIByIP(ip string) (ec2.ENI, bool)
-	LookupByIP(ctx context.Context, ip string) (ec2.ENI, error)
+	ENI(id string) (awstypes.ENI, bool)
+	ENIByIP(ip string) (awstypes.ENI, bool)
+	LookupByIP(ctx context.Context, ip string) (awstypes.ENI, error)
 	// Fresh re-reads a watched scope unless it was read within maxAge.
 	Fresh(ctx context.Context, scope string, maxAge time.Duration) error
 	// Synced reports whether a watched scope has been read once.
@@ -33,7 +33,7 @@ const InventoryScope = "tagger"
 // dedicated reports whether ip is the ENI's own address (a branch ENI or
 // an ENI made for one pod) rather than one of many pods' secondary
 // addresses or prefixes on a node's ENI.
-func dedicated(e ec2.ENI, ip string) bool {
+func dedicated(e awstypes.ENI, ip string) bool {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return false
@@ -49,7 +49,7 @@ func dedicated(e ec2.ENI, ip string) bool {
 // primary ENI (attached at device index 0): the node's own address,
 // which only a hostNetwork pod shares. Its ENI carries the node's
 // traffic and is never a pod's to tag, whatever a pod's status claims.
-func nodeAddress(e ec2.ENI, ip string) bool {
+func nodeAddress(e awstypes.ENI, ip string) bool {
 	if e.Attachment == nil || e.Attachment.InstanceID == "" || e.Attachment.DeviceIndex != 0 {
 		return false
 	}

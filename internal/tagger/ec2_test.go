@@ -3,21 +3,21 @@ package tagger
 import (
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 func TestNodeAddress(t *testing.T) {
-	primary := ec2.ENI{ID: "eni-p", InterfaceType: "interface", PrimaryIP: "10.0.0.10", SecondaryIPs: []string{"10.0.0.11"},
-		Attachment: &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 0}}
+	primary := awstypes.ENI{ID: "eni-p", InterfaceType: "interface", PrimaryIP: "10.0.0.10", SecondaryIPs: []string{"10.0.0.11"},
+		Attachment: &awstypes.Attachment{InstanceID: "i-1", DeviceIndex: 0}}
 	second := primary
-	second.Attachment = &ec2.Attachment{InstanceID: "i-1", DeviceIndex: 1}
+	second.Attachment = &awstypes.Attachment{InstanceID: "i-1", DeviceIndex: 1}
 	managed := primary // attached to something that is not an instance (a load balancer's ENI)
-	managed.Attachment = &ec2.Attachment{}
+	managed.Attachment = &awstypes.Attachment{}
 	detached := primary
 	detached.Attachment = nil
 	for _, c := range []struct {
 		name string
-		eni  ec2.ENI
+		eni  awstypes.ENI
 		ip   string
 		want bool
 	}{

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,7 +141,7 @@ func K8sENITaggerHash(tags map[string]string) string {
 // them for this pod and nobody changed them since; otherwise nothing is
 // recorded and nothing will be removed. ENIs of the NodeENI controller
 // and outside --subnet-ids are never recorded.
-func importRecord(c importCandidate, eni ec2.ENI, subnets map[string]bool) (Record, string) {
+func importRecord(c importCandidate, eni awstypes.ENI, subnets map[string]bool) (Record, string) {
 	token := eni.Tags[HashTag]
 	if k, ok := tagkeys.HasKeyWithPrefix(eni.Tags, tagkeys.NodeENIPrefix); ok {
 		return Record{}, fmt.Sprintf("ENI %s is a NodeENI interface (tag %s)", eni.ID, bounded.Quoted(k))

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 
@@ -47,7 +48,7 @@ func TestImportRecord(t *testing.T) {
 		if subnet == "" {
 			subnet = "subnet-wanted"
 		}
-		rec, why := importRecord(c, ec2.ENI{ID: c.ENI, SubnetID: subnet, Tags: tt.eni}, map[string]bool{"subnet-wanted": true})
+		rec, why := importRecord(c, awstypes.ENI{ID: c.ENI, SubnetID: subnet, Tags: tt.eni}, map[string]bool{"subnet-wanted": true})
 		switch {
 		case tt.refused != "" && (why == "" || !strings.Contains(why, tt.refused)):
 			t.Errorf("%s: %q, %+v; want refused with %q", tt.name, why, rec, tt.refused)

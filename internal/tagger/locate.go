@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -79,7 +81,7 @@ const lookupTimeout = 2 * time.Minute
 // resolve finds the pod's ENI: from what is already known (the ledger's
 // ENI ID, the inventory) and else with a batched lookup, waited for
 // without the reconcile's slot.
-func (r *Reconciler) resolve(ctx context.Context, s *slot, ip string, rec Record, hasRec bool) (ec2.ENI, error) {
+func (r *Reconciler) resolve(ctx context.Context, s *slot, ip string, rec Record, hasRec bool) (awstypes.ENI, error) {
 	if r.opts.EnableENICache && r.inventory && !r.ec2.Synced(InventoryScope) {
 		// Until the first inventory is read, every pod would miss and
 		// look its address up, fetching what the inventory is about to
@@ -100,7 +102,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *slot, ip string, rec Record
 			return e, nil
 		}
 	}
-	var e ec2.ENI
+	var e awstypes.ENI
 	err := s.waitOnEC2(ctx, func() (err error) {
 		lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 		defer cancel()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/eni-operator/eni-operator/internal/bounded"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	"github.com/eni-operator/eni-operator/internal/tagpolicy"
@@ -118,7 +119,7 @@ type podWork struct {
 	asked, applied map[string]string
 	appliedHash    string
 	ip             string
-	eni            ec2.ENI
+	eni            awstypes.ENI
 	// wrote tells that this reconcile wrote the pod's tags.
 	wrote bool
 	// desired is what the ENI should carry (the merge of its pods' tags

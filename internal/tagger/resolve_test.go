@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/smithy-go"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -14,8 +16,8 @@ import (
 // fakeEC2 is the tagger's EC2 interface over a map, counting the calls
 // that would go to AWS.
 type fakeEC2 struct {
-	known   map[string]ec2.ENI // what the state holds, by ID
-	inEC2   map[string]ec2.ENI // what a lookup or a refresh would find
+	known   map[string]awstypes.ENI // what the state holds, by ID
+	inEC2   map[string]awstypes.ENI // what a lookup or a refresh would find
 	lookups int
 	freshes int
 	// unsynced: the inventory has not been read yet (until a Fresh).
@@ -24,25 +26,25 @@ type fakeEC2 struct {
 
 func (f *fakeEC2) Synced(string) bool { return !f.unsynced || f.freshes > 0 }
 
-func (f *fakeEC2) ENI(id string) (ec2.ENI, bool) { e, ok := f.known[id]; return e, ok }
+func (f *fakeEC2) ENI(id string) (awstypes.ENI, bool) { e, ok := f.known[id]; return e, ok }
 
-func (f *fakeEC2) ENIByIP(ip string) (ec2.ENI, bool) {
+func (f *fakeEC2) ENIByIP(ip string) (awstypes.ENI, bool) {
 	for _, e := range f.known {
 		if e.Holds(ip) {
 			return e, true
 		}
 	}
-	return ec2.ENI{}, false
+	return awstypes.ENI{}, false
 }
 
-func (f *fakeEC2) LookupByIP(_ context.Context, ip string) (ec2.ENI, error) {
+func (f *fakeEC2) LookupByIP(_ context.Context, ip string) (awstypes.ENI, error) {
 	f.lookups++
 	for _, e := range f.inEC2 {
 		if e.PrimaryIP == ip {
 			return e, nil
 		}
 	}
-	return ec2.ENI{}, notFound{}
+	return awstypes.ENI{}, notFound{}
 }
 
 func (f *fakeEC2) Fresh(context.Context, string, time.Duration) error {
@@ -68,24 +70,24 @@ func (notFound) ErrorFault() smithy.ErrorFault { return smithy.FaultClient }
 // lookup, and only then (an address inside a delegated prefix, which a
 // lookup cannot find) with an inventory refresh.
 func TestResolveAsksEC2OnlyForWhatItDoesNotKnow(t *testing.T) {
-	branch := ec2.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
-	prefixed := ec2.ENI{ID: "eni-p", PrimaryIP: "10.0.1.4", IPv4Prefixes: prefixes(t, "10.0.2.0/28")}
+	branch := awstypes.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
+	prefixed := awstypes.ENI{ID: "eni-p", PrimaryIP: "10.0.1.4", IPv4Prefixes: prefixes(t, "10.0.2.0/28")}
 	cases := []struct {
 		name             string
-		known            []ec2.ENI
+		known            []awstypes.ENI
 		ip               string
 		inventory        bool
 		want             string
 		lookups, freshes int
 	}{
-		{"known: no call", []ec2.ENI{branch}, "10.0.0.5", true, "eni-b", 0, 0},
+		{"known: no call", []awstypes.ENI{branch}, "10.0.0.5", true, "eni-b", 0, 0},
 		{"unknown: one lookup", nil, "10.0.0.5", true, "eni-b", 1, 0},
 		{"inside a prefix: a lookup, then a refresh", nil, "10.0.2.7", true, "eni-p", 1, 1},
 		{"inside a prefix, no inventory: not found", nil, "10.0.2.7", false, "", 1, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := &fakeEC2{known: map[string]ec2.ENI{}, inEC2: map[string]ec2.ENI{branch.ID: branch, prefixed.ID: prefixed}}
+			f := &fakeEC2{known: map[string]awstypes.ENI{}, inEC2: map[string]awstypes.ENI{branch.ID: branch, prefixed.ID: prefixed}}
 			for _, e := range c.known {
 				f.known[e.ID] = e
 			}
@@ -106,9 +108,9 @@ func TestResolveAsksEC2OnlyForWhatItDoesNotKnow(t *testing.T) {
 // the read under way) instead of looking its address up; a pod whose
 // address the inventory does not know is then looked up as ever.
 func TestResolveWaitsForTheFirstInventory(t *testing.T) {
-	branch := ec2.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
-	outside := ec2.ENI{ID: "eni-o", PrimaryIP: "10.9.0.5"}
-	f := &fakeEC2{known: map[string]ec2.ENI{}, inEC2: map[string]ec2.ENI{branch.ID: branch}, unsynced: true}
+	branch := awstypes.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
+	outside := awstypes.ENI{ID: "eni-o", PrimaryIP: "10.9.0.5"}
+	f := &fakeEC2{known: map[string]awstypes.ENI{}, inEC2: map[string]awstypes.ENI{branch.ID: branch}, unsynced: true}
 	r := &Reconciler{ec2: f, inventory: true, opts: DefaultOptions(), metrics: newMetrics(nil, nil)}
 	if e, err := r.resolve(context.Background(), &slot{of: newSlots(1)}, "10.0.0.5", Record{}, false); err != nil || e.ID != "eni-b" {
 		t.Fatalf("resolved %q (%v), want eni-b", e.ID, err)

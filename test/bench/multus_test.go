@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -226,17 +228,17 @@ func podIP(i int) string { return fmt.Sprintf("10.0.%d.%d", 8+i/250, 1+i%250) }
 // multusENIs reads each node's ENI of the NodeENI from EC2 (one
 // DescribeNetworkInterfaces by the operator's cluster tag) and its
 // node from the ENINodes.
-func multusENIs(b *bed, nodes []string) map[string]ec2.ENI {
+func multusENIs(b *bed, nodes []string) map[string]awstypes.ENI {
 	ctx := context.Background()
 	list, err := b.ec2().ListENIs(ctx, ec2.Filter{Name: "tag-key", Values: []string{"eni-operator.io/cluster"}})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	byID := map[string]ec2.ENI{}
+	byID := map[string]awstypes.ENI{}
 	for _, e := range list {
 		byID[e.ID] = e
 	}
-	out := map[string]ec2.ENI{}
+	out := map[string]awstypes.ENI{}
 	for _, node := range nodes {
 		var en v1alpha1.ENINode
 		if err := b.k8s.Get(ctx, client.ObjectKey{Name: node}, &en); err != nil {
@@ -290,7 +292,7 @@ func lastAddressCall(calls []emulator.Call, action string, want map[string]strin
 // readBack reads the NodeENI's ENIs from EC2 and counts the secondary
 // addresses they hold, and the wanted addresses (address -> ENI) not
 // on their ENI plus the addresses held that are not wanted.
-func readBack(b *bed, enis map[string]ec2.ENI, want map[string]string) (held, wrong int) {
+func readBack(b *bed, enis map[string]awstypes.ENI, want map[string]string) (held, wrong int) {
 	var ids []string
 	for _, e := range enis {
 		ids = append(ids, e.ID)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -338,7 +340,7 @@ func (c *churn) evidence(ctx context.Context) (soakEvidence, error) {
 // no tags at all, the token included (a stale token makes the next pod
 // on the ENI a Conflict). The first ENI of each kind found wrong gets
 // its tag writes from the emulator's call log as an example.
-func (e *soakEvidence) checkPodENI(n ec2.ENI, onIP map[string]map[string]string, calls func() []emulator.Call) {
+func (e *soakEvidence) checkPodENI(n awstypes.ENI, onIP map[string]map[string]string, calls func() []emulator.Call) {
 	want, onPod := onIP[n.PrimaryIP]
 	got := maps.Clone(n.Tags)
 	_, token := got[tagger.HashTag]

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -382,7 +384,7 @@ func (c *churn) taggedENIs(ctx context.Context) (map[string]bool, error) {
 
 // list reads ENIs with the bench's own client, counting its calls (a
 // page holds up to 1,000 ENIs) to tell them from the operator's.
-func (c *churn) list(ctx context.Context, f ec2.Filter) ([]ec2.ENI, error) {
+func (c *churn) list(ctx context.Context, f ec2.Filter) ([]awstypes.ENI, error) {
 	enis, err := c.b.ec2().ListENIs(ctx, f)
 	c.ownReads.Add(int64(1 + len(enis)/1000))
 	return enis, err

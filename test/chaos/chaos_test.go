@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -234,13 +236,13 @@ func (w *world) check() []string {
 
 // eniState reads every ENI through DescribeNetworkInterfaces with a
 // client of its own (retrying whatever the faults throw at it).
-func (w *world) eniState() map[string]ec2.ENI {
+func (w *world) eniState() map[string]awstypes.ENI {
 	c := w.ec2.Client(ec2.Config{QPS: 1000, Burst: 1000, MaxAttempts: 20, MaxBackoff: 50 * time.Millisecond})
 	enis, err := c.ListENIs(context.Background())
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	out := map[string]ec2.ENI{}
+	out := map[string]awstypes.ENI{}
 	for _, e := range enis {
 		out[e.ID] = e
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -281,13 +283,13 @@ func (c *cluster) createNodeENIs() {
 }
 
 // enis reads every ENI with a client of the test's own.
-func (c *cluster) enis() map[string]ec2.ENI {
+func (c *cluster) enis() map[string]awstypes.ENI {
 	c.t.Helper()
 	list, err := c.ec2.Client(ec2.Config{QPS: 1000, Burst: 1000}).ListENIs(context.Background())
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	out := map[string]ec2.ENI{}
+	out := map[string]awstypes.ENI{}
 	for _, e := range list {
 		out[e.ID] = e
 	}
@@ -367,7 +369,7 @@ func (c *cluster) checkLedger(deleted func(i int) bool) []string {
 // checkNodeENIs: the cluster's ENIs, keyed NodeENI/node/subnet, are
 // exactly one per NodeENI and node in the subnet of the node's zone, and
 // attached.
-func (c *cluster) checkNodeENIs(all map[string]ec2.ENI) []string {
+func (c *cluster) checkNodeENIs(all map[string]awstypes.ENI) []string {
 	want := map[string]bool{}
 	for ne, spec := range nodeENIs() {
 		for n := range c.nodes {

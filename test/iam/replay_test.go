@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	corev1 "k8s.io/api/core/v1"
@@ -194,17 +196,17 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 	reader := ec2.NewFromAWSConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(e.URL),
 		Credentials: credentials.NewStaticCredentialsProvider(observerKey, "x", "")}, ec2.Config{QPS: 1000, Burst: 1000, VPCID: e.VPC})
 
-	own := waitOwnENI(t, cl, reader, func(n ec2.ENI) bool { return n.Attachment != nil && n.Attachment.Status == "attached" })
-	waitENI(t, reader, podENI.ID, "the pod's tags", func(n ec2.ENI) bool {
+	own := waitOwnENI(t, cl, reader, func(n awstypes.ENI) bool { return n.Attachment != nil && n.Attachment.Status == "attached" })
+	waitENI(t, reader, podENI.ID, "the pod's tags", func(n awstypes.ENI) bool {
 		return n.Tags["CostCenter"] == "42" && n.Tags[tagger.HashTag] != ""
 	})
-	born := waitENI(t, reader, own, "the proof", func(n ec2.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
+	born := waitENI(t, reader, own, "the proof", func(n awstypes.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
 	// The proof rides in the create; CreateTags of the proof alone is the
 	// restore of one removed from an ENI its ENINode entry vouches for.
 	if err := reader.DeleteTags(ctx, own, map[string]string{nodeeni.TagProof: born.Tags[nodeeni.TagProof]}); err != nil {
 		t.Fatal(err)
 	}
-	waitENI(t, reader, own, "the proof restored", func(n ec2.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
+	waitENI(t, reader, own, "the proof restored", func(n awstypes.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
 	podRanges := func() int {
 		list, err := reader.ListSubnetCIDRReservations(ctx, e.Subnets["multus-a"])
 		if err != nil {
@@ -218,7 +220,7 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 		s.SecurityGroupNames = []string{"multus", "multus-b"}
 		s.Tags = map[string]v1alpha1.TagValue{"Team": "net", "Owner": "platform"}
 	})
-	waitENI(t, reader, own, "the new security groups and spec.tags", func(n ec2.ENI) bool {
+	waitENI(t, reader, own, "the new security groups and spec.tags", func(n awstypes.ENI) bool {
 		return len(n.SecurityGroups) == 2 && n.Tags["Owner"] == "platform"
 	})
 
@@ -229,7 +231,7 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	waitENI(t, reader, podENI.ID, "the pod's tags removed", func(n ec2.ENI) bool {
+	waitENI(t, reader, podENI.ID, "the pod's tags removed", func(n awstypes.ENI) bool {
 		_, tagged := n.Tags["CostCenter"]
 		return !tagged
 	})
@@ -256,7 +258,7 @@ const observerKey = "replay-observer"
 
 // waitOwnENI waits until the NodeENI's ENI (the only ENI of the cluster)
 // satisfies ok and the NodeENI is Ready, and returns its ID.
-func waitOwnENI(t *testing.T, cl *operatorenv.OneNode, reader *ec2.Client, ok func(ec2.ENI) bool) string {
+func waitOwnENI(t *testing.T, cl *operatorenv.OneNode, reader *ec2.Client, ok func(awstypes.ENI) bool) string {
 	t.Helper()
 	var own string
 	testenv.Eventually(t, "the NodeENI's ENI", 60*time.Second, func() (bool, string) {
@@ -279,9 +281,9 @@ func waitOwnENI(t *testing.T, cl *operatorenv.OneNode, reader *ec2.Client, ok fu
 	return own
 }
 
-func waitENI(t *testing.T, reader *ec2.Client, id, what string, ok func(ec2.ENI) bool) ec2.ENI {
+func waitENI(t *testing.T, reader *ec2.Client, id, what string, ok func(awstypes.ENI) bool) awstypes.ENI {
 	t.Helper()
-	var last ec2.ENI
+	var last awstypes.ENI
 	testenv.Eventually(t, what+" on "+id, 60*time.Second, func() (bool, string) {
 		n, err := reader.GetENI(context.Background(), id)
 		if err != nil {

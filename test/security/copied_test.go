@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +55,7 @@ func TestIssue25Attacks(t *testing.T) {
 	oc.Registerer = reg
 	cl.Start(t, e.URL, oc)
 
-	var own ec2.ENI
+	var own awstypes.ENI
 	eventually(t, "the NodeENI's own ENI, attached and proven", func() (bool, string) {
 		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +58,7 @@ func TestIssue36PodAddressAttacks(t *testing.T) {
 	oc.Registerer = prometheus.NewRegistry() // one operator after another in this process
 	cl.Start(t, e.URL, oc)
 
-	var holderENI, thiefENI ec2.ENI
+	var holderENI, thiefENI awstypes.ENI
 	eventually(t, "both NodeENIs' ENIs attached", func() (bool, string) {
 		en := &v1alpha1.ENINode{}
 		_ = cl.K8s.Get(ctx, client.ObjectKey{Name: cl.Node}, en)
@@ -78,7 +80,7 @@ func TestIssue36PodAddressAttacks(t *testing.T) {
 		got := e.ENI(t, holderENI.ID).SecondaryIPs
 		return slices.Contains(got, held), fmt.Sprint(got)
 	})
-	foreign, err := other.CreateENI(ctx, ec2.CreateENIInput{SubnetID: e.Subnets["multus-a"], SecurityGroups: []string{e.Groups["multus"]}})
+	foreign, err := other.CreateENI(ctx, awstypes.CreateENIInput{SubnetID: e.Subnets["multus-a"], SecurityGroups: []string{e.Groups["multus"]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,7 +77,7 @@ func TestIssue36GeneratedRangeHoldsNoENIAddress(t *testing.T) {
 		// The whole subnet less AWS's five is what the range was before.
 		return first.IsValid() && first != netip.MustParseAddr("10.0.32.4"), raw
 	})
-	var own ec2.ENI
+	var own awstypes.ENI
 	eventually(t, "the NodeENI's ENI", func() (bool, string) {
 		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 {

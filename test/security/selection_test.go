@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -49,7 +51,7 @@ func TestIssue36TagsDoNotSteerRunningENIs(t *testing.T) {
 	oc.Registerer = prometheus.NewRegistry() // one operator after another in this process
 	cl.Start(t, e.URL, oc)
 
-	var own ec2.ENI
+	var own awstypes.ENI
 	eventually(t, "the NodeENI's ENI attached", func() (bool, string) {
 		enis, err := attacker.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 || enis[0].Attachment == nil || enis[0].Attachment.Status != "attached" {

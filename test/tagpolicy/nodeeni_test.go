@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +55,7 @@ func TestNodePolicyTagsNodeENIInterfaces(t *testing.T) {
 	}
 	cl.Start(t, e.URL, cl.Config(e.VPC))
 
-	var own ec2.ENI
+	var own awstypes.ENI
 	testenv.Eventually(t, "the NodeENI's interface with the policy's tags", 30*time.Second, func() (bool, string) {
 		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 {

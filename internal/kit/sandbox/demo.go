@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,7 +101,7 @@ func applyDemo(ctx context.Context, k8s client.Client, ec2c *ec2.Client, nodes [
 	if err != nil {
 		return fmt.Errorf("listing the world's branch ENIs: %w", err)
 	}
-	slices.SortFunc(enis, func(a, b ec2.ENI) int {
+	slices.SortFunc(enis, func(a, b awstypes.ENI) int {
 		if c := cmpStrings(a.AvailabilityZone, b.AvailabilityZone); c != 0 {
 			return c
 		}

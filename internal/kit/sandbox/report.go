@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,7 +101,7 @@ func collect(ctx context.Context, k8s client.Client, ec2c *ec2.Client) (*report,
 }
 
 // buildReport joins what the API server and EC2 say.
-func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI, enis []ec2.ENI, subnetName map[string]string) *report {
+func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI, enis []awstypes.ENI, subnetName map[string]string) *report {
 	r := &report{}
 	r.pods = podRows(pods, enis)
 	slices.SortFunc(r.pods, func(a, b podRow) int { return cmpStrings(a.name, b.name) })
@@ -154,9 +156,9 @@ func buildReport(pods []corev1.Pod, nodes []corev1.Node, nes []v1alpha1.NodeENI,
 }
 
 // podRows joins each pod with the ENI that holds its IP.
-func podRows(pods []corev1.Pod, enis []ec2.ENI) []podRow {
+func podRows(pods []corev1.Pod, enis []awstypes.ENI) []podRow {
 	var rows []podRow
-	byIP := map[string]ec2.ENI{}
+	byIP := map[string]awstypes.ENI{}
 	for _, e := range enis {
 		byIP[e.PrimaryIP] = e
 		for _, ip := range e.SecondaryIPs {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -233,7 +235,7 @@ func attachedENI(ctx context.Context, k8s client.Client, nodes []node) (v1alpha1
 
 // freeAddress is the first address of the definition's whereabouts range
 // that no ENI holds, as whereabouts would hand out.
-func freeAddress(cfg defConfig, enis []ec2.ENI) (netip.Addr, error) {
+func freeAddress(cfg defConfig, enis []awstypes.ENI) (netip.Addr, error) {
 	start, err1 := netip.ParseAddr(cfg.IPAM.RangeStart)
 	end, err2 := netip.ParseAddr(cfg.IPAM.RangeEnd)
 	if cfg.IPAM.Type != "whereabouts" || err1 != nil || err2 != nil {
@@ -256,7 +258,7 @@ func freeAddress(cfg defConfig, enis []ec2.ENI) (netip.Addr, error) {
 
 // podIPOf is the pod's address on the default network: a secondary
 // address of the node's primary ENI, as the VPC CNI gives ("" if none).
-func podIPOf(n node, enis []ec2.ENI) string {
+func podIPOf(n node, enis []awstypes.ENI) string {
 	for _, e := range enis {
 		if e.Attachment != nil && e.Attachment.InstanceID == n.Instance && e.Attachment.DeviceIndex == 0 && len(e.SecondaryIPs) > 0 {
 			return e.SecondaryIPs[0]

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/internal/attachdefs"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
 )
 
@@ -70,7 +71,7 @@ func definitionRows(ctx context.Context, k8s client.Client) ([]defRow, error) {
 
 // multusRows lists, for every pod whose network status names a secondary
 // network, each address it has there and the ENI holding it in EC2.
-func multusRows(ctx context.Context, k8s client.Client, enis []ec2.ENI) ([]multusRow, error) {
+func multusRows(ctx context.Context, k8s client.Client, enis []awstypes.ENI) ([]multusRow, error) {
 	var pods corev1.PodList
 	if err := k8s.List(ctx, &pods); err != nil {
 		return nil, err

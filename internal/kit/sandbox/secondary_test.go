@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/attachdefs"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 
@@ -78,7 +79,7 @@ func TestSecondaryNodeENIAndAddress(t *testing.T) {
 	if cfg.Master != secondaryInterface || cfg.IPAM.Range != "10.0.40.0/24" {
 		t.Errorf("config %+v", cfg)
 	}
-	enis := []ec2.ENI{{PrimaryIP: "10.0.40.4"}, {PrimaryIP: "10.0.40.5", SecondaryIPs: []string{"10.0.40.6"}}}
+	enis := []awstypes.ENI{{PrimaryIP: "10.0.40.4"}, {PrimaryIP: "10.0.40.5", SecondaryIPs: []string{"10.0.40.6"}}}
 	addr, err := freeAddress(cfg, enis)
 	if err != nil || addr != netip.MustParseAddr("10.0.40.7") {
 		t.Errorf("freeAddress = %v, %v; want 10.0.40.7", addr, err)

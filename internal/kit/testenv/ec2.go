@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
@@ -88,7 +90,7 @@ func (e *EC2) TotalCalls() int {
 
 // ENI reads an ENI with a client of the test's own (a call the emulator
 // counts).
-func (e *EC2) ENI(t testing.TB, id string) ec2.ENI {
+func (e *EC2) ENI(t testing.TB, id string) awstypes.ENI {
 	t.Helper()
 	eni, err := e.Client(ec2.Config{QPS: 1000, Burst: 1000}).GetENI(context.Background(), id)
 	if err != nil {
