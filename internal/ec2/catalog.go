@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // Catalog is the VPC's subnets and security groups as last read.
 type Catalog struct {
-	Subnets []Subnet
-	Groups  []SecurityGroup
+	Subnets []awstypes.Subnet
+	Groups  []awstypes.SecurityGroup
 	Read    time.Time
 }
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // A name is anyone's to copy: whoever may tag a subnet can give it
@@ -14,7 +14,7 @@ import (
 
 // crowdedZone returns the first zone (by name) in which more than one of
 // a name's subnets lies, with those subnets' IDs; "" when none does.
-func crowdedZone(matches []ec2.Subnet) (string, []string) {
+func crowdedZone(matches []awstypes.Subnet) (string, []string) {
 	byZone := map[string][]string{}
 	for _, s := range matches {
 		byZone[s.AvailabilityZone] = append(byZone[s.AvailabilityZone], s.ID)

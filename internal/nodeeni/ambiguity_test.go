@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // A name that matches more than one subnet of a zone, or more than one
@@ -14,14 +15,14 @@ import (
 // group could otherwise multiply what a name means. One subnet per zone
 // under one name (the usual per-zone naming) is still one subnet per zone.
 func TestAmbiguousNameIsRefusedNotMultiplied(t *testing.T) {
-	named := func(id, zone, name string) ec2.Subnet {
-		return ec2.Subnet{ID: id, AvailabilityZone: zone, Tags: map[string]string{"Name": name}}
+	named := func(id, zone, name string) awstypes.Subnet {
+		return awstypes.Subnet{ID: id, AvailabilityZone: zone, Tags: map[string]string{"Name": name}}
 	}
-	subnets := []ec2.Subnet{
+	subnets := []awstypes.Subnet{
 		named("subnet-1", "a", "multus"), named("subnet-2", "b", "multus"),
 		named("subnet-3", "a", "copied"), named("subnet-4", "a", "copied"), named("subnet-5", "b", "copied"),
 	}
-	groups := []ec2.SecurityGroup{{ID: "sg-1", Name: "multus"}, {ID: "sg-2", Name: "twin"}, {ID: "sg-3", Name: "twin"}}
+	groups := []awstypes.SecurityGroup{{ID: "sg-1", Name: "multus"}, {ID: "sg-2", Name: "twin"}, {ID: "sg-3", Name: "twin"}}
 	cases := []struct {
 		name     string
 		spec     v1alpha1.NodeENISpec

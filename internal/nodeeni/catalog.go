@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // resolved is a NodeENI's subnets and security groups.
@@ -21,7 +22,7 @@ type resolved struct {
 	// SubnetsComplete is false when a subnet source was not found.
 	SubnetsComplete bool
 	// All are the VPC's subnets, for the zones of ENIs and their pins.
-	All []ec2.Subnet
+	All []awstypes.Subnet
 }
 
 // resolve looks a spec's subnets and groups up in the VPC's catalog (read
@@ -49,7 +50,7 @@ func (r *reconciler) resolve(ctx context.Context, spec *v1alpha1.NodeENISpec) (r
 // group it matches. Order follows the spec (IDs, then names, then
 // selector terms; within a name or term, by ID), duplicates dropped: it
 // decides device indexes.
-func resolveIn(subnets []ec2.Subnet, groups []ec2.SecurityGroup, spec *v1alpha1.NodeENISpec) resolved {
+func resolveIn(subnets []awstypes.Subnet, groups []awstypes.SecurityGroup, spec *v1alpha1.NodeENISpec) resolved {
 	r := resolved{SubnetsComplete: true, All: subnets}
 	r.resolveSubnets(subnets, spec)
 	r.resolveGroups(groups, spec)
@@ -86,9 +87,9 @@ func (r *resolved) missing(reason, msg string) {
 
 // resolveSubnets finds the spec's subnets by ID and by Name tag, each
 // once, in the spec's order; one not found makes the set incomplete.
-func (r *resolved) resolveSubnets(subnets []ec2.Subnet, spec *v1alpha1.NodeENISpec) {
+func (r *resolved) resolveSubnets(subnets []awstypes.Subnet, spec *v1alpha1.NodeENISpec) {
 	seen := map[string]bool{}
-	add := func(s ec2.Subnet) {
+	add := func(s awstypes.Subnet) {
 		if !seen[s.ID] {
 			seen[s.ID] = true
 			r.Subnets = append(r.Subnets, subnetInfo{ID: s.ID, Zone: s.AvailabilityZone, CIDR: s.CIDR, IPv6CIDR: s.IPv6CIDR})
@@ -99,7 +100,7 @@ func (r *resolved) resolveSubnets(subnets []ec2.Subnet, spec *v1alpha1.NodeENISp
 		ids = append([]string{spec.SubnetID}, ids...)
 	}
 	for _, id := range ids {
-		i := slices.IndexFunc(subnets, func(s ec2.Subnet) bool { return s.ID == id })
+		i := slices.IndexFunc(subnets, func(s awstypes.Subnet) bool { return s.ID == id })
 		if i < 0 {
 			r.SubnetsComplete = false
 			r.missing(ReasonSubnetNotFound, fmt.Sprintf("subnet %s is not in the cluster's VPC; fix the ID", id))
@@ -112,7 +113,7 @@ func (r *resolved) resolveSubnets(subnets []ec2.Subnet, spec *v1alpha1.NodeENISp
 		names = append([]string{spec.SubnetName}, names...)
 	}
 	for _, name := range names {
-		var matches []ec2.Subnet
+		var matches []awstypes.Subnet
 		for _, s := range subnets { // subnets come sorted by ID: a stable order
 			if s.Tags["Name"] == name {
 				matches = append(matches, s)
@@ -158,7 +159,7 @@ func matchesTags(want map[string]v1alpha1.TagValue, tags map[string]string) bool
 	return true
 }
 
-func groupMatches(term v1alpha1.SecurityGroupSelectorTerm, g ec2.SecurityGroup) bool {
+func groupMatches(term v1alpha1.SecurityGroupSelectorTerm, g awstypes.SecurityGroup) bool {
 	switch {
 	case term.ID != "":
 		return g.ID == term.ID
@@ -187,11 +188,11 @@ func termText(id, name string, tags map[string]v1alpha1.TagValue) string {
 // resolveGroups finds the spec's security groups by ID and by name. Groups
 // stays nil unless every one is found: creating with some missing would
 // open the ENI wider than the spec says.
-func (r *resolved) resolveGroups(groups []ec2.SecurityGroup, spec *v1alpha1.NodeENISpec) {
+func (r *resolved) resolveGroups(groups []awstypes.SecurityGroup, spec *v1alpha1.NodeENISpec) {
 	gs := []string{}
 	ok := true
 	for _, id := range spec.SecurityGroupIDs {
-		if !slices.ContainsFunc(groups, func(g ec2.SecurityGroup) bool { return g.ID == id }) {
+		if !slices.ContainsFunc(groups, func(g awstypes.SecurityGroup) bool { return g.ID == id }) {
 			ok = false
 			r.missing(ReasonSecurityGroupNotFound, fmt.Sprintf("security group %s is not in the cluster's VPC; fix the ID", id))
 		}

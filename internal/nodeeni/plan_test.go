@@ -14,7 +14,6 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/awsnode"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 func TestMayBeUnseen(t *testing.T) {
@@ -397,12 +396,12 @@ func checkInstancesToPlace(t *testing.T, in planInput) {
 }
 
 func TestResolveIn(t *testing.T) {
-	subnets := []ec2.Subnet{
+	subnets := []awstypes.Subnet{
 		{ID: "subnet-1", AvailabilityZone: "a", CIDR: "10.0.0.0/24", Tags: map[string]string{"Name": "multus"}},
 		{ID: "subnet-2", AvailabilityZone: "b", CIDR: "10.0.1.0/24", Tags: map[string]string{"Name": "multus"}},
 		{ID: "subnet-3", AvailabilityZone: "a", CIDR: "10.0.2.0/24", Tags: map[string]string{"Name": "storage"}},
 	}
-	groups := []ec2.SecurityGroup{{ID: "sg-2", Name: "multus"}, {ID: "sg-1", Name: "storage"}}
+	groups := []awstypes.SecurityGroup{{ID: "sg-2", Name: "multus"}, {ID: "sg-1", Name: "storage"}}
 	r := resolveIn(subnets, groups, &v1alpha1.NodeENISpec{SubnetID: "subnet-3", SubnetNames: []string{"multus", "storage"},
 		SecurityGroupIDs: []string{"sg-2"}, SecurityGroupNames: []string{"storage", "multus"}})
 	var ids []string

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
@@ -18,9 +20,9 @@ type catalogOnly struct {
 
 func (c *catalogOnly) Catalog(_ context.Context, maxAge time.Duration) (ec2.Catalog, error) {
 	c.maxAges = append(c.maxAges, maxAge)
-	cat := ec2.Catalog{Subnets: []ec2.Subnet{{ID: "subnet-1", AvailabilityZone: "z"}}, Groups: []ec2.SecurityGroup{{ID: "sg-1", Name: "multus"}}}
+	cat := ec2.Catalog{Subnets: []awstypes.Subnet{{ID: "subnet-1", AvailabilityZone: "z"}}, Groups: []awstypes.SecurityGroup{{ID: "sg-1", Name: "multus"}}}
 	if len(c.maxAges) > 1 {
-		cat.Subnets = append(cat.Subnets, ec2.Subnet{ID: "subnet-new", AvailabilityZone: "z", Tags: map[string]string{"Name": "new"}})
+		cat.Subnets = append(cat.Subnets, awstypes.Subnet{ID: "subnet-new", AvailabilityZone: "z", Tags: map[string]string{"Name": "new"}})
 	}
 	return cat, nil
 }

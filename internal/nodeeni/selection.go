@@ -7,8 +7,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 // Tags are anyone's to write who may tag a subnet or group, so what a
@@ -77,13 +78,13 @@ func union(list []string, more ...string) []string {
 // by its pin, in the pin's order (the zone's device indexes); a pinned
 // subnet gone from the VPC, or without the IPv6 CIDR the spec needs, is
 // left out.
-func pinSubnets(resolved []subnetInfo, all []ec2.Subnet, pins map[string][]string, needIPv6 bool) []subnetInfo {
+func pinSubnets(resolved []subnetInfo, all []awstypes.Subnet, pins map[string][]string, needIPv6 bool) []subnetInfo {
 	var out []subnetInfo
 	done := map[string]bool{}
 	emit := func(zone string) {
 		done[zone] = true
 		for _, id := range pins[zone] {
-			i := slices.IndexFunc(all, func(s ec2.Subnet) bool { return s.ID == id })
+			i := slices.IndexFunc(all, func(s awstypes.Subnet) bool { return s.ID == id })
 			if i < 0 || (needIPv6 && all[i].IPv6CIDR == "") {
 				continue
 			}

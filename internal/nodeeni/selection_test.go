@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
 func pin(hash string, groups, subnets []string) v1alpha1.ENISelection {
@@ -82,7 +83,7 @@ func TestZonePinsHoldUntilTheSpecChanges(t *testing.T) {
 // A pinned zone's subnets are its pin, in the pin's order, whatever the
 // resolution says there; other zones take the resolution.
 func TestPinnedZoneKeepsItsSubnets(t *testing.T) {
-	all := []ec2.Subnet{{ID: "s-a", AvailabilityZone: "a"}, {ID: "s-new", AvailabilityZone: "a"}, {ID: "s-old", AvailabilityZone: "a"},
+	all := []awstypes.Subnet{{ID: "s-a", AvailabilityZone: "a"}, {ID: "s-new", AvailabilityZone: "a"}, {ID: "s-old", AvailabilityZone: "a"},
 		{ID: "s-b", AvailabilityZone: "b"}, {ID: "s-v4", AvailabilityZone: "c"}}
 	resolved := []subnetInfo{{ID: "s-new", Zone: "a"}, {ID: "s-a", Zone: "a"}, {ID: "s-b", Zone: "b"}}
 	pins := map[string][]string{"a": {"s-a", "s-old", "s-gone"}, "c": {"s-v4"}}

@@ -5,19 +5,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/ec2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestResolveSelectors(t *testing.T) {
-	subnets := []ec2.Subnet{
+	subnets := []awstypes.Subnet{
 		{ID: "subnet-1", AvailabilityZone: "a", CIDR: "10.0.0.0/24", Tags: map[string]string{"net": "multus", "tier": "data"}},
 		{ID: "subnet-2", AvailabilityZone: "b", CIDR: "10.0.1.0/24", IPv6CIDR: "2600:1f14::/64", Tags: map[string]string{"net": "multus", "tier": "ctl"}},
 		{ID: "subnet-3", AvailabilityZone: "a", CIDR: "10.0.2.0/24", Tags: map[string]string{"net": "storage"}},
 		{ID: "subnet-4", AvailabilityZone: "c", CIDR: "10.0.3.0/24"},
 	}
-	groups := []ec2.SecurityGroup{
+	groups := []awstypes.SecurityGroup{
 		{ID: "sg-1", Name: "multus", Tags: map[string]string{"net": "multus"}},
 		{ID: "sg-2", Name: "storage", Tags: map[string]string{"net": "storage"}},
 		{ID: "sg-3", Name: "extra", Tags: map[string]string{"net": "multus", "role": "x"}},
@@ -81,11 +82,11 @@ func TestResolveSelectors(t *testing.T) {
 }
 
 func TestRequireIPv6(t *testing.T) {
-	subnets := []ec2.Subnet{
+	subnets := []awstypes.Subnet{
 		{ID: "subnet-1", AvailabilityZone: "a", CIDR: "10.0.0.0/24", IPv6CIDR: "2600:1f18::/64"},
 		{ID: "subnet-2", AvailabilityZone: "b", CIDR: "10.0.1.0/24"},
 	}
-	groups := []ec2.SecurityGroup{{ID: "sg-1", Name: "g"}}
+	groups := []awstypes.SecurityGroup{{ID: "sg-1", Name: "g"}}
 	spec := v1alpha1.NodeENISpec{SubnetIDs: []string{"subnet-1", "subnet-2"}, SecurityGroupIDs: []string{"sg-1"}}
 	if r := requireIPv6(resolveIn(subnets, groups, &spec), &spec); len(r.Subnets) != 2 || !r.SubnetsComplete || len(r.Problems) != 0 {
 		t.Fatalf("no IPv6 asked: %+v", r)
