@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/awsnode"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 
@@ -91,7 +92,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 		}
 		a, o := adoption(e, by, in.Tags)
 		// The proof goes in the same CreateTags as the ownership tags.
-		proof := proofTag(r.trust.keys, e.ID, a.Tags)
+		proof := ProofTag(r.trust.keys, awstypes.ENI{ID: e.ID, Tags: a.Tags})
 		maps.Copy(a.Tags, proof)
 		maps.Copy(o.Tags, proof)
 		in.Adopt = append(in.Adopt, a)

@@ -110,7 +110,7 @@ func (r *reconciler) proving(l legacyStatus, trusted []owned, all []owned, v ver
 }
 
 func (r *reconciler) proveAction(o owned, restore bool) action {
-	a := action{Kind: actProve, Node: o.Node, ENI: o.ID, Tags: proofTag(r.trust.keys, o.ID, o.Tags)}
+	a := action{Kind: actProve, Node: o.Node, ENI: o.ID, Tags: ProofTag(r.trust.keys, awstypes.ENI{ID: o.ID, Tags: o.Tags})}
 	if restore {
 		a.Reason = proofRestored
 	}

@@ -71,12 +71,6 @@ func claimOf(e awstypes.ENI) ownership.Claim {
 		CreatedAt: t[TagCreatedAt]}
 }
 
-// proofTag is the tag that proves e (with tags as they will be once
-// written) is the operator's, signed with the ring's current key.
-func proofTag(keys *ownership.KeyRing, id string, tags map[string]string) map[string]string {
-	return map[string]string{TagProof: keys.Sign(claimOf(awstypes.ENI{ID: id, Tags: tags}))}
-}
-
 func intTag(tags map[string]string, k string) int {
 	v, err := strconv.Atoi(tags[k])
 	if err != nil {
@@ -135,8 +129,9 @@ func userTagDiff(have, want map[string]string) map[string]string {
 	return set
 }
 
-// ProofTag returns the tag proving that e, with its tags as given, is the
-// operator's: for tools and tests that make ENIs as the operator would.
+// ProofTag returns the tag proving that e, with its tags as given (as
+// they will be once written), is the operator's, signed with the ring's
+// current key.
 func ProofTag(keys *ownership.KeyRing, e awstypes.ENI) map[string]string {
-	return proofTag(keys, e.ID, e.Tags)
+	return map[string]string{TagProof: keys.Sign(claimOf(e))}
 }
