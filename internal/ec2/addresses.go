@@ -4,10 +4,10 @@ import (
 	"context"
 	"slices"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // Addresses are secondary addresses of one ENI, by family.

@@ -6,10 +6,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 

@@ -11,8 +11,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -20,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"k8s.io/utils/clock"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // Client is the operator's EC2 client. It is safe for concurrent use.

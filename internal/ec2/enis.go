@@ -5,11 +5,11 @@ import (
 	"net/netip"
 	"unique"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // pageSize is the most ENIs EC2 returns per DescribeNetworkInterfaces page.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 )
 

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // InstanceTypes caches DescribeInstanceTypes: the limits of a type never

@@ -3,10 +3,10 @@ package ec2
 import (
 	"context"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // Instance is an EC2 instance with the ENIs attached to it.

@@ -17,7 +17,7 @@ type pager[P any] interface {
 // allPages reads every page and returns the items of all of them, or the
 // first error.
 func allPages[P, T any](ctx context.Context, p pager[P], items func(P) []T) ([]T, error) {
-	// Pages first, then one slice of the exact size: appending page after
+	// pages first, then one slice of the exact size: appending page after
 	// page would copy the growing slice again and again and leave it up
 	// to twice too large (a VPC's ENIs: 100,000 of them, held until the
 	// next refresh).

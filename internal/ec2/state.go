@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"k8s.io/utils/clock"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // State is the process's one picture of EC2: the ENIs its consumers

@@ -3,11 +3,11 @@ package ec2
 import (
 	"context"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // Subnets returns the VPC's subnets matching the filters, by ID.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 func TestTagSetKey(t *testing.T) {

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
 // original is one ENI as aws-multi-eni-controller leaves it, for seeding.
@@ -114,7 +114,7 @@ func (h *harness) originalListings() int {
 			continue
 		}
 		for k, vs := range c.Params {
-			if strings.HasPrefix(k, "Filter.") && strings.HasSuffix(k, ".Name") && slices.Contains(vs, "tag:"+nodeeni.OriginalTagManagedBy) {
+			if strings.HasPrefix(k, "Filter.") && strings.HasSuffix(k, ".Name") && slices.Contains(vs, "tag:"+eniplan.OriginalTagManagedBy) {
 				n++
 			}
 		}
@@ -181,8 +181,8 @@ func TestAdoptOriginalENIs(t *testing.T) {
 		for _, id := range foreign {
 			ok = ok && strings.Contains(notes, id)
 		}
-		return ok && strings.Contains(notes, nodeeni.NotAdoptedAttachedElsewhere) && strings.Contains(notes, nodeeni.NotAdoptedNotFound) &&
-			strings.Contains(notes, nodeeni.NotAdoptedNotAttached) && strings.Contains(notes, nodeeni.NotAdoptedNoSecondEvidence), notes
+		return ok && strings.Contains(notes, eniplan.NotAdoptedAttachedElsewhere) && strings.Contains(notes, eniplan.NotAdoptedNotFound) &&
+			strings.Contains(notes, eniplan.NotAdoptedNotAttached) && strings.Contains(notes, eniplan.NotAdoptedNoSecondEvidence), notes
 	})
 	time.Sleep(4 * resync)
 
@@ -232,7 +232,7 @@ func TestAdoptOriginalENIs(t *testing.T) {
 			t.Errorf("%s not tagged as the operator's", id)
 		case e.Attachment == nil || e.Attachment.InstanceID != h.instance(i) || e.Attachment.DeviceIndex != 1 || !e.Attachment.DeleteOnTermination:
 			t.Errorf("%s attachment %+v", id, e.Attachment)
-		case e.Tags[nodeeni.TagNodeENIUID] != string(ne.UID) || e.Tags[nodeeni.TagDeviceIndex] != "1" || e.Tags[nodeeni.OriginalTagNodeENI] != "adopt-legacy":
+		case e.Tags[eniplan.TagNodeENIUID] != string(ne.UID) || e.Tags[eniplan.TagDeviceIndex] != "1" || e.Tags[eniplan.OriginalTagNodeENI] != "adopt-legacy":
 			t.Errorf("%s tags %v", id, e.Tags)
 		}
 	}
@@ -299,10 +299,10 @@ func TestAdoptAfterCrashBeforeStatus(t *testing.T) {
 	h, eni := oneOriginal(t, "adopt-crash")
 	uid := string(h.get("adopt-crash").UID)
 	// What the adoption's one CreateTags wrote before the crash.
-	if err := h.ec2Client().CreateTags(context.Background(), eni, map[string]string{nodeeni.TagCluster: h.cluster,
-		nodeeni.TagNodeENI: "adopt-crash", nodeeni.TagNodeENIUID: uid, nodeeni.TagNode: "n0", nodeeni.TagInstance: h.instance(0),
-		nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1", nodeeni.TagCreatedAt: time.Now().UTC().Format(time.RFC3339),
-		nodeeni.TagNoManage: "true"}); err != nil {
+	if err := h.ec2Client().CreateTags(context.Background(), eni, map[string]string{eniplan.TagCluster: h.cluster,
+		eniplan.TagNodeENI: "adopt-crash", eniplan.TagNodeENIUID: uid, eniplan.TagNode: "n0", eniplan.TagInstance: h.instance(0),
+		eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1", eniplan.TagCreatedAt: time.Now().UTC().Format(time.RFC3339),
+		eniplan.TagNoManage: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	h.prove(eni)
@@ -355,7 +355,7 @@ func TestAdoptionRefused(t *testing.T) {
 	h.eventually("refusal reported", waitFor, func() (bool, string) {
 		ne := h.get("adopt-refused")
 		c := condition(ne, v1alpha1.ConditionDegraded)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonEC2Error &&
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == eniplan.ReasonEC2Error &&
 			strings.Contains(c.Message, "UnauthorizedOperation"), fmt.Sprintf("%+v", ne.Status)
 	})
 	time.Sleep(4 * resync)
@@ -397,12 +397,12 @@ func TestAdoptDryRun(t *testing.T) {
 	m := h.start(o)
 	h.eventually("dry-run summary", waitFor, func() (bool, string) {
 		c := condition(h.get("adopt-dry"), v1alpha1.ConditionProgressing)
-		return c != nil && c.Reason == nodeeni.ReasonDryRun && strings.Contains(c.Message, "would adopt 1 ENI") &&
+		return c != nil && c.Reason == eniplan.ReasonDryRun && strings.Contains(c.Message, "would adopt 1 ENI") &&
 			strings.Contains(c.Message, eni), fmt.Sprintf("%+v", c)
 	})
 	time.Sleep(6 * resync)
 	c := condition(h.get("adopt-dry"), v1alpha1.ConditionProgressing)
-	if c == nil || c.Reason != nodeeni.ReasonDryRun || !strings.Contains(c.Message, "would adopt 1 ENI") || strings.Contains(c.Message, "create") {
+	if c == nil || c.Reason != eniplan.ReasonDryRun || !strings.Contains(c.Message, "would adopt 1 ENI") || strings.Contains(c.Message, "create") {
 		t.Errorf("Progressing after several passes: %+v", c)
 	}
 	_, by := h.totalCalls()

@@ -17,7 +17,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // The node agents' reports in status.interfaces become the
@@ -50,7 +50,7 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 
 	// No agent has reported: Pending, and once the grace period is over
 	// (no event: the controller's own requeue) both nodes are named.
-	h.configured("ag", "no report after the grace period", metav1.ConditionFalse, nodeeni.ReasonPending,
+	h.configured("ag", "no report after the grace period", metav1.ConditionFalse, eniplan.ReasonPending,
 		"2 of 2 attached ENIs not configured yet",
 		"no report from eni-agent on node n0 for "+eniOf["n0"]+": is the eni-agent DaemonSet running there?",
 		"no report from eni-agent on node n1 for "+eniOf["n1"])
@@ -60,11 +60,11 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 			State: v1alpha1.InterfaceConfigured, LastUpdated: metav1.Now()}
 	}
 	h.report("n0", configured("n0", 1500))
-	h.configured("ag", "n0 configured, n1 silent", metav1.ConditionFalse, nodeeni.ReasonPending,
+	h.configured("ag", "n0 configured, n1 silent", metav1.ConditionFalse, eniplan.ReasonPending,
 		"1 of 2 attached ENIs not configured yet: no report from eni-agent on node n1")
 	h.report("n1", configured("n1", 1500))
-	got := h.configured("ag", "both configured", metav1.ConditionTrue, nodeeni.ReasonConfigured, "all 2 attached ENIs on 2 nodes")
-	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != nodeeni.ReasonAttached {
+	got := h.configured("ag", "both configured", metav1.ConditionTrue, eniplan.ReasonConfigured, "all 2 attached ENIs on 2 nodes")
+	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != eniplan.ReasonAttached {
 		t.Fatalf("Ready changed with the agents' reports: %+v", c)
 	}
 
@@ -85,13 +85,13 @@ func TestInterfacesConfiguredAggregatesAgentReports(t *testing.T) {
 	failed := configured("n1", 1500)
 	failed.State, failed.Message, failed.Up = v1alpha1.InterfaceFailed, "name multus is taken by eth3", false
 	h.report("n1", failed)
-	got = h.configured("ag", "n1 failed", metav1.ConditionFalse, nodeeni.ReasonInterfaceFailed,
+	got = h.configured("ag", "n1 failed", metav1.ConditionFalse, eniplan.ReasonInterfaceFailed,
 		"1 of 2 attached ENIs failed: node n1: "+eniOf["n1"]+": name multus is taken by eth3")
-	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != nodeeni.ReasonAttached {
+	if c := condition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != eniplan.ReasonAttached {
 		t.Fatalf("Ready changed with the agents' reports: %+v", c)
 	}
 	h.report("n1", configured("n1", 1500))
-	h.configured("ag", "n1 fixed", metav1.ConditionTrue, nodeeni.ReasonConfigured)
+	h.configured("ag", "n1 fixed", metav1.ConditionTrue, eniplan.ReasonConfigured)
 
 	// The agents' entries are the agents' alone: no other field manager
 	// ever took part of an ENINode's status.interfaces.

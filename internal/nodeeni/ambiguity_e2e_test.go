@@ -10,6 +10,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // tagResource tags a subnet or security group as a principal with only
@@ -46,7 +47,7 @@ func TestCopiedNameTagCreatesNoENI(t *testing.T) {
 	h.tagResource(h.Subnets["storage-a"], map[string]string{"Name": "multus-a"})
 	h.eventually("the name refused as ambiguous", waitFor, func() (bool, string) {
 		d := condition(h.get("names"), v1alpha1.ConditionDegraded)
-		ok := d != nil && d.Status == metav1.ConditionTrue && d.Reason == nodeeni.ReasonAmbiguousName &&
+		ok := d != nil && d.Status == metav1.ConditionTrue && d.Reason == eniplan.ReasonAmbiguousName &&
 			strings.Contains(d.Message, h.Subnets["storage-a"]) && strings.Contains(d.Message, h.Subnets["multus-a"])
 		return ok, spew(d)
 	})

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
 // Issue 37, point 1: an ENI carries its proof from its create. A rollout
@@ -31,7 +31,7 @@ func TestENIsAreBornProven(t *testing.T) {
 		if c.Action != "CreateNetworkInterface" {
 			continue
 		}
-		if !strings.HasPrefix(createTag(c, nodeeni.TagProof), "v2.") || createTag(c, nodeeni.TagNonce) == "" {
+		if !strings.HasPrefix(createTag(c, eniplan.TagProof), "v2.") || createTag(c, eniplan.TagNonce) == "" {
 			t.Errorf("a create without its birth proof and nonce: %v", c.Params)
 		}
 	}

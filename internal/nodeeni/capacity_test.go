@@ -9,7 +9,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // Item 3: a full instance, a device index someone else holds and an index
@@ -62,7 +62,7 @@ func TestCapacityIsDegradedNotChurn(t *testing.T) {
 	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
 	c = degraded("far", "node small: DeviceIndexBeyondLimit", "device index 3 is beyond instance type t3.small")
 	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
-	if c.Reason != nodeeni.ReasonDeviceIndexBeyondLimit {
+	if c.Reason != eniplan.ReasonDeviceIndexBeyondLimit {
 		t.Errorf("reason %s", c.Reason)
 	}
 
@@ -109,7 +109,7 @@ func TestRefusedStepIsNotALoop(t *testing.T) {
 	h.createNodeENI("deny", spec)
 	h.eventually("degraded", waitFor, func() (bool, string) {
 		c := condition(h.get("deny"), v1alpha1.ConditionDegraded)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonEC2Error &&
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == eniplan.ReasonEC2Error &&
 			strings.Contains(c.Message, "IAM policy"), fmt.Sprintf("%+v", c)
 	})
 	before := h.calls("ModifyNetworkInterfaceAttribute")
@@ -138,7 +138,7 @@ func TestUnsatisfiableSpecChangeKeepsTheENI(t *testing.T) {
 		ne := h.get("keep")
 		c := condition(ne, v1alpha1.ConditionDegraded)
 		ok := ne.Status.ObservedGeneration == ne.Generation && c != nil && c.Status == metav1.ConditionTrue &&
-			c.Reason == nodeeni.ReasonDeviceIndexBeyondLimit && strings.Contains(c.Message, "n0")
+			c.Reason == eniplan.ReasonDeviceIndexBeyondLimit && strings.Contains(c.Message, "n0")
 		return ok, fmt.Sprintf("%+v", ne.Status)
 	})
 	h.steps(6) // several refreshes: still nothing removed

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,7 @@ import (
 func enisOf(list []awstypes.ENI, node string) []awstypes.ENI {
 	var out []awstypes.ENI
 	for _, e := range list {
-		if e.Tags[nodeeni.TagNode] == node {
+		if e.Tags[eniplan.TagNode] == node {
 			out = append(out, e)
 		}
 	}
@@ -122,8 +123,8 @@ func TestCleanup(t *testing.T) {
 	if d, del := h.calls("DetachNetworkInterface"), h.calls("DeleteNetworkInterface"); d != 6 || del != 6 {
 		t.Errorf("%d detaches and %d deletes, want 6 each", d, del)
 	}
-	for reason, n := range map[string]float64{nodeeni.CleanupNodeUnmatched: 2, nodeeni.CleanupNodeDeleted: 2,
-		nodeeni.CleanupSubnetRemoved: 1, nodeeni.CleanupNodeENIDeleted: 1} {
+	for reason, n := range map[string]float64{eniplan.CleanupNodeUnmatched: 2, eniplan.CleanupNodeDeleted: 2,
+		eniplan.CleanupSubnetRemoved: 1, eniplan.CleanupNodeENIDeleted: 1} {
 		if got := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": reason, "outcome": "deleted"}); got != n {
 			t.Errorf("cleanups{reason=%s} = %v, want %v", reason, got, n)
 		}
@@ -167,14 +168,14 @@ func TestInstanceTerminated(t *testing.T) {
 				gone = false
 			}
 		}
-		return gone && c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonInstanceNotRunning,
+		return gone && c != nil && c.Status == metav1.ConditionTrue && c.Reason == eniplan.ReasonInstanceNotRunning,
 			fmt.Sprintf("%+v", ne.Status)
 	})
 	list := h.enis()
 	if n := len(enisOf(list, "n0")); n != 1 {
 		t.Fatalf("n0 has %d ENIs after termination, want only the one without DeleteOnTermination", n)
 	}
-	if e := enisOf(list, "n0")[0]; e.Tags[nodeeni.TagNodeENI] != "keep" || e.Attachment != nil {
+	if e := enisOf(list, "n0")[0]; e.Tags[eniplan.TagNodeENI] != "keep" || e.Attachment != nil {
 		t.Fatalf("n0's remaining ENI %+v", e)
 	}
 

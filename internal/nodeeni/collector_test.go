@@ -6,7 +6,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // Item 6: operator-owned, available ENIs that no NodeENI wants are deleted
@@ -16,21 +16,21 @@ func TestCollector(t *testing.T) {
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Name: "i0", Type: "m5.xlarge", Subnet: "nodes-a"}}})
 	ours := func(extra map[string]string) map[string]string {
-		tags := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "gone", nodeeni.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000",
-			nodeeni.TagNode: "n9", nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
-			nodeeni.TagNoManage: "true"}
+		tags := map[string]string{eniplan.TagCluster: h.cluster, eniplan.TagNodeENI: "gone", eniplan.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000",
+			eniplan.TagNode: "n9", eniplan.TagInstance: h.instance(0), eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1",
+			eniplan.TagNoManage: "true"}
 		for k, v := range extra {
 			tags[k] = v
 		}
 		return tags
 	}
 	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
-		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", Tags: ours(map[string]string{nodeeni.TagCreatedAt: old})}), // 0: old orphan
+		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", Tags: ours(map[string]string{eniplan.TagCreatedAt: old})}), // 0: old orphan
 		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", Tags: ours(nil)}),                                          // 1: orphan of unknown age: grace from first sighting
 		{Subnet: "multus-a"}, // 2: not ours: no tags
-		{Subnet: "multus-a", Tags: map[string]string{nodeeni.TagCluster: "another-cluster", nodeeni.TagCreatedAt: old}},                                    // 3: another cluster's
-		{Subnet: "multus-a", Tags: map[string]string{nodeeni.TagNodeENIUID: "x", nodeeni.TagCreatedAt: old}},                                               // 4: no cluster tag
-		proven(emulator.NetworkInterfaceSpec{Subnet: "nodes-a", Instance: "i0", DeviceIndex: 1, Tags: ours(map[string]string{nodeeni.TagCreatedAt: old})}), // 5: ours but attached
+		{Subnet: "multus-a", Tags: map[string]string{eniplan.TagCluster: "another-cluster", eniplan.TagCreatedAt: old}},                                    // 3: another cluster's
+		{Subnet: "multus-a", Tags: map[string]string{eniplan.TagNodeENIUID: "x", eniplan.TagCreatedAt: old}},                                               // 4: no cluster tag
+		proven(emulator.NetworkInterfaceSpec{Subnet: "nodes-a", Instance: "i0", DeviceIndex: 1, Tags: ours(map[string]string{eniplan.TagCreatedAt: old})}), // 5: ours but attached
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestCollector(t *testing.T) {
 	if d := h.calls("DeleteNetworkInterface"); d != 2 {
 		t.Errorf("%d deletes, want 2", d)
 	}
-	if n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": nodeeni.CleanupOrphan, "outcome": "deleted"}); n != 2 {
+	if n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": eniplan.CleanupOrphan, "outcome": "deleted"}); n != 2 {
 		t.Errorf("orphan cleanups %v, want 2", n)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // EC2 is eventually consistent: right after CreateNetworkInterface, other
@@ -48,7 +48,7 @@ func TestNewENIsNotYetVisibleAreAttachedNotDuplicated(t *testing.T) {
 	}
 	for _, e := range enis {
 		if e.Attachment == nil || !attached[e.ID] {
-			t.Errorf("ENI %s of node %s is not attached or not in the status", e.ID, e.Tags[nodeeni.TagNode])
+			t.Errorf("ENI %s of node %s is not attached or not in the status", e.ID, e.Tags[eniplan.TagNode])
 		}
 	}
 	if n := h.calls("DeleteNetworkInterface"); n != 0 {

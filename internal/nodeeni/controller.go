@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,7 +47,7 @@ type reconciler struct {
 	answers  *answers
 	// trust decides which ENIs are the operator's (trust.go); births
 	// (trust's) are this process's creates (births.go).
-	trust  trustCheck
+	trust  eniplan.TrustCheck
 	births *births
 	// applied are records of applied tags not yet in the ENINodes (tagrecord.go).
 	applied *appliedTags
@@ -86,23 +87,23 @@ type pass struct {
 	// fresh: the finalizer was added just now, so the NodeENI was never
 	// aws-multi-eni-controller's (which adds it before anything else).
 	fresh bool
-	in    planInput
+	in    eniplan.PlanInput
 	// nodeBlocks are the nodes the input found blocked, plan what was
 	// decided for the rest.
-	nodeBlocks []blocked
-	plan       plan
-	acted
-	blocks            []blocked
+	nodeBlocks []eniplan.Blocked
+	plan       eniplan.Plan
+	eniplan.Acted
+	blocks            []eniplan.Blocked
 	pending, deleting bool
 	recheck           time.Duration
 }
 
 // carried records what carrying the plan out left, from the input as it
 // is now.
-func (p *pass) carried(in planInput, o acted) {
-	p.in, p.acted = in, o
-	p.blocks = append(append(slices.Clone(p.nodeBlocks), p.plan.Blocked...), o.failures...)
-	p.pending = len(o.after.Actions) > 0
+func (p *pass) carried(in eniplan.PlanInput, o eniplan.Acted) {
+	p.in, p.Acted = in, o
+	p.blocks = append(append(slices.Clone(p.nodeBlocks), p.plan.Blocked...), o.Failures...)
+	p.pending = len(o.After.Actions) > 0
 }
 
 // admit reads the NodeENI and decides whether it can be planned now.
@@ -142,7 +143,7 @@ func (r *reconciler) admit(ctx context.Context, p *pass) *phases.Stop {
 	return nil
 }
 
-// gather reads what the plan depends on (planInput), with
+// gather reads what the plan depends on (PlanInput), with
 // aws-multi-eni-controller's ENIs that are to be adopted.
 func (r *reconciler) gather(ctx context.Context, p *pass) *phases.Stop {
 	var err error
@@ -158,21 +159,21 @@ func (r *reconciler) gather(ctx context.Context, p *pass) *phases.Stop {
 // decide makes the plan, describing (batched) only the instances an ENI
 // is to be created or attached on.
 func (r *reconciler) decide(ctx context.Context, p *pass) *phases.Stop {
-	c := classify(p.in)
-	if need := instancesToPlace(p.in, c); len(need) > 0 {
+	c := eniplan.Classify(p.in)
+	if need := eniplan.InstancesToPlace(p.in, c); len(need) > 0 {
 		var err error
 		if p.in.Instances, err = r.instances(ctx, need, p.in.Settings.Card); err != nil {
 			return phases.Done(err)
 		}
 	}
-	p.plan = planClassified(p.in, c)
+	p.plan = eniplan.PlanClassified(p.in, c)
 	return nil
 }
 
 // carryOut carries the plan out in rounds; each round but the last has
 // its progress written to the status at once.
 func (r *reconciler) carryOut(ctx context.Context, p *pass) *phases.Stop {
-	progress := func(in planInput, o acted) {
+	progress := func(in eniplan.PlanInput, o eniplan.Acted) {
 		p.carried(in, o)
 		if _, err := r.writeStatus(ctx, *p); err != nil {
 			log.FromContext(ctx).Error(err, "writing a round's progress; the end of the pass writes it again")
@@ -202,13 +203,13 @@ func (r *reconciler) next(ctx context.Context, ps *pass) (reconcile.Result, erro
 		// finalizer removal, no EC2 change).
 		return reconcile.Result{RequeueAfter: recheck}, nil
 	}
-	if ps.execErr != nil {
-		return reconcile.Result{}, ps.execErr
+	if ps.ExecErr != nil {
+		return reconcile.Result{}, ps.ExecErr
 	}
 	if ps.deleting && len(ps.in.ENIs) == 0 {
 		return r.release(ctx, ps.ne, ps.in.Legacy, ps.in.Records)
 	}
-	if ps.pending && len(ps.failures) == 0 {
+	if ps.pending && len(ps.Failures) == 0 {
 		// An ENI is on its way to "available", or more steps follow from
 		// the ones just taken: look again soon instead of holding a
 		// worker while EC2 works.
@@ -223,16 +224,16 @@ func (r *reconciler) next(ctx context.Context, ps *pass) (reconcile.Result, erro
 // release removes the finalizer once EC2 itself confirms that no ENI of
 // the NodeENI is left: the view could miss one created by an earlier
 // process after the last refresh.
-func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus, rec records) (reconcile.Result, error) {
-	left, err := r.ec2.ListENIs(ctx, ec2.Filter{Name: "tag:" + TagNodeENIUID, Values: []string{string(ne.UID)}},
-		ec2.Filter{Name: "tag:" + TagCluster, Values: []string{r.opts.ClusterName}})
+func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l eniplan.LegacyStatus, rec eniplan.Records) (reconcile.Result, error) {
+	left, err := r.ec2.ListENIs(ctx, ec2.Filter{Name: "tag:" + eniplan.TagNodeENIUID, Values: []string{string(ne.UID)}},
+		ec2.Filter{Name: "tag:" + eniplan.TagCluster, Values: []string{r.opts.ClusterName}})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	trusted, v := splitTrusted(r.trust, left, func(e awstypes.ENI) awstypes.ENI { return e }, func(awstypes.ENI) string { return ne.Name }, r.births.evidence(rec))
+	trusted, v := eniplan.SplitTrusted(r.trust, left, func(e awstypes.ENI) awstypes.ENI { return e }, func(awstypes.ENI) string { return ne.Name }, r.births.evidence(rec))
 	trustedLeft := len(trusted)
 	for _, e := range left {
-		if v.reasons[e.ID] == UntrustedUnproven && vouched(e, l) {
+		if v.Reasons[e.ID] == eniplan.UntrustedUnproven && eniplan.Vouched(e, l) {
 			trustedLeft++
 		}
 	}
@@ -258,29 +259,24 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l legacy
 // out of the plan, out of the status, never detached, deleted, modified
 // or tagged. Each is reported once per reason: a Warning event on the
 // NodeENI and a log line.
-func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l legacyStatus, rec records, list []owned) ([]owned, []action, map[string]string) {
-	out, v := splitTrusted(r.trust, list, func(o owned) awstypes.ENI { return o.ENI }, func(awstypes.ENI) string { return ne.Name }, r.births.evidence(rec))
+func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l eniplan.LegacyStatus, rec eniplan.Records, list []eniplan.Owned) ([]eniplan.Owned, []eniplan.Action, map[string]string) {
+	out, v := eniplan.SplitTrusted(r.trust, list, func(o eniplan.Owned) awstypes.ENI { return o.ENI }, func(awstypes.ENI) string { return ne.Name }, r.births.evidence(rec))
 	out, prove := r.proving(l, out, list, v)
 	for _, a := range prove {
-		delete(v.reasons, a.ENI)
+		delete(v.Reasons, a.ENI)
 	}
-	r.reportLeftAlone(ctx, ne, string(ne.UID), v, leftAlone{
-		log: "ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone", reason: "UntrustedENI", action: "Ignore",
-		note: "%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s"})
-	return out, prove, v.reasons
-}
-
-// leftAlone says how ENIs the controller will not act on are reported.
-type leftAlone struct {
-	log, reason, action, note string // note: a format of the count and the list
+	r.reportLeftAlone(ctx, ne, string(ne.UID), v, eniplan.LeftAlone{
+		Log: "ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone", Reason: "UntrustedENI", Action: "Ignore",
+		Note: "%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s"})
+	return out, prove, v.Reasons
 }
 
 // reportLeftAlone reports the ENIs whose reason (v) changed since the
 // last pass under key: a log line each and one Warning event on the
 // NodeENI (events of the same reason fold into one series, so one per
 // ENI would hide all but the first).
-func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, key string, v verdicts, how leftAlone) {
-	reasons, details := v.reasons, v.details
+func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, key string, v eniplan.Verdicts, how eniplan.LeftAlone) {
+	reasons, details := v.Reasons, v.Details
 	changed := r.distrusted.update(key, reasons)
 	if len(changed) == 0 {
 		return
@@ -288,8 +284,8 @@ func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, 
 	slices.Sort(changed)
 	items := make([]string, len(changed))
 	for i, id := range changed {
-		log.FromContext(ctx).Info(how.log, "eni", id, "reason", reasons[id], "detail", details[id])
+		log.FromContext(ctx).Info(how.Log, "eni", id, "reason", reasons[id], "detail", details[id])
 		items[i] = fmt.Sprintf("%s (%s: %s)", id, reasons[id], details[id])
 	}
-	r.event(ne, corev1.EventTypeWarning, how.reason, how.action, fmt.Sprintf(how.note, len(changed), bounded.List(items, "; ", bounded.Items)))
+	r.event(ne, corev1.EventTypeWarning, how.Reason, how.Action, fmt.Sprintf(how.Note, len(changed), bounded.List(items, "; ", bounded.Items)))
 }

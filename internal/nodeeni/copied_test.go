@@ -8,7 +8,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // The review's three copies of a working ENI's complete tag set, proof
@@ -26,15 +26,15 @@ func TestCopiedOwnershipTags(t *testing.T) {
 	h.createNodeENI("copied", h.multusSpec(map[string]string{"ng": "copied"}))
 	h.ready("copied", 1)
 	genuine := h.enis()[0]
-	if genuine.Tags[nodeeni.TagProof] == "" {
+	if genuine.Tags[eniplan.TagProof] == "" {
 		t.Fatalf("the operator's ENI carries no proof: %v", genuine.Tags)
 	}
 
 	backdated := maps.Clone(genuine.Tags)
-	backdated[nodeeni.TagCreatedAt] = time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
-	leak := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "gone", nodeeni.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000",
-		nodeeni.TagNode: "n9", nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
-		nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}
+	backdated[eniplan.TagCreatedAt] = time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+	leak := map[string]string{eniplan.TagCluster: h.cluster, eniplan.TagNodeENI: "gone", eniplan.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000",
+		eniplan.TagNode: "n9", eniplan.TagInstance: h.instance(0), eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1",
+		eniplan.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}
 	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", Tags: genuine.Tags, Instance: h.instance(0), DeviceIndex: 2}, // attached at a free index
 		{Subnet: "multus-a", Tags: genuine.Tags},                                          // detached duplicate
@@ -59,8 +59,8 @@ func TestCopiedOwnershipTags(t *testing.T) {
 	// The exact copies show a nonce the genuine ENI's record binds; the
 	// backdated one's proof no longer verifies.
 	h.eventually("the copies reported", waitFor, func() (bool, string) {
-		copied := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedCopied})
-		bad := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof})
+		copied := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedCopied})
+		bad := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedBadProof})
 		return copied == 2 && bad == 1, fmt.Sprintf("CopiedNonce %v, BadProof %v", copied, bad)
 	})
 	time.Sleep(6 * resync) // several passes of the controller and the collector

@@ -8,7 +8,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // exactlyOnePerKey checks the emulator holds one attached ENI per (node,
@@ -18,7 +18,7 @@ func (h *harness) exactlyOnePerKey(nodes []string, subnets []string) {
 	h.waitENIs(len(nodes) * len(subnets))
 	seen := map[string]int{}
 	for _, e := range h.enis() {
-		seen[e.Tags[nodeeni.TagNode]+"/"+e.SubnetID]++
+		seen[e.Tags[eniplan.TagNode]+"/"+e.SubnetID]++
 	}
 	for _, n := range nodes {
 		for _, s := range subnets {

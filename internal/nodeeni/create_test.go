@@ -14,7 +14,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 func threeNodes() emulator.World {
@@ -70,19 +70,19 @@ func TestCreateAndAttach(t *testing.T) {
 		t.Fatalf("%d ENIs in EC2, want 5: %+v", len(enis), enis)
 	}
 	for _, e := range enis {
-		node := e.Tags[nodeeni.TagNode]
+		node := e.Tags[eniplan.TagNode]
 		wantTags := map[string]string{
-			nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "multi", nodeeni.TagNodeENIUID: string(multi.UID),
-			nodeeni.TagInstance: instances[node], nodeeni.TagNoManage: "true", "Team": "net",
-			nodeeni.TagDeviceIndexBase: "2", nodeeni.TagDeviceIndex: strconv.Itoa(wantLayout[node][e.SubnetID]),
+			eniplan.TagCluster: h.cluster, eniplan.TagNodeENI: "multi", eniplan.TagNodeENIUID: string(multi.UID),
+			eniplan.TagInstance: instances[node], eniplan.TagNoManage: "true", "Team": "net",
+			eniplan.TagDeviceIndexBase: "2", eniplan.TagDeviceIndex: strconv.Itoa(wantLayout[node][e.SubnetID]),
 		}
 		for k, v := range wantTags {
 			if e.Tags[k] != v {
 				t.Errorf("ENI %s tag %s = %q, want %q", e.ID, k, e.Tags[k], v)
 			}
 		}
-		if _, err := time.Parse(time.RFC3339, e.Tags[nodeeni.TagCreatedAt]); err != nil {
-			t.Errorf("ENI %s created-at tag %q: %v", e.ID, e.Tags[nodeeni.TagCreatedAt], err)
+		if _, err := time.Parse(time.RFC3339, e.Tags[eniplan.TagCreatedAt]); err != nil {
+			t.Errorf("ENI %s created-at tag %q: %v", e.ID, e.Tags[eniplan.TagCreatedAt], err)
 		}
 		if !slices.Equal(e.SecurityGroups, []string{h.Groups["multus"]}) || e.Description != "Multus" {
 			t.Errorf("ENI %s groups %v description %q", e.ID, e.SecurityGroups, e.Description)
@@ -124,7 +124,7 @@ func TestCreateAndAttach(t *testing.T) {
 		t.Fatalf("keep attachments %+v", a)
 	}
 	for _, e := range h.enis() {
-		if e.Tags[nodeeni.TagNodeENI] == "keep" && (e.Attachment == nil || e.Attachment.DeleteOnTermination) {
+		if e.Tags[eniplan.TagNodeENI] == "keep" && (e.Attachment == nil || e.Attachment.DeleteOnTermination) {
 			t.Fatalf("keep's ENI %+v: want attached without DeleteOnTermination", e.Attachment)
 		}
 	}

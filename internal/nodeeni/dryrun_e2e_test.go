@@ -12,7 +12,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // mutations are the EC2 actions that change something.
@@ -48,7 +48,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 	dryRun := func(substr ...string) func(c *metav1.Condition) bool {
 		return func(c *metav1.Condition) bool {
-			if c.Status != metav1.ConditionTrue || c.Reason != nodeeni.ReasonDryRun || len(c.Message) > 1024 {
+			if c.Status != metav1.ConditionTrue || c.Reason != eniplan.ReasonDryRun || len(c.Message) > 1024 {
 				return false
 			}
 			for _, s := range substr {
@@ -65,7 +65,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	h.createNodeENI("dry", spec)
 	progressing("would create 2 ENIs", dryRun("would create 2 ENIs", "node n0", "node n1"))
 	h.eventually("DryRun event", waitFor, func() (bool, string) {
-		notes := h.events("dry")[nodeeni.ReasonDryRun]
+		notes := h.events("dry")[eniplan.ReasonDryRun]
 		return len(notes) > 0 && strings.Contains(notes[0], "would create 2 ENIs"), fmt.Sprint(notes)
 	})
 
@@ -74,9 +74,9 @@ func TestDryRunChangesNothing(t *testing.T) {
 	uid := string(h.get("dry").UID)
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	tags := func(node, instance, uid, name string) map[string]string {
-		return map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: name, nodeeni.TagNodeENIUID: uid,
-			nodeeni.TagNode: node, nodeeni.TagInstance: instance, nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
-			nodeeni.TagCreatedAt: old, nodeeni.TagNoManage: "true"}
+		return map[string]string{eniplan.TagCluster: h.cluster, eniplan.TagNodeENI: name, eniplan.TagNodeENIUID: uid,
+			eniplan.TagNode: node, eniplan.TagInstance: instance, eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1",
+			eniplan.TagCreatedAt: old, eniplan.TagNoManage: "true"}
 	}
 	_, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		proven(emulator.NetworkInterfaceSpec{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: "i0", DeviceIndex: 1, DeleteOnTermination: true,
@@ -90,7 +90,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 	h.ready("dry", 2) // the seeded ENIs are adopted: nothing to do
 	h.eventually("collector would delete the leaked ENI", waitFor, func() (bool, string) {
-		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": nodeeni.CleanupOrphan, "outcome": "dry-run"})
+		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_cleanups_total", map[string]string{"reason": eniplan.CleanupOrphan, "outcome": "dry-run"})
 		return n == 1, fmt.Sprint(n)
 	})
 
@@ -102,7 +102,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if err := h.k8s.Delete(context.Background(), h.get("dry")); err != nil {
 		t.Fatal(err)
 	}
-	progressing("deletion: would detach 2 ENIs, keeps the finalizer", dryRun("keeps its finalizer", "would detach 2 ENIs", nodeeni.CleanupNodeENIDeleted))
+	progressing("deletion: would detach 2 ENIs, keeps the finalizer", dryRun("keeps its finalizer", "would detach 2 ENIs", eniplan.CleanupNodeENIDeleted))
 	time.Sleep(6 * resync)
 	ne := h.get("dry")
 	if ne == nil || len(ne.Finalizers) == 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
@@ -50,11 +51,11 @@ type EC2 interface {
 const InventoryScope = "nodeeni"
 
 // ofNodeENI returns the ENIs tagged with a NodeENI's UID.
-func ofNodeENI(c EC2, uid string) []owned {
-	enis := c.ENIsTagged(TagNodeENIUID, uid)
-	out := make([]owned, 0, len(enis))
+func ofNodeENI(c EC2, uid string) []eniplan.Owned {
+	enis := c.ENIsTagged(eniplan.TagNodeENIUID, uid)
+	out := make([]eniplan.Owned, 0, len(enis))
 	for _, e := range enis {
-		out = append(out, ownedFrom(e))
+		out = append(out, eniplan.OwnedFrom(e))
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package nodeeni
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
@@ -44,71 +43,7 @@ func sharesIndexed(o client.Object) []string {
 	if !ok {
 		return nil
 	}
-	return nodeENIsNamed(en)
-}
-
-func nodeENIsNamed(en *v1alpha1.ENINode) []string {
-	var out []string
-	for _, a := range en.Spec.Attachments {
-		out = append(out, a.NodeENI)
-	}
-	for _, c := range en.Spec.Creates {
-		out = append(out, c.NodeENI)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// shareOf is the entries of an ENINode that name the NodeENI.
-func shareOf(en *v1alpha1.ENINode, nodeENI string) []v1alpha1.ENIAttachment {
-	if en == nil {
-		return nil
-	}
-	var out []v1alpha1.ENIAttachment
-	for _, a := range en.Spec.Attachments {
-		if a.NodeENI == nodeENI {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// withShare returns the entries with the NodeENI's share replaced by
-// share, sorted by NodeENI, device index and ENI.
-func withShare(entries []v1alpha1.ENIAttachment, nodeENI string, share []v1alpha1.ENIAttachment) []v1alpha1.ENIAttachment {
-	out := slices.DeleteFunc(slices.Clone(entries), func(a v1alpha1.ENIAttachment) bool { return a.NodeENI == nodeENI })
-	out = append(out, share...)
-	slices.SortStableFunc(out, func(a, b v1alpha1.ENIAttachment) int {
-		return cmp.Or(strings.Compare(a.NodeENI, b.NodeENI), cmp.Compare(a.DeviceIndex, b.DeviceIndex), strings.Compare(a.ENIID, b.ENIID))
-	})
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-// sameShare compares two shares, order aside.
-func sameShare(a, b []v1alpha1.ENIAttachment) bool {
-	return equality.Semantic.DeepEqual(sortedShare(a), sortedShare(b))
-}
-
-func sortedShare(s []v1alpha1.ENIAttachment) []v1alpha1.ENIAttachment {
-	if len(s) == 0 {
-		return nil
-	}
-	return slices.SortedFunc(slices.Values(s), func(a, b v1alpha1.ENIAttachment) int { return strings.Compare(a.ENIID, b.ENIID) })
-}
-
-// sharesByNode splits planned entries by node, each naming the NodeENI,
-// their messages within what the API takes.
-func sharesByNode(nodeENI string, planned []v1alpha1.ENIAttachment) map[string][]v1alpha1.ENIAttachment {
-	out := map[string][]v1alpha1.ENIAttachment{}
-	for _, a := range planned {
-		a.NodeENI = nodeENI
-		a.Message = bounded.Truncate(a.Message, bounded.Message)
-		out[a.NodeID] = append(out[a.NodeID], a)
-	}
-	return out
+	return eniplan.NodeENIsNamed(en)
 }
 
 // held reads the ENINodes (from the cache) that hold entries of the
@@ -136,19 +71,19 @@ func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
 	// Its creates' records go too: what they vouched for is the NodeENI's
 	// finalizer's to clean up, and it is gone.
 	drop := func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) { return c, false }
-	_, err = r.writeShares(ctx, nodeENI, plannedShares{update: drop}, held, metav1.Now())
+	_, err = r.writeShares(ctx, nodeENI, eniplan.PlannedShares{Update: drop}, held, metav1.Now())
 	return err
 }
 
 // recordCreates gives a node's create actions their nonces and records
 // them in the node's ENINode (spec.creates) before any create is sent:
 // one write for the node's creates of the pass.
-func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, node string, acts []action) ([]action, error) {
+func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, node string, acts []eniplan.Action) ([]eniplan.Action, error) {
 	var creates []v1alpha1.CreateRecord
 	now := metav1.NewTime(r.now())
 	out := slices.Clone(acts)
 	for i := range out {
-		if out[i].Kind != actCreate {
+		if out[i].Kind != eniplan.ActCreate {
 			continue
 		}
 		nonce, err := ownership.NewNonce()
@@ -162,23 +97,23 @@ func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, no
 	if len(creates) == 0 {
 		return acts, nil
 	}
-	if err := r.writeShare(ctx, ne.Name, shareWrite{node: node, now: now, creates: creates}); err != nil {
+	if err := r.writeShare(ctx, ne.Name, eniplan.ShareWrite{Node: node, Now: now, Creates: creates}); err != nil {
 		return nil, fmt.Errorf("node %s: recording the nonces of its creates in its ENINode: %w", node, err)
 	}
-	list := make([]nodeCreate, len(creates))
+	list := make([]eniplan.NodeCreate, len(creates))
 	for i, c := range creates {
-		list[i] = nodeCreate{CreateRecord: c, Node: node}
+		list[i] = eniplan.NodeCreate{CreateRecord: c, Node: node}
 	}
 	r.births.recorded(list)
 	return out, nil
 }
 
 // updateCreates decides what becomes of the NodeENI's records of creates
-// (updateCreate) once the planned entries are written.
+// (UpdateCreate) once the planned entries are written.
 func (r *reconciler) updateCreates(uid string, planned []v1alpha1.ENIAttachment) func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) {
 	showing := map[string][]string{}
 	for _, o := range ofNodeENI(r.ec2, uid) {
-		if n := o.Tags[TagNonce]; n != "" {
+		if n := o.Tags[eniplan.TagNonce]; n != "" {
 			showing[n] = append(showing[n], o.ID)
 		}
 	}
@@ -190,49 +125,8 @@ func (r *reconciler) updateCreates(uid string, planned []v1alpha1.ENIAttachment)
 	}
 	now := r.now()
 	return func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) {
-		return updateCreate(c, showing[c.Nonce], attached, r.births.isSettled(c.Nonce), now)
+		return eniplan.UpdateCreate(c, showing[c.Nonce], attached, r.births.isSettled(c.Nonce), now)
 	}
-}
-
-// plannedShares are a NodeENI's planned entries on every node and what
-// becomes of its records of creates (updateCreates).
-type plannedShares struct {
-	entries []v1alpha1.ENIAttachment
-	update  func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)
-}
-
-// shareWrite is one node's share to write, stamped at now.
-type shareWrite struct {
-	node    string
-	entries []v1alpha1.ENIAttachment
-	now     metav1.Time
-	// creates, when set, are records to add to spec.creates; the entries
-	// are then left as they are.
-	creates []v1alpha1.CreateRecord
-	// update, when set, decides what becomes of the NodeENI's records of
-	// creates: each kept (perhaps bound) or dropped.
-	update func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)
-}
-
-// updatedCreates returns a node's spec.creates with the NodeENI's records
-// updated, and the nonces dropped.
-func updatedCreates(all []v1alpha1.CreateRecord, nodeENI string, update func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool)) ([]v1alpha1.CreateRecord, []string) {
-	if update == nil {
-		return all, nil
-	}
-	var out []v1alpha1.CreateRecord
-	var dropped []string
-	for _, c := range all {
-		if c.NodeENI == nodeENI {
-			var keep bool
-			if c, keep = update(c); !keep {
-				dropped = append(dropped, c.Nonce)
-				continue
-			}
-		}
-		out = append(out, c)
-	}
-	return out, dropped
 }
 
 // writeShares makes each node's ENINode hold the NodeENI's planned
@@ -243,32 +137,32 @@ func updatedCreates(all []v1alpha1.CreateRecord, nodeENI string, update func(v1a
 //
 // update decides what becomes of the NodeENI's records of creates; a
 // node whose records it changes is written too.
-func (r *reconciler) writeShares(ctx context.Context, nodeENI string, p plannedShares, held map[string]*v1alpha1.ENINode, now metav1.Time) ([]v1alpha1.ENIAttachment, error) {
-	update := p.update
-	byNode := sharesByNode(nodeENI, p.entries)
+func (r *reconciler) writeShares(ctx context.Context, nodeENI string, p eniplan.PlannedShares, held map[string]*v1alpha1.ENINode, now metav1.Time) ([]v1alpha1.ENIAttachment, error) {
+	update := p.Update
+	byNode := eniplan.SharesByNode(nodeENI, p.Entries)
 	var out []v1alpha1.ENIAttachment
-	var writes []shareWrite
+	var writes []eniplan.ShareWrite
 	recordsChange := func(node string) bool {
 		if en := held[node]; en != nil {
-			now, _ := updatedCreates(en.Spec.Creates, nodeENI, update)
+			now, _ := eniplan.UpdatedCreates(en.Spec.Creates, nodeENI, update)
 			return !equality.Semantic.DeepEqual(now, en.Spec.Creates)
 		}
 		return false
 	}
 	for node, want := range byNode {
-		had := shareOf(held[node], nodeENI)
-		stamped := attachmentsSince(had, want, now)
+		had := eniplan.ShareOf(held[node], nodeENI)
+		stamped := eniplan.AttachmentsSince(had, want, now)
 		out = append(out, stamped...)
-		if !sameShare(had, stamped) || recordsChange(node) {
-			writes = append(writes, shareWrite{node: node, entries: stamped, now: now, update: update})
+		if !eniplan.SameShare(had, stamped) || recordsChange(node) {
+			writes = append(writes, eniplan.ShareWrite{Node: node, Entries: stamped, Now: now, Update: update})
 		}
 	}
 	for node := range held {
 		if _, ok := byNode[node]; !ok {
-			writes = append(writes, shareWrite{node: node, now: now, update: update})
+			writes = append(writes, eniplan.ShareWrite{Node: node, Now: now, Update: update})
 		}
 	}
-	slices.SortFunc(writes, func(a, b shareWrite) int { return strings.Compare(a.node, b.node) })
+	slices.SortFunc(writes, func(a, b eniplan.ShareWrite) int { return strings.Compare(a.Node, b.Node) })
 	errs := make([]error, len(writes))
 	sem := make(chan struct{}, shareWriters)
 	var wg sync.WaitGroup
@@ -289,12 +183,12 @@ func (r *reconciler) writeShares(ctx context.Context, nodeENI string, p plannedS
 // NodeENIs write their shares of the same object), and deletes it once no
 // NodeENI has an entry or a record of a create left.
 // The first try reads the cache; a conflict re-reads the API server.
-func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrite) error {
+func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w eniplan.ShareWrite) error {
 	var reader client.Reader = r.client
 	return retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
 		defer func() { reader = r.live }()
 		en := &v1alpha1.ENINode{}
-		err = reader.Get(ctx, types.NamespacedName{Name: w.node}, en)
+		err = reader.Get(ctx, types.NamespacedName{Name: w.Node}, en)
 		if apierrors.IsNotFound(err) {
 			return r.createShare(ctx, nodeENI, w)
 		}
@@ -306,15 +200,15 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 		// outlive the Node (createShare).
 		en.OwnerReferences = slices.DeleteFunc(en.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Node" && o.APIVersion == "v1" })
 		var dropped []string
-		if len(w.creates) > 0 {
-			en.Spec.Creates = append(en.Spec.Creates, w.creates...)
+		if len(w.Creates) > 0 {
+			en.Spec.Creates = append(en.Spec.Creates, w.Creates...)
 		} else {
 			// Stamped again against what the object holds: the cache the
 			// share was stamped against may have been behind.
-			entries := attachmentsSince(shareOf(en, nodeENI), w.entries, w.now)
-			en.Spec.Attachments = withShare(en.Spec.Attachments, nodeENI, entries)
-			en.Spec.Creates, dropped = updatedCreates(en.Spec.Creates, nodeENI, w.update)
-			r.rememberShare(nodeENI, w.node, entries)
+			entries := eniplan.AttachmentsSince(eniplan.ShareOf(en, nodeENI), w.Entries, w.Now)
+			en.Spec.Attachments = eniplan.WithShare(en.Spec.Attachments, nodeENI, entries)
+			en.Spec.Creates, dropped = eniplan.UpdatedCreates(en.Spec.Creates, nodeENI, w.Update)
+			r.rememberShare(nodeENI, w.Node, entries)
 		}
 		defer func() {
 			if err == nil {
@@ -339,25 +233,25 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w shareWrit
 
 // createShare creates a node's ENINode holding the share. A node that is
 // gone gets none: its entries only count in the NodeENI's conditions.
-func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWrite) error {
-	if len(w.entries) == 0 && len(w.creates) == 0 {
+func (r *reconciler) createShare(ctx context.Context, nodeENI string, w eniplan.ShareWrite) error {
+	if len(w.Entries) == 0 && len(w.Creates) == 0 {
 		return nil
 	}
 	node := &corev1.Node{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: w.node}, node); err != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Node}, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	// Not owned by the Node: its records prove the node's ENIs the
 	// operator's until they are cleaned up, also after the Node is gone.
 	en := &v1alpha1.ENINode{
-		ObjectMeta: metav1.ObjectMeta{Name: w.node},
-		Spec:       v1alpha1.ENINodeSpec{Attachments: withShare(nil, nodeENI, w.entries), Creates: w.creates},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Node},
+		Spec:       v1alpha1.ENINodeSpec{Attachments: eniplan.WithShare(nil, nodeENI, w.Entries), Creates: w.Creates},
 	}
-	r.rememberShare(nodeENI, w.node, w.entries)
+	r.rememberShare(nodeENI, w.Node, w.Entries)
 	err := r.client.Create(ctx, en)
 	if apierrors.IsAlreadyExists(err) {
 		// Another NodeENI created it meanwhile: patch it instead.
-		return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("eninodes").GroupResource(), w.node, err)
+		return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("eninodes").GroupResource(), w.Node, err)
 	}
 	return err
 }
@@ -365,25 +259,8 @@ func (r *reconciler) createShare(ctx context.Context, nodeENI string, w shareWri
 // rememberShare records a share as written, in the object's order (the
 // order the predicate sees it in).
 func (r *reconciler) rememberShare(nodeENI, node string, entries []v1alpha1.ENIAttachment) {
-	r.shares.remember(shareKey(nodeENI, node), sortedShare(entries))
+	r.shares.remember(eniplan.ShareKey(nodeENI, node), eniplan.SortedShare(entries))
 }
-
-// reportsOf are the agents' reports in the ENINodes, by node and ENI: a
-// report counts only for an ENI of its own node.
-func reportsOf(held map[string]*v1alpha1.ENINode) map[reportKey]v1alpha1.InterfaceStatus {
-	out := map[reportKey]v1alpha1.InterfaceStatus{}
-	for node, en := range held {
-		for _, s := range en.Status.Interfaces {
-			out[reportKey{node: node, eni: s.ENIID}] = s
-		}
-	}
-	return out
-}
-
-// reportKey names an agent's report: its node and the ENI.
-type reportKey struct{ node, eni string }
-
-func shareKey(nodeENI, node string) string { return nodeENI + "/" + node }
 
 // eniNodeChanged passes the ENINode events the NodeENI controller must
 // see: a report of an agent changed (the InterfacesConfigured
@@ -407,12 +284,12 @@ func eniNodeChanged(shares *ownWrites) predicate.Funcs {
 			if !okOld || !okNew {
 				return true
 			}
-			if !sameReports(o.Status.Interfaces, n.Status.Interfaces) {
+			if !eniplan.SameReports(o.Status.Interfaces, n.Status.Interfaces) {
 				return true
 			}
-			for _, name := range slices.Concat(nodeENIsNamed(o), nodeENIsNamed(n)) {
-				share := shareOf(n, name)
-				if !sameShare(shareOf(o, name), share) && shares.foreign(shareKey(name, n.Name), sortedShare(share)) {
+			for _, name := range slices.Concat(eniplan.NodeENIsNamed(o), eniplan.NodeENIsNamed(n)) {
+				share := eniplan.ShareOf(n, name)
+				if !eniplan.SameShare(eniplan.ShareOf(o, name), share) && shares.foreign(eniplan.ShareKey(name, n.Name), eniplan.SortedShare(share)) {
 					return true
 				}
 			}

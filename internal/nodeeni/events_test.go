@@ -14,7 +14,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // nodeENIEvents lists the events.k8s.io/v1 events about a NodeENI.
@@ -81,14 +81,14 @@ func TestManyNodesDegradedEventIsASummary(t *testing.T) {
 	}
 	spec := h.multusSpec(nil)
 	h.createNodeENI("many", spec)
-	cond := h.degradedWith("many", nodeeni.ReasonNotOnEC2, "and ")
+	cond := h.degradedWith("many", eniplan.ReasonNotOnEC2, "and ")
 	if len(cond.Message) > bounded.EventNote || strings.HasSuffix(cond.Message, "…") {
 		t.Fatalf("condition message of %d bytes, cut off: %s", len(cond.Message), cond.Message)
 	}
 	ne := h.get("many")
 	h.eventually("the Degraded event", waitFor, func() (bool, string) {
 		for _, e := range h.nodeENIEvents(ne) {
-			if e.Reason == nodeeni.ReasonNotOnEC2 && e.Type == corev1.EventTypeWarning {
+			if e.Reason == eniplan.ReasonNotOnEC2 && e.Type == corev1.EventTypeWarning {
 				if len(e.Note) > bounded.EventNote || strings.HasSuffix(e.Note, "…") {
 					t.Fatalf("event note of %d bytes, cut off: %s", len(e.Note), e.Note)
 				}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,11 +23,11 @@ import (
 // execute carries out a plan's actions: the actions of one node in order,
 // several nodes at once. It returns the nodes EC2 refused (a block, not an
 // error: retrying at once would not help) and the first other error.
-func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []action) ([]blocked, error) {
-	order, byNode := perNode(acts)
+func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []eniplan.Action) ([]eniplan.Blocked, error) {
+	order, byNode := eniplan.PerNode(acts)
 	var (
 		mu       sync.Mutex
-		blocks   []blocked
+		blocks   []eniplan.Blocked
 		firstErr error
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, r.opts.MaxParallelNodes)
@@ -34,7 +35,7 @@ func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []a
 	for _, node := range order {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(node string, list []action) {
+		go func(node string, list []eniplan.Action) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			ev := &nodeEvents{}
@@ -69,28 +70,28 @@ func (r *reconciler) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []a
 }
 
 // do runs one action.
-func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	switch a.Kind {
-	case actCreate:
+	case eniplan.ActCreate:
 		return r.createAndAttach(ctx, ne, a, ev)
-	case actAttach:
+	case eniplan.ActAttach:
 		return r.attach(ctx, ne, a, ev)
-	case actSetDOT, actSetGroups, actSetDesc, actSetTags, actSetSourceDestCheck, actAssignIPs:
+	case eniplan.ActSetDOT, eniplan.ActSetGroups, eniplan.ActSetDesc, eniplan.ActSetTags, eniplan.ActSetSourceDestCheck, eniplan.ActAssignIPs:
 		return r.modify(ctx, a, ev)
-	case actDetach:
+	case eniplan.ActDetach:
 		return r.detach(ctx, a, ev)
-	case actPoll:
+	case eniplan.ActPoll:
 		if err := r.reread(ctx, a.ENI); err != nil {
 			return nil, err
 		}
 		if e, ok := r.ec2.ENI(a.ENI); ok && e.Attachment == nil && a.Reason != "" {
 			return r.remove(ctx, ne, a, ev)
 		}
-	case actDelete:
+	case eniplan.ActDelete:
 		return r.remove(ctx, ne, a, ev)
-	case actAdopt:
+	case eniplan.ActAdopt:
 		return r.adoptENI(ctx, a, ev)
-	case actProve:
+	case eniplan.ActProve:
 		return r.prove(ctx, a, ev)
 	}
 	return nil, nil
@@ -98,18 +99,18 @@ func (r *reconciler) do(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev 
 
 // unsent settles the records of the creates a node's failed step kept
 // from being sent: no ENI shows their nonces.
-func (r *reconciler) unsent(rest []action) {
+func (r *reconciler) unsent(rest []eniplan.Action) {
 	for _, a := range rest {
-		if a.Kind == actCreate {
+		if a.Kind == eniplan.ActCreate {
 			r.births.settle(a.Nonce)
 		}
 	}
 }
 
 // createAndAttach creates the ENI for a want and attaches it.
-func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	e, err := r.create(ctx, ne, a)
-	r.metrics.op(actCreate, err)
+	r.metrics.op(eniplan.ActCreate, err)
 	if ec2.IsRefused(err) {
 		r.births.settle(a.Nonce) // EC2 refused it: no ENI to wait for
 	}
@@ -119,7 +120,7 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 	log.FromContext(ctx).Info("created ENI", "node", a.Node, "eni", e.ID, "subnet", e.SubnetID)
 	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
 	a.ENI = e.ID
-	r.applied.set(e.ID, heldRecord(e.Tags, a.Tags)) // what it was created with is the operator's
+	r.applied.set(e.ID, eniplan.HeldRecord(e.Tags, a.Tags)) // what it was created with is the operator's
 	return r.attachAndSet(ctx, ne, a, ev)
 }
 
@@ -127,7 +128,7 @@ func (r *reconciler) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, 
 // cannot: the source/destination check, when the spec turns it off (or
 // on against EC2's default). Should the pass end before, the next one
 // sets it as drift.
-func (r *reconciler) attachAndSet(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) attachAndSet(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	b, err := r.attach(ctx, ne, a, ev)
 	check := ne.Spec.SourceDestCheck
 	if b != nil || err != nil || check == nil {
@@ -136,32 +137,32 @@ func (r *reconciler) attachAndSet(ctx context.Context, ne *v1alpha1.NodeENI, a a
 	if e, ok := r.ec2.ENI(a.ENI); ok && e.SourceDestCheck == *check {
 		return nil, nil
 	}
-	return r.modify(ctx, action{Kind: actSetSourceDestCheck, Node: a.Node, Want: a.Want, ENI: a.ENI, Check: *check}, ev)
+	return r.modify(ctx, eniplan.Action{Kind: eniplan.ActSetSourceDestCheck, Node: a.Node, Want: a.Want, ENI: a.ENI, Check: *check}, ev)
 }
 
 // modify fixes an attribute of an ENI in place (drift from the spec).
-func (r *reconciler) modify(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) modify(ctx context.Context, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	var err error
 	var what, eventAction, note string
 	switch a.Kind {
-	case actSetDOT:
+	case eniplan.ActSetDOT:
 		err = r.ec2.SetDeleteOnTermination(ctx, a.ENI, a.AttachmentID, a.DOT)
 		what = "setting DeleteOnTermination on " + a.ENI
-	case actSetGroups:
+	case eniplan.ActSetGroups:
 		err = r.ec2.SetSecurityGroups(ctx, a.ENI, a.Groups)
 		what, eventAction = "setting the security groups of "+a.ENI, "SetSecurityGroups"
 		note = fmt.Sprintf("security groups of ENI %s on node %s set to %s", a.ENI, a.Node, strings.Join(a.Groups, ","))
-	case actSetDesc:
+	case eniplan.ActSetDesc:
 		err = r.ec2.SetDescription(ctx, a.ENI, a.Description)
 		what, eventAction = "setting the description of "+a.ENI, "SetDescription"
 		note = fmt.Sprintf("description of ENI %s on node %s updated", a.ENI, a.Node)
-	case actSetTags:
+	case eniplan.ActSetTags:
 		what, err = r.retag(ctx, a)
-	case actSetSourceDestCheck:
+	case eniplan.ActSetSourceDestCheck:
 		err = r.ec2.SetSourceDestCheck(ctx, a.ENI, a.Check)
 		what, eventAction = "setting the source/destination check of "+a.ENI, "SetSourceDestCheck"
 		note = fmt.Sprintf("source/destination check of ENI %s on node %s set to %t", a.ENI, a.Node, a.Check)
-	case actAssignIPs:
+	case eniplan.ActAssignIPs:
 		err = r.ec2.AssignPrivateIPs(ctx, a.ENI, a.Count)
 		what, eventAction = fmt.Sprintf("assigning %d secondary private IPv4 addresses to %s", a.Count, a.ENI), "AssignPrivateIPs"
 		note = fmt.Sprintf("assigned %d secondary private IPv4 addresses to ENI %s on node %s", a.Count, a.ENI, a.Node)
@@ -177,7 +178,7 @@ func (r *reconciler) modify(ctx context.Context, a action, ev *nodeEvents) (*blo
 }
 
 // detach starts detaching an ENI that is no longer wanted where it is.
-func (r *reconciler) detach(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) detach(ctx context.Context, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	err := r.ec2.DetachENI(ctx, a.ENI, a.AttachmentID, false)
 	r.metrics.op(a.Kind, err)
 	switch {
@@ -195,12 +196,12 @@ func (r *reconciler) detach(ctx context.Context, a action, ev *nodeEvents) (*blo
 // create creates the ENI for a want, born proven: its tags carry the
 // nonce its node's ENINode recorded (recordCreates) and the birth proof
 // over it, and its ClientToken derives from the nonce.
-func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action) (awstypes.ENI, error) {
-	by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: string(ne.UID), base: int(ne.Spec.DeviceIndex), created: r.now()}
-	tags := ownershipTags(by, a.Want, a.Index, a.Tags)
-	tags[TagNonce] = a.Nonce
-	tags[TagProof] = r.trust.keys.SignBirth(birthClaim(awstypes.ENI{SubnetID: a.Want.Subnet, Tags: tags}))
-	e, err := r.ec2.CreateENI(ctx, createInput(&ne.Spec, a, tags, clientToken(a.Nonce)))
+func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.Action) (awstypes.ENI, error) {
+	by := eniplan.OwnedBy{Cluster: r.opts.ClusterName, NodeENI: ne.Name, UID: string(ne.UID), Base: int(ne.Spec.DeviceIndex), Created: r.now()}
+	tags := eniplan.OwnershipTags(by, a.Want, a.Index, a.Tags)
+	tags[eniplan.TagNonce] = a.Nonce
+	tags[eniplan.TagProof] = r.trust.Keys.SignBirth(eniplan.BirthClaim(awstypes.ENI{SubnetID: a.Want.Subnet, Tags: tags}))
+	e, err := r.ec2.CreateENI(ctx, eniplan.CreateInput(&ne.Spec, a, tags, eniplan.ClientToken(a.Nonce)))
 	if err != nil {
 		return awstypes.ENI{}, err
 	}
@@ -211,16 +212,16 @@ func (r *reconciler) create(ctx context.Context, ne *v1alpha1.NodeENI, a action)
 
 // attach attaches an ENI and sets DeleteOnTermination (EC2 attaches
 // with false).
-func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	id, err := r.ec2.AttachENI(ctx, a.ENI, a.Want.Instance, a.Index, int(ne.Spec.NetworkCardIndex))
-	r.metrics.op(actAttach, err)
+	r.metrics.op(eniplan.ActAttach, err)
 	switch {
 	case ec2.IsNotFound(err) && strings.Contains(ec2.Code(err), "NetworkInterface"):
 		var createdAt time.Time
 		if e, ok := r.ec2.ENI(a.ENI); ok {
-			createdAt = ownedFrom(e).CreatedAt
+			createdAt = eniplan.OwnedFrom(e).CreatedAt
 		}
-		if mayBeUnseen(r.now(), createdAt, r.answers.last(a.ENI)) {
+		if eniplan.MayBeUnseen(r.now(), createdAt, r.answers.last(a.ENI)) {
 			// EC2 is eventually consistent: other calls may not know an
 			// ENI created moments ago. Keep it and its token; the plan
 			// still wants the attach, so the NodeENI is looked at again
@@ -241,22 +242,22 @@ func (r *reconciler) attach(ctx context.Context, ne *v1alpha1.NodeENI, a action,
 	if !a.DOT {
 		return nil, nil
 	}
-	return r.do(ctx, ne, action{Kind: actSetDOT, Node: a.Node, ENI: a.ENI, AttachmentID: id, DOT: true}, ev)
+	return r.do(ctx, ne, eniplan.Action{Kind: eniplan.ActSetDOT, Node: a.Node, ENI: a.ENI, AttachmentID: id, DOT: true}, ev)
 }
 
 // remove deletes an available ENI that is no longer wanted.
-func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) remove(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	e, known := r.ec2.ENI(a.ENI)
 	err := r.ec2.DeleteENI(ctx, a.ENI)
-	r.metrics.op(actDelete, err)
+	r.metrics.op(eniplan.ActDelete, err)
 	switch {
-	case ec2.IsNotFound(err) && known && mayBeUnseen(r.now(), ownedFrom(e).CreatedAt, r.answers.last(a.ENI)):
+	case ec2.IsNotFound(err) && known && eniplan.MayBeUnseen(r.now(), eniplan.OwnedFrom(e).CreatedAt, r.answers.last(a.ENI)):
 		// Created moments ago, EC2 may not know it yet: deleted on a
 		// later pass, its record kept meanwhile.
 		log.FromContext(ctx).Info("ENI not known to EC2 yet; deleting it again shortly", "node", a.Node, "eni", a.ENI)
 		return nil, nil
 	case err == nil, ec2.IsNotFound(err):
-		if n := e.Tags[TagNonce]; known && n != "" {
+		if n := e.Tags[eniplan.TagNonce]; known && n != "" {
 			r.births.settle(n)
 		}
 		r.applied.forget(a.ENI)
@@ -285,17 +286,17 @@ func (r *reconciler) reread(ctx context.Context, id string) error {
 
 // failed turns an EC2 refusal into a block on the node (reported, not
 // retried at once) or an error (retried with backoff).
-func (r *reconciler) failed(ev *nodeEvents, a action, what string, err error) (*blocked, error) {
+func (r *reconciler) failed(ev *nodeEvents, a eniplan.Action, what string, err error) (*eniplan.Blocked, error) {
 	var reason string
 	switch {
 	case ec2.Code(err) == "PrivateIpAddressLimitExceeded", ec2.Code(err) == "Ipv6AddressLimitExceeded":
-		reason = ReasonAddressLimitExceeded
+		reason = eniplan.ReasonAddressLimitExceeded
 	case ec2.IsLimitExceeded(err):
-		reason = ReasonENILimitReached
+		reason = eniplan.ReasonENILimitReached
 	case ec2.Code(err) == "InvalidParameterValue" && strings.Contains(err.Error(), "device index"):
-		reason = ReasonDeviceIndexInUse
+		reason = eniplan.ReasonDeviceIndexInUse
 	case ec2.IsInvalid(err), ec2.IsUnauthorized(err), ec2.Code(err) == "IncorrectInstanceState":
-		reason = ReasonEC2Error
+		reason = eniplan.ReasonEC2Error
 	default:
 		return nil, fmt.Errorf("node %s: %s: %w", a.Node, what, err)
 	}
@@ -306,7 +307,7 @@ func (r *reconciler) failed(ev *nodeEvents, a action, what string, err error) (*
 		msg += " (add the action to the operator's IAM policy; docs/iam.md)"
 	}
 	ev.add(corev1.EventTypeWarning, reason, a.Kind.String(), fmt.Sprintf("node %s: %s", a.Node, msg))
-	return &blocked{Node: a.Node, Subnet: a.Want.Subnet, Reason: reason, Message: msg}, nil
+	return &eniplan.Blocked{Node: a.Node, Subnet: a.Want.Subnet, Reason: reason, Message: msg}, nil
 }
 
 // event records an event on the NodeENI with a note made already.

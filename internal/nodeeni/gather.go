@@ -13,17 +13,18 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // planInput gathers what the plan depends on: the spec resolved against
 // the catalog, the matching nodes and the NodeENI's ENIs.
-func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleting bool) (planInput, []blocked, error) {
-	in := planInput{
+func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleting bool) (eniplan.PlanInput, []eniplan.Blocked, error) {
+	in := eniplan.PlanInput{
 		Base:                int(ne.Spec.DeviceIndex),
-		Settings:            settingsOf(&ne.Spec),
+		Settings:            eniplan.SettingsOf(&ne.Spec),
 		DeleteOnTermination: ne.Spec.DeleteOnTermination == nil || *ne.Spec.DeleteOnTermination,
 		Description:         ne.Spec.Description,
-		Tags:                specTags(ne.Spec.Tags),
+		Tags:                eniplan.SpecTags(ne.Spec.Tags),
 		Deleting:            deleting,
 		SubnetsComplete:     true,
 		MTU:                 ne.Spec.MTU,
@@ -41,10 +42,10 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	if err != nil && !deleting {
 		return in, nil, err
 	}
-	in.Legacy, in.Records = legacyOf(ne, held, res.Subnets), recordsOf(held, ne.Name)
+	in.Legacy, in.Records = eniplan.LegacyOf(ne, held, res.Subnets), eniplan.RecordsOf(held, ne.Name)
 	in.ENIs, in.Prove, in.Distrusted = r.trusted(ctx, ne, in.Legacy, in.Records, ofNodeENI(r.ec2, string(ne.UID)))
 	in.Recorded = r.applied.records(ne.Name, held, in.ENIs)
-	in.Pins, in.SelectionHash = pinsOf(ne.Name, held), selectionHash(&ne.Spec)
+	in.Pins, in.SelectionHash = eniplan.PinsOf(ne.Name, held), eniplan.SelectionHash(&ne.Spec)
 	if in.Base < 1 {
 		in.Base = 1
 	}
@@ -56,13 +57,13 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 	for _, s := range res.All {
 		in.SubnetZones[s.ID] = s.AvailabilityZone
 	}
-	pins := zonePins(in.ENIs, in.Pins, in.SelectionHash, in.SubnetZones)
-	in.Subnets = pinSubnets(res.Subnets, res.All, pins, ne.Spec.IPv6AddressCount > 0 || ne.Spec.IPv6PrefixCount > 0)
-	in.ZoneSubnets = zoneSets(in.Subnets)
+	pins := eniplan.ZonePins(in.ENIs, in.Pins, in.SelectionHash, in.SubnetZones)
+	in.Subnets = eniplan.PinSubnets(res.Subnets, res.All, pins, ne.Spec.IPv6AddressCount > 0 || ne.Spec.IPv6PrefixCount > 0)
+	in.ZoneSubnets = eniplan.ZoneSets(in.Subnets)
 	for _, s := range in.Subnets {
 		in.CIDRs[s.ID] = s.CIDR
 	}
-	blocks := append([]blocked(nil), res.Problems...)
+	blocks := append([]eniplan.Blocked(nil), res.Problems...)
 
 	nodes := &corev1.NodeList{}
 	if err := r.client.List(ctx, nodes); err != nil {
@@ -81,27 +82,27 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		}
 		info, err := awsnode.Of(n)
 		if err != nil {
-			blocks = append(blocks, blocked{Node: n.Name, Reason: ReasonNotOnEC2, Message: err.Error()})
+			blocks = append(blocks, eniplan.Blocked{Node: n.Name, Reason: eniplan.ReasonNotOnEC2, Message: err.Error()})
 			continue
 		}
 		in.NodeInstances[n.Name] = info.Instance
 		infos = append(infos, info)
 		r.policyTags(ctx, &in, n)
 	}
-	var zoneBlocks []blocked
-	in.Wants, zoneBlocks = desired(infos, in.Subnets)
+	var zoneBlocks []eniplan.Blocked
+	in.Wants, zoneBlocks = eniplan.Desired(infos, in.Subnets)
 	return in, append(blocks, zoneBlocks...), nil
 }
 
 // policyTags gives a node's interfaces the tags of the tag policies that
 // select it. One whose expression fails for the node keeps spec.tags
 // alone, and the log says why.
-func (r *reconciler) policyTags(ctx context.Context, in *planInput, n *corev1.Node) {
+func (r *reconciler) policyTags(ctx context.Context, in *eniplan.PlanInput, n *corev1.Node) {
 	if r.opts.TagPolicies == nil {
 		return
 	}
 	// Before the policies are loaded, or where one fails, the tags they
-	// give are not known (tagDrift).
+	// give are not known (TagDrift).
 	in.HoldTags = in.HoldTags || !r.opts.TagPolicies.Loaded()
 	tags, err := r.opts.TagPolicies.NodeTags(n, in.Tags)
 	if err != nil {
@@ -123,8 +124,8 @@ func (r *reconciler) policyTags(ctx context.Context, in *planInput, n *corev1.No
 // the slots of one network card. The calls run concurrently, so the
 // client batches them into one DescribeInstances; each instance type's
 // limits are then read once.
-func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map[string]instanceView, error) {
-	out := make(map[string]instanceView, len(ids))
+func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map[string]eniplan.InstanceView, error) {
+	out := make(map[string]eniplan.InstanceView, len(ids))
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
@@ -153,21 +154,21 @@ func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map
 		if err != nil {
 			return nil, fmt.Errorf("instance type %s: %w", v.Type, err)
 		}
-		v.Limits, v.MaxENIs = l, cardLimit(l, card)
+		v.Limits, v.MaxENIs = l, eniplan.CardLimit(l, card)
 		out[id] = v
 	}
 	return out, nil
 }
 
-func (r *reconciler) instance(ctx context.Context, id string, card int) (instanceView, error) {
+func (r *reconciler) instance(ctx context.Context, id string, card int) (eniplan.InstanceView, error) {
 	inst, err := r.ec2.GetInstance(ctx, id)
 	if ec2.IsNotFound(err) {
-		return instanceView{ID: id, State: "not found"}, nil
+		return eniplan.InstanceView{ID: id, State: "not found"}, nil
 	}
 	if err != nil {
-		return instanceView{}, fmt.Errorf("describing instance %s: %w", id, err)
+		return eniplan.InstanceView{}, fmt.Errorf("describing instance %s: %w", id, err)
 	}
-	v := instanceView{ID: id, Type: inst.Type, State: inst.State, Zone: inst.AvailabilityZone, Slots: map[int]string{}}
+	v := eniplan.InstanceView{ID: id, Type: inst.Type, State: inst.State, Zone: inst.AvailabilityZone, Slots: map[int]string{}}
 	for _, e := range inst.ENIs {
 		if e.Attachment != nil && e.Attachment.NetworkCardIndex == card {
 			v.Slots[e.Attachment.DeviceIndex] = e.ID

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -279,7 +280,7 @@ func (h *harness) eventually(what string, timeout time.Duration, cond func() (bo
 // the test's own, outside any measured window).
 func (h *harness) enis() []awstypes.ENI {
 	h.t.Helper()
-	list, err := h.ec2Client().ListENIs(context.Background(), ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{h.cluster}})
+	list, err := h.ec2Client().ListENIs(context.Background(), ec2.Filter{Name: "tag:" + eniplan.TagCluster, Values: []string{h.cluster}})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func (h *harness) ready(name string, nodes int) *v1alpha1.NodeENI {
 		}
 		c := condition(ne, v1alpha1.ConditionReady)
 		p := condition(ne, v1alpha1.ConditionProgressing)
-		ok := c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonAttached && p != nil && p.Status == metav1.ConditionFalse &&
+		ok := c != nil && c.Status == metav1.ConditionTrue && c.Reason == eniplan.ReasonAttached && p != nil && p.Status == metav1.ConditionFalse &&
 			int(ne.Status.ReadyNodes) == nodes && int(ne.Status.DesiredNodes) == nodes && ne.Status.ObservedGeneration == ne.Generation
 		return ok, fmt.Sprintf("status %+v", ne.Status)
 	})
@@ -364,7 +365,7 @@ func proven(s emulator.NetworkInterfaceSpec) emulator.NetworkInterfaceSpec {
 	_, _ = rand.Read(b)
 	s.ID = "eni-" + hex.EncodeToString(b)[:17]
 	s.Tags = maps.Clone(s.Tags)
-	maps.Copy(s.Tags, nodeeni.ProofTag(testenv.OwnershipKeys(), awstypes.ENI{ID: s.ID, Tags: s.Tags}))
+	maps.Copy(s.Tags, eniplan.ProofTag(testenv.OwnershipKeys(), awstypes.ENI{ID: s.ID, Tags: s.Tags}))
 	return s
 }
 
@@ -377,7 +378,7 @@ func (h *harness) prove(id string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := c.CreateTags(context.Background(), id, nodeeni.ProofTag(testenv.OwnershipKeys(), e)); err != nil {
+	if err := c.CreateTags(context.Background(), id, eniplan.ProofTag(testenv.OwnershipKeys(), e)); err != nil {
 		h.t.Fatal(err)
 	}
 	h.Emulator.ResetCounts()

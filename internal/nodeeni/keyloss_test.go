@@ -10,7 +10,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // Issue 37, point 4: the key Secret lost and replaced by a new key while
@@ -52,13 +52,13 @@ func TestKeyLossOrphansNoENI(t *testing.T) {
 	// A genuine ENI's proof tag removed (by whoever may tag ENIs).
 	enis := h.enis()
 	e := enis[0]
-	if err := h.ec2Client().DeleteTags(context.Background(), e.ID, map[string]string{nodeeni.TagProof: e.Tags[nodeeni.TagProof]}); err != nil {
+	if err := h.ec2Client().DeleteTags(context.Background(), e.ID, map[string]string{eniplan.TagProof: e.Tags[eniplan.TagProof]}); err != nil {
 		t.Fatal(err)
 	}
 	h.Emulator.ResetCounts()
 	h.eventually("the removed proof restored", waitFor, func() (bool, string) {
 		got, err := h.ec2Client().GetENI(context.Background(), e.ID)
-		return err == nil && got.Tags[nodeeni.TagProof] != "", fmt.Sprintf("%v %v", got.Tags, err)
+		return err == nil && got.Tags[eniplan.TagProof] != "", fmt.Sprintf("%v %v", got.Tags, err)
 	})
 	h.ready("keyloss", 2)
 	if n := len(h.enis()); n != 2 {

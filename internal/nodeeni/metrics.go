@@ -1,8 +1,10 @@
 package nodeeni
 
 import (
-	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/eni-operator/eni-operator/internal/ownership"
 )
@@ -57,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) op(kind actionKind, err error) {
+func (m *metrics) op(kind eniplan.ActionKind, err error) {
 	m.operations.WithLabelValues(kind.String(), resultOf(err)).Inc()
 }
 
@@ -72,17 +74,17 @@ func resultOf(err error) string {
 // countUntrusted sets the untrusted-ENIs gauge from an inventory and
 // returns the untrusted ENIs (ID -> reason) with their details; names maps
 // the known NodeENIs' UIDs to their names.
-func (m *metrics) countUntrusted(all []awstypes.ENI, t trustCheck, names map[string]string, ev evidence) (map[string]string, map[string]string) {
-	_, v := splitTrusted(t, all, func(e awstypes.ENI) awstypes.ENI { return e }, func(e awstypes.ENI) string { return names[e.Tags[TagNodeENIUID]] }, ev)
-	m.countProven(v.signedBy, t.keys)
+func (m *metrics) countUntrusted(all []awstypes.ENI, t eniplan.TrustCheck, names map[string]string, ev eniplan.Evidence) (map[string]string, map[string]string) {
+	_, v := eniplan.SplitTrusted(t, all, func(e awstypes.ENI) awstypes.ENI { return e }, func(e awstypes.ENI) string { return names[e.Tags[eniplan.TagNodeENIUID]] }, ev)
+	m.countProven(v.SignedBy, t.Keys)
 	count := map[string]int{}
-	for _, reason := range v.reasons {
+	for _, reason := range v.Reasons {
 		count[reason]++
 	}
-	for _, r := range untrustedReasons {
+	for _, r := range eniplan.UntrustedReasons {
 		m.untrusted.WithLabelValues(r).Set(float64(count[r]))
 	}
-	return v.reasons, v.details
+	return v.Reasons, v.Details
 }
 
 // countProven sets the proven-ENIs gauge: every key of the ring is shown,

@@ -15,6 +15,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/awsnode"
 	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // originals finds aws-multi-eni-controller's ENIs. They carry none of this
@@ -22,7 +23,7 @@ import (
 // one paginated DescribeNetworkInterfaces of the VPC filtered by the
 // original's managed-by tag finds them all, for every NodeENI at once. It
 // is made only while some NodeENI may still have ENIs to adopt
-// (needsOriginals) and at most once per resync interval; concurrent
+// (NeedsOriginals) and at most once per resync interval; concurrent
 // callers share it. The listed ENIs are recorded in the EC2 state, which
 // then holds their current picture (the adoption's tags applied).
 type originals struct {
@@ -40,7 +41,7 @@ func (o *originals) list(ctx context.Context, c EC2, now time.Time, maxAge time.
 		return o.ids, nil
 	}
 	at := now
-	list, err := c.ListENIs(ctx, ec2.Filter{Name: "tag:" + OriginalTagManagedBy, Values: []string{OriginalManagedBy}})
+	list, err := c.ListENIs(ctx, ec2.Filter{Name: "tag:" + eniplan.OriginalTagManagedBy, Values: []string{eniplan.OriginalManagedBy}})
 	if err != nil {
 		return nil, fmt.Errorf("listing aws-multi-eni-controller's ENIs: %w", err)
 	}
@@ -53,19 +54,19 @@ func (o *originals) list(ctx context.Context, c EC2, now time.Time, maxAge time.
 }
 
 // adopt finds the NodeENI's ENIs of aws-multi-eni-controller and puts
-// those that pass the adoption check (notAdoptable) into the plan input:
+// those that pass the adoption check (NotAdoptable) into the plan input:
 // each as the ENI it will be once adopted, plus its adopt action. The
 // others are reported (event and log, once per reason) and left alone. A
 // NodeENI that just got its finalizer (fresh) has none of the original's.
-func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool, in *planInput) error {
-	if fresh || !needsOriginals(ne.Status, in.ENIs) {
+func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool, in *eniplan.PlanInput) error {
+	if fresh || !eniplan.NeedsOriginals(ne.Status, in.ENIs) {
 		return nil
 	}
 	ids, err := r.originals.list(ctx, r.ec2, r.now(), r.opts.ResyncInterval)
 	if err != nil {
 		return err
 	}
-	records := in.Legacy.counted()
+	records := in.Legacy.Counted()
 	ev, err := r.adoptionEvidence(ctx, ne, records)
 	if err != nil {
 		return err
@@ -75,30 +76,30 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 		ours[o.ID] = true
 	}
 	reasons, details := map[string]string{}, map[string]string{}
-	by := ownedBy{cluster: r.opts.ClusterName, nodeENI: ne.Name, uid: string(ne.UID), base: in.Base,
-		created: r.now().UTC().Truncate(time.Second)}
+	by := eniplan.OwnedBy{Cluster: r.opts.ClusterName, NodeENI: ne.Name, UID: string(ne.UID), Base: in.Base,
+		Created: r.now().UTC().Truncate(time.Second)}
 	for _, id := range candidates(r.ec2, ne.Name, records, ids) {
 		e, found := r.ec2.ENI(id)
 		switch {
-		case ours[id], found && e.Tags[TagCluster] == r.opts.ClusterName:
+		case ours[id], found && e.Tags[eniplan.TagCluster] == r.opts.ClusterName:
 			continue // this operator's already (adopted before, or the trust check reports it)
 		case !found:
-			reasons[id], details[id] = NotAdoptedNotFound, "the status names it, but no ENI with aws-multi-eni-controller's tags has this ID in the cluster's VPC"
+			reasons[id], details[id] = eniplan.NotAdoptedNotFound, "the status names it, but no ENI with aws-multi-eni-controller's tags has this ID in the cluster's VPC"
 			continue
 		}
-		if reason, detail := notAdoptable(e, ev); reason != "" {
+		if reason, detail := eniplan.NotAdoptable(e, ev); reason != "" {
 			reasons[id], details[id] = reason, detail
 			continue
 		}
-		a, o := adoption(e, by, in.Tags)
+		a, o := eniplan.Adoption(e, by, in.Tags)
 		// The proof goes in the same CreateTags as the ownership tags.
-		proof := ProofTag(r.trust.keys, awstypes.ENI{ID: e.ID, Tags: a.Tags})
+		proof := eniplan.ProofTag(r.trust.Keys, awstypes.ENI{ID: e.ID, Tags: a.Tags})
 		maps.Copy(a.Tags, proof)
 		maps.Copy(o.Tags, proof)
 		in.Adopt = append(in.Adopt, a)
 		in.ENIs = append(in.ENIs, o)
 	}
-	r.reportNotAdopted(ctx, ne, verdicts{reasons: reasons, details: details})
+	r.reportNotAdopted(ctx, ne, eniplan.Verdicts{Reasons: reasons, Details: details})
 	return nil
 }
 
@@ -107,7 +108,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 func candidates(c EC2, nodeENI string, records []v1alpha1.ENIAttachment, listed []string) []string {
 	var out []string
 	for _, id := range listed {
-		if e, ok := c.ENI(id); ok && e.Tags[OriginalTagNodeENI] == nodeENI {
+		if e, ok := c.ENI(id); ok && e.Tags[eniplan.OriginalTagNodeENI] == nodeENI {
 			out = append(out, id)
 		}
 	}
@@ -120,9 +121,9 @@ func candidates(c EC2, nodeENI string, records []v1alpha1.ENIAttachment, listed 
 
 // adoptionEvidence gathers what the adoption check weighs: the VPC's
 // subnets (the catalog, cached), every node's instance (the informer's
-// cache) and the NodeENI's status entries that still count (legacyStatus).
-func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI, records []v1alpha1.ENIAttachment) (adoptionEvidence, error) {
-	ev := adoptionEvidence{NodeENI: ne.Name, Subnets: map[string]string{}, Nodes: map[string]string{},
+// cache) and the NodeENI's status entries that still count (eniplan.LegacyStatus).
+func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI, records []v1alpha1.ENIAttachment) (eniplan.AdoptionEvidence, error) {
+	ev := eniplan.AdoptionEvidence{NodeENI: ne.Name, Subnets: map[string]string{}, Nodes: map[string]string{},
 		Records: map[string]v1alpha1.ENIAttachment{}, Description: ne.Spec.Description}
 	cat, err := r.ec2.Catalog(ctx, r.opts.CatalogInterval)
 	if err != nil {
@@ -148,17 +149,17 @@ func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI,
 
 // reportNotAdopted reports the ENIs not adopted, each once per reason: a
 // Warning event on the NodeENI and a log line.
-func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI, v verdicts) {
-	r.reportLeftAlone(ctx, ne, "adopt/"+string(ne.UID), v, leftAlone{
-		log:    "ENI of aws-multi-eni-controller (by its tags or this NodeENI's status) not adopted; it is left alone",
-		reason: "NotAdopted", action: "Adopt",
-		note: "%d ENIs of aws-multi-eni-controller (by its tags or this NodeENI's status) are not adopted and are left alone (never detached, deleted or changed): %s"})
+func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI, v eniplan.Verdicts) {
+	r.reportLeftAlone(ctx, ne, "adopt/"+string(ne.UID), v, eniplan.LeftAlone{
+		Log:    "ENI of aws-multi-eni-controller (by its tags or this NodeENI's status) not adopted; it is left alone",
+		Reason: "NotAdopted", Action: "Adopt",
+		Note: "%d ENIs of aws-multi-eni-controller (by its tags or this NodeENI's status) are not adopted and are left alone (never detached, deleted or changed): %s"})
 }
 
 // adoptENI writes an adopted ENI's ownership tags: one CreateTags.
-func (r *reconciler) adoptENI(ctx context.Context, a action, ev *nodeEvents) (*blocked, error) {
+func (r *reconciler) adoptENI(ctx context.Context, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
 	err := r.ec2.CreateTagsAlone(ctx, a.ENI, a.Tags)
-	r.metrics.op(actAdopt, err)
+	r.metrics.op(eniplan.ActAdopt, err)
 	if err != nil {
 		return r.failed(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)
 	}
@@ -166,58 +167,9 @@ func (r *reconciler) adoptENI(ctx context.Context, a action, ev *nodeEvents) (*b
 	// the ENI lacks or holds otherwise): one the original's ENI already
 	// carried with the same value may be another tool's, so it is never
 	// removed.
-	r.applied.set(a.ENI, heldRecord(a.Tags, a.Tags))
+	r.applied.set(a.ENI, eniplan.HeldRecord(a.Tags, a.Tags))
 	log.FromContext(ctx).Info("adopted ENI of aws-multi-eni-controller in place", "node", a.Node, "eni", a.ENI, "deviceIndex", a.Index)
 	ev.add(corev1.EventTypeNormal, "Adopted", "Adopt",
 		fmt.Sprintf("adopted ENI %s of aws-multi-eni-controller on node %s in place (device index %d kept)", a.ENI, a.Node, a.Index))
 	return nil, nil
-}
-
-// legacyRecords are the entries of the deprecated status.attachments
-// still needed as evidence: those of ENIs whose adoption or proof is yet
-// to be written (EC2 refused, or dry-run). The others are dropped: their
-// ENIs are the operator's own and in the ENINodes.
-func legacyRecords(records []v1alpha1.ENIAttachment, waiting ...[]action) []v1alpha1.ENIAttachment {
-	ids := map[string]bool{}
-	for _, acts := range waiting {
-		for _, a := range acts {
-			ids[a.ENI] = true
-		}
-	}
-	var out []v1alpha1.ENIAttachment
-	for _, rec := range records {
-		if ids[rec.ENIID] {
-			rec.AppliedTags, rec.Selection = nil, nil // records count only in the ENINode, which only the operator writes
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
-// unswitched adds to kept the records an eni-agent of an earlier version
-// may still configure its node from: the ENI is still the NodeENI's and
-// no agent has reported in its node's ENINode yet. An upgraded operator
-// that dropped them at once would have every node agent not yet upgraded
-// release its interfaces (names, DPDK bindings); they go once the node's
-// agent reports in its ENINode, and were bounded by what the earlier
-// version wrote.
-func unswitched(kept, records []v1alpha1.ENIAttachment, ours []owned, held map[string]*v1alpha1.ENINode) []v1alpha1.ENIAttachment {
-	for _, rec := range records {
-		switch {
-		case slices.ContainsFunc(kept, func(k v1alpha1.ENIAttachment) bool { return k.ENIID == rec.ENIID }):
-		case !slices.ContainsFunc(ours, func(o owned) bool { return o.ID == rec.ENIID }):
-		case held[rec.NodeID] != nil && len(held[rec.NodeID].Status.Interfaces) > 0:
-		default:
-			kept = append(kept, rec)
-		}
-	}
-	return kept
-}
-
-// notAdopted are the adoptions whose ENI is not among the NodeENI's own
-// after they were carried out.
-func notAdopted(adopt []action, after []owned) []action {
-	return slices.DeleteFunc(slices.Clone(adopt), func(a action) bool {
-		return slices.ContainsFunc(after, func(o owned) bool { return o.ID == a.ENI })
-	})
 }

@@ -8,7 +8,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // The Ready and Desired columns show 0, asked of the API server as a
@@ -25,7 +25,7 @@ func TestPrinterColumnsShowZero(t *testing.T) {
 	h.createNodeENI("blocked", blocked)
 	h.eventually("none observed", waitFor, func() (bool, string) {
 		c := condition(h.get("none"), v1alpha1.ConditionReady)
-		return c != nil && c.Reason == nodeeni.ReasonNoMatchingNodes, fmt.Sprintf("%+v", c)
+		return c != nil && c.Reason == eniplan.ReasonNoMatchingNodes, fmt.Sprintf("%+v", c)
 	})
 	h.eventually("blocked observed", waitFor, func() (bool, string) {
 		c := condition(h.get("blocked"), v1alpha1.ConditionDegraded)

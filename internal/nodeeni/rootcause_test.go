@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // degradedWith waits until a NodeENI is Degraded with reason and a
@@ -63,12 +63,12 @@ func TestNotFoundIsTheRootCauseOnEveryNode(t *testing.T) {
 	h.createNodeENI("zone", zone)
 
 	for _, c := range []struct{ name, reason, what string }{
-		{"typo-name", nodeeni.ReasonSubnetNotFound, `"no-such-subnet"`},
-		{"typo-id", nodeeni.ReasonSubnetNotFound, "subnet-0123456789abcdef0"},
-		{"typo-group", nodeeni.ReasonSecurityGroupNotFound, `"no-such-group"`},
+		{"typo-name", eniplan.ReasonSubnetNotFound, `"no-such-subnet"`},
+		{"typo-id", eniplan.ReasonSubnetNotFound, "subnet-0123456789abcdef0"},
+		{"typo-group", eniplan.ReasonSecurityGroupNotFound, `"no-such-group"`},
 	} {
 		cond := h.degradedWith(c.name, c.reason, c.what, "n0", "n1", "n2")
-		if strings.Contains(cond.Message, nodeeni.ReasonNoSubnetInZone) {
+		if strings.Contains(cond.Message, eniplan.ReasonNoSubnetInZone) {
 			t.Errorf("%s: the message blames the zone: %s", c.name, cond.Message)
 		}
 		t.Logf("%s: Degraded %s: %s", c.name, cond.Reason, cond.Message)
@@ -80,10 +80,10 @@ func TestNotFoundIsTheRootCauseOnEveryNode(t *testing.T) {
 	mixed.SecurityGroupNames = []string{"storage"}
 	mixed.DeviceIndex = 2
 	h.createNodeENI("mixed", mixed)
-	h.degradedWith("mixed", nodeeni.ReasonSubnetNotFound, `nodes n0, n1: SubnetNotFound: no subnet of the cluster's VPC has the Name tag "no-such-subnet-b"`,
+	h.degradedWith("mixed", eniplan.ReasonSubnetNotFound, `nodes n0, n1: SubnetNotFound: no subnet of the cluster's VPC has the Name tag "no-such-subnet-b"`,
 		`node n2: SubnetNotFound: no subnet of the cluster's VPC has the Name tag "no-such-subnet-b"; fix subnetName(s) or tag the subnet; none of the subnets found is in the node's zone`)
 
-	cond := h.degradedWith("zone", nodeeni.ReasonNoSubnetInZone, "node n2: NoSubnetInZone", "us-east-1b")
+	cond := h.degradedWith("zone", eniplan.ReasonNoSubnetInZone, "node n2: NoSubnetInZone", "us-east-1b")
 	if strings.Contains(cond.Message, "n0") || strings.Contains(cond.Message, "n1") {
 		t.Errorf("zone: nodes of us-east-1a reported: %s", cond.Message)
 	}

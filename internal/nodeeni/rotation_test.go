@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // A key rotation keeps every ENI trusted: with a key added, the operator
@@ -45,7 +45,7 @@ func TestKeyRotationKeepsENIsTrusted(t *testing.T) {
 	m = h.start(o)
 	h.eventually("every ENI proven by k2 alone", waitFor, func() (bool, string) {
 		k2 := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_proven_enis", map[string]string{"key": "k2"})
-		bad := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof})
+		bad := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedBadProof})
 		return k2 == 2 && bad == 0, fmt.Sprintf("k2 %v, bad proofs %v", k2, bad)
 	})
 	h.ready("rotate", 2)

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // passes waits until the operator has re-read the catalog a few times
@@ -60,7 +60,7 @@ func TestTaggedGroupIsNotAddedToRunningENIs(t *testing.T) {
 	if n := h.calls("ModifyNetworkInterfaceAttribute"); n != 0 {
 		t.Fatalf("%d ModifyNetworkInterfaceAttribute calls", n)
 	}
-	h.selectionSaid("sg", nodeeni.ReasonSecurityGroupsChanged, open)
+	h.selectionSaid("sg", eniplan.ReasonSecurityGroupsChanged, open)
 	if ne := h.get("sg"); !slices.Contains(ne.Status.SecurityGroups, open) {
 		t.Fatalf("status.securityGroups %v: the resolution is said as it is", ne.Status.SecurityGroups)
 	}
@@ -114,12 +114,12 @@ func TestTaggedSubnetDoesNotJoinARunningZone(t *testing.T) {
 		}
 	}
 	unchanged()
-	h.selectionSaid("subnets", nodeeni.ReasonSubnetsChanged, tagged)
+	h.selectionSaid("subnets", eniplan.ReasonSubnetsChanged, tagged)
 
 	h.tagResource(inUse, map[string]string{"net": "other"})
 	h.passes()
 	unchanged()
-	h.selectionSaid("subnets", nodeeni.ReasonSubnetsChanged, tagged, inUse)
+	h.selectionSaid("subnets", eniplan.ReasonSubnetsChanged, tagged, inUse)
 
 	h.update("subnets", func(s *v1alpha1.NodeENISpec) {
 		s.SubnetSelector[0].Tags["net"] = "*"
@@ -168,7 +168,7 @@ func TestUpgradePinsENIsToTheGroupsTheyCarry(t *testing.T) {
 			t.Fatalf("ENI %s of the earlier version now has groups %v; want [%s]", e.ID, e.SecurityGroups, multus)
 		}
 	}
-	h.selectionSaid("pinup", nodeeni.ReasonSecurityGroupsChanged, open)
+	h.selectionSaid("pinup", eniplan.ReasonSecurityGroupsChanged, open)
 	h.eventually("the record written", waitFor, func() (bool, string) {
 		as := h.attachments("pinup")
 		ok := len(as) == 1 && as[0].Selection != nil && slices.Equal(as[0].Selection.SecurityGroups, []string{multus})

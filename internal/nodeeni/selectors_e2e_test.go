@@ -10,7 +10,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // Subnets and security groups selected by tags, zone by zone: each node
@@ -45,9 +45,9 @@ func TestSelectorsByTags(t *testing.T) {
 		t.Fatalf("status subnets %+v groups %v; want %+v [%s]", ne.Status.Subnets, ne.Status.SecurityGroups, want, group)
 	}
 	for _, e := range h.enis() {
-		wantSubnet := map[string]string{"n0": subnetA, "n1": subnetB}[e.Tags[nodeeni.TagNode]]
+		wantSubnet := map[string]string{"n0": subnetA, "n1": subnetB}[e.Tags[eniplan.TagNode]]
 		if e.SubnetID != wantSubnet || !slices.Equal(e.SecurityGroups, []string{group}) {
-			t.Errorf("ENI %s of %s in %s with %v; want %s with [%s]", e.ID, e.Tags[nodeeni.TagNode], e.SubnetID, e.SecurityGroups, wantSubnet, group)
+			t.Errorf("ENI %s of %s in %s with %v; want %s with [%s]", e.ID, e.Tags[eniplan.TagNode], e.SubnetID, e.SecurityGroups, wantSubnet, group)
 		}
 	}
 
@@ -57,7 +57,7 @@ func TestSelectorsByTags(t *testing.T) {
 	h.eventually("zone b said, its ENI kept", waitFor, func() (bool, string) {
 		ne := h.get("sel")
 		d := condition(ne, v1alpha1.ConditionDegraded)
-		if d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, nodeeni.ReasonNoSubnetInZone) && !strings.Contains(d.Message, "us-east-1b") {
+		if d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, eniplan.ReasonNoSubnetInZone) && !strings.Contains(d.Message, "us-east-1b") {
 			return false, "degraded " + spew(d)
 		}
 		return len(h.enis()) == 2 && len(ne.Status.Subnets) == 1, fmt.Sprintf("%d ENIs, subnets %v: %s", len(h.enis()), ne.Status.Subnets, spew(d))

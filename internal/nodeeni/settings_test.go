@@ -11,7 +11,7 @@ import (
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // ec2Writes are the EC2 actions that change something.
@@ -129,7 +129,7 @@ func TestENISettingsCardBeyondType(t *testing.T) {
 			return false, "missing"
 		}
 		c = condition(ne, v1alpha1.ConditionDegraded)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodeeni.ReasonNetworkCardBeyondLimit, fmt.Sprintf("%+v", c)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == eniplan.ReasonNetworkCardBeyondLimit, fmt.Sprintf("%+v", c)
 	})
 	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
 	time.Sleep(3 * resync)

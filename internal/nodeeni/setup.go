@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	if o.Keys == nil {
 		return errors.New("nodeeni: an ownership key ring is required: it proves which ENIs are the operator's (--ownership-key-secret)")
 	}
-	trust, births := trustCheck{cluster: o.ClusterName, keys: o.Keys}, newBirths()
+	trust, births := eniplan.TrustCheck{Cluster: o.ClusterName, Keys: o.Keys}, newBirths()
 	o = o.withDefaults()
 	if o.DisableController && o.DisableCollector {
 		return nil
@@ -54,10 +55,10 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	// The cluster's ENIs: read every resync interval (one paginated call
 	// for the cluster), indexed by their NodeENI.
 	if err := state.Watch(ec2.Scope{Name: InventoryScope, Interval: o.ResyncInterval,
-		Filters: []ec2.Filter{{Name: "tag:" + TagCluster, Values: []string{o.ClusterName}}}}); err != nil {
+		Filters: []ec2.Filter{{Name: "tag:" + eniplan.TagCluster, Values: []string{o.ClusterName}}}}); err != nil {
 		return err
 	}
-	state.IndexTag(TagNodeENIUID)
+	state.IndexTag(eniplan.TagNodeENIUID)
 	refreshed, err := state.Subscribe(InventoryScope)
 	if err != nil {
 		return err
@@ -107,7 +108,7 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 type refreshHandler struct {
 	client     client.Reader
 	state      EC2
-	trust      trustCheck
+	trust      eniplan.TrustCheck
 	births     *births
 	metrics    *metrics
 	distrusted *distrustLog
@@ -154,7 +155,7 @@ func (h refreshHandler) refreshed(ctx context.Context) {
 
 // countUntrusted sets the trust gauges and logs each untrusted ENI once
 // per reason.
-func (h refreshHandler) countUntrusted(all []awstypes.ENI, ev evidence) {
+func (h refreshHandler) countUntrusted(all []awstypes.ENI, ev eniplan.Evidence) {
 	reasons, details := h.metrics.countUntrusted(all, h.trust, nodeENINames(h.client), ev)
 	for _, id := range h.distrusted.update("inventory", reasons) {
 		h.log.Info("ENI carries this cluster's ownership tag but fails the trust check; it is left alone",

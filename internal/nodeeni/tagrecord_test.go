@@ -5,133 +5,27 @@ import (
 	"testing"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
-
-type tags = map[string]string
-
-// The decision of an ENI's user tags: what to set, what to remove (with
-// the value it must still hold) and the record once both are done.
-func TestTagChanges(t *testing.T) {
-	for _, tc := range []struct {
-		name                    string
-		have, want, recorded    tags
-		set, remove, wantRecord tags
-	}{
-		{name: "in sync: nothing to do, the record stays",
-			have: tags{"Team": "a", "Env": "prod"}, want: tags{"Team": "a", "Env": "prod"}, recorded: tags{"Team": "a", "Env": "prod"},
-			wantRecord: tags{"Team": "a", "Env": "prod"}},
-		{name: "a new key is set and recorded",
-			have: tags{"Team": "a"}, want: tags{"Team": "a", "Env": "prod"}, recorded: tags{"Team": "a"},
-			set: tags{"Env": "prod"}, wantRecord: tags{"Team": "a", "Env": "prod"}},
-		{name: "a changed value is set and recorded",
-			have: tags{"Team": "a"}, want: tags{"Team": "b"}, recorded: tags{"Team": "a"},
-			set: tags{"Team": "b"}, wantRecord: tags{"Team": "b"}},
-		{name: "a key dropped from the spec is removed with its recorded value",
-			have: tags{"Team": "a", "Env": "prod"}, want: tags{"Team": "a"}, recorded: tags{"Team": "a", "Env": "prod"},
-			remove: tags{"Env": "prod"}, wantRecord: tags{"Team": "a"}},
-		{name: "a dropped key someone rewrote is theirs: kept, no longer recorded",
-			have: tags{"Env": "staging"}, want: nil, recorded: tags{"Env": "prod"}},
-		{name: "a dropped key someone already removed: nothing to do",
-			have: nil, want: nil, recorded: tags{"Env": "prod"}},
-		{name: "no record (an ENI of an earlier version): nothing removed, a tag already right is not claimed",
-			have: tags{"Team": "a", "Env": "prod", "Backup": "daily"}, want: tags{"Team": "a"}},
-		{name: "no record: a tag the operator writes now starts the record",
-			have: tags{"Team": "a", "Backup": "daily"}, want: tags{"Team": "a", "Env": "prod"},
-			set: tags{"Env": "prod"}, wantRecord: tags{"Env": "prod"}},
-		{name: "a wanted tag someone rewrote is set back and recorded",
-			have: tags{"Team": "x"}, want: tags{"Team": "a"}, recorded: tags{"Team": "a"},
-			set: tags{"Team": "a"}, wantRecord: tags{"Team": "a"}},
-		{name: "a new value someone else already wrote is theirs: not recorded",
-			have: tags{"Team": "b"}, want: tags{"Team": "b"}, recorded: tags{"Team": "a"}},
-		{name: "reserved keys are never set, removed or recorded",
-			have:     tags{"eni-operator.io/node": "n1", "kubernetes.io/cluster/x": "owned"},
-			want:     tags{"kubernetes.io/cluster/x": "shared"},
-			recorded: tags{"eni-operator.io/node": "n1", "kubernetes.io/cluster/x": "owned"}},
-		{name: "a recorded tag outside the character rule is never removed",
-			have: tags{"bell\a": "v"}, recorded: tags{"bell\a": "v"}},
-		{name: "set and remove at once",
-			have: tags{"Old": "1", "Keep": "k"}, want: tags{"New": "2", "Keep": "k"}, recorded: tags{"Old": "1", "Keep": "k"},
-			set: tags{"New": "2"}, remove: tags{"Old": "1"}, wantRecord: tags{"New": "2", "Keep": "k"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := tagChanges(tc.have, tc.want, tc.recorded)
-			for _, c := range []struct {
-				what      string
-				got, want tags
-			}{{"set", got.set, tc.set}, {"remove", got.remove, tc.remove}, {"record", got.record, tc.wantRecord}} {
-				if !maps.Equal(c.got, c.want) {
-					t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
-				}
-			}
-			// Once done, the next pass has nothing to do and keeps the record.
-			after := maps.Clone(tc.have)
-			if after == nil {
-				after = tags{}
-			}
-			maps.Copy(after, got.set)
-			for k := range got.remove {
-				delete(after, k)
-			}
-			again := tagChanges(after, tc.want, got.record)
-			if len(again.set) > 0 || len(again.remove) > 0 || !maps.Equal(again.record, got.record) {
-				t.Errorf("not a fixed point: %+v after %+v", again, got)
-			}
-		})
-	}
-}
-
-// Before the tag policies are loaded no tag changes; where a policy
-// fails for the node, recorded tags the ENI still holds are kept and the
-// spec's are set as usual.
-func TestTagDriftHolds(t *testing.T) {
-	o := owned{Node: "n1"}
-	o.ID, o.Tags = "eni-1", tags{"Team": "a", "Zone": "us-east-1a"}
-	in := planInput{Tags: tags{"Team": "a", "Env": "prod"}, Recorded: map[string]tags{"eni-1": {"Team": "a", "Zone": "us-east-1a"}}}
-	in.HoldTags = true
-	if acts := tagDrift(in, o); len(acts) != 0 {
-		t.Errorf("policies not loaded: %+v", acts)
-	}
-	in.HoldTags, in.HoldTagsOn = false, map[string]bool{"n1": true}
-	acts := tagDrift(in, o)
-	if len(acts) != 1 || len(acts[0].Remove) > 0 || !maps.Equal(acts[0].Tags, tags{"Env": "prod"}) ||
-		!maps.Equal(acts[0].Record, tags{"Team": "a", "Zone": "us-east-1a", "Env": "prod"}) {
-		t.Errorf("held on the node: %+v", acts)
-	}
-	in.HoldTagsOn = nil
-	if acts := tagDrift(in, o); len(acts) != 1 || !maps.Equal(acts[0].Remove, tags{"Zone": "us-east-1a"}) {
-		t.Errorf("not held: %+v", acts)
-	}
-}
-
-// The record an entry carries is what the ENI still holds of it.
-func TestHeldRecord(t *testing.T) {
-	got := heldRecord(tags{"A": "1", "B": "other"}, tags{"A": "1", "B": "2", "C": "3"})
-	if !maps.Equal(got, tags{"A": "1"}) {
-		t.Errorf("heldRecord: %v", got)
-	}
-	if heldRecord(tags{"A": "1"}, nil) != nil {
-		t.Error("no record must stay nil (the entry of an earlier version is unchanged)")
-	}
-}
 
 // A record written to EC2 stands in for the ENINode's until the ENINode
 // shows it (a failed write, a cache behind), and no longer after.
 func TestAppliedTagsBridgeTheENINode(t *testing.T) {
-	o := owned{Node: "n1"}
-	o.ID, o.Tags = "eni-1", tags{"Team": "a", "Env": "prod"}
+	o := eniplan.Owned{Node: "n1"}
+	o.ID, o.Tags = "eni-1", map[string]string{"Team": "a", "Env": "prod"}
 	stale := map[string]*v1alpha1.ENINode{"n1": {Spec: v1alpha1.ENINodeSpec{Attachments: []v1alpha1.ENIAttachment{
-		{NodeENI: "ne", NodeID: "n1", ENIID: "eni-1", AppliedTags: tags{"Team": "a"}},
+		{NodeENI: "ne", NodeID: "n1", ENIID: "eni-1", AppliedTags: map[string]string{"Team": "a"}},
 		// An entry in another node's object never counts.
-		{NodeENI: "ne", NodeID: "n2", ENIID: "eni-2", AppliedTags: tags{"Team": "a"}},
+		{NodeENI: "ne", NodeID: "n2", ENIID: "eni-2", AppliedTags: map[string]string{"Team": "a"}},
 	}}}}
 	applied := newAppliedTags()
-	applied.set("eni-1", tags{"Team": "a", "Env": "prod"})
-	got := applied.records("ne", stale, []owned{o})
-	if !maps.Equal(got["eni-1"], tags{"Team": "a", "Env": "prod"}) || got["eni-2"] != nil {
+	applied.set("eni-1", map[string]string{"Team": "a", "Env": "prod"})
+	got := applied.records("ne", stale, []eniplan.Owned{o})
+	if !maps.Equal(got["eni-1"], map[string]string{"Team": "a", "Env": "prod"}) || got["eni-2"] != nil {
 		t.Errorf("with the ENINode behind: %v", got)
 	}
-	stale["n1"].Spec.Attachments[0].AppliedTags = tags{"Team": "a", "Env": "prod"}
-	if got := applied.records("ne", stale, []owned{o}); !maps.Equal(got["eni-1"], tags{"Team": "a", "Env": "prod"}) || len(applied.m) != 0 {
+	stale["n1"].Spec.Attachments[0].AppliedTags = map[string]string{"Team": "a", "Env": "prod"}
+	if got := applied.records("ne", stale, []eniplan.Owned{o}); !maps.Equal(got["eni-1"], map[string]string{"Team": "a", "Env": "prod"}) || len(applied.m) != 0 {
 		t.Errorf("once the ENINode shows it: %v, held %v", got, applied.m)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // events returns the notes of a NodeENI's events by reason.
@@ -50,9 +50,9 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	tags := func(extra map[string]string) map[string]string {
-		t := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "trust", nodeeni.TagNodeENIUID: uid,
-			nodeeni.TagNode: "n0", nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
-			nodeeni.TagCreatedAt: old, nodeeni.TagNoManage: "true"}
+		t := map[string]string{eniplan.TagCluster: h.cluster, eniplan.TagNodeENI: "trust", eniplan.TagNodeENIUID: uid,
+			eniplan.TagNode: "n0", eniplan.TagInstance: h.instance(0), eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1",
+			eniplan.TagCreatedAt: old, eniplan.TagNoManage: "true"}
 		for k, v := range extra {
 			if v == "" {
 				delete(t, k)
@@ -62,7 +62,7 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 		}
 		return t
 	}
-	deadUID := map[string]string{nodeeni.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000", nodeeni.TagNodeENI: "gone"}
+	deadUID := map[string]string{eniplan.TagNodeENIUID: "6f0c1d2e-dead-4bee-8000-000000000000", eniplan.TagNodeENI: "gone"}
 	merge := func(a, b map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range a {
@@ -78,13 +78,13 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 		// The live NodeENI's, as the controller would see them:
 		{Subnet: "multus-a", InterfaceType: "branch", Tags: tags(nil)},                                                   // 0: branch, available
 		{Subnet: "multus-a", Instance: "i0", DeviceIndex: 2, Tags: tags(hash)},                                           // 1: a pod's ENI (tagger hash), attached
-		{Subnet: "multus-a", Instance: "i0", DeviceIndex: 3, Tags: tags(map[string]string{nodeeni.TagNodeENI: "other"})}, // 2: another NodeENI's name
+		{Subnet: "multus-a", Instance: "i0", DeviceIndex: 3, Tags: tags(map[string]string{eniplan.TagNodeENI: "other"})}, // 2: another NodeENI's name
 		{Subnet: "multus-a", Instance: "i1", DeviceIndex: 1, Tags: tags(nil)},                                            // 3: attached to another instance than its tag says
-		{Subnet: "multus-a", Tags: tags(map[string]string{nodeeni.TagDeviceIndex: "x"})},                                 // 4: device index tag does not parse
+		{Subnet: "multus-a", Tags: tags(map[string]string{eniplan.TagDeviceIndex: "x"})},                                 // 4: device index tag does not parse
 		// Orphan candidates of the collector (no live NodeENI), available and old:
 		{Subnet: "multus-a", InterfaceType: "branch", Tags: tags(deadUID)},                           // 5: branch
 		{Subnet: "multus-a", Tags: tags(merge(deadUID, hash))},                                       // 6: tagger hash
-		{Subnet: "multus-a", Tags: tags(merge(deadUID, map[string]string{nodeeni.TagInstance: ""}))}, // 7: instance tag missing
+		{Subnet: "multus-a", Tags: tags(merge(deadUID, map[string]string{eniplan.TagInstance: ""}))}, // 7: instance tag missing
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -98,14 +98,14 @@ func TestUntrustedENIsAreLeftAlone(t *testing.T) {
 
 	h.eventually("untrusted ENIs reported", waitFor, func() (bool, string) {
 		byReason := map[string]float64{}
-		for _, r := range []string{nodeeni.UntrustedInterfaceType, nodeeni.UntrustedTaggerTag, nodeeni.UntrustedNodeENIName,
-			nodeeni.UntrustedAttachedElsewhere, nodeeni.UntrustedDeviceIndexTag, nodeeni.UntrustedMissingTag} {
+		for _, r := range []string{eniplan.UntrustedInterfaceType, eniplan.UntrustedTaggerTag, eniplan.UntrustedNodeENIName,
+			eniplan.UntrustedAttachedElsewhere, eniplan.UntrustedDeviceIndexTag, eniplan.UntrustedMissingTag} {
 			byReason[r] = testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": r})
 		}
-		ok := byReason[nodeeni.UntrustedInterfaceType] == 2 && byReason[nodeeni.UntrustedTaggerTag] == 2 &&
-			byReason[nodeeni.UntrustedNodeENIName] == 1 &&
-			byReason[nodeeni.UntrustedAttachedElsewhere] == 1 && byReason[nodeeni.UntrustedDeviceIndexTag] == 1 &&
-			byReason[nodeeni.UntrustedMissingTag] == 1
+		ok := byReason[eniplan.UntrustedInterfaceType] == 2 && byReason[eniplan.UntrustedTaggerTag] == 2 &&
+			byReason[eniplan.UntrustedNodeENIName] == 1 &&
+			byReason[eniplan.UntrustedAttachedElsewhere] == 1 && byReason[eniplan.UntrustedDeviceIndexTag] == 1 &&
+			byReason[eniplan.UntrustedMissingTag] == 1
 		notes := strings.Join(h.events("trust")["UntrustedENI"], "\n")
 		for _, e := range res.NetworkInterfaces[:5] {
 			ok = ok && strings.Contains(notes, e.ID)

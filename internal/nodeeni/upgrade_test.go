@@ -12,7 +12,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // ENIs of a version before proofs gain their proof once, where the
@@ -24,9 +24,9 @@ func TestENIsOfEarlierVersionsGainTheirProofOnce(t *testing.T) {
 	h, names := nodesHarness(t, 1, "upgrade")
 	h.createNodeENI("upgrade", h.multusSpec(map[string]string{"ng": "upgrade"}))
 	ne := h.get("upgrade")
-	tags := map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "upgrade", nodeeni.TagNodeENIUID: string(ne.UID),
-		nodeeni.TagNode: names[0], nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
-		nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nodeeni.TagNoManage: "true"}
+	tags := map[string]string{eniplan.TagCluster: h.cluster, eniplan.TagNodeENI: "upgrade", eniplan.TagNodeENIUID: string(ne.UID),
+		eniplan.TagNode: names[0], eniplan.TagInstance: h.instance(0), eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1",
+		eniplan.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), eniplan.TagNoManage: "true"}
 	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: h.instance(0), DeviceIndex: 1, DeleteOnTermination: true, Tags: tags},
 		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Instance: h.instance(0), DeviceIndex: 2, Tags: tags},
@@ -48,19 +48,19 @@ func TestENIsOfEarlierVersionsGainTheirProofOnce(t *testing.T) {
 	m := h.start(h.options())
 	h.ready("upgrade", 1)
 	h.eventually("the copy reported as unproven", waitFor, func() (bool, string) {
-		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedUnproven})
+		n := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedUnproven})
 		return n == 1, fmt.Sprint(n)
 	})
 	time.Sleep(4 * resync)
 	for _, e := range h.enis() {
 		switch e.ID {
 		case earlier.ID:
-			if e.Tags[nodeeni.TagProof] == "" || e.Attachment == nil || e.Attachment.DeviceIndex != 1 {
-				t.Errorf("the earlier version's ENI: proof %q, attachment %+v", e.Tags[nodeeni.TagProof], e.Attachment)
+			if e.Tags[eniplan.TagProof] == "" || e.Attachment == nil || e.Attachment.DeviceIndex != 1 {
+				t.Errorf("the earlier version's ENI: proof %q, attachment %+v", e.Tags[eniplan.TagProof], e.Attachment)
 			}
 		case copied.ID:
-			if e.Tags[nodeeni.TagProof] != "" || e.Attachment == nil || e.Attachment.DeviceIndex != 2 {
-				t.Errorf("the copy: proof %q, attachment %+v", e.Tags[nodeeni.TagProof], e.Attachment)
+			if e.Tags[eniplan.TagProof] != "" || e.Attachment == nil || e.Attachment.DeviceIndex != 2 {
+				t.Errorf("the copy: proof %q, attachment %+v", e.Tags[eniplan.TagProof], e.Attachment)
 			}
 		}
 	}
@@ -81,9 +81,9 @@ func TestStatusAttachmentsVouchForNothingAfterTheUpgrade(t *testing.T) {
 	h.createNodeENI("replay", h.multusSpec(map[string]string{"ng": "replay"}))
 	ne := h.ready("replay", 1)
 	tags := func(index string) map[string]string {
-		return map[string]string{nodeeni.TagCluster: h.cluster, nodeeni.TagNodeENI: "replay", nodeeni.TagNodeENIUID: string(ne.UID),
-			nodeeni.TagNode: names[0], nodeeni.TagInstance: h.instance(0), nodeeni.TagDeviceIndex: index, nodeeni.TagDeviceIndexBase: "1",
-			nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nodeeni.TagNoManage: "true"}
+		return map[string]string{eniplan.TagCluster: h.cluster, eniplan.TagNodeENI: "replay", eniplan.TagNodeENIUID: string(ne.UID),
+			eniplan.TagNode: names[0], eniplan.TagInstance: h.instance(0), eniplan.TagDeviceIndex: index, eniplan.TagDeviceIndexBase: "1",
+			eniplan.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), eniplan.TagNoManage: "true"}
 	}
 	res, err := h.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", SecurityGroups: []string{h.Groups["multus"]}, Tags: tags("1")},                                          // detached
@@ -116,7 +116,7 @@ func TestStatusAttachmentsVouchForNothingAfterTheUpgrade(t *testing.T) {
 	}
 	h.onlyReads(foreign...)
 	for _, e := range h.enis() {
-		if slices.Contains(foreign, e.ID) && e.Tags[nodeeni.TagProof] != "" {
+		if slices.Contains(foreign, e.ID) && e.Tags[eniplan.TagProof] != "" {
 			t.Errorf("foreign ENI %s was signed", e.ID)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/metricsauth"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
 	"github.com/eni-operator/eni-operator/internal/podranges"
 	"github.com/eni-operator/eni-operator/internal/readiness"
@@ -263,7 +264,7 @@ func permissionCheck(ec2c *ec2.Client, c Config, nodeENIOn bool, reg prometheus.
 	}
 	if nodeENIOn {
 		actions = append(actions, nodeeni.PreflightIAMActions()...)
-		opts = append(opts, ec2.WithCreateTags(map[string]string{nodeeni.TagCluster: c.ClusterName}))
+		opts = append(opts, ec2.WithCreateTags(map[string]string{eniplan.TagCluster: c.ClusterName}))
 	}
 	slices.Sort(actions)
 	return &ec2.PermissionCheck{Client: ec2c, Actions: slices.Compact(actions), Options: opts, Missing: ec2.NewPermissionGauge(reg)}

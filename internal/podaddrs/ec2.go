@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/eni-operator/eni-operator/internal/ec2"
 )
 

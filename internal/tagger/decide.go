@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )

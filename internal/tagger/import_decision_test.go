@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
 )
 

@@ -21,6 +21,7 @@ var decisions = []string{
 	"internal/awsnode",
 	"internal/awstypes",
 	"internal/bounded",
+	"internal/nodeeni/eniplan",
 	"internal/tagger/tagplan",
 	"internal/tagkeys",
 	"internal/tagpolicy",

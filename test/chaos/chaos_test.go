@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -199,10 +200,10 @@ func (w *world) check() []string {
 	// and no other ENI owned by the cluster.
 	seen := map[string][]string{}
 	for _, e := range all {
-		if e.Tags[nodeeni.TagCluster] != cluster {
+		if e.Tags[eniplan.TagCluster] != cluster {
 			continue
 		}
-		key := e.Tags[nodeeni.TagNodeENI] + "/" + e.Tags[nodeeni.TagNode]
+		key := e.Tags[eniplan.TagNodeENI] + "/" + e.Tags[eniplan.TagNode]
 		seen[key] = append(seen[key], e.ID)
 		if e.Attachment == nil || e.Attachment.Status != "attached" {
 			problems = append(problems, fmt.Sprintf("ENI %s (%s) is not attached", e.ID, key))

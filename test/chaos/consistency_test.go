@@ -18,7 +18,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // lagged turns on every eventual-consistency delay the emulator models.
@@ -257,12 +257,12 @@ func (w *world) crashWhileCreating(cfg *rest.Config, op *testenv.Manager) {
 func (w *world) lateENIs() map[string][]string {
 	out := map[string][]string{}
 	for _, e := range w.eniState() {
-		if e.Tags[nodeeni.TagCluster] == cluster && e.Tags[nodeeni.TagNodeENI] == "late" {
+		if e.Tags[eniplan.TagCluster] == cluster && e.Tags[eniplan.TagNodeENI] == "late" {
 			status := "unattached"
 			if e.Attachment != nil {
 				status = e.Attachment.Status
 			}
-			out[e.Tags[nodeeni.TagNode]] = append(out[e.Tags[nodeeni.TagNode]], e.ID+"/"+status)
+			out[e.Tags[eniplan.TagNode]] = append(out[e.Tags[eniplan.TagNode]], e.ID+"/"+status)
 		}
 	}
 	return out

@@ -26,6 +26,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/podaddrs"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
@@ -621,7 +622,7 @@ func TestOperatorPolicyRealOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range enis {
-		if e.Tags[nodeeni.TagCluster] == cluster {
+		if e.Tags[eniplan.TagCluster] == cluster {
 			t.Errorf("the NodeENI's ENI %s is left: %+v", e.ID, e)
 		}
 	}

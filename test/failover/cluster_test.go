@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/operator"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
@@ -379,10 +379,10 @@ func (c *cluster) checkNodeENIs(all map[string]awstypes.ENI) []string {
 	var problems []string
 	got := map[string][]string{}
 	for id, e := range all {
-		if e.Tags[nodeeni.TagCluster] != clusterName {
+		if e.Tags[eniplan.TagCluster] != clusterName {
 			continue
 		}
-		key := e.Tags[nodeeni.TagNodeENI] + "/" + e.Tags[nodeeni.TagNode] + "/" + e.SubnetID
+		key := e.Tags[eniplan.TagNodeENI] + "/" + e.Tags[eniplan.TagNode] + "/" + e.SubnetID
 		got[key] = append(got[key], id)
 		if e.Attachment == nil || e.Attachment.Status != "attached" {
 			problems = append(problems, fmt.Sprintf("ENI %s (%s) is not attached", id, key))

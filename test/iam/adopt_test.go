@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // adoptStatement reads docs/migration.md's temporary IAM statement for the
@@ -43,12 +43,12 @@ func adoptStatement(t *testing.T) Policy {
 // added), and the tagger's deny, on the same role, still wins.
 func TestAdoptionStatement(t *testing.T) {
 	tg, ne, adopt := load(t, "tagger.json", cluster), load(t, "nodeeni.json", cluster), adoptStatement(t)
-	original := map[string][]string{"aws:ResourceTag/" + nodeeni.OriginalTagManagedBy: {nodeeni.OriginalManagedBy},
-		"aws:ResourceTag/" + nodeeni.OriginalTagNodeENI: {"multus"}}
-	ownership := []string{nodeeni.TagCluster, nodeeni.TagNodeENI, nodeeni.TagNodeENIUID, nodeeni.TagNode, nodeeni.TagInstance,
-		nodeeni.TagCreatedAt, nodeeni.TagDeviceIndex, nodeeni.TagDeviceIndexBase, nodeeni.TagNoManage}
+	original := map[string][]string{"aws:ResourceTag/" + eniplan.OriginalTagManagedBy: {eniplan.OriginalManagedBy},
+		"aws:ResourceTag/" + eniplan.OriginalTagNodeENI: {"multus"}}
+	ownership := []string{eniplan.TagCluster, eniplan.TagNodeENI, eniplan.TagNodeENIUID, eniplan.TagNode, eniplan.TagInstance,
+		eniplan.TagCreatedAt, eniplan.TagDeviceIndex, eniplan.TagDeviceIndexBase, eniplan.TagNoManage}
 	tagReq := func(resource map[string][]string, clusterTag string) Request {
-		ctx := map[string][]string{tagKeys: ownership, "aws:RequestTag/" + nodeeni.TagCluster: {clusterTag}}
+		ctx := map[string][]string{tagKeys: ownership, "aws:RequestTag/" + eniplan.TagCluster: {clusterTag}}
 		for k, v := range resource {
 			ctx[k] = v
 		}
@@ -67,7 +67,7 @@ func TestAdoptionStatement(t *testing.T) {
 		{"claim a pod's ENI", tagReq(map[string][]string{"aws:ResourceTag/Team": {"shop"}}, cluster), []Policy{ne, adopt}, I},
 		{"adopt for another cluster", tagReq(original, "staging"), []Policy{ne, adopt}, I},
 		{"adopt without the cluster tag", Request{Action: createTags, Resource: otherENI,
-			Context: map[string][]string{tagKeys: {"Team"}, "aws:ResourceTag/" + nodeeni.OriginalTagManagedBy: {nodeeni.OriginalManagedBy}}},
+			Context: map[string][]string{tagKeys: {"Team"}, "aws:ResourceTag/" + eniplan.OriginalTagManagedBy: {eniplan.OriginalManagedBy}}},
 			[]Policy{ne, adopt}, I},
 		{"detach an original ENI before adoption", Request{Action: "ec2:DetachNetworkInterface", Resource: otherENI, Context: original},
 			[]Policy{ne, adopt}, I},

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/podranges"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 	"github.com/eni-operator/eni-operator/internal/tagkeys"
@@ -246,7 +247,7 @@ func checkDenyExemptions(t *testing.T, st Statement, action string, patterns []s
 			case op == tagKeysLike && key == tagKeys:
 			case action == createTags && op == "Null" && key == createActn && slices.Equal(vals, []string{"true"}):
 			case action == createTags && proofOnly && op == "ForAnyValue:StringNotEquals" && key == tagKeys &&
-				slices.Equal(vals, []string{nodeeni.TagProof}):
+				slices.Equal(vals, []string{eniplan.TagProof}):
 			default:
 				t.Errorf("%s: condition %s %s %v narrows the deny of %s", st.Sid, op, key, vals, action)
 			}
@@ -295,7 +296,7 @@ func inClusterVPC(st Statement) bool {
 func foreignPatterns() []string {
 	var out []string
 	for _, p := range tagkeys.Prefixes() {
-		if p != tagkeys.NodeENIPrefix && !strings.HasPrefix(nodeeni.TagNoManage, p) {
+		if p != tagkeys.NodeENIPrefix && !strings.HasPrefix(eniplan.TagNoManage, p) {
 			out = append(out, p+"*")
 		}
 	}
@@ -375,8 +376,8 @@ func TestNodeENIWritesAreScopedOnEveryResource(t *testing.T) {
 func checkReservationGrant(t *testing.T, st Statement, mutating []string) bool {
 	t.Helper()
 	eq := st.Condition["StringEquals"]
-	onRequest := slices.Equal(eq["aws:RequestTag/"+nodeeni.TagCluster], []string{placeholder})
-	onResource := slices.Equal(eq["aws:ResourceTag/"+nodeeni.TagCluster], []string{placeholder})
+	onRequest := slices.Equal(eq["aws:RequestTag/"+eniplan.TagCluster], []string{placeholder})
+	onResource := slices.Equal(eq["aws:ResourceTag/"+eniplan.TagCluster], []string{placeholder})
 	if len(st.Condition) != 1 || onRequest == onResource {
 		t.Errorf("%s: %v on reservations must be conditioned on the cluster's tag (request or resource) alone, has %v", st.Sid, mutating, st.Condition)
 		return false
@@ -394,17 +395,17 @@ func checkReservationGrant(t *testing.T, st Statement, mutating []string) bool {
 func checkENIGrant(t *testing.T, st Statement, mutating []string) bool {
 	t.Helper()
 	eq := st.Condition["StringEquals"]
-	scoped := slices.Equal(eq["aws:ResourceTag/"+nodeeni.TagCluster], []string{placeholder}) ||
-		slices.Equal(eq["aws:RequestTag/"+nodeeni.TagCluster], []string{placeholder}) ||
+	scoped := slices.Equal(eq["aws:ResourceTag/"+eniplan.TagCluster], []string{placeholder}) ||
+		slices.Equal(eq["aws:RequestTag/"+eniplan.TagCluster], []string{placeholder}) ||
 		(len(eq[createActn]) > 0 && !slices.Contains(eq[createActn], "*"))
 	if !scoped || len(eq) != 1 {
 		t.Errorf("%s: %v on ENIs must be conditioned (StringEquals) on %s = %s or on %s; has %v",
-			st.Sid, mutating, nodeeni.TagCluster, placeholder, createActn, st.Condition)
+			st.Sid, mutating, eniplan.TagCluster, placeholder, createActn, st.Condition)
 		return false
 	}
 	// Once an ENI exists, the cluster's tag is not enough: anyone allowed
 	// ec2:CreateTags can copy it onto an ENI of another VPC.
-	if len(eq[createActn]) == 0 && len(eq["aws:RequestTag/"+nodeeni.TagCluster]) == 0 && !inClusterVPC(st) {
+	if len(eq[createActn]) == 0 && len(eq["aws:RequestTag/"+eniplan.TagCluster]) == 0 && !inClusterVPC(st) {
 		t.Errorf("%s: %v on existing ENIs must also be conditioned on the cluster's VPC (%s %s)", st.Sid, mutating, vpcOp, vpcKey)
 	}
 	writesTags := slices.Contains(mutating, createTags) || slices.Contains(mutating, "ec2:CreateNetworkInterface")
@@ -415,7 +416,7 @@ func checkENIGrant(t *testing.T, st Statement, mutating []string) bool {
 		return true
 	}
 	notLike := st.Condition["ForAllValues:StringNotLike"][tagKeys]
-	proofOnly := slices.Equal(st.Condition["ForAllValues:StringEquals"][tagKeys], []string{nodeeni.TagProof})
+	proofOnly := slices.Equal(st.Condition["ForAllValues:StringEquals"][tagKeys], []string{eniplan.TagProof})
 	for _, f := range foreignPatterns() {
 		if !proofOnly && !slices.Contains(notLike, f) {
 			t.Errorf("%s: %v may write keys matching %s (ForAllValues:StringNotLike %s lists %v)", st.Sid, mutating, f, tagKeys, notLike)
@@ -472,9 +473,9 @@ const (
 // resourceTags are the tags each resource carries in the scenarios.
 var resourceTags = map[string]map[string]string{
 	podENI:        {"Team": "shop"},
-	ownENI:        {nodeeni.TagCluster: cluster, nodeeni.TagNode: "node-1", nodeeni.TagNoManage: "true"},
-	otherENI:      {nodeeni.TagCluster: "staging"},
-	foreignENI:    {nodeeni.TagCluster: cluster, "Team": "shop"},
+	ownENI:        {eniplan.TagCluster: cluster, eniplan.TagNode: "node-1", eniplan.TagNoManage: "true"},
+	otherENI:      {eniplan.TagCluster: "staging"},
+	foreignENI:    {eniplan.TagCluster: cluster, "Team": "shop"},
 	instance:      {nodeTag: "owned", "eks:cluster-name": eksName},
 	otherInstance: {"kubernetes.io/cluster/staging": "owned"},
 }
@@ -537,12 +538,12 @@ type scenario struct {
 
 func scenarios(t *testing.T) []scenario {
 	ownership := map[string]string{
-		nodeeni.TagCluster: cluster, nodeeni.TagNodeENI: "multus", nodeeni.TagNodeENIUID: "uid",
-		nodeeni.TagNode: "node-1", nodeeni.TagInstance: "i-0node", nodeeni.TagCreatedAt: "2026-01-01T00:00:00Z",
-		nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1", nodeeni.TagNoManage: "true", "Team": "net",
+		eniplan.TagCluster: cluster, eniplan.TagNodeENI: "multus", eniplan.TagNodeENIUID: "uid",
+		eniplan.TagNode: "node-1", eniplan.TagInstance: "i-0node", eniplan.TagCreatedAt: "2026-01-01T00:00:00Z",
+		eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1", eniplan.TagNoManage: "true", "Team": "net",
 	}
-	foreign := with(ownership, nodeeni.TagCluster, "staging")
-	untagged := with(ownership, nodeeni.TagCluster, "")
+	foreign := with(ownership, eniplan.TagCluster, "staging")
+	untagged := with(ownership, eniplan.TagCluster, "")
 	D, A, I := ExplicitDeny, Allowed, ImplicitDeny
 	s := []scenario{
 		// The tagger's own calls.
@@ -556,22 +557,22 @@ func scenarios(t *testing.T) []scenario {
 		{"tagger: tags on an instance", []Request{on(createTags, instance, "Team")}, I, I, I},
 		{"tagger: tags on an ENI of another VPC", []Request{on(createTags, foreignENI, "Team")}, I, I, I},
 		// Forging and stripping ownership.
-		{"forge the cluster tag on a pod's ENI", []Request{on(createTags, podENI, nodeeni.TagCluster)}, D, I, D},
-		{"forge the cluster tag on another cluster's ENI", []Request{on(createTags, otherENI, nodeeni.TagCluster)}, D, I, D},
+		{"forge the cluster tag on a pod's ENI", []Request{on(createTags, podENI, eniplan.TagCluster)}, D, I, D},
+		{"forge the cluster tag on another cluster's ENI", []Request{on(createTags, otherENI, eniplan.TagCluster)}, D, I, D},
 		// After creation the NodeENI document lets the controller write
 		// user tags and its proof alone on its own ENIs, no other
 		// ownership key.
-		{"rewrite an ownership tag of the cluster's ENI", []Request{on(createTags, ownENI, nodeeni.TagNode)}, D, I, D},
-		{"rewrite an ownership tag with the proof", []Request{on(createTags, ownENI, nodeeni.TagProof, nodeeni.TagNode)}, D, I, D},
-		{"rewrite the proof and a user tag in one call", []Request{on(createTags, ownENI, nodeeni.TagProof, "Team")}, D, I, D},
-		{"nodeeni: sign its ENI (proof alone)", []Request{on(createTags, ownENI, nodeeni.TagProof)}, A, A, A},
+		{"rewrite an ownership tag of the cluster's ENI", []Request{on(createTags, ownENI, eniplan.TagNode)}, D, I, D},
+		{"rewrite an ownership tag with the proof", []Request{on(createTags, ownENI, eniplan.TagProof, eniplan.TagNode)}, D, I, D},
+		{"rewrite the proof and a user tag in one call", []Request{on(createTags, ownENI, eniplan.TagProof, "Team")}, D, I, D},
+		{"nodeeni: sign its ENI (proof alone)", []Request{on(createTags, ownENI, eniplan.TagProof)}, A, A, A},
 		// The tagger's grant reaches the proof key on any ENI of the VPC
 		// (IAM has no "all of eni-operator.io/ but proof"); a proof is an
 		// HMAC only the operator's key makes, and an ENI without the
 		// cluster's tag is never the controller's, so it unlocks nothing.
-		{"the proof alone on a pod's ENI", []Request{on(createTags, podENI, nodeeni.TagProof)}, A, I, A},
-		{"strip the cluster tag of the cluster's ENI", []Request{on(deleteTags, ownENI, nodeeni.TagCluster)}, D, I, D},
-		{"strip no_manage", []Request{on(deleteTags, ownENI, nodeeni.TagNoManage)}, D, I, D},
+		{"the proof alone on a pod's ENI", []Request{on(createTags, podENI, eniplan.TagProof)}, A, I, A},
+		{"strip the cluster tag of the cluster's ENI", []Request{on(deleteTags, ownENI, eniplan.TagCluster)}, D, I, D},
+		{"strip no_manage", []Request{on(deleteTags, ownENI, eniplan.TagNoManage)}, D, I, D},
 		{"delete every tag (no keys)", []Request{on(deleteTags, podENI)}, D, I, D},
 		{"delete every tag of the cluster's ENI (no keys)", []Request{on(deleteTags, ownENI)}, D, I, D},
 		// The NodeENI controller's calls.
@@ -705,7 +706,7 @@ func TestStartUpCheckAgreesWithTheDocument(t *testing.T) {
 	// The placeholder subnet and group do not exist: EC2 knows no VPC
 	// for them (ec2:Vpc missing), so this also checks the IfExists.
 	dryRun := map[string][]Request{
-		"ec2:CreateNetworkInterface": createENIIn(map[string]string{nodeeni.TagCluster: cluster}, dryRunSubnet, dryRunSG),
+		"ec2:CreateNetworkInterface": createENIIn(map[string]string{eniplan.TagCluster: cluster}, dryRunSubnet, dryRunSG),
 	}
 	for _, a := range nodeeni.PreflightIAMActions() {
 		reqs, ok := dryRun[a]
@@ -772,8 +773,8 @@ func TestPodRangeGrants(t *testing.T) {
 		ownRes   = "arn:aws:ec2:eu-west-1:111122223333:subnet-cidr-reservation/scr-0own"
 		otherRes = "arn:aws:ec2:eu-west-1:111122223333:subnet-cidr-reservation/scr-0other"
 	)
-	resourceTags[ownRes] = map[string]string{nodeeni.TagCluster: cluster}
-	resourceTags[otherRes] = map[string]string{nodeeni.TagCluster: "staging"}
+	resourceTags[ownRes] = map[string]string{eniplan.TagCluster: cluster}
+	resourceTags[otherRes] = map[string]string{eniplan.TagCluster: "staging"}
 	t.Cleanup(func() { delete(resourceTags, ownRes); delete(resourceTags, otherRes) })
 	create := func(in string, tags map[string]string) []Request {
 		ctx := map[string][]string{}
@@ -788,7 +789,7 @@ func TestPodRangeGrants(t *testing.T) {
 		return []Request{{Action: "ec2:CreateSubnetCidrReservation", Resource: newRes, Context: ctx}, on("ec2:CreateSubnetCidrReservation", in),
 			{Action: createTags, Resource: newRes, Context: tagCtx}}
 	}
-	own := map[string]string{nodeeni.TagCluster: cluster, nodeeni.TagProof: "v1.k.x"}
+	own := map[string]string{eniplan.TagCluster: cluster, eniplan.TagProof: "v1.k.x"}
 	for _, c := range []struct {
 		what string
 		reqs []Request
@@ -797,7 +798,7 @@ func TestPodRangeGrants(t *testing.T) {
 		{"reserve with the cluster's tag in its subnet", create(subnet, own), true},
 		{"reserve in another VPC's subnet", create(otherSubnet, own), false},
 		{"reserve without the cluster's tag", create(subnet, map[string]string{"Team": "net"}), false},
-		{"reserve with another cluster's tag", create(subnet, map[string]string{nodeeni.TagCluster: "staging"}), false},
+		{"reserve with another cluster's tag", create(subnet, map[string]string{eniplan.TagCluster: "staging"}), false},
 		{"delete its own reservation", []Request{on("ec2:DeleteSubnetCidrReservation", ownRes)}, true},
 		{"delete another cluster's reservation", []Request{on("ec2:DeleteSubnetCidrReservation", otherRes)}, false},
 		{"tag a reservation after its creation", []Request{on(createTags, ownRes, "Team")}, false},

@@ -3,7 +3,7 @@ package iam
 import (
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -11,9 +11,9 @@ import (
 // with (the proof follows in a CreateTags of its own).
 func ownershipTags() map[string]string {
 	return map[string]string{
-		nodeeni.TagCluster: cluster, nodeeni.TagNodeENI: "multus", nodeeni.TagNodeENIUID: "uid",
-		nodeeni.TagNode: "node-1", nodeeni.TagInstance: "i-0node", nodeeni.TagCreatedAt: "2026-01-01T00:00:00Z",
-		nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1", nodeeni.TagNoManage: "true", "Team": "net",
+		eniplan.TagCluster: cluster, eniplan.TagNodeENI: "multus", eniplan.TagNodeENIUID: "uid",
+		eniplan.TagNode: "node-1", eniplan.TagInstance: "i-0node", eniplan.TagCreatedAt: "2026-01-01T00:00:00Z",
+		eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1", eniplan.TagNoManage: "true", "Team": "net",
 	}
 }
 
@@ -88,7 +88,7 @@ func TestFinding4ControlsAreAllowed(t *testing.T) {
 			[]Request{on("ec2:DetachNetworkInterface", ownENI), on("ec2:DetachNetworkInterface", instance)}},
 		{"switch its ENI to the cluster's security group",
 			[]Request{on("ec2:ModifyNetworkInterfaceAttribute", ownENI), on("ec2:ModifyNetworkInterfaceAttribute", secGroup)}},
-		{"sign its ENI", []Request{on(createTags, ownENI, nodeeni.TagProof)}},
+		{"sign its ENI", []Request{on(createTags, ownENI, eniplan.TagProof)}},
 		{"tag a pod's ENI with the token", []Request{on(createTags, podENI, "Team", tagger.HashTag)}},
 		{"untag a pod's ENI", []Request{on(deleteTags, podENI, "Team", tagger.HashTag)}},
 	} {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -25,7 +26,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -81,7 +81,7 @@ func partOf(c emulator.Call) part {
 		return partEach
 	case "CreateTags", "DeleteTags":
 		for _, r := range c.Auth {
-			if len(r.Context["aws:ResourceTag/"+nodeeni.TagCluster]) > 0 || len(r.Context[createActn]) > 0 {
+			if len(r.Context["aws:ResourceTag/"+eniplan.TagCluster]) > 0 || len(r.Context[createActn]) > 0 {
 				return partNodeENI
 			}
 		}
@@ -200,13 +200,13 @@ func operatorCalls(t *testing.T) ([]emulator.Call, string) {
 	waitENI(t, reader, podENI.ID, "the pod's tags", func(n awstypes.ENI) bool {
 		return n.Tags["CostCenter"] == "42" && n.Tags[tagger.HashTag] != ""
 	})
-	born := waitENI(t, reader, own, "the proof", func(n awstypes.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
+	born := waitENI(t, reader, own, "the proof", func(n awstypes.ENI) bool { return n.Tags[eniplan.TagProof] != "" })
 	// The proof rides in the create; CreateTags of the proof alone is the
 	// restore of one removed from an ENI its ENINode entry vouches for.
-	if err := reader.DeleteTags(ctx, own, map[string]string{nodeeni.TagProof: born.Tags[nodeeni.TagProof]}); err != nil {
+	if err := reader.DeleteTags(ctx, own, map[string]string{eniplan.TagProof: born.Tags[eniplan.TagProof]}); err != nil {
 		t.Fatal(err)
 	}
-	waitENI(t, reader, own, "the proof restored", func(n awstypes.ENI) bool { return n.Tags[nodeeni.TagProof] != "" })
+	waitENI(t, reader, own, "the proof restored", func(n awstypes.ENI) bool { return n.Tags[eniplan.TagProof] != "" })
 	podRanges := func() int {
 		list, err := reader.ListSubnetCIDRReservations(ctx, e.Subnets["multus-a"])
 		if err != nil {
@@ -271,7 +271,7 @@ func waitOwnENI(t *testing.T, cl *operatorenv.OneNode, reader *ec2.Client, ok fu
 			return false, err.Error()
 		}
 		for _, e := range enis {
-			if e.Tags[nodeeni.TagCluster] == cl.Cluster && ok(e) {
+			if e.Tags[eniplan.TagCluster] == cl.Cluster && ok(e) {
 				own = e.ID
 			}
 		}
@@ -347,9 +347,9 @@ func checkFlowsCovered(t *testing.T, calls []emulator.Call) {
 			return c.Action == "CreateNetworkInterface" && c.Code == "DryRunOperation"
 		},
 		"CreateNetworkInterface with ownership tags": func(c emulator.Call) bool {
-			return c.Action == "CreateNetworkInterface" && c.Code == "" && has(c, "aws:RequestTag/"+nodeeni.TagCluster)
+			return c.Action == "CreateNetworkInterface" && c.Code == "" && has(c, "aws:RequestTag/"+eniplan.TagCluster)
 		},
-		"CreateTags of the proof": func(c emulator.Call) bool { return c.Action == "CreateTags" && keys(c, nodeeni.TagProof) },
+		"CreateTags of the proof": func(c emulator.Call) bool { return c.Action == "CreateTags" && keys(c, eniplan.TagProof) },
 		"CreateTags of spec.tags": func(c emulator.Call) bool { return c.Action == "CreateTags" && keys(c, "Owner") },
 		"AttachNetworkInterface":  func(c emulator.Call) bool { return c.Action == "AttachNetworkInterface" },
 		"ModifyNetworkInterfaceAttribute DeleteOnTermination": func(c emulator.Call) bool {
@@ -367,7 +367,7 @@ func checkFlowsCovered(t *testing.T, calls []emulator.Call) {
 		"DetachNetworkInterface": func(c emulator.Call) bool { return c.Action == "DetachNetworkInterface" },
 		"DeleteNetworkInterface": func(c emulator.Call) bool { return c.Action == "DeleteNetworkInterface" && c.Code == "" },
 		"CreateSubnetCidrReservation with ownership tags": func(c emulator.Call) bool {
-			return c.Action == "CreateSubnetCidrReservation" && c.Code == "" && has(c, "aws:RequestTag/"+nodeeni.TagCluster)
+			return c.Action == "CreateSubnetCidrReservation" && c.Code == "" && has(c, "aws:RequestTag/"+eniplan.TagCluster)
 		},
 		"GetSubnetCidrReservations":   func(c emulator.Call) bool { return c.Action == "GetSubnetCidrReservations" },
 		"DeleteSubnetCidrReservation": func(c emulator.Call) bool { return c.Action == "DeleteSubnetCidrReservation" && c.Code == "" },

@@ -16,7 +16,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // docs/migration.md's procedure from aws-multi-eni-controller: its controller
@@ -102,7 +102,7 @@ func TestFromAWSMultiENIController(t *testing.T) {
 		if now.Attachment == nil || now.Attachment.ID != attachments[e.ID] || now.Attachment.DeviceIndex != 1+i || now.Attachment.InstanceID != instances[i] {
 			t.Errorf("%s: attachment %+v, want %s at index %d on %s as the original left it", e.ID, now.Attachment, attachments[e.ID], 1+i, instances[i])
 		}
-		if now.Tags[nodeeni.TagNodeENIUID] != string(got.UID) || now.Tags[nodeeni.TagDeviceIndex] != fmt.Sprint(1+i) {
+		if now.Tags[eniplan.TagNodeENIUID] != string(got.UID) || now.Tags[eniplan.TagDeviceIndex] != fmt.Sprint(1+i) {
 			t.Errorf("%s: tags %v", e.ID, now.Tags)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -57,15 +57,15 @@ func TestIssue25Attacks(t *testing.T) {
 
 	var own awstypes.ENI
 	eventually(t, "the NodeENI's own ENI, attached and proven", func() (bool, string) {
-		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
+		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + eniplan.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 {
 			return false, fmt.Sprint(enis, err)
 		}
 		own = enis[0]
-		return own.Attachment != nil && own.Attachment.Status == "attached" && own.Tags[nodeeni.TagProof] != "", fmt.Sprintf("%+v", own)
+		return own.Attachment != nil && own.Attachment.Status == "attached" && own.Tags[eniplan.TagProof] != "", fmt.Sprintf("%+v", own)
 	})
 	backdated := maps.Clone(own.Tags)
-	backdated[nodeeni.TagCreatedAt] = time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+	backdated[eniplan.TagCreatedAt] = time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
 	copies, err := e.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", SecurityGroups: []string{"multus"}, Tags: own.Tags, Instance: instance, DeviceIndex: 2},
 		{Subnet: "multus-a", SecurityGroups: []string{"multus"}, Tags: own.Tags},
@@ -99,8 +99,8 @@ func TestIssue25Attacks(t *testing.T) {
 	})
 	// The exact copies show the nonce the genuine ENI's record binds; the
 	// backdated one's proof no longer verifies.
-	copied := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedCopied})
-	bad := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedBadProof})
+	copied := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedCopied})
+	bad := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedBadProof})
 	if copied != 2 || bad != 1 {
 		t.Errorf("untrusted ENIs: %v CopiedNonce, %v BadProof; want the 2 exact copies and the backdated one", copied, bad)
 	}

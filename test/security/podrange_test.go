@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,7 +22,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
 // TestIssue36GeneratedRangeHoldsNoENIAddress replays issue 36's finding
@@ -79,7 +79,7 @@ func TestIssue36GeneratedRangeHoldsNoENIAddress(t *testing.T) {
 	})
 	var own awstypes.ENI
 	eventually(t, "the NodeENI's ENI", func() (bool, string) {
-		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
+		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + eniplan.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 {
 			return false, fmt.Sprint(enis, err)
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 
@@ -75,11 +75,11 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	// NodeENI and node (created an hour ago), one with the cluster tag
 	// only (an orphan to the collector). Both carry the tagger's token.
 	token := map[string]string{tagger.HashTag: "0123456789abcdef"}
-	fullForgery := map[string]string{nodeeni.TagCluster: cluster, nodeeni.TagNodeENI: ne.Name, nodeeni.TagNodeENIUID: string(ne.UID),
-		nodeeni.TagNode: node, nodeeni.TagInstance: instance, nodeeni.TagDeviceIndex: "1", nodeeni.TagDeviceIndexBase: "1",
-		nodeeni.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nodeeni.TagNoManage: "true"}
+	fullForgery := map[string]string{eniplan.TagCluster: cluster, eniplan.TagNodeENI: ne.Name, eniplan.TagNodeENIUID: string(ne.UID),
+		eniplan.TagNode: node, eniplan.TagInstance: instance, eniplan.TagDeviceIndex: "1", eniplan.TagDeviceIndexBase: "1",
+		eniplan.TagCreatedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), eniplan.TagNoManage: "true"}
 	maps.Copy(fullForgery, token)
-	orphanForgery := map[string]string{nodeeni.TagCluster: cluster}
+	orphanForgery := map[string]string{eniplan.TagCluster: cluster}
 	maps.Copy(orphanForgery, token)
 	forged, err := e.Emulator.Load(emulator.World{NetworkInterfaces: []emulator.NetworkInterfaceSpec{
 		{Subnet: "multus-a", SecurityGroups: []string{"multus"}, Tags: fullForgery},
@@ -91,10 +91,10 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	forgedTags := map[string]map[string]string{forged.NetworkInterfaces[0].ID: fullForgery, forged.NetworkInterfaces[1].ID: orphanForgery}
 
 	// The pods ask for the NodeENI's ownership tags on their ENIs.
-	attack := fmt.Sprintf("%s=%s,%s=%s,%s=%s", nodeeni.TagCluster, cluster, nodeeni.TagNodeENI, ne.Name, nodeeni.TagNodeENIUID, ne.UID)
+	attack := fmt.Sprintf("%s=%s,%s=%s,%s=%s", eniplan.TagCluster, cluster, eniplan.TagNodeENI, ne.Name, eniplan.TagNodeENIUID, ne.UID)
 	fullAttack := fmt.Sprintf(`{%q:%q,%q:%q,%q:%q,%q:%q,%q:%q,%q:"2",%q:"0",%q:"2020-01-01T00:00:00Z"}`,
-		nodeeni.TagCluster, cluster, nodeeni.TagNodeENI, ne.Name, nodeeni.TagNodeENIUID, ne.UID, nodeeni.TagNode, node,
-		nodeeni.TagInstance, instance, nodeeni.TagDeviceIndex, nodeeni.TagDeviceIndexBase, nodeeni.TagCreatedAt)
+		eniplan.TagCluster, cluster, eniplan.TagNodeENI, ne.Name, eniplan.TagNodeENIUID, ne.UID, eniplan.TagNode, node,
+		eniplan.TagInstance, instance, eniplan.TagDeviceIndex, eniplan.TagDeviceIndexBase, eniplan.TagCreatedAt)
 	pods := map[string]string{"attacker": attack, "attacker-full": fullAttack}
 	ips := map[string]string{"attacker": branch.PrivateIP, "attacker-full": podENI.PrivateIP}
 	for name, annotation := range pods {
@@ -139,7 +139,7 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 		}
 		own = ""
 		for _, e := range enis {
-			if _, isForged := forgedTags[e.ID]; !isForged && e.Tags[nodeeni.TagCluster] == cluster &&
+			if _, isForged := forgedTags[e.ID]; !isForged && e.Tags[eniplan.TagCluster] == cluster &&
 				e.Attachment != nil && e.Attachment.Status == "attached" && e.Attachment.DeviceIndex == 1 {
 				own = e.ID
 			}
@@ -205,7 +205,7 @@ func TestPodCannotMakeTheOperatorDetachOrDeleteItsENI(t *testing.T) {
 	if seen["AttachNetworkInterface"] == 0 {
 		t.Error("no AttachNetworkInterface at all: the NodeENI controller did not do its work")
 	}
-	if g := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": nodeeni.UntrustedTaggerTag}); g < 2 {
+	if g := testenv.MetricValue(t, reg, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedTaggerTag}); g < 2 {
 		t.Errorf("untrusted ENIs with the tagger's tag: %v, want the 2 forged ones", g)
 	}
 }
@@ -257,7 +257,7 @@ func listsTheCluster(params map[string][]string) bool {
 	}
 	for k, values := range params {
 		if strings.HasPrefix(k, "Filter.") && strings.HasSuffix(k, ".Name") &&
-			!slices.ContainsFunc(values, func(v string) bool { return v == "vpc-id" || v == "tag:"+nodeeni.TagCluster }) {
+			!slices.ContainsFunc(values, func(v string) bool { return v == "vpc-id" || v == "tag:"+eniplan.TagCluster }) {
 			return false
 		}
 	}

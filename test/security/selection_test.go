@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +18,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
 // TestIssue36TagsDoNotSteerRunningENIs replays, on the whole operator,
@@ -53,7 +53,7 @@ func TestIssue36TagsDoNotSteerRunningENIs(t *testing.T) {
 
 	var own awstypes.ENI
 	eventually(t, "the NodeENI's ENI attached", func() (bool, string) {
-		enis, err := attacker.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
+		enis, err := attacker.ListENIs(ctx, ec2.Filter{Name: "tag:" + eniplan.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 || enis[0].Attachment == nil || enis[0].Attachment.Status != "attached" {
 			return false, fmt.Sprint(enis, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,6 @@ import (
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
-	"github.com/eni-operator/eni-operator/internal/nodeeni"
 )
 
 // A policy with a nodeSelector tags the NodeENI interfaces of the nodes
@@ -57,7 +57,7 @@ func TestNodePolicyTagsNodeENIInterfaces(t *testing.T) {
 
 	var own awstypes.ENI
 	testenv.Eventually(t, "the NodeENI's interface with the policy's tags", 30*time.Second, func() (bool, string) {
-		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + nodeeni.TagCluster, Values: []string{cl.Cluster}})
+		enis, err := reader.ListENIs(ctx, ec2.Filter{Name: "tag:" + eniplan.TagCluster, Values: []string{cl.Cluster}})
 		if err != nil || len(enis) != 1 {
 			return false, fmt.Sprint(enis, err)
 		}
