@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // original is one ENI as aws-multi-eni-controller leaves it, for seeding.

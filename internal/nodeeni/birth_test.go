@@ -7,9 +7,8 @@ import (
 	"testing"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // Issue 37, point 1: an ENI carries its proof from its create. A rollout

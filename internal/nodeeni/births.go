@@ -3,9 +3,6 @@ package nodeeni
 import (
 	"context"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"maps"
 	"sync"
 	"time"
@@ -13,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // births is this process's part of the evidence: the creates it recorded

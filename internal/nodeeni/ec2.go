@@ -5,9 +5,8 @@ import (
 	"time"
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // EC2 is what the NodeENI controller and the collector need of EC2: the

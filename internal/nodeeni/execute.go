@@ -8,16 +8,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // execute carries out a plan's actions: the actions of one node in order,

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/nodeeni"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // shared is the package's control plane, started by the first test

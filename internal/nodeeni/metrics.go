@@ -5,7 +5,6 @@ import (
 
 	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 

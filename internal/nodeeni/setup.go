@@ -5,9 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -25,8 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/bounded/eventrecorder"
 	"github.com/eni-operator/eni-operator/internal/ec2"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // Setup registers the NodeENI controller and the leaked-ENI collector

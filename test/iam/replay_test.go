@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	corev1 "k8s.io/api/core/v1"
@@ -22,10 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/tagger"
 )
 

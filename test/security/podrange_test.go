@@ -9,19 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // TestIssue36GeneratedRangeHoldsNoENIAddress replays issue 36's finding

@@ -10,18 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/kit/emulator"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv"
 	"github.com/eni-operator/eni-operator/internal/kit/testenv/operatorenv"
+	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 )
 
 // A policy with a nodeSelector tags the NodeENI interfaces of the nodes

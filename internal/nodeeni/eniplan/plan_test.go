@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/awsnode"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 func TestMayBeUnseen(t *testing.T) {

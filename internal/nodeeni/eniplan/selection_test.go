@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 func pin(hash string, groups, subnets []string) v1alpha1.ENISelection {

@@ -3,9 +3,9 @@ package eniplan
 import (
 	"testing"
 
-	"github.com/eni-operator/eni-operator/internal/awstypes"
-
 	"k8s.io/utils/ptr"
+
+	"github.com/eni-operator/eni-operator/internal/awstypes"
 )
 
 // multiCard is a p4d.24xlarge-like instance: 4 cards of 15 interfaces,
