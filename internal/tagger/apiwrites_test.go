@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eni-operator/eni-operator/internal/tagger"
-	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eni-operator/eni-operator/internal/tagger"
+	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 )
 
 // apiWrites are the writes the API server counted (its own

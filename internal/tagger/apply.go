@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
@@ -23,21 +25,24 @@ func (r *Reconciler) apply(ctx context.Context, w *podWork) *phases.Stop {
 	if w.plan.Empty() {
 		return nil
 	}
-	if wait := r.rateLimited(w.key); wait > 0 {
-		return phases.After(wait)
+	// --pod-rate-limit-qps paces each pod's AWS writes.
+	if r.opts.PodRateLimitQPS > 0 {
+		if wait := r.pods.reserve(w.key, r.opts.PodRateLimitQPS, r.opts.PodRateLimitBurst, r.opts.Clock.Now()); wait > 0 {
+			return phases.After(wait)
+		}
 	}
 	w.slot.give()
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	err := r.write(wctx, w.eni, w.plan)
+	err := r.tags.write(wctx, w.eni, w.plan)
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return phases.Done(ctx.Err()) // the manager is stopping
 	}
 	if err != nil {
-		return phases.Done(r.awsFailure(ctx, &w.pod, "writing tags to ENI "+w.eni.ID, err))
+		return phases.Done(r.onPod.awsFailure(ctx, &w.pod, "writing tags to ENI "+w.eni.ID, err))
 	}
 	w.wrote = true
-	if r.leaving(ctx, &w.pod) {
+	if leaving(ctx, r.client, &w.pod) {
 		// Time passed since the plan: the pod may have gone meanwhile.
 		r.keepInLedger(w)
 		return phases.Done(nil)
@@ -45,29 +50,26 @@ func (r *Reconciler) apply(ctx context.Context, w *podWork) *phases.Stop {
 	return nil
 }
 
-// rateLimited applies --pod-rate-limit-qps to AWS writes and returns how
-// long to wait, 0 when the write may go ahead.
-func (r *Reconciler) rateLimited(key string) time.Duration {
-	if r.opts.PodRateLimitQPS <= 0 {
-		return 0
-	}
-	return r.pods.reserve(key, r.opts.PodRateLimitQPS, r.opts.PodRateLimitBurst, r.opts.Clock.Now())
-}
-
 // writeTimeout bounds one pod's AWS writes, their batch's wait included.
 const writeTimeout = 2 * time.Minute
 
-func (r *Reconciler) write(ctx context.Context, eni awstypes.ENI, plan tagplan.Plan) error {
+// tagWriter writes a tag plan to an ENI.
+type tagWriter struct {
+	ec2    EC2
+	writes *prometheus.CounterVec // by create or delete
+}
+
+func (tw tagWriter) write(ctx context.Context, eni awstypes.ENI, plan tagplan.Plan) error {
 	var errs []error
 	if len(plan.Create) > 0 {
-		r.metrics.writes.WithLabelValues("create").Inc()
-		if err := r.ec2.CreateTags(ctx, eni.ID, plan.Create); err != nil {
+		tw.writes.WithLabelValues("create").Inc()
+		if err := tw.ec2.CreateTags(ctx, eni.ID, plan.Create); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(plan.Delete) > 0 && len(errs) == 0 {
-		r.metrics.writes.WithLabelValues("delete").Inc()
-		if err := r.ec2.DeleteTags(ctx, eni.ID, plan.Delete); err != nil {
+		tw.writes.WithLabelValues("delete").Inc()
+		if err := tw.ec2.DeleteTags(ctx, eni.ID, plan.Delete); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -82,9 +84,9 @@ func (r *Reconciler) write(ctx context.Context, eni awstypes.ENI, plan tagplan.P
 // pods need. A pod held by the tagger's finalizer is concluded in full:
 // its last-applied annotations are what a restart recovers a lost ledger
 // write from.
-func (r *Reconciler) leaving(ctx context.Context, planned *corev1.Pod) bool {
+func leaving(ctx context.Context, c client.Reader, planned *corev1.Pod) bool {
 	var now corev1.Pod
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(planned), &now); err != nil {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(planned), &now); err != nil {
 		return apierrors.IsNotFound(err)
 	}
 	return now.UID != planned.UID || (now.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(&now, Finalizer))

@@ -2,32 +2,27 @@ package tagger
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // conclude keeps the outcome in the ledger and in the pod's last-applied
 // annotations, and reports it.
 func (r *Reconciler) conclude(ctx context.Context, w *podWork) error {
 	r.keepInLedger(w)
-	if err := r.writeLastApplied(ctx, &w.pod, w.own, w.plan.Hash); err != nil {
+	if err := r.onPod.writeLastApplied(ctx, &w.pod, w.own, w.plan.Hash); err != nil {
 		return err
 	}
 	switch {
 	case len(w.conflicts) > 0:
-		r.notePolicies(w, verdictPending, ReasonConflict)
+		r.tally.note(w.key, w.tallied(verdictPending, ReasonConflict))
 		r.pods.waitOn(w.key, w.eni.ID)
-		return r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
+		return r.onPod.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
 			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", w.eni.ID, conflictsText(w.conflicts)), event: true, warning: true})
 	case len(w.desired) == 0:
-		r.notePolicies(w, verdictPending, "")
-		return r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
+		r.tally.note(w.key, w.tallied(verdictPending, ""))
+		return r.onPod.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
 			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", w.eni.ID), event: w.wrote})
 	}
 	// The hash quoted is the token on the ENI (and in the pod's
@@ -43,8 +38,8 @@ func (r *Reconciler) conclude(ctx context.Context, w *podWork) error {
 		o.message += "; " + disputes
 		o.warning, o.event = true, true
 	}
-	r.notePolicies(w, verdictTagged, disputes)
-	return r.report(ctx, &w.pod, o)
+	r.tally.note(w.key, w.tallied(verdictTagged, disputes))
+	return r.onPod.report(ctx, &w.pod, o)
 }
 
 // keepInLedger keeps the outcome in the ledger (in memory; written in
@@ -52,7 +47,7 @@ func (r *Reconciler) conclude(ctx context.Context, w *podWork) error {
 func (r *Reconciler) keepInLedger(w *podWork) {
 	if len(w.own) == 0 {
 		r.ledger.Delete(w.key)
-		r.release(w.eni.ID)
+		r.revisits.release(w.eni.ID)
 		return
 	}
 	r.ledger.Put(Record{Pod: w.key, UID: string(w.pod.UID), ENI: w.eni.ID, Tags: w.own, Hash: w.plan.Hash})
@@ -79,37 +74,4 @@ func changedEvent(w *podWork) bool {
 		}
 	}
 	return false
-}
-
-// writeLastApplied writes the last-applied annotations (k8s-eni-tagger's
-// bookkeeping, kept so users can see and tools can read it) and, in
-// finalizer mode, the finalizer — one metadata patch, only when needed.
-func (r *Reconciler) writeLastApplied(ctx context.Context, pod *corev1.Pod, applied map[string]string, hash string) error {
-	orig := pod.DeepCopy()
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	if len(applied) == 0 {
-		delete(pod.Annotations, LastAppliedTagsAnnotation)
-		delete(pod.Annotations, LastAppliedHashAnnotation)
-		controllerutil.RemoveFinalizer(pod, Finalizer)
-	} else {
-		raw, _ := json.Marshal(applied)
-		pod.Annotations[LastAppliedTagsAnnotation] = string(raw)
-		pod.Annotations[LastAppliedHashAnnotation] = hash
-		if r.opts.PodFinalizer {
-			controllerutil.AddFinalizer(pod, Finalizer)
-		}
-	}
-	if maps.Equal(orig.Annotations, pod.Annotations) && slices.Equal(orig.Finalizers, pod.Finalizers) {
-		return nil
-	}
-	var opts []client.MergeFromOption
-	if !slices.Equal(orig.Finalizers, pod.Finalizers) {
-		// A merge patch replaces the whole finalizer list: without the
-		// lock, a finalizer another controller added meanwhile would be
-		// dropped. A conflict is retried with the pod as it is now.
-		opts = append(opts, client.MergeFromWithOptimisticLock{})
-	}
-	return client.IgnoreNotFound(r.client.Patch(ctx, pod, client.MergeFromWithOptions(orig, opts...)))
 }

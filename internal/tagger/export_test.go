@@ -9,6 +9,6 @@ import (
 
 // RecordOnPod exposes writeLastApplied to the package's envtest tests.
 func RecordOnPod(ctx context.Context, c client.Client, o Options, pod *corev1.Pod, applied map[string]string, hash string) error {
-	r := &Reconciler{client: c, opts: o}
-	return r.writeLastApplied(ctx, pod, applied, hash)
+	w := podWriter{client: c, finalizer: o.PodFinalizer}
+	return w.writeLastApplied(ctx, pod, applied, hash)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -12,17 +13,17 @@ import (
 // shown (pods.prune).
 const pruneInterval = time.Minute
 
-// housekeeping prunes the per-pod state every interval.
-func (r *Reconciler) housekeeping(interval time.Duration) manager.RunnableFunc {
+// pruneEvery prunes the per-pod state every interval.
+func pruneEvery(p *pods, c clock.WithTicker, interval time.Duration) manager.RunnableFunc {
 	return func(ctx context.Context) error {
-		t := r.opts.Clock.NewTicker(interval)
+		t := c.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
 			case now := <-t.C():
-				r.pods.prune(now)
+				p.prune(now)
 			}
 		}
 	}

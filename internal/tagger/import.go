@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -165,51 +166,71 @@ func importRecord(c importCandidate, eni awstypes.ENI, subnets map[string]bool) 
 	return Record{Pod: importNamespace + "/" + c.UID, UID: c.UID, ENI: eni.ID, Tags: applied, Hash: token}, ""
 }
 
+// importer takes k8s-eni-tagger's cache over, once per start: it
+// records the entries of pods that are gone, then removes their tags.
+type importer struct {
+	ledger    *Ledger
+	ec2       EC2
+	inventory bool
+	apiReader client.Reader
+	subnets   map[string]bool
+	// namespace is --watch-namespace: the pods the original's cache can
+	// hold (all namespaces when empty).
+	namespace string
+	dryRun    bool
+	clock     clock.WithTicker
+	// forget removes the tags the ledger records for a pod.
+	forget func(ctx context.Context, key string) error
+}
+
 // importOriginalCache runs once per start, on the leader, after the
 // ledger is loaded: it first removes the tags of imported records left
 // from an earlier start, then, unless shard 00 says it was done, imports
 // the original's cache and removes the tags of its pods that are gone.
 // Pods still running are left to their reconcile, which adopts their
 // last-applied annotations.
-func (r *Reconciler) importOriginalCache(ctx context.Context) {
+func (im *importer) importOriginalCache(ctx context.Context) {
 	logger := log.FromContext(ctx).WithName("k8s-eni-tagger-import")
 	ctx = log.IntoContext(ctx, logger)
-	if r.ledger.WaitLoaded(ctx) != nil || r.opts.DryRun {
+	if im.ledger.WaitLoaded(ctx) != nil || im.dryRun {
 		return
 	}
-	done, err := r.importDone(ctx)
+	done, err := im.importDone(ctx)
 	for err != nil {
 		logger.Error(err, "reading the ledger's shard 00; retrying")
-		if !sleep(ctx, 5*time.Second) {
+		if !im.sleep(ctx, 5*time.Second) {
 			return
 		}
-		done, err = r.importDone(ctx)
+		done, err = im.importDone(ctx)
 	}
 	if !done {
-		r.retry(ctx, "importing k8s-eni-tagger's cache", r.importOnce)
+		im.retry(ctx, "importing k8s-eni-tagger's cache", im.importOnce)
 	}
-	r.retry(ctx, "removing the tags of pods recorded only by k8s-eni-tagger", r.forgetImported)
+	im.retry(ctx, "removing the tags of pods recorded only by k8s-eni-tagger", im.forgetImported)
 }
 
 // retry runs step until it succeeds or ctx ends.
-func (r *Reconciler) retry(ctx context.Context, what string, step func(context.Context) error) {
+func (im *importer) retry(ctx context.Context, what string, step func(context.Context) error) {
 	for {
 		err := step(ctx)
 		if err == nil {
 			return
 		}
 		log.FromContext(ctx).Error(bounded.Error(err), what+"; retrying")
-		if !sleep(ctx, 5*time.Second) {
+		if !im.sleep(ctx, 5*time.Second) {
 			return
 		}
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d on the importer's clock, false when ctx ends first.
+func (im *importer) sleep(ctx context.Context, d time.Duration) bool {
+	t := im.clock.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-time.After(d):
+	case <-t.C():
 		return true
 	}
 }
@@ -217,12 +238,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // importDone reports whether shard 00 carries the mark. A memory-only
 // ledger has no shard: the import runs at every start, which only finds
 // again what it found before (the tags it removed are gone).
-func (r *Reconciler) importDone(ctx context.Context) (bool, error) {
-	if r.ledger.o.MemoryOnly {
+func (im *importer) importDone(ctx context.Context) (bool, error) {
+	if im.ledger.o.MemoryOnly {
 		return false, nil
 	}
 	var cm corev1.ConfigMap
-	err := r.ledger.c.Get(ctx, client.ObjectKey{Namespace: r.ledger.o.Namespace, Name: r.ledger.shardName(0)}, &cm)
+	err := im.ledger.c.Get(ctx, client.ObjectKey{Namespace: im.ledger.o.Namespace, Name: im.ledger.shardName(0)}, &cm)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -232,24 +253,24 @@ func (r *Reconciler) importDone(ctx context.Context) (bool, error) {
 // importOnce records the entries of gone pods, persists them, then marks
 // the import done: a crash before the mark repeats it (same UIDs, same
 // records), a crash after it leaves the records to forgetImported.
-func (r *Reconciler) importOnce(ctx context.Context) error {
+func (im *importer) importOnce(ctx context.Context) error {
 	logger := log.FromContext(ctx)
 	var cm corev1.ConfigMap
-	err := r.ledger.c.Get(ctx, client.ObjectKey{Namespace: r.ledger.o.Namespace, Name: OriginalCacheName}, &cm)
+	err := im.ledger.c.Get(ctx, client.ObjectKey{Namespace: im.ledger.o.Namespace, Name: OriginalCacheName}, &cm)
 	if apierrors.IsNotFound(err) {
-		return r.markImported(ctx)
+		return im.markImported(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("reading k8s-eni-tagger's cache ConfigMap %s/%s: %w", r.ledger.o.Namespace, OriginalCacheName, err)
+		return fmt.Errorf("reading k8s-eni-tagger's cache ConfigMap %s/%s: %w", im.ledger.o.Namespace, OriginalCacheName, err)
 	}
 	candidates, refused := parseOriginalCache(cm.Data)
-	if r.inventory {
+	if im.inventory {
 		// The ENIs are judged as they are now, not as at the last refresh.
-		if err := r.ec2.Fresh(ctx, InventoryScope, 0); err != nil {
+		if err := im.ec2.Fresh(ctx, InventoryScope, 0); err != nil {
 			return err
 		}
 	}
-	live, err := r.livePods(ctx)
+	live, err := im.livePods(ctx)
 	if err != nil {
 		return err
 	}
@@ -258,7 +279,7 @@ func (r *Reconciler) importOnce(ctx context.Context) error {
 		if live[c.UID] {
 			continue // its reconcile adopts its last-applied annotations
 		}
-		rec, why, err := r.importEntry(ctx, c)
+		rec, why, err := im.importEntry(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -266,26 +287,26 @@ func (r *Reconciler) importOnce(ctx context.Context) error {
 			refused = append(refused, bounded.Quoted(c.IP)+": "+why)
 			continue
 		}
-		r.ledger.Put(rec)
+		im.ledger.Put(rec)
 		imported++
 	}
-	if err := r.ledger.Flush(ctx); err != nil {
+	if err := im.ledger.Flush(ctx); err != nil {
 		return err
 	}
 	logger.Info("imported k8s-eni-tagger's cache", "configMap", OriginalCacheName, "entries", len(cm.Data),
 		"podsGone", imported, "notImported", len(refused), "examples", bounded.List(refused, "; ", 3))
-	return r.markImported(ctx)
+	return im.markImported(ctx)
 }
 
 // importEntry looks up the entry's ENI and decides its record. An ENI
 // that is gone leaves nothing to remove.
-func (r *Reconciler) importEntry(ctx context.Context, c importCandidate) (Record, string, error) {
-	e, ok := r.ec2.ENI(c.ENI)
-	if !r.inventory {
+func (im *importer) importEntry(ctx context.Context, c importCandidate) (Record, string, error) {
+	e, ok := im.ec2.ENI(c.ENI)
+	if !im.inventory {
 		// Without the inventory only the address can be looked up; an
 		// address that moved says nothing about the ENI it left.
 		var err error
-		e, err = r.ec2.LookupByIP(ctx, c.IP)
+		e, err = im.ec2.LookupByIP(ctx, c.IP)
 		switch {
 		case ec2.IsNotFound(err):
 			return Record{}, "no ENI holds the address any more", nil
@@ -297,7 +318,7 @@ func (r *Reconciler) importEntry(ctx context.Context, c importCandidate) (Record
 	if !ok {
 		return Record{}, fmt.Sprintf("ENI %s no longer holds the address or is gone", c.ENI), nil
 	}
-	rec, why := importRecord(c, e, r.subnets)
+	rec, why := importRecord(c, e, im.subnets)
 	return rec, why, nil
 }
 
@@ -305,10 +326,10 @@ func (r *Reconciler) importEntry(ctx context.Context, c importCandidate) (Record
 // namespaces when it is empty). A switch keeps the original's flags, so
 // its cache holds pods of that namespace only; and with it set, the
 // operator may list pods there only (RBAC).
-func (r *Reconciler) livePods(ctx context.Context) (map[string]bool, error) {
+func (im *importer) livePods(ctx context.Context) (map[string]bool, error) {
 	var pods metav1.PartialObjectMetadataList
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.apiReader.List(ctx, &pods, client.InNamespace(r.opts.WatchNamespace)); err != nil {
+	if err := im.apiReader.List(ctx, &pods, client.InNamespace(im.namespace)); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	live := make(map[string]bool, len(pods.Items))
@@ -320,25 +341,25 @@ func (r *Reconciler) livePods(ctx context.Context) (map[string]bool, error) {
 
 // markImported writes the mark on shard 00 with a field manager of its
 // own, so the ledger's writes (which own the data) keep it.
-func (r *Reconciler) markImported(ctx context.Context) error {
-	if r.ledger.o.MemoryOnly {
+func (im *importer) markImported(ctx context.Context) error {
+	if im.ledger.o.MemoryOnly {
 		return nil
 	}
-	cm := corev1ac.ConfigMap(r.ledger.shardName(0), r.ledger.o.Namespace).
-		WithAnnotations(map[string]string{ImportedAnnotation: time.Now().UTC().Format(time.RFC3339)})
-	if err := r.ledger.c.Apply(ctx, cm, client.FieldOwner("eni-operator-import"), client.ForceOwnership); err != nil {
-		return fmt.Errorf("marking the import done on ConfigMap %s/%s: %w", r.ledger.o.Namespace, r.ledger.shardName(0), err)
+	cm := corev1ac.ConfigMap(im.ledger.shardName(0), im.ledger.o.Namespace).
+		WithAnnotations(map[string]string{ImportedAnnotation: im.clock.Now().UTC().Format(time.RFC3339)})
+	if err := im.ledger.c.Apply(ctx, cm, client.FieldOwner("eni-operator-import"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("marking the import done on ConfigMap %s/%s: %w", im.ledger.o.Namespace, im.ledger.shardName(0), err)
 	}
 	return nil
 }
 
 // forgetImported removes the tags of every imported record: their pods
 // were gone when they were imported.
-func (r *Reconciler) forgetImported(ctx context.Context) error {
+func (im *importer) forgetImported(ctx context.Context) error {
 	var errs []error
-	for _, rec := range r.ledger.All() {
+	for _, rec := range im.ledger.All() {
 		if strings.HasPrefix(rec.Pod, importNamespace+"/") {
-			if err := r.forget(ctx, rec.Pod); err != nil {
+			if err := im.forget(ctx, rec.Pod); err != nil {
 				errs = append(errs, err)
 			}
 		}

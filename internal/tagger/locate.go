@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -23,7 +25,7 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 	if w.ip == "" {
 		return phases.Done(nil) // the IP's arrival is an update that brings the pod back
 	}
-	eni, err := r.resolve(ctx, w.slot, w.ip, w.rec, w.hasRec)
+	eni, err := r.finder.find(ctx, w.slot, w.ip, w.rec, w.hasRec)
 	if ec2.IsNotFound(err) {
 		retry := notFoundRetry(missingFor(&w.pod, r.opts.Clock.Now()))
 		gone := ""
@@ -32,7 +34,7 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 			// (deleted, or the address moved): say so, not Synced.
 			gone = fmt.Sprintf("ENI %s, which carried the pod's tags, is gone; ", w.rec.ENI)
 		}
-		return &phases.Stop{Result: reconcile.Result{RequeueAfter: retry}, Err: r.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
+		return &phases.Stop{Result: reconcile.Result{RequeueAfter: retry}, Err: r.onPod.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
 			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, w.ip, notFoundMaxRetry)})}
 	}
 	if err != nil && ctx.Err() != nil {
@@ -40,7 +42,7 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 		return phases.Done(ctx.Err())
 	}
 	if err != nil {
-		return phases.Done(r.awsFailure(ctx, &w.pod, "looking up the pod's ENI", err))
+		return phases.Done(r.onPod.awsFailure(ctx, &w.pod, "looking up the pod's ENI", err))
 	}
 	w.eni = eni
 	if len(r.subnets) > 0 && !r.subnets[eni.SubnetID] {
@@ -77,27 +79,36 @@ func podIP(pod *corev1.Pod) string {
 // lookupTimeout bounds one pod's lookup, its batch's wait included.
 const lookupTimeout = 2 * time.Minute
 
-// resolve finds the pod's ENI: from what is already known (the ledger's
+// eniFinder finds the ENI that holds a pod's address.
+type eniFinder struct {
+	ec2 EC2
+	// inventory tells that the EC2 state keeps InventoryScope fresh;
+	// cached is --enable-eni-cache: the state's ENIs are read first.
+	inventory, cached bool
+	lookups           *prometheus.CounterVec // by hit or miss
+}
+
+// find finds the pod's ENI: from what is already known (the ledger's
 // ENI ID, the inventory) and else with a batched lookup, waited for
 // without the reconcile's slot.
-func (r *Reconciler) resolve(ctx context.Context, s *slot, ip string, rec Record, hasRec bool) (awstypes.ENI, error) {
-	if r.opts.EnableENICache && r.inventory && !r.ec2.Synced(InventoryScope) {
+func (f eniFinder) find(ctx context.Context, s *slot, ip string, rec Record, hasRec bool) (awstypes.ENI, error) {
+	if f.cached && f.inventory && !f.ec2.Synced(InventoryScope) {
 		// Until the first inventory is read, every pod would miss and
 		// look its address up, fetching what the inventory is about to
 		// bring (at 100,000 pods, 91 lookups beside its 100 pages): wait
 		// for it instead. Fresh joins the read under way (or makes it),
 		// so this costs no call; a failed read leaves the lookup below.
-		_ = r.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge)
+		_ = f.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge)
 	}
-	if r.opts.EnableENICache {
+	if f.cached {
 		if hasRec {
-			if e, ok := r.ec2.ENI(rec.ENI); ok && e.Holds(ip) {
-				r.metrics.cache.WithLabelValues("hit").Inc()
+			if e, ok := f.ec2.ENI(rec.ENI); ok && e.Holds(ip) {
+				f.lookups.WithLabelValues("hit").Inc()
 				return e, nil
 			}
 		}
-		if e, ok := r.ec2.ENIByIP(ip); ok {
-			r.metrics.cache.WithLabelValues("hit").Inc()
+		if e, ok := f.ec2.ENIByIP(ip); ok {
+			f.lookups.WithLabelValues("hit").Inc()
 			return e, nil
 		}
 	}
@@ -105,15 +116,15 @@ func (r *Reconciler) resolve(ctx context.Context, s *slot, ip string, rec Record
 	err := s.waitOnEC2(ctx, func() (err error) {
 		lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 		defer cancel()
-		e, err = r.ec2.LookupByIP(lctx, ip)
+		e, err = f.ec2.LookupByIP(lctx, ip)
 		return err
 	})
-	r.metrics.cache.WithLabelValues("miss").Inc()
-	if err != nil && ec2.IsNotFound(err) && r.inventory {
+	f.lookups.WithLabelValues("miss").Inc()
+	if err != nil && ec2.IsNotFound(err) && f.inventory {
 		// Addresses inside delegated prefixes are only found by the
 		// inventory; a refresh now is one paginated read for everyone.
-		if r.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge) == nil {
-			if pe, ok := r.ec2.ENIByIP(ip); ok {
+		if f.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge) == nil {
+			if pe, ok := f.ec2.ENIByIP(ip); ok {
 				return pe, nil
 			}
 		}

@@ -7,8 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -92,7 +90,7 @@ func (r *Reconciler) forget(ctx context.Context, key string) error {
 	if !r.opts.DryRun {
 		r.ledger.Delete(key)
 	}
-	r.release(rec.ENI)
+	r.revisits.release(rec.ENI)
 	log.FromContext(ctx).Info("removed the tags of a pod that is gone", "eni", rec.ENI, "tags", len(remove))
 	return nil
 }
@@ -106,7 +104,7 @@ func (r *Reconciler) finish(ctx context.Context, w *podWork) error {
 		r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAWSError, "Cleanup", "%s", errorText(err))
 		return err
 	}
-	return r.dropFinalizer(ctx, pod)
+	return r.onPod.dropFinalizer(ctx, pod)
 }
 
 // recoverLedgerRecord gives a pod that is going away its ledger record back
@@ -127,18 +125,9 @@ func (r *Reconciler) recoverLedgerRecord(ctx context.Context, w *podWork) {
 	if len(applied) == 0 || hash == "" || ip == "" {
 		return
 	}
-	eni, err := r.resolve(ctx, w.slot, ip, Record{}, false)
+	eni, err := r.finder.find(ctx, w.slot, ip, Record{}, false)
 	if err != nil || eni.Tags[HashTag] != hash {
 		return
 	}
 	r.ledger.Put(Record{Pod: w.key, UID: string(pod.UID), ENI: eni.ID, Tags: applied, Hash: hash})
-}
-
-func (r *Reconciler) dropFinalizer(ctx context.Context, pod *corev1.Pod) error {
-	if !controllerutil.ContainsFinalizer(pod, Finalizer) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(pod, Finalizer)
-	return client.IgnoreNotFound(r.client.Patch(ctx, pod, patch))
 }

@@ -62,11 +62,12 @@ type policyController struct {
 	swept map[string]int64
 }
 
-// setupPolicies adds the policy controller and its sweeper to mgr.
-func (r *Reconciler) setupPolicies(mgr manager.Manager) error {
-	r.opts.Policies.namespaces = mgr.GetCache()
-	s := newSweeper(r.apiReader, r.opts.Policies, r.tally, r.requeue, r.opts.WatchNamespace)
-	pc := &policyController{client: mgr.GetClient(), policies: r.opts.Policies, tally: r.tally, sweeper: s, swept: map[string]int64{}}
+// addPolicyController adds the policy controller and its sweeper to
+// mgr; requeue brings a pod back to the pod reconciler.
+func addPolicyController(mgr manager.Manager, o Options, apiReader client.Reader, tally *policyTally, requeue func(key string)) error {
+	o.Policies.namespaces = mgr.GetCache()
+	s := newSweeper(apiReader, o.Policies, tally, requeue, o.WatchNamespace)
+	pc := &policyController{client: mgr.GetClient(), policies: o.Policies, tally: tally, sweeper: s, swept: map[string]int64{}}
 	if err := mgr.Add(s); err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func (r *Reconciler) setupPolicies(mgr manager.Manager) error {
 			case <-ctx.Done():
 				return nil
 			case <-t.C:
-				for _, name := range r.tally.takeChanged() {
+				for _, name := range tally.takeChanged() {
 					pc.queue.addName(name)
 				}
 			}
@@ -93,18 +94,18 @@ func (r *Reconciler) setupPolicies(mgr manager.Manager) error {
 	}
 	namespace := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
 	return builder.ControllerManagedBy(mgr).
-		Named(r.opts.ControllerName+"-policies").
+		Named(o.ControllerName+"-policies").
 		For(&v1alpha1.ENITagPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(pc.queue.source()).
 		// A namespace's labels are read by selectors and expressions: a
 		// change sweeps its pods. The namespaces' cache is also what the
 		// pod transform and the reconciler read.
 		WatchesMetadata(namespace, handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r.opts.Policies.active() && !equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+			if o.Policies.active() && !equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
 				s.add(sweepNamespace + e.ObjectNew.GetName())
 			}
 		}}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: &r.opts.SkipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: &o.SkipNameValidation}).
 		Complete(pc)
 }
 

@@ -23,10 +23,18 @@ const operatorTags = 1
 // when full.
 const maxOwners = 10000
 
-// policyInputs gathers what the policies' expressions read of the pod
+// policyReads reads what the policies' expressions read beside the pod:
+// its top-level owner and its node.
+type policyReads struct {
+	owners *owners
+	// nodes reads the pod's node (the cache, as metadata).
+	nodes client.Reader
+}
+
+// inputs gathers what the policies' expressions read of the pod
 // (policies select it). The owner and the node cost a read each, so only
 // when one of them has an expression.
-func (r *Reconciler) policyInputs(ctx context.Context, pod *corev1.Pod, nsLabels map[string]string, policies []*tagpolicy.Policy) (tagpolicy.Inputs, error) {
+func (pr policyReads) inputs(ctx context.Context, pod *corev1.Pod, nsLabels map[string]string, policies []*tagpolicy.Policy) (tagpolicy.Inputs, error) {
 	in := tagpolicy.Inputs{
 		Pod: tagpolicy.Pod{Name: pod.Name, Namespace: pod.Namespace, Labels: orEmpty(pod.Labels),
 			ServiceAccountName: pod.Spec.ServiceAccountName, NodeName: pod.Spec.NodeName},
@@ -42,12 +50,12 @@ func (r *Reconciler) policyInputs(ctx context.Context, pod *corev1.Pod, nsLabels
 		return in, nil
 	}
 	var err error
-	if in.Owner, err = r.owners.of(ctx, pod); err != nil {
+	if in.Owner, err = pr.owners.of(ctx, pod); err != nil {
 		return in, fmt.Errorf("finding the owner of pod %s/%s for its tag policies: %w", pod.Namespace, pod.Name, err)
 	}
 	if pod.Spec.NodeName != "" {
 		node := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); client.IgnoreNotFound(err) != nil {
+		if err := pr.nodes.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); client.IgnoreNotFound(err) != nil {
 			return in, fmt.Errorf("reading node %s for the tag policies of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
 		}
 		in.Node.Labels = orEmpty(node.Labels)

@@ -42,10 +42,17 @@ type Reconciler struct {
 	pods  *pods
 	slots slots
 	queue podQueue
+	// onPod writes the pod's condition, annotations and finalizer;
+	// revisits brings pods back that no event would.
+	onPod    podWriter
+	revisits revisits
+	// finder finds a pod's ENI; tags writes its tags.
+	finder eniFinder
+	tags   tagWriter
 	// tally is where each pod tag policies select stands, for the
 	// policies' status and sweeps.
-	tally  *policyTally
-	owners *owners
+	tally       *policyTally
+	policyReads policyReads
 }
 
 // outcome is what a reconcile reports on the pod.
@@ -151,14 +158,14 @@ func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *pha
 	if o.reason == ReasonPolicyRefused {
 		verdict, problem = verdictRefused, o.message
 	}
-	r.notePolicies(w, verdict, problem)
-	return phases.Done(r.report(ctx, &w.pod, o))
+	r.tally.note(w.key, w.tallied(verdict, problem))
+	return phases.Done(r.onPod.report(ctx, &w.pod, o))
 }
 
-// notePolicies records where the pod stands for the tag policies that
-// select it (their status).
-func (r *Reconciler) notePolicies(w *podWork, verdict policyVerdict, problem string) {
-	r.tally.note(w.key, tallied{namespace: w.pod.Namespace, matched: w.matched, verdict: verdict, problem: problem})
+// tallied is where the pod stands for the tag policies that select it
+// (their status).
+func (w *podWork) tallied(verdict policyVerdict, problem string) tallied {
+	return tallied{namespace: w.pod.Namespace, matched: w.matched, verdict: verdict, problem: problem}
 }
 
 // requeue asks for a reconcile of a pod by key.

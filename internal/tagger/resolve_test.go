@@ -90,9 +90,8 @@ func TestResolveAsksEC2OnlyForWhatItDoesNotKnow(t *testing.T) {
 			for _, e := range c.known {
 				f.known[e.ID] = e
 			}
-			o := DefaultOptions()
-			r := &Reconciler{ec2: f, inventory: c.inventory, opts: o, metrics: newMetrics(nil, nil)}
-			e, err := r.resolve(context.Background(), &slot{of: newSlots(1)}, c.ip, Record{}, false)
+			r := eniFinder{ec2: f, inventory: c.inventory, cached: DefaultOptions().EnableENICache, lookups: newMetrics(nil, nil).cache}
+			e, err := r.find(context.Background(), &slot{of: newSlots(1)}, c.ip, Record{}, false)
 			if got := e.ID; got != c.want || (c.want == "" && !ec2.IsNotFound(err)) {
 				t.Fatalf("resolved %q (%v), want %q", got, err, c.want)
 			}
@@ -110,8 +109,8 @@ func TestResolveWaitsForTheFirstInventory(t *testing.T) {
 	branch := awstypes.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
 	outside := awstypes.ENI{ID: "eni-o", PrimaryIP: "10.9.0.5"}
 	f := &fakeEC2{known: map[string]awstypes.ENI{}, inEC2: map[string]awstypes.ENI{branch.ID: branch}, unsynced: true}
-	r := &Reconciler{ec2: f, inventory: true, opts: DefaultOptions(), metrics: newMetrics(nil, nil)}
-	if e, err := r.resolve(context.Background(), &slot{of: newSlots(1)}, "10.0.0.5", Record{}, false); err != nil || e.ID != "eni-b" {
+	r := eniFinder{ec2: f, inventory: true, cached: DefaultOptions().EnableENICache, lookups: newMetrics(nil, nil).cache}
+	if e, err := r.find(context.Background(), &slot{of: newSlots(1)}, "10.0.0.5", Record{}, false); err != nil || e.ID != "eni-b" {
 		t.Fatalf("resolved %q (%v), want eni-b", e.ID, err)
 	}
 	if f.lookups != 0 || f.freshes != 1 {
@@ -120,7 +119,7 @@ func TestResolveWaitsForTheFirstInventory(t *testing.T) {
 	// Read once: the next miss is looked up, and no second read waits.
 	f.inEC2[outside.ID] = outside
 	delete(f.known, outside.ID)
-	if e, err := r.resolve(context.Background(), &slot{of: newSlots(1)}, "10.9.0.5", Record{}, false); err != nil || e.ID != "eni-o" {
+	if e, err := r.find(context.Background(), &slot{of: newSlots(1)}, "10.9.0.5", Record{}, false); err != nil || e.ID != "eni-o" {
 		t.Fatalf("resolved %q (%v), want eni-o", e.ID, err)
 	}
 	if f.lookups != 1 || f.freshes != 1 {

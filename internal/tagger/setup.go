@@ -68,13 +68,19 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-tagger")),
-		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), owners: newOwners(mgr.GetAPIReader()),
+		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), policyReads: policyReads{owners: newOwners(mgr.GetAPIReader()), nodes: mgr.GetClient()},
 		slots: newSlots(o.MaxConcurrentReconciles),
 	}
 	for _, s := range o.SubnetIDs {
 		r.subnets[s] = true
 	}
 	r.metrics = newMetrics(o.Registerer, ledger)
+	r.tags = tagWriter{ec2: r.ec2, writes: r.metrics.writes}
+	r.finder = eniFinder{ec2: r.ec2, inventory: r.inventory, cached: o.EnableENICache, lookups: r.metrics.cache}
+	r.onPod = podWriter{client: r.client, apiReader: r.apiReader, recorder: r.recorder, outcomes: r.metrics.outcomes,
+		pods: r.pods, finalizer: o.PodFinalizer, clock: o.Clock}
+	r.revisits = revisits{ledger: ledger, ec2: r.ec2, pods: r.pods, client: r.client, requeue: r.requeue,
+		annotationKey: o.AnnotationKey, sharedENIs: o.AllowSharedENITagging, drift: r.metrics.drift}
 	ledger.o.OnFlush = func(shard, records, bytes, overflow int) {
 		r.metrics.ledgerOps.WithLabelValues("written").Inc()
 		r.metrics.ledgerOps.WithLabelValues("overflow").Add(float64(overflow))
@@ -83,21 +89,23 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	if err := mgr.Add(ledger); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(r.housekeeping(pruneInterval)); err != nil {
+	if err := mgr.Add(pruneEvery(r.pods, r.opts.Clock, pruneInterval)); err != nil {
 		return nil, err
 	}
 
-	if err := r.watchInventory(mgr, state, ledger); err != nil {
+	if err := r.revisits.watchInventory(mgr, state, r.opts); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		r.importOriginalCache(ctx)
+		im := &importer{ledger: ledger, ec2: r.ec2, inventory: r.inventory, apiReader: r.apiReader, subnets: r.subnets,
+			namespace: r.opts.WatchNamespace, dryRun: r.opts.DryRun, clock: r.opts.Clock, forget: r.forget}
+		im.importOriginalCache(ctx)
 		return nil
 	})); err != nil {
 		return nil, err
 	}
 
-	if err := r.addPolicies(mgr); err != nil {
+	if err := addPolicies(mgr, r); err != nil {
 		return nil, err
 	}
 
@@ -122,13 +130,13 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 
 // addPolicies adds the policy controller when tag policies are on and
 // served; otherwise no pod waits for policies.
-func (r *Reconciler) addPolicies(mgr manager.Manager) error {
+func addPolicies(mgr manager.Manager, r *Reconciler) error {
 	on, err := tagPoliciesServed(mgr, r.opts.TagPolicies)
 	switch {
 	case err != nil:
 		return err
 	case on:
-		return r.setupPolicies(mgr)
+		return addPolicyController(mgr, r.opts, r.apiReader, r.tally, r.requeue)
 	}
 	r.opts.Policies.markLoaded()
 	return nil
@@ -152,44 +160,6 @@ func tagPoliciesServed(mgr manager.Manager, wanted bool) (bool, error) {
 		return false, fmt.Errorf("finding the ENITagPolicy API: %w", err)
 	}
 	return true, nil
-}
-
-// watchInventory keeps the tagger's ENIs fresh in the EC2 state, and
-// after each refresh requeues the pods whose ENI drifted or is gone. With
-// the inventory off (--eni-inventory-interval=0), pods deleted while the
-// operator was down are looked for once at start instead.
-func (r *Reconciler) watchInventory(mgr manager.Manager, state *ec2.State, ledger *Ledger) error {
-	if !r.inventory {
-		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			if ledger.WaitLoaded(ctx) == nil && mgr.GetCache().WaitForCacheSync(ctx) {
-				r.sweep(ctx)
-			}
-			return nil
-		}))
-	}
-	var filters []ec2.Filter
-	if len(r.opts.SubnetIDs) > 0 {
-		filters = append(filters, ec2.Filter{Name: "subnet-id", Values: r.opts.SubnetIDs})
-	}
-	if err := state.Watch(ec2.Scope{Name: InventoryScope, Filters: filters, Interval: r.opts.InventoryInterval}); err != nil {
-		return err
-	}
-	refreshed, err := state.Subscribe(InventoryScope)
-	if err != nil {
-		return err
-	}
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-refreshed:
-				if ledger.WaitLoaded(ctx) == nil {
-					r.onRefresh(ctx)
-				}
-			}
-		}
-	}))
 }
 
 // Ledger returns the reconciler's ledger (tests and one-shot commands).

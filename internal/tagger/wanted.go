@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/eni-operator/eni-operator/internal/phases"
 	"github.com/eni-operator/eni-operator/internal/tagger/tagplan"
 	"github.com/eni-operator/eni-operator/internal/tagpolicy"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // wanted works out the tags the pod asks for, with the tag policies that
@@ -35,10 +36,10 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 		r.pods.clearWarning(w.key)
 		r.pods.stopWaiting(w.key)
 		r.tally.drop(w.key)
-		if err := r.clearCondition(ctx, &w.pod); err != nil {
+		if err := r.onPod.clearCondition(ctx, &w.pod); err != nil {
 			return phases.Done(err)
 		}
-		return phases.Done(r.dropFinalizer(ctx, &w.pod))
+		return phases.Done(r.onPod.dropFinalizer(ctx, &w.pod))
 	}
 	if w.pod.Spec.HostNetwork {
 		// Its address is the node's, and so is the ENI that holds it:
@@ -71,7 +72,7 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 // become the policies' merge with its annotation, less the keys they
 // leave to other tools.
 func (r *Reconciler) applyPolicies(ctx context.Context, w *podWork, policies []*tagpolicy.Policy, nsLabels map[string]string) *phases.Stop {
-	in, err := r.policyInputs(ctx, &w.pod, nsLabels, policies)
+	in, err := r.policyReads.inputs(ctx, &w.pod, nsLabels, policies)
 	if err != nil {
 		return phases.Done(err)
 	}
