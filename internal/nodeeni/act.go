@@ -22,7 +22,7 @@ func (r *reconciler) act(ctx context.Context, ne *v1alpha1.NodeENI, in *eniplan.
 	adopting := in.Adopt
 	rounds := eniplan.RoundsOf(p.Actions, r.opts.RoundNodes)
 	for i, round := range rounds {
-		failures, err := r.execute(ctx, ne, round)
+		failures, err := r.exec.execute(ctx, ne, round)
 		o.Failures = append(o.Failures, failures...)
 		if o.ExecErr == nil {
 			o.ExecErr = err

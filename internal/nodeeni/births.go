@@ -97,15 +97,12 @@ func (b *births) evidence(r eniplan.Records) eniplan.Evidence {
 
 // createsUnsettled reports whether a NodeENI being deleted must wait for
 // a create that may have made an ENI not visible yet.
-func (r *reconciler) createsUnsettled(rec eniplan.Records, left []awstypes.ENI) bool {
-	ev := r.births.evidence(rec).Showing(left)
-	now := r.now()
+func (b *births) createsUnsettled(rec eniplan.Records, left []awstypes.ENI, now time.Time) bool {
+	ev := b.evidence(rec).Showing(left)
 	for n, p := range ev.Creates {
-		if eniplan.Unsettled(p, ev.Shown[n], r.births.isSettled(n), now) {
+		if eniplan.Unsettled(p, ev.Shown[n], b.isSettled(n), now) {
 			return true
 		}
 	}
 	return false
 }
-
-func (r *reconciler) now() time.Time { return r.opts.Clock.Now() }

@@ -2,21 +2,17 @@ package nodeeni
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/awstypes"
-	"github.com/eni-operator/eni-operator/internal/bounded"
 	"github.com/eni-operator/eni-operator/internal/ec2"
 	"github.com/eni-operator/eni-operator/internal/nodeeni/eniplan"
 	"github.com/eni-operator/eni-operator/internal/phases"
@@ -38,28 +34,30 @@ const Finalizer = "nodeeni.networking.k8s.aws/finalizer"
 // state (inventory + this process's changes, catalog), plans, and calls EC2 only
 // for the plan's mutations and for the instances it is about to attach to.
 type reconciler struct {
-	client   client.Client
-	ec2      EC2
-	opts     Options
-	metrics  *metrics
-	recorder recorder.EventRecorder
-	answers  *answers
+	client  client.Client
+	ec2     EC2
+	opts    Options
+	metrics *metrics
 	// trust decides which ENIs are the operator's (trust.go); births
 	// (trust's) are this process's creates (births.go).
 	trust  eniplan.TrustCheck
 	births *births
 	// applied are records of applied tags not yet in the ENINodes (tagrecord.go).
 	applied *appliedTags
-	// distrusted reports each untrusted ENI of a NodeENI once per reason
-	// (and each ENI of aws-multi-eni-controller not adopted).
-	distrusted *distrustLog
 	// originals lists aws-multi-eni-controller's ENIs while any may be
 	// left to adopt (originals.go).
 	originals originals
-	// own is the controller's part of each status as last written, and
-	// shares its share of each ENINode (status.go): a change by anyone
-	// else is reconciled at once.
-	own, shares *ownWrites
+	// own is the controller's part of each status as last written
+	// (status.go): a change by anyone else is reconciled at once.
+	own *ownWrites
+	// eniNodes reads and writes the NodeENI's shares of the ENINodes;
+	// exec carries a plan's actions out.
+	eniNodes eniNodes
+	exec     executor
+	// report makes the NodeENI's events, and reports each untrusted ENI
+	// once per reason (and each ENI of aws-multi-eni-controller not
+	// adopted).
+	report reporter
 	// live reads the API server, past the cache: after a conflict.
 	live client.Reader
 }
@@ -115,7 +113,7 @@ func (r *reconciler) admit(ctx context.Context, p *pass) *phases.Stop {
 			}
 			// Gone without its finalizer's cleanup (removed by hand): its
 			// entries leave the ENINodes.
-			return phases.Done(r.dropShares(ctx, p.req.Name))
+			return phases.Done(r.eniNodes.dropShares(ctx, p.req.Name))
 		}
 		return phases.Done(err)
 	}
@@ -161,7 +159,7 @@ func (r *reconciler) decide(ctx context.Context, p *pass) *phases.Stop {
 	c := eniplan.Classify(p.in)
 	if need := eniplan.InstancesToPlace(p.in, c); len(need) > 0 {
 		var err error
-		if p.in.Instances, err = r.instances(ctx, need, p.in.Settings.Card); err != nil {
+		if p.in.Instances, err = instances(ctx, r.ec2, need, p.in.Settings.Card); err != nil {
 			return phases.Done(err)
 		}
 	}
@@ -240,7 +238,7 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l enipla
 	// to delete, nor a reason to keep the NodeENI. A create whose outcome
 	// this process does not know may have made an ENI EC2 does not show
 	// yet: the NodeENI waits for it (spec.creates).
-	if trustedLeft > 0 || r.createsUnsettled(rec, left) {
+	if trustedLeft > 0 || r.births.createsUnsettled(rec, left, r.opts.Clock.Now()) {
 		return reconcile.Result{RequeueAfter: r.opts.DetachPollInterval}, nil
 	}
 	old := ne.DeepCopy()
@@ -260,31 +258,12 @@ func (r *reconciler) release(ctx context.Context, ne *v1alpha1.NodeENI, l enipla
 // NodeENI and a log line.
 func (r *reconciler) trusted(ctx context.Context, ne *v1alpha1.NodeENI, l eniplan.LegacyStatus, rec eniplan.Records, list []eniplan.Owned) ([]eniplan.Owned, []eniplan.Action, map[string]string) {
 	out, v := eniplan.SplitTrusted(r.trust, list, func(o eniplan.Owned) awstypes.ENI { return o.ENI }, func(awstypes.ENI) string { return ne.Name }, r.births.evidence(rec))
-	out, prove := r.proving(l, out, list, v)
+	out, prove := eniplan.Proving(r.trust.Keys, l, out, list, v)
 	for _, a := range prove {
 		delete(v.Reasons, a.ENI)
 	}
-	r.reportLeftAlone(ctx, ne, string(ne.UID), v, eniplan.LeftAlone{
+	r.report.leftAlone(ctx, ne, string(ne.UID), v, eniplan.LeftAlone{
 		Log: "ENI carries this NodeENI's ownership tags but fails the trust check; it is left alone", Reason: "UntrustedENI", Action: "Ignore",
 		Note: "%d ENIs carry this NodeENI's ownership tags but fail the trust check and are left alone (never detached, deleted or changed): %s"})
 	return out, prove, v.Reasons
-}
-
-// reportLeftAlone reports the ENIs whose reason (v) changed since the
-// last pass under key: a log line each and one Warning event on the
-// NodeENI (events of the same reason fold into one series, so one per
-// ENI would hide all but the first).
-func (r *reconciler) reportLeftAlone(ctx context.Context, ne *v1alpha1.NodeENI, key string, v eniplan.Verdicts, how eniplan.LeftAlone) {
-	reasons, details := v.Reasons, v.Details
-	changed := r.distrusted.update(key, reasons)
-	if len(changed) == 0 {
-		return
-	}
-	slices.Sort(changed)
-	items := make([]string, len(changed))
-	for i, id := range changed {
-		log.FromContext(ctx).Info(how.Log, "eni", id, "reason", reasons[id], "detail", details[id])
-		items[i] = fmt.Sprintf("%s (%s: %s)", id, reasons[id], details[id])
-	}
-	r.event(ne, corev1.EventTypeWarning, how.Reason, how.Action, fmt.Sprintf(how.Note, len(changed), bounded.List(items, "; ", bounded.Items)))
 }

@@ -10,10 +10,11 @@
 //     read per resync interval for the whole cluster, scope
 //     InventoryScope) with this process's own changes applied, so
 //     reconciles read memory and only mutations call EC2;
-//   - the reconciler (controller.go, gather.go, act.go, execute.go,
-//     status.go, eninodes.go) gathers a pass's input, has eniplan decide
-//     the plan, carries it out and reports it in status, conditions,
-//     events and metrics; a pass waits for its EC2 calls and leaves
+//   - the reconciler (controller.go, gather.go, act.go, status.go)
+//     gathers a pass's input, has eniplan decide the plan, has the
+//     executor (execute.go) carry it out, writes the ENINodes
+//     (eninodes.go) and reports in status, conditions, events
+//     (report.go) and metrics; a pass waits for its EC2 calls and leaves
 //     nothing in flight;
 //   - births.go, token.go, tagrecord.go, distrustlog.go hold what must
 //     outlive a pass: this process's creates and EC2's answers, tag

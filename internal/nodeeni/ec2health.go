@@ -56,7 +56,7 @@ func (r *reconciler) ec2Unreachable(ctx context.Context, ne *v1alpha1.NodeENI) (
 	}
 	if old == nil || old.Reason != ReasonEC2Unreachable {
 		log.FromContext(ctx).Info("EC2 unreachable: Ready is Unknown until an EC2 call succeeds", "detail", msg)
-		r.event(ne, corev1.EventTypeWarning, ReasonEC2Unreachable, "Reconcile", msg)
+		r.report.event(ne, corev1.EventTypeWarning, ReasonEC2Unreachable, "Reconcile", msg)
 	}
 	patched := ne.DeepCopy()
 	meta.SetStatusCondition(&patched.Status.Conditions, cond)

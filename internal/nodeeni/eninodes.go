@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -46,11 +47,24 @@ func sharesIndexed(o client.Object) []string {
 	return eniplan.NodeENIsNamed(en)
 }
 
+// eniNodes reads and writes the NodeENIs' shares of the ENINodes: their
+// entries, and the records of creates written before each create.
+type eniNodes struct {
+	client client.Client
+	// live reads the API server, past the cache: after a conflict.
+	live   client.Reader
+	ec2    EC2
+	births *births
+	// shares is a digest of each share as last written (ownWrites).
+	shares *ownWrites
+	clock  clock.PassiveClock
+}
+
 // held reads the ENINodes (from the cache) that hold entries of the
 // NodeENI, by node.
-func (r *reconciler) held(ctx context.Context, nodeENI string) (map[string]*v1alpha1.ENINode, error) {
+func (es *eniNodes) held(ctx context.Context, nodeENI string) (map[string]*v1alpha1.ENINode, error) {
 	list := &v1alpha1.ENINodeList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{shareIndex: nodeENI}); err != nil {
+	if err := es.client.List(ctx, list, client.MatchingFields{shareIndex: nodeENI}); err != nil {
 		return nil, err
 	}
 	out := make(map[string]*v1alpha1.ENINode, len(list.Items))
@@ -62,25 +76,25 @@ func (r *reconciler) held(ctx context.Context, nodeENI string) (map[string]*v1al
 
 // dropShares removes a NodeENI's entries from every ENINode, and forgets
 // its shares.
-func (r *reconciler) dropShares(ctx context.Context, nodeENI string) error {
-	defer r.shares.forgetWhere(func(key string) bool { return strings.HasPrefix(key, nodeENI+"/") })
-	held, err := r.held(ctx, nodeENI)
+func (es *eniNodes) dropShares(ctx context.Context, nodeENI string) error {
+	defer es.shares.forgetWhere(func(key string) bool { return strings.HasPrefix(key, nodeENI+"/") })
+	held, err := es.held(ctx, nodeENI)
 	if err != nil || len(held) == 0 {
 		return err
 	}
 	// Its creates' records go too: what they vouched for is the NodeENI's
 	// finalizer's to clean up, and it is gone.
 	drop := func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) { return c, false }
-	_, err = r.writeShares(ctx, nodeENI, eniplan.PlannedShares{Update: drop}, held, metav1.Now())
+	_, err = es.writeShares(ctx, nodeENI, eniplan.PlannedShares{Update: drop}, held, metav1.NewTime(es.clock.Now()))
 	return err
 }
 
 // recordCreates gives a node's create actions their nonces and records
 // them in the node's ENINode (spec.creates) before any create is sent:
 // one write for the node's creates of the pass.
-func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, node string, acts []eniplan.Action) ([]eniplan.Action, error) {
+func (es *eniNodes) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, node string, acts []eniplan.Action) ([]eniplan.Action, error) {
 	var creates []v1alpha1.CreateRecord
-	now := metav1.NewTime(r.now())
+	now := metav1.NewTime(es.clock.Now())
 	out := slices.Clone(acts)
 	for i := range out {
 		if out[i].Kind != eniplan.ActCreate {
@@ -97,22 +111,22 @@ func (r *reconciler) recordCreates(ctx context.Context, ne *v1alpha1.NodeENI, no
 	if len(creates) == 0 {
 		return acts, nil
 	}
-	if err := r.writeShare(ctx, ne.Name, eniplan.ShareWrite{Node: node, Now: now, Creates: creates}); err != nil {
+	if err := es.writeShare(ctx, ne.Name, eniplan.ShareWrite{Node: node, Now: now, Creates: creates}); err != nil {
 		return nil, fmt.Errorf("node %s: recording the nonces of its creates in its ENINode: %w", node, err)
 	}
 	list := make([]eniplan.NodeCreate, len(creates))
 	for i, c := range creates {
 		list[i] = eniplan.NodeCreate{CreateRecord: c, Node: node}
 	}
-	r.births.recorded(list)
+	es.births.recorded(list)
 	return out, nil
 }
 
 // updateCreates decides what becomes of the NodeENI's records of creates
 // (UpdateCreate) once the planned entries are written.
-func (r *reconciler) updateCreates(uid string, planned []v1alpha1.ENIAttachment) func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) {
+func (es *eniNodes) updateCreates(uid string, planned []v1alpha1.ENIAttachment) func(v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) {
 	showing := map[string][]string{}
-	for _, o := range ofNodeENI(r.ec2, uid) {
+	for _, o := range ofNodeENI(es.ec2, uid) {
 		if n := o.Tags[eniplan.TagNonce]; n != "" {
 			showing[n] = append(showing[n], o.ID)
 		}
@@ -123,9 +137,9 @@ func (r *reconciler) updateCreates(uid string, planned []v1alpha1.ENIAttachment)
 			attached[a.ENIID] = true
 		}
 	}
-	now := r.now()
+	now := es.clock.Now()
 	return func(c v1alpha1.CreateRecord) (v1alpha1.CreateRecord, bool) {
-		return eniplan.UpdateCreate(c, showing[c.Nonce], attached, r.births.isSettled(c.Nonce), now)
+		return eniplan.UpdateCreate(c, showing[c.Nonce], attached, es.births.isSettled(c.Nonce), now)
 	}
 }
 
@@ -137,7 +151,7 @@ func (r *reconciler) updateCreates(uid string, planned []v1alpha1.ENIAttachment)
 //
 // update decides what becomes of the NodeENI's records of creates; a
 // node whose records it changes is written too.
-func (r *reconciler) writeShares(ctx context.Context, nodeENI string, p eniplan.PlannedShares, held map[string]*v1alpha1.ENINode, now metav1.Time) ([]v1alpha1.ENIAttachment, error) {
+func (es *eniNodes) writeShares(ctx context.Context, nodeENI string, p eniplan.PlannedShares, held map[string]*v1alpha1.ENINode, now metav1.Time) ([]v1alpha1.ENIAttachment, error) {
 	update := p.Update
 	byNode := eniplan.SharesByNode(nodeENI, p.Entries)
 	var out []v1alpha1.ENIAttachment
@@ -171,7 +185,7 @@ func (r *reconciler) writeShares(ctx context.Context, nodeENI string, p eniplan.
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = r.writeShare(ctx, nodeENI, w)
+			errs[i] = es.writeShare(ctx, nodeENI, w)
 		}()
 	}
 	wg.Wait()
@@ -183,14 +197,14 @@ func (r *reconciler) writeShares(ctx context.Context, nodeENI string, p eniplan.
 // NodeENIs write their shares of the same object), and deletes it once no
 // NodeENI has an entry or a record of a create left.
 // The first try reads the cache; a conflict re-reads the API server.
-func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w eniplan.ShareWrite) error {
-	var reader client.Reader = r.client
+func (es *eniNodes) writeShare(ctx context.Context, nodeENI string, w eniplan.ShareWrite) error {
+	var reader client.Reader = es.client
 	return retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
-		defer func() { reader = r.live }()
+		defer func() { reader = es.live }()
 		en := &v1alpha1.ENINode{}
 		err = reader.Get(ctx, types.NamespacedName{Name: w.Node}, en)
 		if apierrors.IsNotFound(err) {
-			return r.createShare(ctx, nodeENI, w)
+			return es.createShare(ctx, nodeENI, w)
 		}
 		if err != nil {
 			return err
@@ -208,12 +222,12 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w eniplan.S
 			entries := eniplan.AttachmentsSince(eniplan.ShareOf(en, nodeENI), w.Entries, w.Now)
 			en.Spec.Attachments = eniplan.WithShare(en.Spec.Attachments, nodeENI, entries)
 			en.Spec.Creates, dropped = eniplan.UpdatedCreates(en.Spec.Creates, nodeENI, w.Update)
-			r.rememberShare(nodeENI, w.Node, entries)
+			es.rememberShare(nodeENI, w.Node, entries)
 		}
 		defer func() {
 			if err == nil {
 				for _, n := range dropped {
-					r.births.forget(n)
+					es.births.forget(n)
 				}
 			}
 		}()
@@ -221,24 +235,24 @@ func (r *reconciler) writeShare(ctx context.Context, nodeENI string, w eniplan.S
 			return nil
 		}
 		if len(en.Spec.Attachments) == 0 && len(en.Spec.Creates) == 0 {
-			err = r.client.Delete(ctx, en, client.Preconditions{UID: &en.UID, ResourceVersion: &en.ResourceVersion})
+			err = es.client.Delete(ctx, en, client.Preconditions{UID: &en.UID, ResourceVersion: &en.ResourceVersion})
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
 			return err
 		}
-		return r.client.Patch(ctx, en, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
+		return es.client.Patch(ctx, en, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
 	})
 }
 
 // createShare creates a node's ENINode holding the share. A node that is
 // gone gets none: its entries only count in the NodeENI's conditions.
-func (r *reconciler) createShare(ctx context.Context, nodeENI string, w eniplan.ShareWrite) error {
+func (es *eniNodes) createShare(ctx context.Context, nodeENI string, w eniplan.ShareWrite) error {
 	if len(w.Entries) == 0 && len(w.Creates) == 0 {
 		return nil
 	}
 	node := &corev1.Node{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Node}, node); err != nil {
+	if err := es.client.Get(ctx, types.NamespacedName{Name: w.Node}, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	// Not owned by the Node: its records prove the node's ENIs the
@@ -247,8 +261,8 @@ func (r *reconciler) createShare(ctx context.Context, nodeENI string, w eniplan.
 		ObjectMeta: metav1.ObjectMeta{Name: w.Node},
 		Spec:       v1alpha1.ENINodeSpec{Attachments: eniplan.WithShare(nil, nodeENI, w.Entries), Creates: w.Creates},
 	}
-	r.rememberShare(nodeENI, w.Node, w.Entries)
-	err := r.client.Create(ctx, en)
+	es.rememberShare(nodeENI, w.Node, w.Entries)
+	err := es.client.Create(ctx, en)
 	if apierrors.IsAlreadyExists(err) {
 		// Another NodeENI created it meanwhile: patch it instead.
 		return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("eninodes").GroupResource(), w.Node, err)
@@ -258,8 +272,8 @@ func (r *reconciler) createShare(ctx context.Context, nodeENI string, w eniplan.
 
 // rememberShare records a share as written, in the object's order (the
 // order the predicate sees it in).
-func (r *reconciler) rememberShare(nodeENI, node string, entries []v1alpha1.ENIAttachment) {
-	r.shares.remember(eniplan.ShareKey(nodeENI, node), eniplan.SortedShare(entries))
+func (es *eniNodes) rememberShare(nodeENI, node string, entries []v1alpha1.ENIAttachment) {
+	es.shares.remember(eniplan.ShareKey(nodeENI, node), eniplan.SortedShare(entries))
 }
 
 // eniNodeChanged passes the ENINode events the NodeENI controller must

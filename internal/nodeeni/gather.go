@@ -32,7 +32,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		NodeInstances:       map[string]string{},
 		CIDRs:               map[string]string{},
 	}
-	held, err := r.held(ctx, ne.Name)
+	held, err := r.eniNodes.held(ctx, ne.Name)
 	if err != nil {
 		return in, nil, err
 	}
@@ -87,7 +87,7 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 		}
 		in.NodeInstances[n.Name] = info.Instance
 		infos = append(infos, info)
-		r.policyTags(ctx, &in, n)
+		policyTags(ctx, r.opts.TagPolicies, &in, n)
 	}
 	var zoneBlocks []eniplan.Blocked
 	in.Wants, zoneBlocks = eniplan.Desired(infos, in.Subnets)
@@ -97,14 +97,14 @@ func (r *reconciler) planInput(ctx context.Context, ne *v1alpha1.NodeENI, deleti
 // policyTags gives a node's interfaces the tags of the tag policies that
 // select it. One whose expression fails for the node keeps spec.tags
 // alone, and the log says why.
-func (r *reconciler) policyTags(ctx context.Context, in *eniplan.PlanInput, n *corev1.Node) {
-	if r.opts.TagPolicies == nil {
+func policyTags(ctx context.Context, tp TagPolicies, in *eniplan.PlanInput, n *corev1.Node) {
+	if tp == nil {
 		return
 	}
 	// Before the policies are loaded, or where one fails, the tags they
 	// give are not known (TagDrift).
-	in.HoldTags = in.HoldTags || !r.opts.TagPolicies.Loaded()
-	tags, err := r.opts.TagPolicies.NodeTags(n, in.Tags)
+	in.HoldTags = in.HoldTags || !tp.Loaded()
+	tags, err := tp.NodeTags(n, in.Tags)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "the tag policies that select the node give its NodeENI interfaces no tags; they keep spec.tags", "node", n.Name)
 		if in.HoldTagsOn == nil {
@@ -124,7 +124,7 @@ func (r *reconciler) policyTags(ctx context.Context, in *eniplan.PlanInput, n *c
 // the slots of one network card. The calls run concurrently, so the
 // client batches them into one DescribeInstances; each instance type's
 // limits are then read once.
-func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map[string]eniplan.InstanceView, error) {
+func instances(ctx context.Context, e EC2, ids []string, card int) (map[string]eniplan.InstanceView, error) {
 	out := make(map[string]eniplan.InstanceView, len(ids))
 	var mu sync.Mutex
 	var firstErr error
@@ -133,7 +133,7 @@ func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := r.instance(ctx, id, card)
+			v, err := instance(ctx, e, id, card)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -150,7 +150,7 @@ func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map
 		if v.Type == "" {
 			continue
 		}
-		l, err := r.ec2.InstanceLimits(ctx, v.Type)
+		l, err := e.InstanceLimits(ctx, v.Type)
 		if err != nil {
 			return nil, fmt.Errorf("instance type %s: %w", v.Type, err)
 		}
@@ -160,8 +160,8 @@ func (r *reconciler) instances(ctx context.Context, ids []string, card int) (map
 	return out, nil
 }
 
-func (r *reconciler) instance(ctx context.Context, id string, card int) (eniplan.InstanceView, error) {
-	inst, err := r.ec2.GetInstance(ctx, id)
+func instance(ctx context.Context, e EC2, id string, card int) (eniplan.InstanceView, error) {
+	inst, err := e.GetInstance(ctx, id)
 	if ec2.IsNotFound(err) {
 		return eniplan.InstanceView{ID: id, State: "not found"}, nil
 	}

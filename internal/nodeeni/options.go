@@ -3,9 +3,10 @@ package nodeeni
 import (
 	"flag"
 	"fmt"
-	"k8s.io/utils/clock"
 	"strconv"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"

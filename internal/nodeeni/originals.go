@@ -62,7 +62,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 	if fresh || !eniplan.NeedsOriginals(ne.Status, in.ENIs) {
 		return nil
 	}
-	ids, err := r.originals.list(ctx, r.ec2, r.now(), r.opts.ResyncInterval)
+	ids, err := r.originals.list(ctx, r.ec2, r.opts.Clock.Now(), r.opts.ResyncInterval)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 	}
 	reasons, details := map[string]string{}, map[string]string{}
 	by := eniplan.OwnedBy{Cluster: r.opts.ClusterName, NodeENI: ne.Name, UID: string(ne.UID), Base: in.Base,
-		Created: r.now().UTC().Truncate(time.Second)}
+		Created: r.opts.Clock.Now().UTC().Truncate(time.Second)}
 	for _, id := range candidates(r.ec2, ne.Name, records, ids) {
 		e, found := r.ec2.ENI(id)
 		switch {
@@ -99,7 +99,7 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 		in.Adopt = append(in.Adopt, a)
 		in.ENIs = append(in.ENIs, o)
 	}
-	r.reportNotAdopted(ctx, ne, eniplan.Verdicts{Reasons: reasons, Details: details})
+	r.report.notAdopted(ctx, ne, eniplan.Verdicts{Reasons: reasons, Details: details})
 	return nil
 }
 
@@ -147,27 +147,18 @@ func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI,
 	return ev, nil
 }
 
-// reportNotAdopted reports the ENIs not adopted, each once per reason: a
-// Warning event on the NodeENI and a log line.
-func (r *reconciler) reportNotAdopted(ctx context.Context, ne *v1alpha1.NodeENI, v eniplan.Verdicts) {
-	r.reportLeftAlone(ctx, ne, "adopt/"+string(ne.UID), v, eniplan.LeftAlone{
-		Log:    "ENI of aws-multi-eni-controller (by its tags or this NodeENI's status) not adopted; it is left alone",
-		Reason: "NotAdopted", Action: "Adopt",
-		Note: "%d ENIs of aws-multi-eni-controller (by its tags or this NodeENI's status) are not adopted and are left alone (never detached, deleted or changed): %s"})
-}
-
 // adoptENI writes an adopted ENI's ownership tags: one CreateTags.
-func (r *reconciler) adoptENI(ctx context.Context, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
-	err := r.ec2.CreateTagsAlone(ctx, a.ENI, a.Tags)
-	r.metrics.op(eniplan.ActAdopt, err)
+func (ex *executor) adoptENI(ctx context.Context, a eniplan.Action, ev *nodeEvents) (*eniplan.Blocked, error) {
+	err := ex.ec2.CreateTagsAlone(ctx, a.ENI, a.Tags)
+	ex.metrics.op(eniplan.ActAdopt, err)
 	if err != nil {
-		return r.failed(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)
+		return ex.failed(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)
 	}
 	// Only the user tags the adoption wrote are recorded (it writes those
 	// the ENI lacks or holds otherwise): one the original's ENI already
 	// carried with the same value may be another tool's, so it is never
 	// removed.
-	r.applied.set(a.ENI, eniplan.HeldRecord(a.Tags, a.Tags))
+	ex.applied.set(a.ENI, eniplan.HeldRecord(a.Tags, a.Tags))
 	log.FromContext(ctx).Info("adopted ENI of aws-multi-eni-controller in place", "node", a.Node, "eni", a.ENI, "deviceIndex", a.Index)
 	ev.add(corev1.EventTypeNormal, "Adopted", "Adopt",
 		fmt.Sprintf("adopted ENI %s of aws-multi-eni-controller on node %s in place (device index %d kept)", a.ENI, a.Node, a.Index))

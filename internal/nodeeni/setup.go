@@ -87,10 +87,15 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	watchEC2Health(state.Health(), resync, lg)
 	r := &reconciler{
 		client: mgr.GetClient(), ec2: state,
-		opts: o, metrics: m, recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-nodeeni")), answers: newAnswers(),
-		distrusted: distrusted, trust: trust, births: births, applied: newAppliedTags(), own: newOwnWrites(), shares: newOwnWrites(),
+		opts: o, metrics: m,
+		trust: trust, births: births, applied: newAppliedTags(), own: newOwnWrites(),
 		live: mgr.GetAPIReader(),
 	}
+	events := eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-nodeeni"))
+	r.report = reporter{recorder: events, distrusted: distrusted}
+	r.eniNodes = eniNodes{client: r.client, live: r.live, ec2: state, births: births, shares: newOwnWrites(), clock: o.Clock}
+	r.exec = executor{ec2: state, metrics: m, recorder: events, trust: trust, births: births, answers: newAnswers(), applied: r.applied,
+		eniNodes: r.eniNodes, cluster: o.ClusterName, parallel: o.MaxParallelNodes, clock: o.Clock}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ENINode{}, shareIndex, sharesIndexed); err != nil {
 		return err
 	}
@@ -197,7 +202,7 @@ func register(mgr ctrl.Manager, r *reconciler, resync chan event.GenericEvent, c
 			ownStatusTampered(r.own), predicate.GenerationChangedPredicate{}))).
 		// The agents' reports, and shares someone else changed, in the
 		// ENINodes wake the NodeENIs the entries name.
-		Watches(&v1alpha1.ENINode{}, handler.EnqueueRequestsFromMapFunc(nodeENIsOf), builder.WithPredicates(eniNodeChanged(r.shares))).
+		Watches(&v1alpha1.ENINode{}, handler.EnqueueRequestsFromMapFunc(nodeENIsOf), builder.WithPredicates(eniNodeChanged(r.eniNodes.shares))).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(source.Channel(resync, all)).
 		WithOptions(co).

@@ -55,12 +55,12 @@ func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus 
 func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, error) {
 	ne, dry := ps.ne, ps.Dry
 	now := metav1.Now()
-	held, err := r.held(ctx, ne.Name)
+	held, err := r.eniNodes.held(ctx, ne.Name)
 	if err != nil {
 		return 0, err
 	}
-	planned := eniplan.PlannedShares{Entries: ps.After.Attachments, Update: r.updateCreates(string(ne.UID), ps.After.Attachments)}
-	entries, err := r.writeShares(ctx, ne.Name, planned, held, now)
+	planned := eniplan.PlannedShares{Entries: ps.After.Attachments, Update: r.eniNodes.updateCreates(string(ne.UID), ps.After.Attachments)}
+	entries, err := r.eniNodes.writeShares(ctx, ne.Name, planned, held, now)
 	if err != nil {
 		return 0, err
 	}
@@ -70,7 +70,7 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 			Reason: eniplan.ReasonDryRun, Message: dry, ObservedGeneration: ne.Generation})
 		if old := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionProgressing); old == nil || old.Reason != eniplan.ReasonDryRun || old.Message != dry {
 			log.FromContext(ctx).Info("dry run: EC2 changes not made", "detail", dry)
-			r.event(ne, corev1.EventTypeNormal, eniplan.ReasonDryRun, "Reconcile", dry)
+			r.report.event(ne, corev1.EventTypeNormal, eniplan.ReasonDryRun, "Reconcile", dry)
 		}
 	}
 	// The agents' reports as the ENINodes hold them; the writes above
@@ -96,9 +96,9 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 	newDeg := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
 	if newDeg.Status == metav1.ConditionTrue && (oldDeg == nil || oldDeg.Message != newDeg.Message) {
 		log.FromContext(ctx).Info("NodeENI degraded", "reason", newDeg.Reason, "detail", newDeg.Message)
-		r.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", newDeg.Message)
+		r.report.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", newDeg.Message)
 	}
-	r.tellSelection(ctx, ne, st)
+	r.report.selection(ctx, ne, st)
 	// Remembered before the write: its watch event may come first.
 	r.own.remember(ne.Name, st)
 	if err := r.patchStatus(ctx, ne, st); err != nil {

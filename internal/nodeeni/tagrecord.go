@@ -14,21 +14,21 @@ import (
 // leaves a tag written but unrecorded (kept for good), or a removed tag
 // still recorded (not on the ENI any more, so dropped from the record),
 // never a record of a tag the operator did not write.
-func (r *reconciler) retag(ctx context.Context, a eniplan.Action) (string, error) {
-	if err := r.ec2.CreateTags(ctx, a.ENI, a.Tags); err != nil {
+func (ex *executor) retag(ctx context.Context, a eniplan.Action) (string, error) {
+	if err := ex.ec2.CreateTags(ctx, a.ENI, a.Tags); err != nil {
 		return "tagging " + a.ENI, err
 	}
-	if err := r.ec2.DeleteTags(ctx, a.ENI, a.Remove); err != nil {
+	if err := ex.ec2.DeleteTags(ctx, a.ENI, a.Remove); err != nil {
 		// Not removed: still the operator's.
 		rec := maps.Clone(a.Record)
 		if rec == nil {
 			rec = map[string]string{}
 		}
 		maps.Copy(rec, a.Remove)
-		r.applied.set(a.ENI, rec)
+		ex.applied.set(a.ENI, rec)
 		return "removing tags from " + a.ENI, err
 	}
-	r.applied.set(a.ENI, a.Record)
+	ex.applied.set(a.ENI, a.Record)
 	return "", nil
 }
 

@@ -11,6 +11,7 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 	"github.com/eni-operator/eni-operator/internal/awstypes"
 	"github.com/eni-operator/eni-operator/internal/bounded"
+	"github.com/eni-operator/eni-operator/internal/ownership"
 )
 
 // LegacyStatus is what the deprecated status.attachments may still vouch
@@ -127,4 +128,36 @@ func OwnershipCondition(distrusted map[string]string, prove []Action, generation
 			len(restoring), bounded.List(restoring, ", ", bounded.Items), recovery), bounded.Message)
 	}
 	return c
+}
+
+// Proving returns the actions that sign the NodeENI's ENIs needing it:
+// the vouched-for unproven ones (which join the trusted list), those an
+// ENINode entry vouches for whose proof is gone or does not verify
+// (restored), and those proven with a key other than the ring's current
+// one (rotation). Each is signed with a v1 proof: its ID is known now.
+func Proving(keys *ownership.KeyRing, l LegacyStatus, trusted []Owned, all []Owned, v Verdicts) ([]Owned, []Action) {
+	var acts []Action
+	for _, o := range all {
+		if v.Reasons[o.ID] != UntrustedUnproven || !Vouched(o.ENI, l) {
+			continue
+		}
+		trusted = append(trusted, o)
+		acts = append(acts, proveAction(keys, o, false))
+	}
+	for _, o := range trusted {
+		if v.Restore[o.ID] {
+			acts = append(acts, proveAction(keys, o, true))
+		} else if key, ok := v.SignedBy[o.ID]; ok && key != keys.Current() {
+			acts = append(acts, proveAction(keys, o, false))
+		}
+	}
+	return trusted, acts
+}
+
+func proveAction(keys *ownership.KeyRing, o Owned, restore bool) Action {
+	a := Action{Kind: ActProve, Node: o.Node, ENI: o.ID, Tags: ProofTag(keys, awstypes.ENI{ID: o.ID, Tags: o.Tags})}
+	if restore {
+		a.Reason = ProofRestored
+	}
+	return a
 }
