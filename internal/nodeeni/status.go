@@ -54,7 +54,7 @@ func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus 
 // (reason DryRun), and an event and a log line when it changed.
 func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, error) {
 	ne, dry := ps.ne, ps.Dry
-	now := metav1.Now()
+	now := metav1.NewTime(r.opts.Clock.Now())
 	held, err := r.eniNodes.held(ctx, ne.Name)
 	if err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -37,15 +38,18 @@ var errLeaseNotHeld = errors.New("write refused: this replica does not hold the 
 // leaseFence knows when this replica last renewed its Lease.
 type leaseFence struct {
 	validFor time.Duration
-	mu       sync.Mutex
-	renewed  time.Time // when the last successful renewal was sent; zero: not held
+	// clock must be monotonic across a stopped process: the real clock
+	// in production.
+	clock   clock.PassiveClock
+	mu      sync.Mutex
+	renewed time.Time // when the last successful renewal was sent; zero: not held
 }
 
 // check returns nil while the Lease is surely held.
 func (f *leaseFence) check() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.renewed.IsZero() || time.Since(f.renewed) >= f.validFor {
+	if f.renewed.IsZero() || f.clock.Since(f.renewed) >= f.validFor {
 		return errLeaseNotHeld
 	}
 	return nil
@@ -72,14 +76,14 @@ type fencedLock struct {
 }
 
 func (l fencedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
-	sent := time.Now()
+	sent := l.fence.clock.Now()
 	err := l.Interface.Create(ctx, r)
 	l.fence.observe(r.HolderIdentity, l.Identity(), sent, err)
 	return err
 }
 
 func (l fencedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
-	sent := time.Now()
+	sent := l.fence.clock.Now()
 	err := l.Interface.Update(ctx, r)
 	l.fence.observe(r.HolderIdentity, l.Identity(), sent, err)
 	return err
@@ -115,7 +119,7 @@ func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // lock's events ("became leader") go through the manager's recorder once
 // it exists.
 func fenceOptions(restCfg *rest.Config, le LeaderElection, events *lateRecorders) (*leaseFence, resourcelock.Interface, *rest.Config, error) {
-	fence := &leaseFence{validFor: le.RenewDeadline}
+	fence := &leaseFence{validFor: le.RenewDeadline, clock: clock.RealClock{}}
 	lock, err := leaderelection.NewResourceLock(restCfg, events, leaderelection.Options{
 		LeaderElection: true, LeaderElectionID: LeaderElectionID, LeaderElectionNamespace: le.Namespace,
 		RenewDeadline: le.RenewDeadline,

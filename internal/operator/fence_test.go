@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // leaseWrite is a Lease write the fence sees: the holder it names, sent
@@ -33,7 +35,7 @@ func TestLeaseFence(t *testing.T) {
 		{name: "an older renewal answered late does not move it back", writes: []leaseWrite{{"me", 0, false}, {"me", 5 * time.Second, false}}, open: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &leaseFence{validFor: 3 * time.Second}
+			f := &leaseFence{validFor: 3 * time.Second, clock: clocktesting.NewFakePassiveClock(now)}
 			for _, w := range tc.writes {
 				var err error
 				if w.failed {
@@ -57,7 +59,8 @@ func TestFencedTransport(t *testing.T) {
 		reached = append(reached, r.Method+" "+r.URL.Path)
 	}))
 	defer srv.Close()
-	f := &leaseFence{validFor: 3 * time.Second}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	f := &leaseFence{validFor: 3 * time.Second, clock: clk}
 	c := &http.Client{Transport: fencedTransport{next: http.DefaultTransport, fence: f}}
 	do := func(method, path string) error {
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader("{}"))
@@ -86,8 +89,13 @@ func TestFencedTransport(t *testing.T) {
 	if len(reached) != 3 {
 		t.Errorf("reached the server with the fence closed: %v, want the GET and the two reviews", reached)
 	}
-	f.observe("me", "me", time.Now(), nil)
+	f.observe("me", "me", clk.Now(), nil)
 	if err := do(http.MethodPatch, "/api/v1/namespaces/a/pods/p"); err != nil {
 		t.Errorf("open fence refused a write: %v", err)
+	}
+	// No renewal for the renew deadline (a paused replica): closed again.
+	clk.SetTime(clk.Now().Add(3 * time.Second))
+	if err := do(http.MethodPatch, "/api/v1/namespaces/a/pods/p"); !errors.Is(err, errLeaseNotHeld) {
+		t.Errorf("a fence not renewed for its deadline let a write through: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/internal/ec2"
@@ -53,6 +54,9 @@ type LedgerOptions struct {
 	// overflow, with the first write of a flush, is how many records no
 	// shard had room for.
 	OnFlush func(shard, records, bytes, overflow int)
+	// Clock times the batches and the load's retries (nil: the real
+	// clock).
+	Clock clock.WithTicker
 }
 
 // Ledger is the operator's record of what it applied, persisted to
@@ -107,6 +111,9 @@ func NewLedger(c client.Client, o LedgerOptions) *Ledger {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 200
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	if o.FieldOwner == "" {
 		o.FieldOwner = "eni-operator"

@@ -100,13 +100,15 @@ func (l *Ledger) Start(ctx context.Context) error {
 			break
 		}
 		log.FromContext(ctx).Error(err, "loading the tag ledger; retrying")
+		retry := l.o.Clock.NewTimer(2 * time.Second)
 		select {
 		case <-ctx.Done():
+			retry.Stop()
 			return nil
-		case <-time.After(2 * time.Second):
+		case <-retry.C():
 		}
 	}
-	t := time.NewTicker(max(l.o.BatchInterval/4, 10*time.Millisecond))
+	t := l.o.Clock.NewTicker(max(l.o.BatchInterval/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -114,7 +116,7 @@ func (l *Ledger) Start(ctx context.Context) error {
 			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			return l.Flush(flushCtx)
-		case now := <-t.C:
+		case now := <-t.C():
 			if !l.due(now) {
 				continue
 			}
@@ -173,7 +175,7 @@ func (l *Ledger) placeLocked(uid string, n, prefer int) {
 func (l *Ledger) markLocked(shard int) {
 	l.dirty[shard] = true
 	l.changed++
-	now := time.Now()
+	now := l.o.Clock.Now()
 	if l.first.IsZero() {
 		l.first = now
 	}

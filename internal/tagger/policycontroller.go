@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +61,8 @@ type policyController struct {
 	// write or a resync does not list its pods again.
 	mu    sync.Mutex
 	swept map[string]int64
+	// clock times the list's retries.
+	clock clock.WithTicker
 }
 
 // addPolicyController adds the policy controller and its sweeper to
@@ -67,7 +70,7 @@ type policyController struct {
 func addPolicyController(mgr manager.Manager, o Options, apiReader client.Reader, tally *policyTally, requeue func(key string)) error {
 	o.Policies.namespaces = mgr.GetCache()
 	s := newSweeper(apiReader, o.Policies, tally, requeue, o.WatchNamespace)
-	pc := &policyController{client: mgr.GetClient(), policies: o.Policies, tally: tally, sweeper: s, swept: map[string]int64{}}
+	pc := &policyController{client: mgr.GetClient(), policies: o.Policies, tally: tally, sweeper: s, swept: map[string]int64{}, clock: o.Clock}
 	if err := mgr.Add(s); err != nil {
 		return err
 	}
@@ -77,13 +80,13 @@ func addPolicyController(mgr manager.Manager, o Options, apiReader client.Reader
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		t := time.NewTicker(statusInterval)
+		t := o.Clock.NewTicker(statusInterval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-t.C:
+			case <-t.C():
 				for _, name := range tally.takeChanged() {
 					pc.queue.addName(name)
 				}
@@ -153,10 +156,12 @@ func (pc *policyController) loadAll(ctx context.Context, c cache.Cache) error {
 			break
 		}
 		log.FromContext(ctx).Error(err, "listing the ENITagPolicies; retrying")
+		retry := pc.clock.NewTimer(time.Second)
 		select {
 		case <-ctx.Done():
+			retry.Stop()
 			return nil
-		case <-time.After(time.Second):
+		case <-retry.C():
 		}
 	}
 	for i := range list.Items {

@@ -64,7 +64,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		return nil, err
 	}
 	ledger := NewLedger(direct, LedgerOptions{Namespace: o.Namespace, Name: o.LedgerName, Shards: o.CacheShards,
-		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap})
+		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap, Clock: o.Clock})
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-tagger")),
