@@ -1,6 +1,7 @@
 package nodeeni_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,9 +38,10 @@ func TestCollector(t *testing.T) {
 	}
 	id := func(i int) string { return res.NetworkInterfaces[i].ID }
 	o := h.options()
-	o.CollectorGracePeriod = 1500 * time.Millisecond
-	start := time.Now()
-	m := h.start(o)
+	// Five resync intervals from an ENI's first sighting, on the stepped
+	// clock.
+	o.CollectorGracePeriod = 5 * resync
+	m := h.startStepped(o)
 
 	exists := func() map[string]bool {
 		out := map[string]bool{}
@@ -52,22 +54,25 @@ func TestCollector(t *testing.T) {
 		}
 		return out
 	}
-	h.eventually("old orphan deleted", waitFor, func() (bool, string) {
+	passes := func() float64 {
+		return testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_collector_passes_total", nil)
+	}
+	h.eventually("the collector's first pass", waitFor, func() (bool, string) { return passes() >= 1, fmt.Sprint(passes()) })
+	if !exists()[id(0)] {
+		t.Fatal("old orphan deleted at its first sighting")
+	}
+	h.steps(1)
+	h.eventually("old orphan deleted at its second sighting", waitFor, func() (bool, string) {
 		return !exists()[id(0)], ""
 	})
-	if elapsed := time.Since(start); elapsed < resync {
-		t.Fatalf("deleted after %v, before a second sighting", elapsed)
-	}
-	if e := exists(); !e[id(1)] && time.Since(start) < o.CollectorGracePeriod {
+	h.steps(3) // four intervals since the first sighting: within the grace period
+	if !exists()[id(1)] {
 		t.Fatal("orphan of unknown age deleted within the grace period")
 	}
-	h.eventually("young orphan deleted after the grace period", waitFor, func() (bool, string) {
+	h.eventuallySteps("young orphan deleted after the grace period", 2, func() (bool, string) {
 		return !exists()[id(1)], ""
 	})
-	if elapsed := time.Since(start); elapsed < o.CollectorGracePeriod {
-		t.Fatalf("young orphan deleted after %v, within the grace period %v", elapsed, o.CollectorGracePeriod)
-	}
-	time.Sleep(4 * resync)
+	h.steps(4)
 	e := exists()
 	for _, i := range []int{2, 3, 4, 5} {
 		if !e[id(i)] {

@@ -21,8 +21,8 @@ import (
 func TestCopiedOwnershipTags(t *testing.T) {
 	h, _ := nodesHarness(t, 1, "copied")
 	o := h.options()
-	o.CollectorGracePeriod = 500 * time.Millisecond
-	m := h.start(o)
+	o.CollectorGracePeriod = 2 * resync
+	m := h.startStepped(o)
 	h.createNodeENI("copied", h.multusSpec(map[string]string{"ng": "copied"}))
 	h.ready("copied", 1)
 	genuine := h.enis()[0]
@@ -48,7 +48,7 @@ func TestCopiedOwnershipTags(t *testing.T) {
 	leaked := res.NetworkInterfaces[3].ID
 	h.Emulator.ResetCounts()
 
-	h.eventually("the genuine leak collected", waitFor, func() (bool, string) {
+	h.eventuallySteps("the genuine leak collected", 6, func() (bool, string) {
 		for _, e := range h.enis() {
 			if e.ID == leaked {
 				return false, "still there"
@@ -58,12 +58,12 @@ func TestCopiedOwnershipTags(t *testing.T) {
 	})
 	// The exact copies show a nonce the genuine ENI's record binds; the
 	// backdated one's proof no longer verifies.
-	h.eventually("the copies reported", waitFor, func() (bool, string) {
+	h.eventuallySteps("the copies reported", 3, func() (bool, string) {
 		copied := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedCopied})
 		bad := testenv.MetricValue(t, m.Registry, "eni_operator_nodeeni_untrusted_enis", map[string]string{"reason": eniplan.UntrustedBadProof})
 		return copied == 2 && bad == 1, fmt.Sprintf("CopiedNonce %v, BadProof %v", copied, bad)
 	})
-	time.Sleep(6 * resync) // several passes of the controller and the collector
+	h.steps(6) // several passes of the controller and the collector
 	h.onlyReads(foreign...)
 	list := h.enis()
 	var still bool

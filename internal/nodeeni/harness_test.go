@@ -128,6 +128,27 @@ func (h *harness) steps(n int) {
 	}
 }
 
+// eventuallySteps is eventually for a test on startStepped's clock: it
+// checks cond after each resync interval it steps through (steps), up to
+// maxSteps, and fails with cond's last word if it never holds. What
+// waits on the inventory's next read sees it as soon as the test asks,
+// however loaded the machine.
+func (h *harness) eventuallySteps(what string, maxSteps int, cond func() (bool, string)) {
+	h.t.Helper()
+	var last string
+	for i := 0; i <= maxSteps; i++ {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		if i < maxSteps {
+			h.steps(1)
+		}
+	}
+	h.t.Fatalf("%s: not after %d resync intervals: %s", what, maxSteps, last)
+}
+
 // startWith is the one place these tests build the operator's EC2
 // client and manager: the client of c against endpoint, its health the
 // manager's readiness check and its metrics in the manager's registry,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -51,7 +50,7 @@ func settingsHarness(t *testing.T) (*harness, string) {
 // difference with one call.
 func TestENISettings(t *testing.T) {
 	h, v6 := settingsHarness(t)
-	h.start(h.options())
+	h.startStepped(h.options())
 	spec := h.spec(nil)
 	spec.SubnetID, spec.SecurityGroupNames = v6, []string{"multus"}
 	spec.SecondaryPrivateIPv4Count, spec.IPv6AddressCount = 3, 1
@@ -79,7 +78,7 @@ func TestENISettings(t *testing.T) {
 
 	// In sync: several resyncs later, not one write.
 	h.Emulator.ResetCounts()
-	time.Sleep(5 * resync)
+	h.steps(5)
 	if w := writesOf(h.Calls()); len(w) > 0 {
 		t.Errorf("a NodeENI in sync made EC2 writes: %v", w)
 	}
@@ -89,11 +88,11 @@ func TestENISettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Emulator.ResetCounts()
-	h.eventually("source/destination check repaired", waitFor, func() (bool, string) {
+	h.eventuallySteps("source/destination check repaired", 10, func() (bool, string) {
 		got := h.ENI(t, e.ID)
 		return !got.SourceDestCheck, fmt.Sprintf("check %t", got.SourceDestCheck)
 	})
-	time.Sleep(3 * resync)
+	h.steps(3)
 	if w := writesOf(h.Calls()); len(w) != 1 || w["ModifyNetworkInterfaceAttribute"] != 1 {
 		t.Errorf("repairing the check took writes %v, want one ModifyNetworkInterfaceAttribute", w)
 	}
@@ -107,7 +106,7 @@ func TestENISettings(t *testing.T) {
 		return len(got.SecondaryIPs) == 5, fmt.Sprintf("%d secondary addresses", len(got.SecondaryIPs))
 	})
 	h.ready("settings", 1)
-	time.Sleep(3 * resync)
+	h.steps(3)
 	if w := writesOf(h.Calls()); len(w) != 1 || w["AssignPrivateIpAddresses"] != 1 {
 		t.Errorf("raising the count took writes %v, want one AssignPrivateIpAddresses", w)
 	}
@@ -118,7 +117,7 @@ func TestENISettings(t *testing.T) {
 func TestENISettingsCardBeyondType(t *testing.T) {
 	h := newHarness(t, emulator.World{Instances: []emulator.InstanceSpec{{Type: "m5.xlarge", Subnet: "nodes-a"}}})
 	h.addNode("n0", h.instance(0), "us-east-1a", nil)
-	h.start(h.options())
+	h.startStepped(h.options())
 	spec := h.multusSpec(nil)
 	spec.NetworkCardIndex = 1
 	h.createNodeENI("card", spec)
@@ -132,7 +131,7 @@ func TestENISettingsCardBeyondType(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == eniplan.ReasonNetworkCardBeyondLimit, fmt.Sprintf("%+v", c)
 	})
 	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
-	time.Sleep(3 * resync)
+	h.steps(3)
 	by := h.Calls()
 	if w := writesOf(by); len(w) > 0 {
 		t.Errorf("a node whose type lacks the card got EC2 writes: %v", w)
