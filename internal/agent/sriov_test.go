@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -145,6 +146,12 @@ func TestReloadTouch(t *testing.T) {
 }
 
 func TestReloadSignal(t *testing.T) {
+	// A test run under nohup ignores SIGHUP, and a child inherits an
+	// ignored signal: while this process handles it, the child starts
+	// with the default action instead.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Skipf("no sleep binary: %v", err)
