@@ -115,14 +115,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	// Concluding waits on the Kubernetes API's budget: without the slot.
 	w.slot.give()
-	// A conclusion the cached pod does not show yet writes it; the next
-	// reconcile waits for the watch to bring it (also when this one only
-	// concludes an earlier reconcile's tag write, at its turn).
-	records := !shows(&w.pod, w.plan.Hash)
 	if err := r.conclude(ctx, w); err != nil {
 		return reconcile.Result{}, err
 	}
-	if records && len(w.own) > 0 {
+	if w.wrote && len(w.own) > 0 {
 		r.pods.noteLastApplied(w.key, w.pod.UID, w.plan.Hash, r.opts.Clock.Now())
 	}
 	return reconcile.Result{}, nil
