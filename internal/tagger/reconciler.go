@@ -42,8 +42,6 @@ type Reconciler struct {
 	pods  *pods
 	slots slots
 	queue podQueue
-	// turns paces the conclusions of writes at the Kubernetes budget.
-	turns turns
 	// onPod writes the pod's condition, annotations and finalizer;
 	// revisits brings pods back that no event would.
 	onPod    podWriter
@@ -98,18 +96,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if wait := r.pods.lastAppliedWait(w.key, &w.pod, w.plan.Hash, r.opts.Clock.Now()); wait > 0 {
 			// An earlier reconcile has just concluded this: the watch
 			// brings it.
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-	}
-	if w.wrote {
-		if wait := r.turns.wait(r.opts.Clock.Now()); wait > 0 {
-			// The budget is spoken for: the pod concludes at its turn
-			// (turns.go). Its tags are written; the ledger has them.
-			r.keepInLedger(w)
-			if changedEvent(w) {
-				r.onPod.recorder.Eventf(&w.pod, nil, corev1.EventTypeNormal, ReasonSynced, "Tag", "%d tags written to ENI %s (hash %s); the pod's record follows",
-					len(w.own), w.eni.ID, w.plan.Hash)
-			}
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
