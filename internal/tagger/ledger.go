@@ -2,16 +2,11 @@ package tagger
 
 import (
 	"maps"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/eni-operator/eni-operator/internal/ec2"
-	"github.com/eni-operator/eni-operator/internal/tagger/podcache"
 )
 
 // Record is what the operator applied to an ENI on behalf of one pod. It
@@ -75,27 +70,10 @@ type Ledger struct {
 	// different times could otherwise land in the wrong order.
 	flushing sync.Mutex
 
-	mu    sync.Mutex
-	byUID map[string]Record
-	byPod map[string]string // namespace/name -> UID
-	// byENI lists the UIDs of the pods on each ENI: one in most cases (a
-	// slice, not a set: a map per ENI cost ~200 bytes a record).
-	byENI map[string][]string
-	// tagSets holds one copy of each distinct tag set the records carry,
-	// shared by every record with it (a deployment's pods have one):
-	// records are never changed in place, only replaced.
-	tagSets map[string]*sharedTags
-	// shards[i] holds the records of ConfigMap i (UID -> bytes), and
-	// unplaced those no shard had room for; where maps a UID to its shard.
-	shards   []map[string]int
-	size     []int
-	unplaced map[string]int
-	where    map[string]int
-	dirty    map[int]bool
-	changed  int
-	// first and last are when the oldest and newest change not yet
-	// written were made.
-	first, last time.Time
+	// mu guards the records and where they are written.
+	mu      sync.Mutex
+	records recordIndex
+	shards  shardLayout
 }
 
 // NewLedger returns an empty ledger; Start loads and persists it.
@@ -118,22 +96,16 @@ func NewLedger(c client.Client, o LedgerOptions) *Ledger {
 	if o.FieldOwner == "" {
 		o.FieldOwner = "eni-operator"
 	}
-	l := &Ledger{c: c, o: o, loaded: make(chan struct{}), kick: make(chan struct{}, 1),
-		byUID: map[string]Record{}, byPod: map[string]string{}, byENI: map[string][]string{}, tagSets: map[string]*sharedTags{},
-		shards: make([]map[string]int, o.Shards), size: make([]int, o.Shards), unplaced: map[string]int{},
-		where: map[string]int{}, dirty: map[int]bool{}}
-	for i := range l.shards {
-		l.shards[i] = map[string]int{}
-	}
-	return l
+	kick := make(chan struct{}, 1)
+	return &Ledger{c: c, o: o, loaded: make(chan struct{}), kick: kick,
+		records: newRecordIndex(), shards: newShardLayout(o, kick)}
 }
 
 // Get returns the record of a pod (namespace/name).
 func (l *Ledger) Get(pod string) (Record, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.byUID[l.byPod[pod]]
-	return r, ok
+	return l.records.ofPod(pod)
 }
 
 // Put stores a record, replacing the pod's previous one.
@@ -141,25 +113,31 @@ func (l *Ledger) Put(r Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	prefer := -1
-	if old, ok := l.byPod[r.Pod]; ok {
-		if l.byUID[old].equal(r) {
+	if old, ok := l.records.byPod[r.Pod]; ok {
+		if l.records.byUID[old].equal(r) {
 			return // nothing changed: a restart in sync writes no ConfigMap
 		}
 		if old == r.UID {
-			prefer = l.where[old]
+			prefer = l.shards.of(old)
 		}
 		l.removeLocked(old)
 	}
-	l.indexLocked(r)
-	l.placeLocked(r.UID, entryBytes(r), prefer)
+	l.records.add(r)
+	l.shards.place(r.UID, entryBytes(r), prefer)
 }
 
 // Delete forgets a pod's record.
 func (l *Ledger) Delete(pod string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if uid, ok := l.byPod[pod]; ok {
+	if uid, ok := l.records.byPod[pod]; ok {
 		l.removeLocked(uid)
+	}
+}
+
+func (l *Ledger) removeLocked(uid string) {
+	if l.records.remove(uid) {
+		l.shards.drop(uid)
 	}
 }
 
@@ -167,106 +145,19 @@ func (l *Ledger) Delete(pod string) {
 func (l *Ledger) OnENI(eni string) []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Record, 0, len(l.byENI[eni]))
-	for _, uid := range l.byENI[eni] {
-		out = append(out, l.byUID[uid])
-	}
-	return out
-}
-
-func (l *Ledger) indexLocked(r Record) {
-	// ENI IDs and hashes recur (the EC2 state and pods of one tag set
-	// hold the same): one copy each.
-	r.ENI, r.Hash = podcache.Intern(r.ENI), podcache.Intern(r.Hash)
-	r.Tags = l.shareTagsLocked(r.Tags)
-	if old, ok := l.byUID[r.UID]; ok {
-		l.unindexENILocked(old)
-	}
-	l.byUID[r.UID] = r
-	l.byPod[r.Pod] = r.UID
-	if !slices.Contains(l.byENI[r.ENI], r.UID) {
-		l.byENI[r.ENI] = append(l.byENI[r.ENI], r.UID)
-	}
-}
-
-// unindexENILocked drops a replaced or removed record from byENI and
-// gives back its tag set.
-func (l *Ledger) unindexENILocked(r Record) {
-	l.releaseTagsLocked(r.Tags)
-	if uids := slices.DeleteFunc(l.byENI[r.ENI], func(u string) bool { return u == r.UID }); len(uids) > 0 {
-		l.byENI[r.ENI] = uids
-	} else {
-		delete(l.byENI, r.ENI)
-	}
-}
-
-type sharedTags struct {
-	tags map[string]string
-	refs int
-}
-
-// shareTagsLocked returns the ledger's copy of a tag set equal to tags,
-// taking one reference; releaseTagsLocked gives it back.
-func (l *Ledger) shareTagsLocked(tags map[string]string) map[string]string {
-	if len(tags) == 0 {
-		return tags
-	}
-	key := ec2.TagSetKey(tags)
-	s, ok := l.tagSets[key]
-	if !ok {
-		s = &sharedTags{tags: maps.Clone(tags)}
-		l.tagSets[key] = s
-	}
-	s.refs++
-	return s.tags
-}
-
-func (l *Ledger) releaseTagsLocked(tags map[string]string) {
-	if len(tags) == 0 {
-		return
-	}
-	key := ec2.TagSetKey(tags)
-	if s, ok := l.tagSets[key]; ok {
-		if s.refs--; s.refs <= 0 {
-			delete(l.tagSets, key)
-		}
-	}
-}
-
-func (l *Ledger) removeLocked(uid string) {
-	r, ok := l.byUID[uid]
-	if !ok {
-		return
-	}
-	delete(l.byUID, uid)
-	if l.byPod[r.Pod] == uid {
-		delete(l.byPod, r.Pod)
-	}
-	l.unindexENILocked(r)
-	if shard, ok := l.where[uid]; ok {
-		l.size[shard] -= l.shards[shard][uid]
-		delete(l.shards[shard], uid)
-		delete(l.where, uid)
-		l.markLocked(shard)
-	}
-	delete(l.unplaced, uid)
+	return l.records.onENI(eni)
 }
 
 // All returns every record, ordered by pod.
 func (l *Ledger) All() []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Record, 0, len(l.byUID))
-	for _, r := range l.byUID {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.Pod, b.Pod) })
-	return out
+	return l.records.all()
 }
 
 // Len is the number of records.
 func (l *Ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.byUID)
+	return len(l.records.byUID)
 }

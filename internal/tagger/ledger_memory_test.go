@@ -23,7 +23,7 @@ func TestLedgerSharesTagSets(t *testing.T) {
 	if !same(a.Tags, b.Tags) || same(a.Tags, c.Tags) {
 		t.Fatalf("equal tag sets must share one map, different ones not: a=%p b=%p c=%p", a.Tags, b.Tags, c.Tags)
 	}
-	if n := len(l.tagSets); n != 2 {
+	if n := len(l.records.tagSets); n != 2 {
 		t.Fatalf("%d tag sets held, want 2", n)
 	}
 	uids := func(eni string) []string {
@@ -48,15 +48,15 @@ func TestLedgerSharesTagSets(t *testing.T) {
 		t.Fatalf("after the move OnENI(eni-2) = %v", got)
 	}
 	l.Delete("ns/a")
-	if _, ok := l.byENI["eni-1"]; ok {
+	if _, ok := l.records.byENI["eni-1"]; ok {
 		t.Fatal("eni-1 still indexed with no record on it")
 	}
-	if n := len(l.tagSets); n != 1 {
+	if n := len(l.records.tagSets); n != 1 {
 		t.Fatalf("%d tag sets held after the last record of one went, want 1", n)
 	}
 	l.Delete("ns/b")
 	l.Delete("ns/c")
-	if len(l.tagSets) != 0 || len(l.byENI) != 0 || l.Len() != 0 {
-		t.Fatalf("empty ledger still holds %d tag sets, %d ENIs, %d records", len(l.tagSets), len(l.byENI), l.Len())
+	if len(l.records.tagSets) != 0 || len(l.records.byENI) != 0 || l.Len() != 0 {
+		t.Fatalf("empty ledger still holds %d tag sets, %d ENIs, %d records", len(l.records.tagSets), len(l.records.byENI), l.Len())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -64,17 +65,14 @@ func (l *Ledger) Load(ctx context.Context) error {
 	default:
 	}
 	for _, f := range found {
-		if _, dup := l.byUID[f.r.UID]; dup {
+		if _, dup := l.records.byUID[f.r.UID]; dup {
 			// In two shards (a version that spread records by hash wrote
 			// it again elsewhere): the later shard is rewritten without it.
-			l.markLocked(f.shard)
+			l.shards.mark(f.shard)
 			continue
 		}
-		l.indexLocked(f.r)
-		n := entryBytes(f.r)
-		l.shards[f.shard][f.r.UID] = n
-		l.size[f.shard] += n
-		l.where[f.r.UID] = f.shard
+		l.records.add(f.r)
+		l.shards.restore(f.shard, f.r.UID, entryBytes(f.r))
 	}
 	close(l.loaded)
 	return nil
@@ -117,7 +115,10 @@ func (l *Ledger) Start(ctx context.Context) error {
 			defer cancel()
 			return l.Flush(flushCtx)
 		case now := <-t.C():
-			if !l.due(now) {
+			l.mu.Lock()
+			due := l.shards.due(now, l.o.BatchInterval)
+			l.mu.Unlock()
+			if !due {
 				continue
 			}
 		case <-l.kick:
@@ -126,14 +127,6 @@ func (l *Ledger) Start(ctx context.Context) error {
 			log.FromContext(ctx).Error(err, "writing the tag ledger; will retry")
 		}
 	}
-}
-
-// due tells whether the changes waiting should be written now: they
-// stopped for a batch interval, or the oldest has waited long enough.
-func (l *Ledger) due(now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return writeDue(len(l.dirty) > 0, l.first, l.last, now, l.o.BatchInterval)
 }
 
 // writeDue decides when changes that are waiting are written: once they
@@ -146,47 +139,6 @@ func writeDue(waiting bool, first, last, now time.Time, interval time.Duration) 
 
 // NeedLeaderElection makes only the leader write the ledger.
 func (l *Ledger) NeedLeaderElection() bool { return true }
-
-// placeLocked puts a record of n bytes in shard prefer if it has room,
-// else in the first shard that has, else in none (memory only).
-func (l *Ledger) placeLocked(uid string, n, prefer int) {
-	shard := -1
-	if prefer >= 0 && l.size[prefer]+n <= l.o.MaxShardBytes {
-		shard = prefer
-	}
-	for i := 0; shard < 0 && i < l.o.Shards; i++ {
-		if l.size[i]+n <= l.o.MaxShardBytes {
-			shard = i
-		}
-	}
-	if shard < 0 {
-		l.unplaced[uid] = n
-		l.changed++
-		return
-	}
-	l.shards[shard][uid] = n
-	l.size[shard] += n
-	l.where[uid] = shard
-	l.markLocked(shard)
-}
-
-// markLocked notes a change to a shard, and asks for a write at once when
-// enough changes wait for each shard to be written.
-func (l *Ledger) markLocked(shard int) {
-	l.dirty[shard] = true
-	l.changed++
-	now := l.o.Clock.Now()
-	if l.first.IsZero() {
-		l.first = now
-	}
-	l.last = now
-	if l.changed >= l.o.BatchSize*len(l.dirty) {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
-	}
-}
 
 // Flush writes every changed shard with server-side apply. A shard is
 // written whole from memory, so records deleted since are gone from it.
@@ -224,7 +176,7 @@ func (l *Ledger) Flush(ctx context.Context) error {
 	if len(failed) > 0 {
 		l.mu.Lock()
 		for _, i := range failed {
-			l.markLocked(i)
+			l.shards.mark(i)
 		}
 		l.mu.Unlock()
 	}
@@ -232,35 +184,142 @@ func (l *Ledger) Flush(ctx context.Context) error {
 }
 
 // takeDirty returns the content of every changed shard and how many
-// records no shard has room for, and starts a new batch. Records that
-// found no room before are placed first, if room has been made since.
+// records no shard has room for, and starts a new batch.
 func (l *Ledger) takeDirty() (map[int]map[string]string, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, uid := range slices.Sorted(maps.Keys(l.unplaced)) {
-		n := l.unplaced[uid]
-		delete(l.unplaced, uid)
-		l.placeLocked(uid, n, -1)
+	dirty, overflow := l.shards.takeBatch()
+	if l.o.MemoryOnly {
+		return nil, overflow
 	}
-	if len(l.dirty) == 0 || l.o.MemoryOnly {
-		l.resetBatchLocked()
-		return nil, len(l.unplaced)
-	}
-	shards := make(map[int]map[string]string, len(l.dirty))
-	for i := range l.dirty {
-		data := make(map[string]string, len(l.shards[i]))
-		for uid := range l.shards[i] {
-			raw, _ := json.Marshal(l.byUID[uid])
+	shards := make(map[int]map[string]string, len(dirty))
+	for i, uids := range dirty {
+		data := make(map[string]string, len(uids))
+		for _, uid := range uids {
+			raw, _ := json.Marshal(l.records.byUID[uid])
 			data[uid] = string(raw)
 		}
 		shards[i] = data
 	}
-	l.resetBatchLocked()
-	return shards, len(l.unplaced)
+	return shards, overflow
 }
 
-func (l *Ledger) resetBatchLocked() {
-	l.dirty = map[int]bool{}
-	l.changed = 0
-	l.first, l.last = time.Time{}, time.Time{}
+// shardLayout says which ConfigMap shard holds each record and which
+// shards have changes not yet written. The Ledger's lock guards it.
+type shardLayout struct {
+	maxBytes, batchSize int
+	clock               clock.PassiveClock
+	kick                chan<- struct{}
+	// byShard[i] holds the records of ConfigMap i (UID -> bytes), and
+	// unplaced those no shard had room for; where maps a UID to its shard.
+	byShard  []map[string]int
+	size     []int
+	unplaced map[string]int
+	where    map[string]int
+	dirty    map[int]bool
+	changed  int
+	// first and last are when the oldest and newest change not yet
+	// written were made.
+	first, last time.Time
+}
+
+func newShardLayout(o LedgerOptions, kick chan<- struct{}) shardLayout {
+	s := shardLayout{maxBytes: o.MaxShardBytes, batchSize: o.BatchSize, clock: o.Clock, kick: kick,
+		byShard: make([]map[string]int, o.Shards), size: make([]int, o.Shards),
+		unplaced: map[string]int{}, where: map[string]int{}, dirty: map[int]bool{}}
+	for i := range s.byShard {
+		s.byShard[i] = map[string]int{}
+	}
+	return s
+}
+
+// of is the shard that holds uid, -1 if none.
+func (s *shardLayout) of(uid string) int {
+	if i, ok := s.where[uid]; ok {
+		return i
+	}
+	return -1
+}
+
+// place puts a record of n bytes in shard prefer if it has room, else in
+// the first shard that has, else in none (memory only).
+func (s *shardLayout) place(uid string, n, prefer int) {
+	shard := -1
+	if prefer >= 0 && s.size[prefer]+n <= s.maxBytes {
+		shard = prefer
+	}
+	for i := 0; shard < 0 && i < len(s.byShard); i++ {
+		if s.size[i]+n <= s.maxBytes {
+			shard = i
+		}
+	}
+	if shard < 0 {
+		s.unplaced[uid] = n
+		s.changed++
+		return
+	}
+	s.byShard[shard][uid] = n
+	s.size[shard] += n
+	s.where[uid] = shard
+	s.mark(shard)
+}
+
+// restore notes a record read from shard, which needs no write.
+func (s *shardLayout) restore(shard int, uid string, n int) {
+	s.byShard[shard][uid] = n
+	s.size[shard] += n
+	s.where[uid] = shard
+}
+
+// drop takes a removed record out of its shard.
+func (s *shardLayout) drop(uid string) {
+	if shard, ok := s.where[uid]; ok {
+		s.size[shard] -= s.byShard[shard][uid]
+		delete(s.byShard[shard], uid)
+		delete(s.where, uid)
+		s.mark(shard)
+	}
+	delete(s.unplaced, uid)
+}
+
+// mark notes a change to a shard, and asks for a write at once when
+// enough changes wait for each shard to be written.
+func (s *shardLayout) mark(shard int) {
+	s.dirty[shard] = true
+	s.changed++
+	now := s.clock.Now()
+	if s.first.IsZero() {
+		s.first = now
+	}
+	s.last = now
+	if s.changed >= s.batchSize*len(s.dirty) {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// due tells whether the changes waiting should be written now.
+func (s *shardLayout) due(now time.Time, interval time.Duration) bool {
+	return writeDue(len(s.dirty) > 0, s.first, s.last, now, interval)
+}
+
+// takeBatch returns the UIDs of every changed shard and how many records
+// no shard has room for, and starts a new batch. Records that found no
+// room before are placed first, if room has been made since.
+func (s *shardLayout) takeBatch() (map[int][]string, int) {
+	for _, uid := range slices.Sorted(maps.Keys(s.unplaced)) {
+		n := s.unplaced[uid]
+		delete(s.unplaced, uid)
+		s.place(uid, n, -1)
+	}
+	dirty := make(map[int][]string, len(s.dirty))
+	for i := range s.dirty {
+		dirty[i] = slices.Collect(maps.Keys(s.byShard[i]))
+	}
+	s.dirty = map[int]bool{}
+	s.changed = 0
+	s.first, s.last = time.Time{}, time.Time{}
+	return dirty, len(s.unplaced)
 }
