@@ -102,6 +102,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, c Config) (manager.Ma
 	log := ctrl.Log.WithName("setup")
 	if c.EnableTagger {
 		c.Tagger.Registerer = reg
+		c.Tagger.KubeAPIQPS, c.Tagger.KubeAPIBurst = c.KubeQPS, c.KubeBurst
 		if _, err := tagger.Setup(mgr, state, c.Tagger); err != nil {
 			return nil, fmt.Errorf("pod tagger: %w", err)
 		}

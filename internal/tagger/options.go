@@ -66,6 +66,11 @@ type Options struct {
 	// Clock paces the per-pod rate limits, retries and the pruning of
 	// per-pod state; the real clock when nil (tests step a fake one).
 	Clock clock.WithTicker
+	// KubeAPIQPS and KubeAPIBurst are the operator's Kubernetes budget
+	// (--kube-api-qps, --kube-api-burst), which paces the pods' records
+	// and conditions (turns.go); 0: not paced.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
 }
 
 // DefaultOptions returns the defaults the flags use.

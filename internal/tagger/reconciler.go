@@ -42,6 +42,8 @@ type Reconciler struct {
 	pods  *pods
 	slots slots
 	queue podQueue
+	// turns paces the conclusions of writes at the Kubernetes budget.
+	turns turns
 	// onPod writes the pod's condition, annotations and finalizer;
 	// revisits brings pods back that no event would.
 	onPod    podWriter
@@ -99,12 +101,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
+	if w.wrote {
+		if wait := r.turns.wait(r.opts.Clock.Now()); wait > 0 {
+			// The budget is spoken for: the pod concludes at its turn
+			// (turns.go). Its tags are written; the ledger has them.
+			r.keepInLedger(w)
+			if changedEvent(w) {
+				r.onPod.recorder.Eventf(&w.pod, nil, corev1.EventTypeNormal, ReasonSynced, "Tag", "%d tags written to ENI %s (hash %s); the pod's record follows",
+					len(w.own), w.eni.ID, w.plan.Hash)
+			}
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
 	// Concluding waits on the Kubernetes API's budget: without the slot.
 	w.slot.give()
+	// A conclusion the cached pod does not show yet writes it; the next
+	// reconcile waits for the watch to bring it (also when this one only
+	// concludes an earlier reconcile's tag write, at its turn).
+	records := !shows(&w.pod, w.plan.Hash)
 	if err := r.conclude(ctx, w); err != nil {
 		return reconcile.Result{}, err
 	}
-	if w.wrote && len(w.own) > 0 {
+	if records && len(w.own) > 0 {
 		r.pods.noteLastApplied(w.key, w.pod.UID, w.plan.Hash, r.opts.Clock.Now())
 	}
 	return reconcile.Result{}, nil

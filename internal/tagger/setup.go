@@ -76,6 +76,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	}
 	r.metrics = newMetrics(o.Registerer, ledger)
 	r.tags = tagWriter{ec2: r.ec2, writes: r.metrics.writes}
+	r.turns = newTurns(o.KubeAPIQPS, o.KubeAPIBurst)
 	r.finder = eniFinder{ec2: r.ec2, inventory: r.inventory, cached: o.EnableENICache, lookups: r.metrics.cache}
 	r.onPod = podWriter{client: r.client, apiReader: r.apiReader, recorder: r.recorder, outcomes: r.metrics.outcomes,
 		pods: r.pods, finalizer: o.PodFinalizer, clock: o.Clock}
