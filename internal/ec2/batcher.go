@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // batcher coalesces concurrent requests of the same shape (key) into one
@@ -42,6 +44,8 @@ type batcher[K comparable, I comparable, O any] struct {
 	// (each key waiting its turn: the same wait, now for everyone). The
 	// burst is kept for spikes, and for the account's other clients.
 	pace func() float64
+	// clock runs the batch windows; nil: the real clock.
+	clock clock.WithDelayedExecution
 
 	mu      sync.Mutex
 	pending map[K]*pendingBatch[I, O]
@@ -69,8 +73,8 @@ type outcome[O any] struct {
 type pendingBatch[I comparable, O any] struct {
 	items   []I
 	waiters map[I][]chan outcome[O]
-	idle    *time.Timer
-	max     *time.Timer
+	idle    clock.Timer
+	max     clock.Timer
 	due     bool // waiting in batcher.due for the limiter
 }
 
@@ -85,7 +89,7 @@ func (b *batcher[K, I, O]) do(ctx context.Context, key K, item I) (O, error) {
 	if p == nil {
 		p = &pendingBatch[I, O]{waiters: map[I][]chan outcome[O]{}}
 		b.pending[key] = p
-		p.max = time.AfterFunc(b.windowLocked(), func() { b.flush(key, p) })
+		p.max = b.afterFunc(b.windowLocked(), func() { b.flush(key, p) })
 	}
 	if _, dup := p.waiters[item]; !dup {
 		p.items = append(p.items, item)
@@ -99,7 +103,7 @@ func (b *batcher[K, I, O]) do(ctx context.Context, key K, item I) (O, error) {
 		if p.idle != nil {
 			p.idle.Stop()
 		}
-		p.idle = time.AfterFunc(b.idle, func() { b.flush(key, p) })
+		p.idle = b.afterFunc(b.idle, func() { b.flush(key, p) })
 		b.mu.Unlock()
 	} else {
 		b.mu.Unlock()
@@ -111,6 +115,15 @@ func (b *batcher[K, I, O]) do(ctx context.Context, key K, item I) (O, error) {
 		var zero O
 		return zero, ctx.Err()
 	}
+}
+
+// afterFunc runs f after d on the batcher's clock, in a goroutine of its
+// own: a fake clock calls back under its lock, which flush's Stop takes.
+func (b *batcher[K, I, O]) afterFunc(d time.Duration, f func()) clock.Timer {
+	if b.clock == nil {
+		return clock.RealClock{}.AfterFunc(d, f)
+	}
+	return b.clock.AfterFunc(d, func() { go f() })
 }
 
 // windowLocked is the longest a new batch stays open: maxWait, or with

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 var errBad = errors.New("bad item in batch")
@@ -258,5 +261,45 @@ func TestBatchWindowFollowsThePace(t *testing.T) {
 		if got := b.windowLocked(); got != tc.want {
 			t.Errorf("%s: window %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A batch's windows run on the batcher's clock: with the fake clock
+// standing, the batch stays open however long the test waits; stepped
+// past the idle window, it goes out as one call.
+func TestBatcherWindowsRunOnItsClock(t *testing.T) {
+	var calls atomic.Int32
+	var sizes []int
+	var mu sync.Mutex
+	b := newTestBatcher(100, &calls, &sizes, &mu)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	b.clock = clk
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			if _, err := b.do(context.Background(), "k", i); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for {
+		b.mu.Lock()
+		n := 0
+		if p := b.pending["k"]; p != nil {
+			n = len(p.items)
+		}
+		b.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		runtime.Gosched()
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d calls with the clock standing", n)
+	}
+	clk.Step(b.idle)
+	wg.Wait()
+	if n := calls.Load(); n != 1 || !slices.Equal(sizes, []int{3}) {
+		t.Errorf("%d calls of sizes %v, want one of 3", n, sizes)
 	}
 }

@@ -34,6 +34,7 @@ type Client struct {
 	// createRetryer retries CreateNetworkInterface (createRetryables).
 	createRetryer aws.Retryer
 	clock         clock.WithTickerAndDelayedExecution
+	pacing        clock.WithDelayedExecution // Config.PacingClock
 
 	// One batcher per batched EC2 call (batch_*.go).
 	enisByIP        *batcher[ipFamily, string, awstypes.ENI]
@@ -71,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // NewFromAWSConfig builds a client from an already loaded AWS configuration.
 func NewFromAWSConfig(awsCfg aws.Config, cfg Config) *Client {
 	cfg = withDefaults(cfg)
-	c := &Client{vpcID: cfg.VPCID, limits: newLimits(cfg), writeGate: cfg.WriteGate, clock: cfg.Clock}
+	c := &Client{vpcID: cfg.VPCID, limits: newLimits(cfg), writeGate: cfg.WriteGate, clock: cfg.Clock, pacing: cfg.PacingClock}
 	c.health = newHealth(cfg, defaultEndpoint(awsCfg))
 	c.metrics = newMetrics(cfg.Registerer, c.limits, c.health)
 	awsCfg.HTTPClient = withBufferedBodies(awsCfg.HTTPClient)
@@ -155,6 +156,7 @@ func newBatcher[K, I comparable, O any](c *Client, call batchedCall, w batchWind
 		run: run, gate: func() time.Duration { return c.limits.delay(family, action) },
 		take:    func(ctx context.Context) error { return c.waitForToken(ctx, family, action) },
 		observe: func(n int) { size.Observe(float64(n)) },
+		clock:   c.pacing,
 	}
 }
 

@@ -70,9 +70,14 @@ type Config struct {
 	WriteGate func() error
 	// Clock times the state's refreshes, the ages of what it holds, the
 	// expiry of recent writes and EC2's health (default: the real clock);
-	// tests step a fake one. Rate limits and batch windows pace requests
-	// in flight on the real clock, which golang.org/x/time/rate reads.
+	// tests step a fake one.
 	Clock clock.WithTickerAndDelayedExecution
+	// PacingClock runs what paces requests in flight: the rate limiters,
+	// the batch windows and the calls' durations (default: the real
+	// clock). Apart from Clock, so a test can step the state's refreshes
+	// while its calls go at their own pace. The SDK's retry backoff runs
+	// on the real clock.
+	PacingClock clock.WithDelayedExecution
 }
 
 // withDefaults fills the zero fields from DefaultConfig (the flags'
@@ -93,6 +98,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.PacingClock == nil {
+		cfg.PacingClock = clock.RealClock{}
 	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = ctrllog.Log.WithName("ec2")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 )
 
 // Family is a group of EC2 actions whose token buckets AWS sizes alike
@@ -138,10 +139,11 @@ func unfiltered(input any) bool {
 type limits struct {
 	family  map[Family]*adaptiveLimiter
 	ceiling *rate.Limiter // nil: none
+	clock   clock.Clock
 }
 
 func newLimits(cfg Config) limits {
-	l := limits{family: make(map[Family]*adaptiveLimiter, len(Families()))}
+	l := limits{family: make(map[Family]*adaptiveLimiter, len(Families())), clock: cfg.PacingClock}
 	for _, f := range Families() {
 		b, ok := cfg.Buckets[f]
 		if !ok {
@@ -159,21 +161,21 @@ func newLimits(cfg Config) limits {
 // wait takes a token of the action's bucket in its family and one of the
 // ceiling, and returns how long that took.
 func (l limits) wait(ctx context.Context, f Family, action string) (time.Duration, error) {
-	waited, err := l.family[f].wait(ctx, action)
+	waited, err := takeToken(ctx, l.clock, l.family[f].bucket(action))
 	if err != nil || l.ceiling == nil {
 		return waited, err
 	}
-	start := time.Now()
-	err = l.ceiling.Wait(ctx)
-	return waited + time.Since(start), err
+	more, err := takeToken(ctx, l.clock, l.ceiling)
+	return waited + more, err
 }
 
 // delay is how long a call of the action would wait for a token (its
 // bucket's or the ceiling's, whichever is later); 0: it would not.
 func (l limits) delay(f Family, action string) time.Duration {
-	d := l.family[f].delay(action)
+	now := l.clock.Now()
+	d := l.family[f].delay(action, now)
 	if l.ceiling != nil {
-		d = max(d, tokenDelay(l.ceiling))
+		d = max(d, tokenDelay(l.ceiling, now))
 	}
 	return d
 }

@@ -2,11 +2,13 @@ package ec2
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 )
 
 // adaptiveLimiter is the client side of one of AWS's throttling
@@ -60,23 +62,39 @@ func (l *adaptiveLimiter) bucket(action string) *rate.Limiter {
 	return b
 }
 
-// wait blocks until the action's bucket has a token and returns how long
-// it waited.
-func (l *adaptiveLimiter) wait(ctx context.Context, action string) (time.Duration, error) {
-	b := l.bucket(action)
-	start := time.Now()
-	err := b.Wait(ctx)
-	return time.Since(start), err
-}
-
 // delay is how long until the action's bucket likely has a token (0: it
 // has one now). Batchers use it to keep a batch open, and growing, while
 // the limiter would make its call wait anyway.
-func (l *adaptiveLimiter) delay(action string) time.Duration { return tokenDelay(l.bucket(action)) }
+func (l *adaptiveLimiter) delay(action string, now time.Time) time.Duration {
+	return tokenDelay(l.bucket(action), now)
+}
+
+// takeToken blocks until b gives a token, on clk (rate.Limiter's own
+// Wait reads the wall clock), and returns how long that took.
+func takeToken(ctx context.Context, clk clock.Clock, b *rate.Limiter) (time.Duration, error) {
+	now := clk.Now()
+	r := b.ReserveN(now, 1)
+	if !r.OK() {
+		return 0, fmt.Errorf("rate limiter of burst %d cannot give a token", b.Burst())
+	}
+	d := r.DelayFrom(now)
+	if d <= 0 {
+		return 0, nil
+	}
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return d, nil
+	case <-ctx.Done():
+		r.CancelAt(clk.Now()) // the token goes back to the calls after it
+		return clk.Since(now), ctx.Err()
+	}
+}
 
 // tokenDelay is how long until b likely has a token (0: it has one now).
-func tokenDelay(b *rate.Limiter) time.Duration {
-	tokens := b.Tokens()
+func tokenDelay(b *rate.Limiter, now time.Time) time.Duration {
+	tokens := b.TokensAt(now)
 	if tokens >= 1 {
 		return 0
 	}

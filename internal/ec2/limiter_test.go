@@ -1,8 +1,14 @@
 package ec2
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestAdaptiveLimiterAIMD(t *testing.T) {
@@ -40,5 +46,53 @@ func TestAdaptiveLimiterAIMD(t *testing.T) {
 	}
 	if got := l.rate(); got != 10 {
 		t.Fatalf("recovered rate %v, want the configured 10", got)
+	}
+}
+
+// takeToken waits on the clock it is given: a second token of a bucket
+// refilling once a second comes when the fake clock has stepped that
+// second, and a wait given up hands its token to the next caller.
+func TestTakeTokenWaitsOnTheClock(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	b := rate.NewLimiter(1, 1)
+	ctx := context.Background()
+	if d, err := takeToken(ctx, clk, b); d != 0 || err != nil {
+		t.Fatalf("first token: waited %v, %v", d, err)
+	}
+	got := make(chan time.Duration, 1)
+	go func() {
+		d, _ := takeToken(ctx, clk, b)
+		got <- d
+	}()
+	for !clk.HasWaiters() {
+		runtime.Gosched()
+	}
+	select {
+	case d := <-got:
+		t.Fatalf("second token came after %v with the clock standing", d)
+	default:
+	}
+	clk.Step(time.Second)
+	if d := <-got; d != time.Second {
+		t.Errorf("second token waited %v, want 1s", d)
+	}
+
+	// Given up: the reservation is cancelled, so the bucket's next token
+	// is due one second from now, not two.
+	cancelled, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := takeToken(cancelled, clk, b)
+		done <- err
+	}()
+	for !clk.HasWaiters() {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+	if d := tokenDelay(b, clk.Now()); d != time.Second {
+		t.Errorf("after a cancelled wait the next token is %v away, want 1s", d)
 	}
 }

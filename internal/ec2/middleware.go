@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
@@ -34,9 +33,9 @@ type familyKey struct{}
 func (c *Client) measureOperation(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 	name := awsmiddleware.GetOperationName(ctx)
 	ctx = middleware.WithStackValue(ctx, familyKey{}, familyOf(name, in.Parameters))
-	start := time.Now()
+	start := c.pacing.Now()
 	out, md, err := next.HandleInitialize(ctx, in)
-	c.metrics.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	c.metrics.duration.WithLabelValues(name).Observe(c.pacing.Since(start).Seconds())
 	if err != nil {
 		code := Code(err)
 		if code == "" {
@@ -114,10 +113,10 @@ func (c *Client) adapt(family Family, operation string, err error) {
 	l := c.limits.family[family]
 	switch {
 	case IsThrottled(err):
-		l.throttled(time.Now())
+		l.throttled(c.pacing.Now())
 		c.metrics.throttles.WithLabelValues(operation, string(family)).Inc()
 	case err == nil:
-		l.succeeded(time.Now())
+		l.succeeded(c.pacing.Now())
 	}
 }
 

@@ -61,10 +61,12 @@ func (p *PermissionCheck) Start(ctx context.Context) error {
 			return nil
 		}
 		log.FromContext(ctx).Error(err, "EC2 permission check failed; the operator keeps running and will check again", "in", retry)
+		t := p.Client.clock.NewTimer(retry)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(retry):
+		case <-t.C():
 		}
 	}
 }
