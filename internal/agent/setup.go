@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -79,6 +81,9 @@ type Options struct {
 	// address an ENINode's attachment names. Empty: only the default route
 	// and the link's kind tell the primary interface apart.
 	NodeIPs []string
+	// Clock paces the link subscription's retries and the waits for a
+	// device's driver to bind (default: the real clock).
+	Clock clock.Clock
 
 	// sysfsWrite replaces sysfs writes (tests: a fake kernel).
 	sysfsWrite func(path, value string) error
@@ -111,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryMax < o.RetryBase {
 		o.RetryMax = o.RetryBase
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
@@ -173,13 +181,13 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	w := &linkWatch{ns: o.NetNS, node: o.NodeName, events: make(chan event.GenericEvent, 1),
-		log: mgr.GetLogger().WithName("eni-agent-links")}
+		log: mgr.GetLogger().WithName("eni-agent-links"), clock: o.Clock}
 	if err := mgr.Add(w); err != nil {
 		return err
 	}
 	r := &reconciler{
 		client: mgr.GetClient(), node: o.NodeName, host: host{h: h}, guard: newGuard(o.NodeIPs, o.linkKinds),
-		sys:           SysFS{Root: o.SysfsRoot, write: o.sysfsWrite},
+		sys:           SysFS{Root: o.SysfsRoot, write: o.sysfsWrite, clock: o.Clock},
 		defaultDriver: o.DefaultDPDKDriver, sriovPath: o.SRIOVConfig, reload: o.SRIOVReload,
 		statePath: o.StateFile, watch: w, metrics: newMetrics(o.Registerer),
 		retryBase: o.RetryBase, retryMax: o.RetryMax, sriovRace: o.sriovRace,
@@ -246,6 +254,7 @@ type linkWatch struct {
 	node   string
 	events chan event.GenericEvent
 	log    logr.Logger
+	clock  clock.Clock
 
 	mu   sync.Mutex
 	macs map[string]bool
@@ -305,10 +314,12 @@ func (w *linkWatch) Start(ctx context.Context) error {
 			}
 			close(done)
 		}
+		t := w.clock.NewTimer(pause)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(pause):
+		case <-t.C():
 		}
 		pause = min(2*pause, 30*time.Second)
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // pciAddressPattern is a full PCI address: domain:bus:device.function.
@@ -27,8 +29,10 @@ type SysFS struct {
 	// write writes one sysfs attribute; nil writes the file as the
 	// kernel expects (tests put a fake kernel here).
 	write func(path, value string) error
-	// settle is how long a bind is waited for to show (default 2s).
+	// settle is how long a bind is waited for to show (default 2s), on
+	// clock (nil: the real clock).
 	settle time.Duration
+	clock  clock.Clock
 }
 
 func (s SysFS) path(rel string) string { return filepath.Join(s.Root, rel) }
@@ -209,16 +213,20 @@ func (s SysFS) waitDriver(addr, want string) (pciDevice, error) {
 	if settle == 0 {
 		settle = 2 * time.Second
 	}
-	deadline := time.Now().Add(settle)
+	clk := s.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	deadline := clk.Now().Add(settle)
 	for {
 		d, err := s.device(addr)
 		if err != nil {
 			return d, err
 		}
-		if (want == "" && d.Driver != "") || (want != "" && d.Driver == want) || time.Now().After(deadline) {
+		if (want == "" && d.Driver != "") || (want != "" && d.Driver == want) || clk.Now().After(deadline) {
 			return d, nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		clk.Sleep(20 * time.Millisecond)
 	}
 }
 

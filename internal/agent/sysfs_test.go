@@ -9,6 +9,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vishvananda/netlink"
 )
@@ -266,7 +269,7 @@ func TestSysFSRefusals(t *testing.T) {
 	k := newFakeKernel(t, "ena")
 	k.addDevice(testPCI, "ena", "ens6")
 	s := k.sysfs()
-	s.settle = 50e6
+	s.clock = clocktesting.NewFakeClock(time.Unix(1000, 0)) // a bind's wait steps it, not the wall clock
 	if _, err := s.Bind(testPCI, "vfio-pci"); err == nil || !strings.Contains(err.Error(), "modprobe vfio-pci") {
 		t.Fatalf("binding to a driver that is not loaded: %v", err)
 	}

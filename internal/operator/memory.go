@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // noCgroupLimit is above any real limit: cgroup v1 reports "unlimited"
@@ -128,10 +130,12 @@ type memoryReleaser struct {
 	// release is debug.FreeOSMemory; tests count calls instead.
 	release func()
 	free    func() (free, inUse uint64)
+	clock   clock.WithTicker
 }
 
 func newMemoryReleaser(c interface{ WaitForCacheSync(context.Context) bool }) *memoryReleaser {
-	return &memoryReleaser{synced: c.WaitForCacheSync, interval: releaseInterval, release: debug.FreeOSMemory, free: heapFree}
+	return &memoryReleaser{synced: c.WaitForCacheSync, interval: releaseInterval, release: debug.FreeOSMemory, free: heapFree,
+		clock: clock.RealClock{}}
 }
 
 // NeedLeaderElection is false: standby replicas hold the caches too.
@@ -142,13 +146,13 @@ func (m *memoryReleaser) Start(ctx context.Context) error {
 		return nil // stopped before the caches synced
 	}
 	m.release()
-	t := time.NewTicker(m.interval)
+	t := m.clock.NewTicker(m.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 			if shouldRelease(m.free()) {
 				m.release()
 			}

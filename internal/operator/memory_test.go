@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestMemoryLimit(t *testing.T) {
@@ -91,19 +93,24 @@ func TestMemoryReleaser(t *testing.T) {
 	var released atomic.Int32
 	var free atomic.Uint64
 	free.Store(100 << 20)
-	m := &memoryReleaser{synced: func(context.Context) bool { return true }, interval: 5 * time.Millisecond,
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	m := &memoryReleaser{synced: func(context.Context) bool { return true }, interval: 10 * time.Second, clock: clk,
 		release: func() { released.Add(1); free.Store(0) }, free: func() (uint64, uint64) { return free.Load(), 60 << 20 }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Start(ctx) }()
-	time.Sleep(50 * time.Millisecond)
+	for !clk.HasWaiters() { // the ticker starts after the first release
+		runtime.Gosched()
+	}
+	clk.Step(m.interval)
 	if n := released.Load(); n != 1 {
-		t.Fatalf("released %d times after the sync with nothing free since, want 1", n)
+		t.Fatalf("released %d times after the sync, want 1", n)
 	}
 	free.Store(100 << 20) // a burst's garbage
+	clk.Step(m.interval)
 	deadline := time.Now().Add(5 * time.Second)
 	for released.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+		runtime.Gosched()
 	}
 	if n := released.Load(); n != 2 {
 		t.Fatalf("released %d times after a burst, want 2", n)
@@ -113,7 +120,7 @@ func TestMemoryReleaser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	never := &memoryReleaser{synced: func(context.Context) bool { return false }, interval: time.Millisecond,
+	never := &memoryReleaser{synced: func(context.Context) bool { return false }, interval: time.Millisecond, clock: clk,
 		release: func() { t.Error("released before the caches synced") }, free: func() (uint64, uint64) { return 1 << 30, 0 }}
 	if err := never.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -30,7 +30,8 @@ type keyLoad struct {
 	eniNodes        client.Reader // lists ENINodes: what the operator recorded
 	namespace, name string        // the Secret
 	log             logr.Logger
-	replaced        prometheus.Gauge // newKeyReplacedGauge
+	replaced        prometheus.Gauge   // newKeyReplacedGauge
+	clock           clock.PassiveClock // names a new key by when it was made
 }
 
 // newKeyReplacedGauge registers eni_operator_ownership_key_replaced.
@@ -50,7 +51,7 @@ func startOwnershipKeys(ctx context.Context, cfg *rest.Config, mgr manager.Manag
 		return nil, err
 	}
 	return loadOwnershipKeys(ctx, keyLoad{cfg: cfg, eniNodes: mgr.GetAPIReader(), namespace: c.Tagger.Namespace,
-		name: c.OwnershipKeySecret, log: log, replaced: replaced})
+		name: c.OwnershipKeySecret, log: log, replaced: replaced, clock: clock.RealClock{}})
 }
 
 // keyLost reports whether a start-up that found no key Secret lost the
@@ -101,7 +102,7 @@ func createOwnershipKeys(ctx context.Context, secrets typedcorev1.SecretInterfac
 		return nil, fmt.Errorf("listing ENINodes to tell a first start from a lost key ring: %w", err)
 	}
 	lost, enis := keyLost(nodes.Items)
-	id, key, err := ownership.NewKey(time.Now())
+	id, key, err := ownership.NewKey(l.clock.Now())
 	if err != nil {
 		return nil, err
 	}

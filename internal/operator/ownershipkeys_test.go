@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -59,13 +61,15 @@ type keysHarness struct {
 	t         *testing.T
 	c         client.Client
 	namespace string
+	clock     *clocktesting.FakePassiveClock
 	mu        sync.Mutex
 	errors    []string // error lines logged
 }
 
 func newKeysHarness(t *testing.T, namespace string) *keysHarness {
 	env := shared.Env(t)
-	h := &keysHarness{t: t, c: testenv.Client(t, env.Config), namespace: namespace}
+	h := &keysHarness{t: t, c: testenv.Client(t, env.Config), namespace: namespace,
+		clock: clocktesting.NewFakePassiveClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))}
 	testenv.CreateNamespaces(t, h.c, namespace)
 	return h
 }
@@ -101,7 +105,7 @@ func (h *keysHarness) load() (*ownership.KeyRing, float64) {
 		}
 	}, funcr.Options{})
 	keys, err := loadOwnershipKeys(context.Background(), keyLoad{cfg: shared.Env(h.t).Config, eniNodes: h.c,
-		namespace: h.namespace, name: DefaultOwnershipKeySecret, log: log, replaced: replaced})
+		namespace: h.namespace, name: DefaultOwnershipKeySecret, log: log, replaced: replaced, clock: h.clock})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -134,6 +138,8 @@ func TestFirstStartCreatesTheKeyQuietly(t *testing.T) {
 	}
 	if ids := keys.IDs(); len(ids) != 1 || h.secret().Data[ids[0]] == nil {
 		t.Errorf("the ring %v is not the one key of the Secret created", ids)
+	} else if ids[0] != "k20260304t050607" {
+		t.Errorf("the new key is named %s, want k20260304t050607 (when the clock says it was made)", ids[0])
 	}
 	if _, replaced := h.load(); replaced != 0 {
 		t.Errorf("a restart with the Secret: gauge %v, want 0", replaced)

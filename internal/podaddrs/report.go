@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
@@ -167,6 +169,7 @@ type statusWriter struct {
 	client   client.Client
 	tally    *tally
 	interval time.Duration
+	ticks    clock.WithTicker
 	gauge    *prometheus.GaugeVec
 	// exposed are the NodeENIs with series in gauge.
 	exposed map[string]bool
@@ -178,14 +181,14 @@ type statusWriter struct {
 func (w *statusWriter) NeedLeaderElection() bool { return true }
 
 func (w *statusWriter) Start(ctx context.Context) error {
-	tick := time.NewTicker(w.interval)
+	tick := w.ticks.NewTicker(w.interval)
 	defer tick.Stop()
 	w.tally.markChanged()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-tick.C():
 		}
 		sums, changed := w.tally.take()
 		if !changed && !w.exposedGone(ctx) && w.off == nil {

@@ -61,6 +61,10 @@ type Options struct {
 	// Clock is what refusals' backoffs are timed by (the real clock when
 	// nil).
 	Clock clock.PassiveClock
+	// Ticks runs the status writer's and the start check's tickers (the
+	// real clock when nil): apart from Clock, so a test can step the
+	// backoffs while conditions are written on time.
+	Ticks clock.WithTicker
 }
 
 func (o Options) withDefaults() Options {
@@ -85,6 +89,9 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.Ticks == nil {
+		o.Ticks = clock.RealClock{}
+	}
 	return o
 }
 
@@ -104,7 +111,7 @@ func Setup(mgr ctrl.Manager, e EC2, o Options) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&statusWriter{client: mgr.GetClient(), tally: t, interval: o.StatusInterval, gauge: gauge}); err != nil {
+	if err := mgr.Add(&statusWriter{client: mgr.GetClient(), tally: t, interval: o.StatusInterval, gauge: gauge, ticks: o.Ticks}); err != nil {
 		return err
 	}
 	return mgr.Add(&starter{mgr: mgr, ec2: e, opts: o, tally: t, every: o.StartCheck})
@@ -126,7 +133,7 @@ func SetupOff(mgr ctrl.Manager, reason, message string, interval time.Duration) 
 	if interval <= 0 {
 		interval = Options{}.withDefaults().StatusInterval
 	}
-	return mgr.Add(&statusWriter{client: mgr.GetClient(), tally: newTally(), interval: interval,
+	return mgr.Add(&statusWriter{client: mgr.GetClient(), tally: newTally(), interval: interval, ticks: clock.RealClock{},
 		off: &metav1.Condition{Type: v1alpha1.ConditionPodAddressesRegistered, Status: metav1.ConditionFalse, Reason: reason, Message: message}})
 }
 
@@ -143,7 +150,7 @@ type starter struct {
 func (s *starter) NeedLeaderElection() bool { return true }
 
 func (s *starter) Start(ctx context.Context) error {
-	tick := time.NewTicker(s.every)
+	tick := s.opts.Ticks.NewTicker(s.every)
 	defer tick.Stop()
 	for {
 		needed, err := s.needed(ctx)
@@ -153,7 +160,7 @@ func (s *starter) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-tick.C():
 		}
 	}
 }

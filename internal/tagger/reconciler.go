@@ -2,7 +2,6 @@ package tagger
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -72,11 +71,11 @@ type outcome struct {
 // — and any phase may end it early with its result. Nothing of the pod
 // is left in flight when it returns.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
-	start := time.Now()
+	start := r.opts.Clock.Now()
 	defer func() {
 		// controller-runtime logs a returned error in full: keep it short.
 		err = bounded.Error(err)
-		r.metrics.duration.Observe(time.Since(start).Seconds())
+		r.metrics.duration.Observe(r.opts.Clock.Since(start).Seconds())
 		switch {
 		case err != nil:
 			r.metrics.reconciles.WithLabelValues("error").Inc()
