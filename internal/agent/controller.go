@@ -53,9 +53,9 @@ type reconciler struct {
 	reloadPending bool   // the device plugin has not been told of the config yet (its last telling failed): tell it
 }
 
-// outcome is what configuring one want came to before the final look at
+// configResult is what configuring one want came to before the final look at
 // the host.
-type outcome struct {
+type configResult struct {
 	w       want
 	state   string // v1alpha1.Interface*
 	message string
@@ -93,7 +93,7 @@ type pass struct {
 	wants   []want
 	links   []link     // the host's, as they are after configure and release
 	next    *nodeState // the agent's memory as this pass leaves it
-	outs    []outcome
+	outs    []configResult
 	entries map[string]v1alpha1.InterfaceStatus
 }
 
@@ -135,7 +135,7 @@ func (r *reconciler) configureAll(ctx context.Context, p *pass) *phases.Stop {
 	}
 	p.next = r.state.clone()
 	bad := conflicts(p.wants)
-	p.outs = make([]outcome, 0, len(p.wants))
+	p.outs = make([]configResult, 0, len(p.wants))
 	wanted := map[string]bool{}
 	changed := false
 	for _, w := range p.wants {
@@ -199,17 +199,17 @@ func (r *reconciler) persist(next *nodeState) error {
 	return nil
 }
 
-func failed(w want, format string, args ...any) outcome {
-	return outcome{w: w, state: v1alpha1.InterfaceFailed, message: fmt.Sprintf(format, args...)}
+func failed(w want, format string, args ...any) configResult {
+	return configResult{w: w, state: v1alpha1.InterfaceFailed, message: fmt.Sprintf(format, args...)}
 }
 
-func pending(w want, format string, args ...any) outcome {
-	return outcome{w: w, state: v1alpha1.InterfacePending, message: fmt.Sprintf(format, args...)}
+func pending(w want, format string, args ...any) configResult {
+	return configResult{w: w, state: v1alpha1.InterfacePending, message: fmt.Sprintf(format, args...)}
 }
 
 // configure brings one interface to its want. did tells whether the host
 // changed.
-func (r *reconciler) configure(ctx context.Context, w want, links []link, conflict string, next *nodeState) (o outcome, did bool) {
+func (r *reconciler) configure(ctx context.Context, w want, links []link, conflict string, next *nodeState) (o configResult, did bool) {
 	if conflict != "" {
 		return failed(w, "%s", conflict), false
 	}
@@ -222,7 +222,7 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 		return r.configureDPDK(ctx, x)
 	}
 	if x.rec != nil && x.rec.BoundDriver != "" {
-		var stop *outcome
+		var stop *configResult
 		if links, stop, did = r.leaveDPDK(ctx, x, links); stop != nil {
 			return *stop, did
 		}
@@ -237,7 +237,7 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 // configureLink gives a kernel interface its name, MTU and up state and,
 // when it is published to the SR-IOV device plugin, checks its device.
 // did tells whether the host changed.
-func (r *reconciler) configureLink(ctx context.Context, x *iface, links []link) (o outcome, did bool) {
+func (r *reconciler) configureLink(ctx context.Context, x *iface, links []link) (o configResult, did bool) {
 	w, target := x.w, x.w
 	if target.Name == "" && x.rec != nil && x.rec.OriginalName != "" {
 		// interfaceName was removed from the spec: the kernel's name comes back.
@@ -260,9 +260,9 @@ func (r *reconciler) configureLink(ctx context.Context, x *iface, links []link) 
 		if stop != nil {
 			return *stop, did
 		}
-		return outcome{w: w, state: v1alpha1.InterfaceConfigured, kernel: &dev}, did
+		return configResult{w: w, state: v1alpha1.InterfaceConfigured, kernel: &dev}, did
 	}
-	return outcome{w: w, state: v1alpha1.InterfaceConfigured}, did
+	return configResult{w: w, state: v1alpha1.InterfaceConfigured}, did
 }
 
 // eniLink is w's interface among links (findLink), refused with an error
@@ -283,7 +283,7 @@ func (r *reconciler) eniLink(w want, links []link) (link, bool, error) {
 // is recorded first, creating x's device record when there is none. It
 // stops at the first failure (stop); changed tells whether the host
 // changed or a change was attempted.
-func (r *reconciler) applyLink(ctx context.Context, x *iface, acts []linkAction) (stop *outcome, changed bool) {
+func (r *reconciler) applyLink(ctx context.Context, x *iface, acts []linkAction) (stop *configResult, changed bool) {
 	w, l := x.w, x.l
 	for _, a := range acts {
 		if a.Kind == actRename {

@@ -16,7 +16,7 @@ import (
 // dpdkPCIAddress must be that device: as for DPDK, the agent never
 // publishes a device that is not the ENI's own (the node's primary NIC
 // handed to pods would cut the node off).
-func (r *reconciler) kernelDevice(w want, l link) (pciDevice, *outcome) {
+func (r *reconciler) kernelDevice(w want, l link) (pciDevice, *configResult) {
 	pci, err := r.sys.PCIAddressOf(l.Name)
 	if err != nil {
 		return pciDevice{}, stopWith(failed(w, "finding the PCI device of %s to publish as %s: %v", l.Name, w.Resource, err))
@@ -45,7 +45,7 @@ func kernelDeviceProblem(w want, l link, pci string) string {
 }
 
 // stopWith is the outcome a step ends its interface's pass with.
-func stopWith(o outcome) *outcome { return &o }
+func stopWith(o configResult) *configResult { return &o }
 
 // restoreDriver gives rec's PCI device back to its original driver.
 func (r *reconciler) restoreDriver(rec *deviceRecord) error {
@@ -59,7 +59,7 @@ func (r *reconciler) restoreDriver(rec *deviceRecord) error {
 // it is back already. It returns the links as they are now, with x's
 // link found among them, or the outcome that ends the pass (stop); did
 // tells whether the host changed.
-func (r *reconciler) leaveDPDK(ctx context.Context, x *iface, links []link) (fresh []link, stop *outcome, did bool) {
+func (r *reconciler) leaveDPDK(ctx context.Context, x *iface, links []link) (fresh []link, stop *configResult, did bool) {
 	w, rec := x.w, x.rec
 	if err := r.restoreDriver(rec); err != nil {
 		return links, stopWith(failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err)), false
@@ -118,7 +118,7 @@ func specDeviceProblem(x *iface, dev pciDevice, names []string) string {
 // device's network interface disappears with the bind, so what the
 // agent must know later (PCI address, original driver, name) is recorded
 // first.
-func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (outcome, bool) {
+func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (configResult, bool) {
 	w, next := x.w, x.next
 	pci, stop := r.dpdkPCIAddress(x)
 	if stop != nil {
@@ -134,7 +134,7 @@ func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (outcome, bool
 	rec := x.rec
 	switch decideDPDK(dev, rec, w.Driver) {
 	case dpdkInPlace:
-		return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
+		return configResult{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
 	case dpdkTakeOver:
 		// Bound by whoever ran DPDK before (the ENI Manager, dpdk-devbind,
 		// this agent with its state file lost): recorded, not touched —
@@ -146,7 +146,7 @@ func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (outcome, bool
 			return failed(w, "%v", err), false
 		}
 		log.FromContext(ctx).Info("interface found bound to its DPDK driver already; taken over as it is", "eni", w.ENIID, "nodeENI", w.NodeENI, "pci", pci, "driver", w.Driver)
-		return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
+		return configResult{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, false
 	}
 	if rec.BoundDriver == "" {
 		rec.OriginalDriver = dev.Driver
@@ -161,7 +161,7 @@ func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (outcome, bool
 		return failed(w, "binding PCI device %s to %s: %v", pci, w.Driver, err), true
 	}
 	log.FromContext(ctx).Info("interface bound to a DPDK driver", "eni", w.ENIID, "nodeENI", w.NodeENI, "pci", pci, "driver", w.Driver, "was", rec.OriginalDriver)
-	return outcome{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, true
+	return configResult{w: w, state: v1alpha1.InterfaceConfigured, dpdk: rec}, true
 }
 
 // dpdkDecision is what configureDPDK does with the ENI's PCI device.
@@ -194,7 +194,7 @@ func decideDPDK(dev pciDevice, rec *deviceRecord, driver string) dpdkDecision {
 // dpdkPCIAddress is the PCI device to bind: the spec's, else the one
 // recorded, else the interface's. The node's primary interface (it
 // carries a default route) is never bound.
-func (r *reconciler) dpdkPCIAddress(x *iface) (string, *outcome) {
+func (r *reconciler) dpdkPCIAddress(x *iface) (string, *configResult) {
 	w, l, found, rec := x.w, x.l, x.found, x.rec
 	pci := w.PCIAddress
 	if pci == "" && rec != nil {
@@ -236,7 +236,7 @@ func (r *reconciler) boundAlready(w want, pci string) bool {
 
 // dpdkDevice looks the PCI device up; it must exist and, when the spec
 // names it, be the ENI's own (specDeviceProblem).
-func (r *reconciler) dpdkDevice(x *iface, pci string) (pciDevice, *outcome) {
+func (r *reconciler) dpdkDevice(x *iface, pci string) (pciDevice, *configResult) {
 	w := x.w
 	dev, err := r.sys.device(pci)
 	if err != nil {
@@ -260,7 +260,7 @@ func (r *reconciler) dpdkDevice(x *iface, pci string) (pciDevice, *outcome) {
 // recordDPDKDevice records pci as the ENI's device (creating x's record
 // when there is none); a different device bound before goes back to its
 // driver first.
-func (r *reconciler) recordDPDKDevice(x *iface, pci string) *outcome {
+func (r *reconciler) recordDPDKDevice(x *iface, pci string) *configResult {
 	rec := x.record()
 	if rec.PCIAddress != "" && rec.PCIAddress != pci && rec.BoundDriver != "" {
 		// dpdkPCIAddress changed: the device bound before goes back first.

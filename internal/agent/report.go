@@ -56,7 +56,7 @@ func (r *reconciler) retry(ctx context.Context, counts map[string]int) reconcile
 }
 
 // entry is the status entry of one interface, from the host as it is now.
-func (r *reconciler) entry(o outcome, links []link) v1alpha1.InterfaceStatus {
+func (r *reconciler) entry(o configResult, links []link) v1alpha1.InterfaceStatus {
 	e := v1alpha1.InterfaceStatus{ENIID: o.w.ENIID, State: o.state, Message: o.message}
 	if o.dpdk != nil {
 		e.InterfaceName = o.dpdk.Name

@@ -16,7 +16,7 @@ import (
 // publish puts the bound devices of resources named by NodeENIs into the
 // SR-IOV device plugin's config and tells the plugin when it changed.
 // Problems are reported on the interfaces concerned.
-func (r *reconciler) publish(ctx context.Context, outs []outcome, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
+func (r *reconciler) publish(ctx context.Context, outs []configResult, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
 	resources, users := publishable(outs, entries)
 	m, err := r.updateSRIOV(ctx, resources, next)
 	if err != nil {
@@ -75,7 +75,7 @@ func (u resourceUsers) failAll(entries map[string]v1alpha1.InterfaceStatus, msg 
 // ENIs each one publishes: devices bound to a DPDK driver, and devices
 // left with their kernel driver when DPDK is off (SR-IOV without DPDK),
 // each with the driver sysfs shows.
-func publishable(outs []outcome, entries map[string]v1alpha1.InterfaceStatus) ([]sriovResource, resourceUsers) {
+func publishable(outs []configResult, entries map[string]v1alpha1.InterfaceStatus) ([]sriovResource, resourceUsers) {
 	byName := map[string]*sriovResource{}
 	users := resourceUsers{}
 	for _, o := range outs {

@@ -104,7 +104,7 @@ func TestPublishableKernelAndDPDK(t *testing.T) {
 	kw := want{ENIID: "eni-k", Resource: "intel.com/sriov_kernel_1", PCIAddress: "0000:00:07.0"}
 	dw := want{ENIID: "eni-d", DPDK: true, Resource: "intel.com/sriov_dpdk"}
 	pw := want{ENIID: "eni-p", Resource: "intel.com/sriov_kernel_1", PCIAddress: "0000:00:08.0"}
-	outs := []outcome{
+	outs := []configResult{
 		{w: kw, state: v1alpha1.InterfaceConfigured, kernel: &pciDevice{Address: "0000:00:07.0", Driver: "ena"}},
 		{w: dw, state: v1alpha1.InterfaceConfigured, dpdk: &deviceRecord{PCIAddress: "0000:00:06.0", BoundDriver: "vfio-pci"}},
 		{w: pw, state: v1alpha1.InterfacePending},

@@ -53,7 +53,7 @@ type pass struct {
 	invalid error
 	// ours are the NodeENI's definitions, by namespace/name.
 	ours map[string]*unstructured.Unstructured
-	out  outcome
+	out  passResult
 }
 
 // Reconcile admits the NodeENI, looks for the CRD, gathers what it wants

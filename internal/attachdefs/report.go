@@ -40,8 +40,8 @@ func wholeSubnetNote(ne *v1alpha1.NodeENI) string {
 	return "; whereabouts hands out the whole subnet, where EC2 also places ENIs' addresses (their primary ones among them): set multus.podAddressReservation to reserve the pods' range"
 }
 
-// outcome is what a pass did to the definitions and what stopped it.
-type outcome struct {
+// passResult is what a pass did to the definitions and what stopped it.
+type passResult struct {
 	written []string // namespace/name, created or updated
 	// conflicts are definitions of the wanted names that are not the
 	// NodeENI's; missing are namespaces that do not exist.
@@ -49,7 +49,7 @@ type outcome struct {
 	failures           []string
 }
 
-func (o *outcome) noNamespace(ns string) {
+func (o *passResult) noNamespace(ns string) {
 	if !slices.Contains(o.missing, ns) {
 		o.missing = append(o.missing, ns)
 	}

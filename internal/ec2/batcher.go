@@ -65,14 +65,14 @@ type dueBatch[K comparable, I comparable, O any] struct {
 // noKey is the key of a batcher whose items all share one call.
 type noKey struct{}
 
-type outcome[O any] struct {
+type batchAnswer[O any] struct {
 	value O
 	err   error
 }
 
 type pendingBatch[I comparable, O any] struct {
 	items   []I
-	waiters map[I][]chan outcome[O]
+	waiters map[I][]chan batchAnswer[O]
 	idle    clock.Timer
 	max     clock.Timer
 	due     bool // waiting in batcher.due for the limiter
@@ -80,14 +80,14 @@ type pendingBatch[I comparable, O any] struct {
 
 // do adds item to the pending batch for key and waits for its result.
 func (b *batcher[K, I, O]) do(ctx context.Context, key K, item I) (O, error) {
-	ch := make(chan outcome[O], 1)
+	ch := make(chan batchAnswer[O], 1)
 	b.mu.Lock()
 	if b.pending == nil {
 		b.pending = map[K]*pendingBatch[I, O]{}
 	}
 	p := b.pending[key]
 	if p == nil {
-		p = &pendingBatch[I, O]{waiters: map[I][]chan outcome[O]{}}
+		p = &pendingBatch[I, O]{waiters: map[I][]chan batchAnswer[O]{}}
 		b.pending[key] = p
 		p.max = b.afterFunc(b.windowLocked(), func() { b.flush(key, p) })
 	}
@@ -221,7 +221,7 @@ func (b *batcher[K, I, O]) exec(key K, p *pendingBatch[I, O], prepaid bool) {
 	b.call(ctx, key, p.items, p.waiters)
 }
 
-func (b *batcher[K, I, O]) call(ctx context.Context, key K, items []I, waiters map[I][]chan outcome[O]) {
+func (b *batcher[K, I, O]) call(ctx context.Context, key K, items []I, waiters map[I][]chan batchAnswer[O]) {
 	if b.observe != nil {
 		b.observe(len(items))
 	}
@@ -233,7 +233,7 @@ func (b *batcher[K, I, O]) call(ctx context.Context, key K, items []I, waiters m
 		return
 	}
 	for _, item := range items {
-		var o outcome[O]
+		var o batchAnswer[O]
 		switch v, ok := results[item]; {
 		case err != nil:
 			o.err = err

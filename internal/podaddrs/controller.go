@@ -46,13 +46,13 @@ type pass struct {
 	pods map[string]*corev1.Pod
 	in   input
 	d    decision
-	done outcome
+	done execResult
 	// now is when the pass began, on the reconciler's clock.
 	now time.Time
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	p := &pass{node: req.Name, now: r.opts.Clock.Now(), done: newOutcome()}
+	p := &pass{node: req.Name, now: r.opts.Clock.Now(), done: newExecResult()}
 	if s := phases.Run(ctx, p, r.read, r.decide, r.verify, r.record, r.assign, r.unassign, r.forget, r.gate, r.report); s != nil {
 		return s.Result, s.Err
 	}

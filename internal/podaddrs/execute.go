@@ -15,8 +15,8 @@ import (
 	"github.com/eni-operator/eni-operator/internal/phases"
 )
 
-// outcome is what carrying a decision out left.
-type outcome struct {
+// execResult is what carrying a decision out left.
+type execResult struct {
 	// assigned are the addresses EC2 assigned; unassigned those it took
 	// off their ENI; failed those it refused to assign (dropped from the
 	// record: not the ENI's).
@@ -27,8 +27,8 @@ type outcome struct {
 	retry bool
 }
 
-func newOutcome() outcome {
-	return outcome{assigned: map[netip.Addr]bool{}, unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}}
+func newExecResult() execResult {
+	return execResult{assigned: map[netip.Addr]bool{}, unassigned: map[netip.Addr]bool{}, failed: map[netip.Addr]bool{}}
 }
 
 // retryAfter is when a pass whose call failed transiently runs again.
@@ -81,7 +81,7 @@ func (r *reconciler) assign(ctx context.Context, p *pass) *phases.Stop {
 	return nil
 }
 
-func (o *outcome) markAssigned(addrs ...netip.Addr) {
+func (o *execResult) markAssigned(addrs ...netip.Addr) {
 	for _, a := range addrs {
 		o.assigned[a] = true
 	}
@@ -93,7 +93,7 @@ func permanent(err error) bool {
 	return ec2.IsInvalid(err) || ec2.IsInUse(err) || ec2.IsLimitExceeded(err)
 }
 
-func (o *outcome) assignFailed(p *pass, eni string, addrs []netip.Addr, err error) {
+func (o *execResult) assignFailed(p *pass, eni string, addrs []netip.Addr, err error) {
 	if !permanent(err) {
 		o.retry = true // throttled, unreachable: the record keeps them for the next pass
 		return
@@ -147,7 +147,7 @@ func (r *reconciler) unassignOne(ctx context.Context, p *pass, eni string, a net
 // unassignedOrNot records an unassign's result: done, or refused because
 // the ENI (or the address on it) is gone, both mean the address is off
 // the ENI; anything else is tried again.
-func (o *outcome) unassignedOrNot(ctx context.Context, eni string, addrs []netip.Addr, err error) {
+func (o *execResult) unassignedOrNot(ctx context.Context, eni string, addrs []netip.Addr, err error) {
 	if err != nil && !ec2.IsNotFound(err) && !permanent(err) {
 		o.retry = true
 		log.FromContext(ctx).Error(err, "unassigning pod addresses; trying again", "eni", eni, "addresses", addrs)

@@ -43,7 +43,7 @@ type podState struct {
 // podStates says, for each pod, whether every address it claims on an
 // ENI that registers addresses is on that ENI after the pass: held
 // before, or assigned by it.
-func podStates(node string, in input, d decision, done outcome) map[string]podState {
+func podStates(node string, in input, d decision, done execResult) map[string]podState {
 	byMAC := registeringByMAC(in.Interfaces)
 	refused := map[string]refusal{}
 	for _, f := range slices.Concat(d.Refused, done.refused) {
@@ -148,7 +148,7 @@ func (r *reconciler) gateAlone(ctx context.Context, p *pass) *phases.Stop {
 	if p.pods, p.in.Claims, err = r.claims(ctx, p.node); err != nil {
 		return phases.Done(err)
 	}
-	p.in.Interfaces, p.d, p.done = nil, decision{}, outcome{}
+	p.in.Interfaces, p.d, p.done = nil, decision{}, execResult{}
 	r.gate(ctx, p)
 	if p.done.retry {
 		return phases.After(retryAfter)

@@ -10,8 +10,8 @@ import (
 )
 
 func TestPodStates(t *testing.T) {
-	assigned := func(ss ...string) outcome {
-		o := outcome{assigned: map[netip.Addr]bool{}}
+	assigned := func(ss ...string) execResult {
+		o := execResult{assigned: map[netip.Addr]bool{}}
 		for _, a := range addrs(ss...) {
 			o.assigned[a] = true
 		}
@@ -22,7 +22,7 @@ func TestPodStates(t *testing.T) {
 		claim  podClaim
 		in     func(*input)
 		d      decision
-		done   outcome
+		done   execResult
 		ready  bool
 		reason string
 	}{
@@ -36,7 +36,7 @@ func TestPodStates(t *testing.T) {
 		{name: "refused before the call", claim: claim("ns/p", macA, "10.0.1.20"),
 			d: decision{Refused: []refusal{{Pod: "ns/p", Reason: ReasonAddressLimit, Message: "full"}}}, reason: ReasonAddressLimit},
 		{name: "refused by EC2", claim: claim("ns/p", macA, "10.0.1.20"),
-			done: outcome{refused: []refusal{{Pod: "ns/p", Reason: ReasonAssignFailed, Message: "no"}}}, reason: ReasonAssignFailed},
+			done: execResult{refused: []refusal{{Pod: "ns/p", Reason: ReasonAssignFailed, Message: "no"}}}, reason: ReasonAssignFailed},
 		{name: "an interface of a NodeENI that does not register", claim: claim("ns/p", macB, "10.0.2.20"), reason: ReasonNoInterface},
 		{name: "Multus has not written the status", claim: podClaim{Pod: "ns/p", NoStatus: true}, reason: ReasonPending},
 		{name: "an unreadable status", claim: podClaim{Pod: "ns/p", Err: errors.New("not JSON")},

@@ -18,17 +18,17 @@ func (r *Reconciler) conclude(ctx context.Context, w *podWork) error {
 	case len(w.conflicts) > 0:
 		r.tally.note(w.key, w.tallied(verdictPending, ReasonConflict))
 		r.pods.waitOn(w.key, w.eni.ID)
-		return r.onPod.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
+		return r.onPod.report(ctx, &w.pod, verdict{status: corev1.ConditionFalse, reason: ReasonConflict,
 			message: fmt.Sprintf("ENI %s is shared and its pods disagree, so these tags are not written: %s; the others are in sync", w.eni.ID, conflictsText(w.conflicts)), event: true, warning: true})
 	case len(w.desired) == 0:
 		r.tally.note(w.key, w.tallied(verdictPending, ""))
-		return r.onPod.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonRemoved,
+		return r.onPod.report(ctx, &w.pod, verdict{status: corev1.ConditionFalse, reason: ReasonRemoved,
 			message: fmt.Sprintf("no tags requested; the operator's tags were removed from ENI %s", w.eni.ID), event: w.wrote})
 	}
 	// The hash quoted is the token on the ENI (and in the pod's
 	// last-applied-hash): after a key removal it is the earlier set's,
 	// since removing a key does not rewrite the token.
-	o := outcome{status: corev1.ConditionTrue, reason: ReasonSynced,
+	o := verdict{status: corev1.ConditionTrue, reason: ReasonSynced,
 		message: fmt.Sprintf("%d tags in sync on ENI %s (hash %s)", len(w.own), w.eni.ID, w.plan.Hash) + originsText(w.origins),
 		event:   changedEvent(w)}
 	disputes := disputesText(w)

@@ -18,7 +18,7 @@ import (
 func (r *Reconciler) decide(ctx context.Context, w *podWork) *phases.Stop {
 	w.desired, w.own = w.asked, w.asked
 	if nodeAddress(w.eni, w.ip) {
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonNodeAddress,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonNodeAddress,
 			message: fmt.Sprintf("pod IP %s is the primary address of ENI %s, its instance's primary interface (device index 0): the node's own address and ENI, never tagged for a pod", w.ip, w.eni.ID),
 			event:   true, warning: true})
 	}
@@ -35,14 +35,14 @@ func (r *Reconciler) decide(ctx context.Context, w *podWork) *phases.Stop {
 		// Another pod's tags may hold the ENI: its release brings this
 		// pod back (pods.release).
 		r.pods.waitOn(w.key, w.eni.ID)
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonConflict,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonConflict,
 			message: fmt.Sprintf("not tagging ENI %s: %s. Use --allow-shared-eni-tagging if several owners are intended", w.eni.ID, w.plan.Conflict), event: true, warning: true})
 	case w.plan.TooMany != nil:
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
 			message: fmt.Sprintf("not tagging ENI %s: %v", w.eni.ID, w.plan.TooMany), event: true, warning: true})
 	}
 	if r.opts.DryRun {
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonDryRun,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonDryRun,
 			message: fmt.Sprintf("dry run: would set %s and remove %s on ENI %s", describe(w.plan.Create), describe(w.plan.Delete), w.eni.ID), event: !w.plan.Empty()})
 	}
 	if !w.shared {
@@ -55,7 +55,7 @@ func (r *Reconciler) decide(ctx context.Context, w *podWork) *phases.Stop {
 // --allow-shared-eni-tagging).
 func (r *Reconciler) decideShared(ctx context.Context, w *podWork) *phases.Stop {
 	if !r.opts.AllowSharedENITagging {
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonSharedENI,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonSharedENI,
 			message: fmt.Sprintf("pod IP %s is a secondary address or prefix of ENI %s, which other pods share; tags would apply to all of them. Use branch ENIs (security groups for pods) or run with --allow-shared-eni-tagging", w.ip, w.eni.ID),
 			event:   true, warning: true})
 	}

@@ -34,7 +34,7 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 			// (deleted, or the address moved): say so, not Synced.
 			gone = fmt.Sprintf("ENI %s, which carried the pod's tags, is gone; ", w.rec.ENI)
 		}
-		return &phases.Stop{Result: reconcile.Result{RequeueAfter: retry}, Err: r.onPod.report(ctx, &w.pod, outcome{status: corev1.ConditionFalse, reason: ReasonENINotFound,
+		return &phases.Stop{Result: reconcile.Result{RequeueAfter: retry}, Err: r.onPod.report(ctx, &w.pod, verdict{status: corev1.ConditionFalse, reason: ReasonENINotFound,
 			message: fmt.Sprintf("%sno ENI in the VPC holds the pod IP %s yet (addresses inside delegated prefixes are found only with the ENI inventory, --eni-inventory-interval > 0); retrying, less often the longer it lasts (at most every %v)", gone, w.ip, notFoundMaxRetry)})}
 	}
 	if err != nil && ctx.Err() != nil {
@@ -46,14 +46,14 @@ func (r *Reconciler) locate(ctx context.Context, w *podWork) *phases.Stop {
 	}
 	w.eni = eni
 	if len(r.subnets) > 0 && !r.subnets[eni.SubnetID] {
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonSubnetNotWanted,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonSubnetNotWanted,
 			message: fmt.Sprintf("ENI %s is in subnet %s, which is not in --subnet-ids; not tagged", eni.ID, eni.SubnetID), event: true, warning: true})
 	}
 	if k, ok := tagkeys.HasKeyWithPrefix(eni.Tags, tagkeys.NodeENIPrefix); ok {
 		// The NodeENI controller owns it and trusts only ENIs without the
 		// tagger's token: tagging it would make the controller abandon
 		// (and so leak) its own interface.
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonNodeENIInterface,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonNodeENIInterface,
 			message: fmt.Sprintf("ENI %s is a NodeENI interface (tag %s), owned by the NodeENI controller; it is tagged through its NodeENI's spec.tags, not pod annotations", eni.ID, bounded.Quoted(k)),
 			event:   true, warning: true})
 	}

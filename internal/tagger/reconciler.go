@@ -56,8 +56,8 @@ type Reconciler struct {
 	policyReads policyReads
 }
 
-// outcome is what a reconcile reports on the pod.
-type outcome struct {
+// verdict is what a reconcile reports on the pod.
+type verdict struct {
 	status  corev1.ConditionStatus
 	reason  string
 	message string
@@ -170,7 +170,7 @@ type podWork struct {
 	externalConflicts []tagpolicy.ExternalConflict
 }
 
-func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o outcome) *phases.Stop {
+func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o verdict) *phases.Stop {
 	verdict, problem := verdictPending, o.reason
 	if o.reason == ReasonPolicyRefused {
 		verdict, problem = verdictRefused, o.message

@@ -42,7 +42,7 @@ type podWriter struct {
 // report sets the pod condition (only when it changes) and emits an event.
 // The message is cut to bounded.Message whatever built it, so the
 // condition, the event and the log line stay small.
-func (p *podWriter) report(ctx context.Context, pod *corev1.Pod, o outcome) error {
+func (p *podWriter) report(ctx context.Context, pod *corev1.Pod, o verdict) error {
 	o.message = bounded.Truncate(o.message, bounded.Message)
 	p.outcomes.WithLabelValues(o.reason).Inc()
 	key := client.ObjectKeyFromObject(pod).String()
@@ -143,7 +143,7 @@ func (p *podWriter) awsFailure(ctx context.Context, pod *corev1.Pod, what string
 	if ec2.IsUnauthorized(err) {
 		hint = "the operator's IAM policy lacks a permission (docs/iam.md); retrying with backoff"
 	}
-	_ = p.report(ctx, pod, outcome{status: corev1.ConditionFalse, reason: reason,
+	_ = p.report(ctx, pod, verdict{status: corev1.ConditionFalse, reason: reason,
 		message: fmt.Sprintf("%s failed (%s): %s; %s", what, bounded.Truncate(ec2.Code(err), bounded.Quote), errorText(err), hint), event: true, warning: true})
 	return err
 }

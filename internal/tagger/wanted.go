@@ -45,7 +45,7 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 		// Its address is the node's, and so is the ENI that holds it:
 		// told before anything is parsed or looked up, so the pod costs
 		// no EC2 call.
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonHostNetwork,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonHostNetwork,
 			message: fmt.Sprintf("the pod uses the host network: it shares its node's network and address, and the node's ENI is never tagged for a pod; annotation %s is ignored", r.opts.AnnotationKey),
 			event:   true, warning: true})
 	}
@@ -58,7 +58,7 @@ func (r *Reconciler) wanted(ctx context.Context, w *podWork) *phases.Stop {
 		}
 	}
 	if err != nil {
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonInvalidTags,
 			message: invalidMessage(r.opts.AnnotationKey, err), warning: true, event: true})
 	}
 	w.asked = asked
@@ -82,7 +82,7 @@ func (r *Reconciler) applyPolicies(ctx context.Context, w *podWork, policies []*
 		res.Refused = tagpolicy.TooMany(res, operatorTags)
 	}
 	if res.Refused != nil {
-		return r.reportStop(ctx, w, outcome{status: corev1.ConditionFalse, reason: ReasonPolicyRefused,
+		return r.reportStop(ctx, w, verdict{status: corev1.ConditionFalse, reason: ReasonPolicyRefused,
 			message: fmt.Sprintf("not tagging: %v; the ENI's tags are left as they are", res.Refused), warning: true, event: true})
 	}
 	w.asked, w.origins, w.external = res.Tags, res.Origins, res.ExternallyManaged

@@ -6,26 +6,26 @@ import (
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
 )
 
-// outcome is what placement decided for one want.
-type outcome struct {
+// placement is what was decided for one want on its node.
+type placement struct {
 	w     Want
 	o     Owned
 	have  bool
-	state outcomeState
+	state placementState
 	idx   int
 	block *Blocked
 }
 
-type outcomeState int
+type placementState int
 
 // placeNode decides each want of one node on its instance; leavingIdx
 // are the indexes held by ENIs on their way out.
-func placeNode(in PlanInput, c classified, wants []Want, inst InstanceView, leavingIdx map[int]bool) []outcome {
-	var out []outcome
+func placeNode(in PlanInput, c classified, wants []Want, inst InstanceView, leavingIdx map[int]bool) []placement {
+	var out []placement
 	used := map[int]bool{}
 	for _, w := range wants {
 		o, have := c.chosen[keyOf(w)]
-		r := outcome{w: w, o: o, have: have}
+		r := placement{w: w, o: o, have: have}
 		switch {
 		case have && attachedTo(o, w.Instance):
 			r.state = stAttached
@@ -53,7 +53,7 @@ func placeNode(in PlanInput, c classified, wants []Want, inst InstanceView, leav
 
 // blocksOf returns the blocks of some outcomes (nil when every want is
 // attached, placeable or on its way back).
-func blocksOf(out []outcome) []Blocked {
+func blocksOf(out []placement) []Blocked {
 	var bs []Blocked
 	for _, r := range out {
 		if r.state == stBlocked {
@@ -119,7 +119,7 @@ func (p *Plan) placement(in PlanInput, c classified) {
 // heldOutcome is a want's outcome on a node whose superseded ENIs stay:
 // blocked with the reason the new spec cannot be met, or merely waiting
 // (stHeld) when this want could be placed but another cannot.
-func heldOutcome(r outcome, held []Blocked) outcome {
+func heldOutcome(r placement, held []Blocked) placement {
 	r.state, r.block = stHeld, nil
 	for i := range held {
 		if held[i].Subnet == r.w.Subnet {
@@ -130,7 +130,7 @@ func heldOutcome(r outcome, held []Blocked) outcome {
 }
 
 // emit turns one want's outcome into actions, a block and a status entry.
-func (p *Plan) emit(in PlanInput, r outcome, needed map[string]bool) {
+func (p *Plan) emit(in PlanInput, r placement, needed map[string]bool) {
 	w, o := r.w, r.o
 	switch r.state {
 	case stAttached:
@@ -175,7 +175,7 @@ func (p *Plan) emit(in PlanInput, r outcome, needed map[string]bool) {
 // when it has one) on its instance and checks the instance can take it.
 // leavingIdx are the indexes held by ENIs on their way out, usedNow
 // those given to the node's other wants in this pass.
-func placeOn(in PlanInput, r outcome, inst InstanceView, leavingIdx, usedNow map[int]bool) (int, *Blocked) {
+func placeOn(in PlanInput, r placement, inst InstanceView, leavingIdx, usedNow map[int]bool) (int, *Blocked) {
 	w := r.w
 	block := func(reason, msg string) (int, *Blocked) {
 		return -1, &Blocked{Node: w.Node, Subnet: w.Subnet, Reason: reason, Message: msg}

@@ -349,13 +349,13 @@ func (p *Plan) removals(in PlanInput, c classified, keep map[string]string) {
 }
 
 const (
-	stAttached outcomeState = iota // in place
-	stReattach                     // detaching while unwanted, wanted again
-	stNoGroups                     // nothing created while groups are unresolved
-	stNeedInst                     // the instance must be described first
-	stBlocked                      // cannot be placed now
-	stPlace                        // attach (have) or create at idx
-	stHeld                         // placeable, but its node keeps its superseded ENIs
+	stAttached placementState = iota // in place
+	stReattach                       // detaching while unwanted, wanted again
+	stNoGroups                       // nothing created while groups are unresolved
+	stNeedInst                       // the instance must be described first
+	stBlocked                        // cannot be placed now
+	stPlace                          // attach (have) or create at idx
+	stHeld                           // placeable, but its node keeps its superseded ENIs
 )
 
 // Drift returns the in-place changes that bring a kept ENI to the spec.
