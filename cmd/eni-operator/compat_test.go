@@ -35,10 +35,10 @@ func taggerRows() []compatRow {
 		{setting: "subnet-ids", value: "subnet-01234567, subnet-89abcdef", want: "subnet-01234567,subnet-89abcdef",
 			got: func(c *config) any { return strings.Join(c.op.Tagger.SubnetIDs, ",") }},
 		{setting: "allow-shared-eni-tagging", value: "true", want: true, got: func(c *config) any { return c.op.Tagger.AllowSharedENITagging }},
-		{setting: "enable-eni-cache", value: "false", want: false, got: func(c *config) any { return c.op.Tagger.EnableENICache }},
-		{setting: "enable-cache-configmap", value: "false", want: false, got: func(c *config) any { return c.op.Tagger.EnableCacheConfigMap }},
-		{setting: "cache-batch-interval", value: "5s", want: 5 * time.Second, got: func(c *config) any { return c.op.Tagger.CacheBatchInterval }},
-		{setting: "cache-batch-size", value: "50", want: 50, got: func(c *config) any { return c.op.Tagger.CacheBatchSize }},
+		{setting: "enable-eni-cache", value: "false", want: false, got: func(c *config) any { return c.op.Tagger.ResolveFromMemory }},
+		{setting: "enable-cache-configmap", value: "false", want: false, got: func(c *config) any { return c.op.Tagger.PersistLedger }},
+		{setting: "cache-batch-interval", value: "5s", want: 5 * time.Second, got: func(c *config) any { return c.op.Tagger.LedgerBatchInterval }},
+		{setting: "cache-batch-size", value: "50", want: 50, got: func(c *config) any { return c.op.Tagger.LedgerBatchSize }},
 		{setting: "aws-rate-limit-qps", value: "12.5", want: 12.5, got: func(c *config) any { return c.op.EC2.QPS }},
 		{setting: "aws-rate-limit-burst", value: "30", want: 30, got: func(c *config) any { return c.op.EC2.Burst }},
 		{setting: "pprof-bind-address", value: "6060", want: ":6060", got: func(c *config) any { return c.op.PprofAddr }},
@@ -148,7 +148,7 @@ func TestK8sENITaggerSettings(t *testing.T) {
 	t.Setenv("ENI_TAGGER_METRICS_BIND_ADDRESS", "9999")
 	t.Setenv("ENI_TAGGER_CACHE_BATCH_SIZE", "7")
 	c, err := parse([]string{"--metrics-bind-address=8091"}, &bytes.Buffer{})
-	if err != nil || c.op.MetricsAddr != ":8091" || c.op.Tagger.CacheBatchSize != 7 {
+	if err != nil || c.op.MetricsAddr != ":8091" || c.op.Tagger.LedgerBatchSize != 7 {
 		t.Fatalf("flag and env: %v %+v", err, c)
 	}
 	// A bad value is refused naming the variable and what is allowed.

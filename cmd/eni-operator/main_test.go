@@ -29,7 +29,7 @@ func TestOriginalFlagsParse(t *testing.T) {
 	}
 	o := c.op.Tagger
 	if o.WatchNamespace != "shop" || o.MaxConcurrentReconciles != 4 || !o.DryRun || !o.AllowSharedENITagging ||
-		len(o.SubnetIDs) != 2 || o.EnableENICache || o.CacheBatchInterval != 5*time.Second || o.CacheBatchSize != 50 ||
+		len(o.SubnetIDs) != 2 || o.ResolveFromMemory || o.LedgerBatchInterval != 5*time.Second || o.LedgerBatchSize != 50 ||
 		o.PodRateLimitQPS != 0.5 || o.PodRateLimitBurst != 2 || o.TagNamespace != "enable" {
 		t.Fatalf("tagger options %+v", o)
 	}
@@ -47,7 +47,7 @@ func TestOriginalFlagsParse(t *testing.T) {
 	// so a burst of pods costs at most one ledger write per 200, its last
 	// partial batch included.
 	if d.op.EC2.QPS != 0 || d.op.EC2.Burst != 20 || d.op.EC2.Share != 1 || d.op.Tagger.AnnotationKey != "eni-tagger.io/tags" ||
-		d.op.Tagger.CacheBatchInterval != 2*time.Second || d.op.Tagger.CacheBatchSize != 250 || d.op.MetricsAddr != ":8090" {
+		d.op.Tagger.LedgerBatchInterval != 2*time.Second || d.op.Tagger.LedgerBatchSize != 250 || d.op.MetricsAddr != ":8090" {
 		t.Fatalf("defaults %+v", d)
 	}
 }

@@ -123,7 +123,7 @@ func TestKubernetesWritesPerPod(t *testing.T) {
 	h := newHarness(t, branchWorld(n))
 	o := h.options()
 	// Only the size trigger (n changes) or the stop writes the ledger.
-	o.CacheBatchInterval, o.CacheBatchSize = time.Hour, n
+	o.LedgerBatchInterval, o.LedgerBatchSize = time.Hour, n
 	h.startManager(o)
 	h.eventually("k8s-eni-tagger's cache import marked done", func() bool { return h.cmCount("eni-tagger-cache-00") == 1 }, nil)
 	before := h.serverWrites()

@@ -85,7 +85,7 @@ func newHarness(t *testing.T, extra emulator.World) *harness {
 func (h *harness) options() tagger.Options {
 	o := tagger.DefaultOptions()
 	o.Namespace = h.opsNS
-	o.CacheBatchInterval = 100 * time.Millisecond
+	o.LedgerBatchInterval = 100 * time.Millisecond
 	o.PodRateLimitQPS = 0
 	o.InventoryInterval = 0
 	o.SkipNameValidation = true

@@ -83,16 +83,16 @@ const lookupTimeout = 2 * time.Minute
 type eniFinder struct {
 	ec2 EC2
 	// inventory tells that the EC2 state keeps InventoryScope fresh;
-	// cached is --enable-eni-cache: the state's ENIs are read first.
-	inventory, cached bool
-	lookups           *prometheus.CounterVec // by hit or miss
+	// fromMemory is --enable-eni-cache: the state's ENIs are read first.
+	inventory, fromMemory bool
+	lookups               *prometheus.CounterVec // by hit or miss
 }
 
 // find finds the pod's ENI: from what is already known (the ledger's
 // ENI ID, the inventory) and else with a batched lookup, waited for
 // without the reconcile's slot.
 func (f eniFinder) find(ctx context.Context, s *slot, ip string, rec Record, hasRec bool) (awstypes.ENI, error) {
-	if f.cached && f.inventory && !f.ec2.Synced(InventoryScope) {
+	if f.fromMemory && f.inventory && !f.ec2.Synced(InventoryScope) {
 		// Until the first inventory is read, every pod would miss and
 		// look its address up, fetching what the inventory is about to
 		// bring (at 100,000 pods, 91 lookups beside its 100 pages): wait
@@ -100,7 +100,7 @@ func (f eniFinder) find(ctx context.Context, s *slot, ip string, rec Record, has
 		// so this costs no call; a failed read leaves the lookup below.
 		_ = f.ec2.Fresh(ctx, InventoryScope, missRefreshMaxAge)
 	}
-	if f.cached {
+	if f.fromMemory {
 		if hasRec {
 			if e, ok := f.ec2.ENI(rec.ENI); ok && e.Holds(ip) {
 				f.lookups.WithLabelValues("hit").Inc()

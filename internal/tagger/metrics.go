@@ -7,7 +7,7 @@ type metrics struct {
 	reconciles *prometheus.CounterVec // by result
 	duration   prometheus.Histogram   // per reconcile
 	outcomes   *prometheus.CounterVec // by condition reason
-	cache      *prometheus.CounterVec // ENI resolution: hit (by source) / miss
+	resolved   *prometheus.CounterVec // ENI resolution: hit (by source) / miss
 	ledgerSize prometheus.GaugeFunc   // pods with tags applied
 	ledgerOps  *prometheus.CounterVec // ConfigMap writes / overflowed records
 	writes     *prometheus.CounterVec // tag writes by kind
@@ -23,7 +23,7 @@ func newMetrics(reg prometheus.Registerer, ledger *Ledger) *metrics {
 			Help: "Time one pod reconcile took, AWS and Kubernetes calls included.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "eni_operator_tagger_pod_outcomes_total",
 			Help: "Pod reconcile outcomes by condition reason (Synced, InvalidTags, Conflict, SharedENI, ...)."}, []string{"reason"}),
-		cache: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "eni_operator_tagger_eni_cache_total",
+		resolved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "eni_operator_tagger_eni_cache_total",
 			Help: "ENI resolutions by result: hit (answered from the ledger or the inventory) or miss (an EC2 lookup was needed)."}, []string{"result"}),
 		ledgerSize: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eni_operator_tagger_cache_entries",
 			Help: "Pods with tags applied, as recorded in the ledger (cache) ConfigMaps."}, func() float64 { return float64(ledger.Len()) }),
@@ -37,7 +37,7 @@ func newMetrics(reg prometheus.Registerer, ledger *Ledger) *metrics {
 			Help: "Bytes of data in each ledger ConfigMap shard (the API server limit is 1 MiB)."}, []string{"shard"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.outcomes, m.cache, m.ledgerSize, m.ledgerOps, m.writes, m.drift, m.shardBytes)
+		reg.MustRegister(m.reconciles, m.duration, m.outcomes, m.resolved, m.ledgerSize, m.ledgerOps, m.writes, m.drift, m.shardBytes)
 	}
 	return m
 }

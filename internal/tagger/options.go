@@ -26,11 +26,11 @@ type Options struct {
 	DryRun                  bool
 	AllowSharedENITagging   bool
 	SubnetIDs               []string
-	EnableENICache          bool
-	EnableCacheConfigMap    bool
-	CacheBatchInterval      time.Duration
-	CacheBatchSize          int
-	CacheShards             int
+	ResolveFromMemory       bool
+	PersistLedger           bool
+	LedgerBatchInterval     time.Duration
+	LedgerBatchSize         int
+	LedgerShards            int
 	PodRateLimitQPS         float64
 	PodRateLimitBurst       int
 	PodFinalizer            bool
@@ -81,8 +81,8 @@ func DefaultOptions() Options {
 	}
 	return Options{
 		AnnotationKey: DefaultAnnotationKey, MaxConcurrentReconciles: 100,
-		EnableENICache: true, EnableCacheConfigMap: true,
-		CacheBatchInterval: 2 * time.Second, CacheBatchSize: 250, CacheShards: 16,
+		ResolveFromMemory: true, PersistLedger: true,
+		LedgerBatchInterval: 2 * time.Second, LedgerBatchSize: 250, LedgerShards: 16,
 		PodRateLimitQPS: 0.1, PodRateLimitBurst: 1,
 		InventoryInterval: 5 * time.Minute, Namespace: ns, LedgerName: "eni-tagger-cache",
 		ControllerName: "pod-tagger", TagPolicies: true,
@@ -143,11 +143,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "change nothing, report what would be done: the tagger computes and reports tag changes (events, log) without writing to AWS, pod annotations or the ledger; the NodeENI controller and the ENI collector make no EC2 change and report theirs in NodeENI status, events, log and metrics")
 	fs.BoolVar(&o.AllowSharedENITagging, "allow-shared-eni-tagging", o.AllowSharedENITagging, "tag ENIs shared by several pods (secondary IPs, prefixes) with the merge of their tags; also skips the ownership check")
 	fs.Var(listFlag{&o.SubnetIDs}, "subnet-ids", "comma-separated subnet IDs (subnet- and 8 or 17 hex digits) whose ENIs may be tagged (empty: all)")
-	fs.BoolVar(&o.EnableENICache, "enable-eni-cache", o.EnableENICache, "resolve pods' ENIs from memory (ledger, inventory) instead of an EC2 lookup per reconcile")
-	fs.BoolVar(&o.EnableCacheConfigMap, "enable-cache-configmap", o.EnableCacheConfigMap, "persist the ledger of applied tags (and pod-to-ENI cache) in ConfigMaps; needed to clean up tags of pods deleted while the operator was down")
-	fs.DurationVar(&o.CacheBatchInterval, "cache-batch-interval", o.CacheBatchInterval, "ledger changes are written to the ConfigMaps once they pause this long, at the latest 5 times this after the first (> 0)")
-	fs.IntVar(&o.CacheBatchSize, "cache-batch-size", o.CacheBatchSize, "write the ledger at once when this many records changed per ConfigMap to write (>= 1)")
-	fs.IntVar(&o.CacheShards, "cache-shards", o.CacheShards, "number of ledger ConfigMaps, 1-1024 (each holds up to ~900 KiB, about 3,000 pods)")
+	fs.BoolVar(&o.ResolveFromMemory, "enable-eni-cache", o.ResolveFromMemory, "resolve pods' ENIs from memory (ledger, inventory) instead of an EC2 lookup per reconcile")
+	fs.BoolVar(&o.PersistLedger, "enable-cache-configmap", o.PersistLedger, "persist the ledger of applied tags (and pod-to-ENI cache) in ConfigMaps; needed to clean up tags of pods deleted while the operator was down")
+	fs.DurationVar(&o.LedgerBatchInterval, "cache-batch-interval", o.LedgerBatchInterval, "ledger changes are written to the ConfigMaps once they pause this long, at the latest 5 times this after the first (> 0)")
+	fs.IntVar(&o.LedgerBatchSize, "cache-batch-size", o.LedgerBatchSize, "write the ledger at once when this many records changed per ConfigMap to write (>= 1)")
+	fs.IntVar(&o.LedgerShards, "cache-shards", o.LedgerShards, "number of ledger ConfigMaps, 1-1024 (each holds up to ~900 KiB, about 3,000 pods)")
 	fs.Float64Var(&o.PodRateLimitQPS, "pod-rate-limit-qps", o.PodRateLimitQPS, "per-pod limit on AWS tag writes per second (>= 0; 0: no limit); a limited pod is requeued, never dropped")
 	fs.IntVar(&o.PodRateLimitBurst, "pod-rate-limit-burst", o.PodRateLimitBurst, "per-pod burst of AWS tag writes (>= 1)")
 	fs.BoolVar(&o.PodFinalizer, "pod-finalizer", o.PodFinalizer, "add the eni-tagger.io/finalizer to tagged pods so tags are removed before the pod object goes (docs/operations.md, Uninstall)")
@@ -172,9 +172,9 @@ func (o Options) Validate() error {
 	for _, s := range o.SubnetIDs {
 		p.Check(cli.AWSID("subnet", s), "subnet-ids", s, cli.AWSIDAllowed("subnet")+"; the list is comma-separated, empty for all subnets")
 	}
-	p.Check(o.CacheBatchInterval > 0, "cache-batch-interval", o.CacheBatchInterval, "a duration > 0, such as 2s")
-	p.Check(o.CacheBatchSize >= 1, "cache-batch-size", o.CacheBatchSize, "an integer >= 1")
-	p.Check(o.CacheShards >= 1 && o.CacheShards <= maxCacheShards, "cache-shards", o.CacheShards, fmt.Sprintf("an integer from 1 to %d", maxCacheShards))
+	p.Check(o.LedgerBatchInterval > 0, "cache-batch-interval", o.LedgerBatchInterval, "a duration > 0, such as 2s")
+	p.Check(o.LedgerBatchSize >= 1, "cache-batch-size", o.LedgerBatchSize, "an integer >= 1")
+	p.Check(o.LedgerShards >= 1 && o.LedgerShards <= maxLedgerShards, "cache-shards", o.LedgerShards, fmt.Sprintf("an integer from 1 to %d", maxLedgerShards))
 	p.Check(o.PodRateLimitQPS >= 0 && cli.Finite(o.PodRateLimitQPS), "pod-rate-limit-qps", o.PodRateLimitQPS, "a number >= 0 (0: no per-pod limit)")
 	p.Check(o.PodRateLimitBurst >= 1, "pod-rate-limit-burst", o.PodRateLimitBurst, "an integer >= 1")
 	p.Check(o.InventoryInterval >= 0, "eni-inventory-interval", o.InventoryInterval, "a duration >= 0, such as 5m (0 turns the drift-repair inventory off)")
@@ -204,8 +204,8 @@ func (o Options) Validate() error {
 	return p.Err()
 }
 
-// maxCacheShards bounds --cache-shards: each shard is a ConfigMap.
-const maxCacheShards = 1024
+// maxLedgerShards bounds --cache-shards: each shard is a ConfigMap.
+const maxLedgerShards = 1024
 
 // maxTagKey is EC2's longest tag key.
 const maxTagKey = 128

@@ -90,7 +90,7 @@ func TestResolveAsksEC2OnlyForWhatItDoesNotKnow(t *testing.T) {
 			for _, e := range c.known {
 				f.known[e.ID] = e
 			}
-			r := eniFinder{ec2: f, inventory: c.inventory, cached: DefaultOptions().EnableENICache, lookups: newMetrics(nil, nil).cache}
+			r := eniFinder{ec2: f, inventory: c.inventory, fromMemory: DefaultOptions().ResolveFromMemory, lookups: newMetrics(nil, nil).resolved}
 			e, err := r.find(context.Background(), &slot{of: newSlots(1)}, c.ip, Record{}, false)
 			if got := e.ID; got != c.want || (c.want == "" && !ec2.IsNotFound(err)) {
 				t.Fatalf("resolved %q (%v), want %q", got, err, c.want)
@@ -109,7 +109,7 @@ func TestResolveWaitsForTheFirstInventory(t *testing.T) {
 	branch := awstypes.ENI{ID: "eni-b", PrimaryIP: "10.0.0.5"}
 	outside := awstypes.ENI{ID: "eni-o", PrimaryIP: "10.9.0.5"}
 	f := &fakeEC2{known: map[string]awstypes.ENI{}, inEC2: map[string]awstypes.ENI{branch.ID: branch}, unsynced: true}
-	r := eniFinder{ec2: f, inventory: true, cached: DefaultOptions().EnableENICache, lookups: newMetrics(nil, nil).cache}
+	r := eniFinder{ec2: f, inventory: true, fromMemory: DefaultOptions().ResolveFromMemory, lookups: newMetrics(nil, nil).resolved}
 	if e, err := r.find(context.Background(), &slot{of: newSlots(1)}, "10.0.0.5", Record{}, false); err != nil || e.ID != "eni-b" {
 		t.Fatalf("resolved %q (%v), want eni-b", e.ID, err)
 	}

@@ -63,8 +63,8 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	if err != nil {
 		return nil, err
 	}
-	ledger := NewLedger(direct, LedgerOptions{Namespace: o.Namespace, Name: o.LedgerName, Shards: o.CacheShards,
-		BatchInterval: o.CacheBatchInterval, BatchSize: o.CacheBatchSize, MemoryOnly: !o.EnableCacheConfigMap, Clock: o.Clock})
+	ledger := NewLedger(direct, LedgerOptions{Namespace: o.Namespace, Name: o.LedgerName, Shards: o.LedgerShards,
+		BatchInterval: o.LedgerBatchInterval, BatchSize: o.LedgerBatchSize, MemoryOnly: !o.PersistLedger, Clock: o.Clock})
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
 		recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-tagger")),
@@ -77,7 +77,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	r.metrics = newMetrics(o.Registerer, ledger)
 	r.tags = tagWriter{ec2: r.ec2, writes: r.metrics.writes}
 	r.turns = newTurns(o.KubeAPIQPS, o.KubeAPIBurst)
-	r.finder = eniFinder{ec2: r.ec2, inventory: r.inventory, cached: o.EnableENICache, lookups: r.metrics.cache}
+	r.finder = eniFinder{ec2: r.ec2, inventory: r.inventory, fromMemory: o.ResolveFromMemory, lookups: r.metrics.resolved}
 	r.onPod = podWriter{client: r.client, apiReader: r.apiReader, recorder: r.recorder, outcomes: r.metrics.outcomes,
 		pods: r.pods, finalizer: o.PodFinalizer, clock: o.Clock}
 	r.revisits = revisits{ledger: ledger, ec2: r.ec2, pods: r.pods, client: r.client, requeue: r.requeue,

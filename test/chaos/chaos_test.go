@@ -164,7 +164,7 @@ func (w *world) start(cfg *rest.Config) *testenv.Manager {
 		ec2c := w.ec2.Client(ec2.Config{QPS: 200, Burst: 200, MaxBackoff: 200 * time.Millisecond, Registerer: reg})
 		to := tagger.DefaultOptions()
 		to.Namespace, to.PodRateLimitQPS, to.InventoryInterval = opsNS, 0, 2*time.Second
-		to.CacheBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
+		to.LedgerBatchInterval, to.Registerer, to.SkipNameValidation = 200*time.Millisecond, reg, true
 		state := ec2.NewState(ec2c)
 		if err := mgr.Add(state); err != nil {
 			return err

@@ -348,7 +348,7 @@ func TestNonDefaultValues(t *testing.T) {
 		t.Errorf("one replica without leader election must not overlap in a rollout: strategy %q", s)
 	}
 	if cfg.ClusterName != "prod-eu" || !cfg.Tagger.DryRun || !cfg.Tagger.PodFinalizer || len(cfg.Tagger.SubnetIDs) != 2 ||
-		cfg.EC2.VPCID != "vpc-0123456789abcdef0" || !cfg.NodeENI.DisableCollector || cfg.Tagger.WatchNamespace != "shop" || cfg.Tagger.CacheShards != 4 {
+		cfg.EC2.VPCID != "vpc-0123456789abcdef0" || !cfg.NodeENI.DisableCollector || cfg.Tagger.WatchNamespace != "shop" || cfg.Tagger.LedgerShards != 4 {
 		t.Errorf("values did not reach the flags: %v", args)
 	}
 	if !slices.Contains(args, "--zap-encoder=console") || !slices.Contains(args, "--zap-log-level=debug") {

@@ -31,7 +31,7 @@ func Config(cluster, vpc, namespace string) operator.Config {
 	c.EC2.VPCID = vpc
 	c.Tagger.Namespace = namespace
 	c.Tagger.InventoryInterval = time.Second
-	c.Tagger.CacheBatchInterval = 100 * time.Millisecond
+	c.Tagger.LedgerBatchInterval = 100 * time.Millisecond
 	// Several tests of one package run the whole operator in turn.
 	c.Tagger.SkipNameValidation, c.NodeENI.SkipNameValidation = true, true
 	c.NodeENI.ResyncInterval = time.Second
