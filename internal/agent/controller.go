@@ -38,18 +38,44 @@ type reconciler struct {
 	guard         guard // which links an attachment's MAC address may name
 	sys           SysFS
 	defaultDriver string
-	sriovPath     string // "" turns SR-IOV publishing off
-	reload        Reload
-	statePath     string
 	watch         *linkWatch
 	metrics       *metrics
 	retryBase     time.Duration
 	retryMax      time.Duration
+	// dpdk binds devices to DPDK drivers; sriov publishes them to the
+	// SR-IOV device plugin (nil: publishing off).
+	dpdk  *dpdkBinder
+	sriov *sriovPublisher
 
-	mu            sync.Mutex // one pass at a time; the fields below are its memory
-	state         *nodeState
-	failures      int    // consecutive passes that left something pending or failed
-	sriovRace     func() // tests: someone else's edit between the read and the write of the device plugin config
+	mu       sync.Mutex  // one pass at a time; the fields below are its memory
+	saved    *savedState // shared with dpdk and sriov, used within a pass
+	failures int         // consecutive passes that left something pending or failed
+}
+
+// savedState is the agent's memory of the host and the state file it is
+// saved to, before the host is touched.
+type savedState struct {
+	path  string
+	state *nodeState // nil until read
+}
+
+// dpdkBinder binds ENIs' devices to DPDK drivers and gives them back to
+// their kernel drivers.
+type dpdkBinder struct {
+	sys     SysFS
+	host    host
+	guard   guard
+	metrics *metrics
+	saved   *savedState
+}
+
+// sriovPublisher keeps the SR-IOV device plugin's config.
+type sriovPublisher struct {
+	path          string
+	reload        Reload
+	metrics       *metrics
+	saved         *savedState
+	race          func() // tests: someone else's edit between the read and the write of the device plugin config
 	reloadPending bool   // the device plugin has not been told of the config yet (its last telling failed): tell it
 }
 
@@ -100,12 +126,12 @@ type pass struct {
 // read loads the agent's memory on the first pass and works out the
 // interfaces the node's ENINode and the NodeENIs want.
 func (r *reconciler) read(ctx context.Context, p *pass) *phases.Stop {
-	if r.state == nil {
-		st, err := loadState(r.statePath)
+	if r.saved.state == nil {
+		st, err := loadState(r.saved.path)
 		if err != nil {
 			return phases.Done(err)
 		}
-		r.state = st
+		r.saved.state = st
 	}
 	// The operator deletes a node's ENINode once it holds no ENI: none
 	// is then wanted (but for an earlier operator's entries, desired),
@@ -133,7 +159,7 @@ func (r *reconciler) configureAll(ctx context.Context, p *pass) *phases.Stop {
 	if err != nil {
 		return phases.Done(err)
 	}
-	p.next = r.state.clone()
+	p.next = r.saved.state.clone()
 	bad := conflicts(p.wants)
 	p.outs = make([]configResult, 0, len(p.wants))
 	wanted := map[string]bool{}
@@ -164,10 +190,10 @@ func (r *reconciler) conclude(ctx context.Context, p *pass) *phases.Stop {
 	for _, o := range p.outs {
 		p.entries[o.w.ENIID] = r.entry(o, p.links)
 	}
-	if r.sriovPath != "" {
-		r.publish(ctx, p.outs, p.entries, p.next)
+	if r.sriov != nil {
+		r.sriov.publish(ctx, p.outs, p.entries, p.next)
 	}
-	if err := r.persist(p.next); err != nil {
+	if err := r.saved.persist(p.next); err != nil {
 		return phases.Done(err)
 	}
 	return nil
@@ -176,11 +202,11 @@ func (r *reconciler) conclude(ctx context.Context, p *pass) *phases.Stop {
 // watchedMACs are the MAC addresses whose link events matter: the wanted
 // interfaces and those the agent still has to release.
 func (r *reconciler) watchedMACs(ws []want) map[string]bool {
-	m := make(map[string]bool, len(ws)+len(r.state.Devices))
+	m := make(map[string]bool, len(ws)+len(r.saved.state.Devices))
 	for _, w := range ws {
 		m[w.MAC] = true
 	}
-	for _, d := range r.state.Devices {
+	for _, d := range r.saved.state.Devices {
 		m[d.MAC] = true
 	}
 	return m
@@ -188,14 +214,14 @@ func (r *reconciler) watchedMACs(ws []want) map[string]bool {
 
 // persist saves next when it differs from what is saved, and makes it
 // the agent's memory.
-func (r *reconciler) persist(next *nodeState) error {
-	if next.equal(r.state) {
+func (s *savedState) persist(next *nodeState) error {
+	if next.equal(s.state) {
 		return nil
 	}
-	if err := next.save(r.statePath); err != nil {
+	if err := next.save(s.path); err != nil {
 		return err
 	}
-	r.state = next.clone()
+	s.state = next.clone()
 	return nil
 }
 
@@ -213,17 +239,17 @@ func (r *reconciler) configure(ctx context.Context, w want, links []link, confli
 	if conflict != "" {
 		return failed(w, "%s", conflict), false
 	}
-	l, found, err := r.eniLink(w, links)
+	l, found, err := r.guard.eniLink(w, links)
 	if err != nil {
 		return failed(w, "%v", err), false
 	}
 	x := &iface{w: w, l: l, found: found, rec: next.Devices[w.ENIID], next: next}
 	if w.DPDK {
-		return r.configureDPDK(ctx, x)
+		return r.dpdk.configureDPDK(ctx, x)
 	}
 	if x.rec != nil && x.rec.BoundDriver != "" {
 		var stop *configResult
-		if links, stop, did = r.leaveDPDK(ctx, x, links); stop != nil {
+		if links, stop, did = r.dpdk.leaveDPDK(ctx, x, links); stop != nil {
 			return *stop, did
 		}
 	}
@@ -254,9 +280,9 @@ func (r *reconciler) configureLink(ctx context.Context, x *iface, links []link) 
 	if rec := x.rec; rec != nil && rec.OriginalName != "" && target.Name == rec.OriginalName {
 		rec.OriginalName, rec.Name = "", ""
 	}
-	if w.kernelSRIOV() && r.sriovPath != "" {
+	if w.kernelSRIOV() && r.sriov != nil {
 		// Without --sriov-config nothing is published, so nothing to check.
-		dev, stop := r.kernelDevice(w, x.l)
+		dev, stop := r.dpdk.kernelDevice(w, x.l)
 		if stop != nil {
 			return *stop, did
 		}
@@ -268,12 +294,12 @@ func (r *reconciler) configureLink(ctx context.Context, x *iface, links []link) 
 // eniLink is w's interface among links (findLink), refused with an error
 // when it is not one the agent may configure (guard.refusal): the MAC
 // address comes from a status anyone allowed to patch it can rewrite.
-func (r *reconciler) eniLink(w want, links []link) (link, bool, error) {
+func (g guard) eniLink(w want, links []link) (link, bool, error) {
 	l, found, err := findLink(links, w.MAC)
 	if err != nil || !found {
 		return l, found, err
 	}
-	if why := r.guard.refusal(l, links); why != "" {
+	if why := g.refusal(l, links); why != "" {
 		return link{}, false, errors.New(refusedMessage(w, why))
 	}
 	return l, true, nil
@@ -294,7 +320,7 @@ func (r *reconciler) applyLink(ctx context.Context, x *iface, acts []linkAction)
 			rec.Name = a.Name
 			// Remembered before the rename, so a crash right after still
 			// knows the kernel's name.
-			if err := r.persist(x.next); err != nil {
+			if err := r.saved.persist(x.next); err != nil {
 				return stopWith(failed(w, "%v", err)), changed
 			}
 		}

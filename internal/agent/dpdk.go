@@ -16,15 +16,15 @@ import (
 // dpdkPCIAddress must be that device: as for DPDK, the agent never
 // publishes a device that is not the ENI's own (the node's primary NIC
 // handed to pods would cut the node off).
-func (r *reconciler) kernelDevice(w want, l link) (pciDevice, *configResult) {
-	pci, err := r.sys.PCIAddressOf(l.Name)
+func (d *dpdkBinder) kernelDevice(w want, l link) (pciDevice, *configResult) {
+	pci, err := d.sys.PCIAddressOf(l.Name)
 	if err != nil {
 		return pciDevice{}, stopWith(failed(w, "finding the PCI device of %s to publish as %s: %v", l.Name, w.Resource, err))
 	}
 	if msg := kernelDeviceProblem(w, l, pci); msg != "" {
 		return pciDevice{}, stopWith(failed(w, "%s", msg))
 	}
-	dev, err := r.sys.device(pci)
+	dev, err := d.sys.device(pci)
 	if err != nil {
 		return dev, stopWith(failed(w, "%v", err))
 	}
@@ -48,9 +48,9 @@ func kernelDeviceProblem(w want, l link, pci string) string {
 func stopWith(o configResult) *configResult { return &o }
 
 // restoreDriver gives rec's PCI device back to its original driver.
-func (r *reconciler) restoreDriver(rec *deviceRecord) error {
-	err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver, rec.BoundDriver)
-	r.metrics.op("dpdk-restore", err)
+func (d *dpdkBinder) restoreDriver(rec *deviceRecord) error {
+	err := d.sys.Restore(rec.PCIAddress, rec.OriginalDriver, rec.BoundDriver)
+	d.metrics.op("dpdk-restore", err)
 	return err
 }
 
@@ -59,23 +59,23 @@ func (r *reconciler) restoreDriver(rec *deviceRecord) error {
 // it is back already. It returns the links as they are now, with x's
 // link found among them, or the outcome that ends the pass (stop); did
 // tells whether the host changed.
-func (r *reconciler) leaveDPDK(ctx context.Context, x *iface, links []link) (fresh []link, stop *configResult, did bool) {
+func (d *dpdkBinder) leaveDPDK(ctx context.Context, x *iface, links []link) (fresh []link, stop *configResult, did bool) {
 	w, rec := x.w, x.rec
-	if err := r.restoreDriver(rec); err != nil {
+	if err := d.restoreDriver(rec); err != nil {
 		return links, stopWith(failed(w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err)), false
 	}
 	log.FromContext(ctx).Info("DPDK switched off: device given back to its driver", "eni", w.ENIID, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
 	msg := fmt.Sprintf("PCI device %s given back to driver %q; waiting for its interface (MAC %s) to appear", rec.PCIAddress, rec.OriginalDriver, w.MAC)
 	rec.BoundDriver, rec.OriginalDriver = "", ""
-	if err := r.persist(x.next); err != nil {
+	if err := d.saved.persist(x.next); err != nil {
 		return links, stopWith(failed(w, "%v", err)), true
 	}
 	// A synchronous probe brings the interface back at once: configure
 	// it in this pass.
-	if fresh, err := r.host.links(); err == nil {
+	if fresh, err := d.host.links(); err == nil {
 		links = fresh
 	}
-	l, found, err := r.eniLink(w, links)
+	l, found, err := d.guard.eniLink(w, links)
 	if err != nil {
 		return links, stopWith(failed(w, "%v", err)), true
 	}
@@ -118,17 +118,17 @@ func specDeviceProblem(x *iface, dev pciDevice, names []string) string {
 // device's network interface disappears with the bind, so what the
 // agent must know later (PCI address, original driver, name) is recorded
 // first.
-func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (configResult, bool) {
+func (d *dpdkBinder) configureDPDK(ctx context.Context, x *iface) (configResult, bool) {
 	w, next := x.w, x.next
-	pci, stop := r.dpdkPCIAddress(x)
+	pci, stop := d.dpdkPCIAddress(x)
 	if stop != nil {
 		return *stop, false
 	}
-	dev, stop := r.dpdkDevice(x, pci)
+	dev, stop := d.dpdkDevice(x, pci)
 	if stop != nil {
 		return *stop, false
 	}
-	if stop := r.recordDPDKDevice(x, pci); stop != nil {
+	if stop := d.recordDPDKDevice(x, pci); stop != nil {
 		return *stop, false
 	}
 	rec := x.rec
@@ -142,7 +142,7 @@ func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (configResult,
 		// The original driver is not known; released, the device gets the
 		// kernel's choice (its default driver).
 		rec.BoundDriver = w.Driver
-		if err := r.persist(next); err != nil {
+		if err := d.saved.persist(next); err != nil {
 			return failed(w, "%v", err), false
 		}
 		log.FromContext(ctx).Info("interface found bound to its DPDK driver already; taken over as it is", "eni", w.ENIID, "nodeENI", w.NodeENI, "pci", pci, "driver", w.Driver)
@@ -152,11 +152,11 @@ func (r *reconciler) configureDPDK(ctx context.Context, x *iface) (configResult,
 		rec.OriginalDriver = dev.Driver
 	}
 	rec.BoundDriver = w.Driver
-	if err := r.persist(next); err != nil {
+	if err := d.saved.persist(next); err != nil {
 		return failed(w, "%v", err), false
 	}
-	_, err := r.sys.Bind(pci, w.Driver)
-	r.metrics.op("dpdk-bind", err)
+	_, err := d.sys.Bind(pci, w.Driver)
+	d.metrics.op("dpdk-bind", err)
 	if err != nil {
 		return failed(w, "binding PCI device %s to %s: %v", pci, w.Driver, err), true
 	}
@@ -194,7 +194,7 @@ func decideDPDK(dev pciDevice, rec *deviceRecord, driver string) dpdkDecision {
 // dpdkPCIAddress is the PCI device to bind: the spec's, else the one
 // recorded, else the interface's. The node's primary interface (it
 // carries a default route) is never bound.
-func (r *reconciler) dpdkPCIAddress(x *iface) (string, *configResult) {
+func (d *dpdkBinder) dpdkPCIAddress(x *iface) (string, *configResult) {
 	w, l, found, rec := x.w, x.l, x.found, x.rec
 	pci := w.PCIAddress
 	if pci == "" && rec != nil {
@@ -206,14 +206,14 @@ func (r *reconciler) dpdkPCIAddress(x *iface) (string, *configResult) {
 	if pci != "" {
 		return pci, nil
 	}
-	if !found && w.ReportedPCI != "" && r.boundAlready(w, w.ReportedPCI) {
+	if !found && w.ReportedPCI != "" && d.boundAlready(w, w.ReportedPCI) {
 		// The state file was lost after this agent bound the device.
 		return w.ReportedPCI, nil
 	}
 	if !found {
 		return "", stopWith(pending(w, "waiting for an interface with MAC address %s to appear on the node", w.MAC))
 	}
-	pci, err := r.sys.PCIAddressOf(l.Name)
+	pci, err := d.sys.PCIAddressOf(l.Name)
 	if err != nil {
 		return "", stopWith(failed(w, "finding the PCI device of %s for DPDK: %v", l.Name, err))
 	}
@@ -225,20 +225,20 @@ func (r *reconciler) dpdkPCIAddress(x *iface) (string, *configResult) {
 // driver with no network interface. Only then is the report trusted:
 // taking such a device over writes nothing, and any other device is left
 // to the spec's dpdkPCIAddress and its checks.
-func (r *reconciler) boundAlready(w want, pci string) bool {
-	dev, err := r.sys.device(pci)
+func (d *dpdkBinder) boundAlready(w want, pci string) bool {
+	dev, err := d.sys.device(pci)
 	if err != nil || !dev.Exists || dev.Driver != w.Driver {
 		return false
 	}
-	names, err := r.sys.InterfacesOf(pci)
+	names, err := d.sys.InterfacesOf(pci)
 	return err == nil && len(names) == 0
 }
 
 // dpdkDevice looks the PCI device up; it must exist and, when the spec
 // names it, be the ENI's own (specDeviceProblem).
-func (r *reconciler) dpdkDevice(x *iface, pci string) (pciDevice, *configResult) {
+func (d *dpdkBinder) dpdkDevice(x *iface, pci string) (pciDevice, *configResult) {
 	w := x.w
-	dev, err := r.sys.device(pci)
+	dev, err := d.sys.device(pci)
 	if err != nil {
 		return dev, stopWith(failed(w, "%v", err))
 	}
@@ -246,7 +246,7 @@ func (r *reconciler) dpdkDevice(x *iface, pci string) (pciDevice, *configResult)
 		return dev, stopWith(pending(w, "waiting for PCI device %s to appear on the node", pci))
 	}
 	if w.PCIAddress != "" {
-		names, err := r.sys.InterfacesOf(pci)
+		names, err := d.sys.InterfacesOf(pci)
 		if err != nil {
 			return dev, stopWith(failed(w, "%v", err))
 		}
@@ -260,11 +260,11 @@ func (r *reconciler) dpdkDevice(x *iface, pci string) (pciDevice, *configResult)
 // recordDPDKDevice records pci as the ENI's device (creating x's record
 // when there is none); a different device bound before goes back to its
 // driver first.
-func (r *reconciler) recordDPDKDevice(x *iface, pci string) *configResult {
+func (d *dpdkBinder) recordDPDKDevice(x *iface, pci string) *configResult {
 	rec := x.record()
 	if rec.PCIAddress != "" && rec.PCIAddress != pci && rec.BoundDriver != "" {
 		// dpdkPCIAddress changed: the device bound before goes back first.
-		if err := r.restoreDriver(rec); err != nil {
+		if err := d.restoreDriver(rec); err != nil {
 			return stopWith(failed(x.w, "giving PCI device %s back to driver %q: %v", rec.PCIAddress, rec.OriginalDriver, err))
 		}
 		rec.BoundDriver, rec.OriginalDriver = "", ""

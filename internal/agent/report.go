@@ -42,7 +42,7 @@ func (r *reconciler) count(entries map[string]v1alpha1.InterfaceStatus) map[stri
 // retry, backing off, covers what no event announces (a sysfs bind that
 // settles late, a name freed, a missed event).
 func (r *reconciler) retry(ctx context.Context, counts map[string]int) reconcile.Result {
-	if counts[v1alpha1.InterfacePending]+counts[v1alpha1.InterfaceFailed] == 0 && !r.reloadPending {
+	if counts[v1alpha1.InterfacePending]+counts[v1alpha1.InterfaceFailed] == 0 && (r.sriov == nil || !r.sriov.reloadPending) {
 		r.failures = 0
 		return reconcile.Result{}
 	}

@@ -188,9 +188,12 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	r := &reconciler{
 		client: mgr.GetClient(), node: o.NodeName, host: host{h: h}, guard: newGuard(o.NodeIPs, o.linkKinds),
 		sys:           SysFS{Root: o.SysfsRoot, write: o.sysfsWrite, clock: o.Clock},
-		defaultDriver: o.DefaultDPDKDriver, sriovPath: o.SRIOVConfig, reload: o.SRIOVReload,
-		statePath: o.StateFile, watch: w, metrics: newMetrics(o.Registerer),
-		retryBase: o.RetryBase, retryMax: o.RetryMax, sriovRace: o.sriovRace,
+		defaultDriver: o.DefaultDPDKDriver, watch: w, metrics: newMetrics(o.Registerer),
+		retryBase: o.RetryBase, retryMax: o.RetryMax, saved: &savedState{path: o.StateFile},
+	}
+	r.dpdk = &dpdkBinder{sys: r.sys, host: r.host, guard: r.guard, metrics: r.metrics, saved: r.saved}
+	if o.SRIOVConfig != "" {
+		r.sriov = &sriovPublisher{path: o.SRIOVConfig, reload: o.SRIOVReload, metrics: r.metrics, saved: r.saved, race: o.sriovRace}
 	}
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.NodeName}}}

@@ -16,9 +16,9 @@ import (
 // publish puts the bound devices of resources named by NodeENIs into the
 // SR-IOV device plugin's config and tells the plugin when it changed.
 // Problems are reported on the interfaces concerned.
-func (r *reconciler) publish(ctx context.Context, outs []configResult, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
+func (sp *sriovPublisher) publish(ctx context.Context, outs []configResult, entries map[string]v1alpha1.InterfaceStatus, next *nodeState) {
 	resources, users := publishable(outs, entries)
-	m, err := r.updateSRIOV(ctx, resources, next)
+	m, err := sp.updateSRIOV(ctx, resources, next)
 	if err != nil {
 		users.failAll(entries, err.Error())
 		return
@@ -27,7 +27,7 @@ func (r *reconciler) publish(ctx context.Context, outs []configResult, entries m
 		users.fail(entries, name, msg)
 	}
 	next.SRIOVOwned = m.Owned
-	if err := r.reloadSRIOV(ctx); err != nil {
+	if err := sp.reloadSRIOV(ctx); err != nil {
 		users.failAll(entries, err.Error())
 	}
 	published := map[string]bool{}
@@ -120,27 +120,27 @@ const sriovAttempts = 5
 // operator or another tool may edit it at any time): when it changed
 // between the read and the write, the write is dropped and the merge done
 // again from the new content, so the other writer's entries are kept.
-func (r *reconciler) updateSRIOV(ctx context.Context, resources []sriovResource, next *nodeState) (sriovMerge, error) {
+func (sp *sriovPublisher) updateSRIOV(ctx context.Context, resources []sriovResource, next *nodeState) (sriovMerge, error) {
 	logger := log.FromContext(ctx)
 	for attempt := 1; ; attempt++ {
-		existing, err := os.ReadFile(r.sriovPath)
+		existing, err := os.ReadFile(sp.path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			logger.Error(err, "reading the SR-IOV device plugin config", "path", r.sriovPath)
-			return sriovMerge{}, fmt.Errorf("reading the SR-IOV device plugin config %s: %w", r.sriovPath, err)
+			logger.Error(err, "reading the SR-IOV device plugin config", "path", sp.path)
+			return sriovMerge{}, fmt.Errorf("reading the SR-IOV device plugin config %s: %w", sp.path, err)
 		}
 		m, err := mergeSRIOV(existing, next.SRIOVOwned, resources)
 		if err != nil {
-			logger.Error(err, "merging into the SR-IOV device plugin config", "path", r.sriovPath)
-			return sriovMerge{}, fmt.Errorf("SR-IOV device plugin config %s: %w", r.sriovPath, err)
+			logger.Error(err, "merging into the SR-IOV device plugin config", "path", sp.path)
+			return sriovMerge{}, fmt.Errorf("SR-IOV device plugin config %s: %w", sp.path, err)
 		}
 		if !m.Changed {
 			return m, nil
 		}
-		err = r.writeSRIOV(ctx, m, existing, next)
+		err = sp.writeSRIOV(ctx, m, existing, next)
 		if !errors.Is(err, errConfigChanged) || attempt == sriovAttempts {
 			return m, err
 		}
-		logger.Info("the SR-IOV device plugin config changed while the agent merged into it; merging again", "path", r.sriovPath)
+		logger.Info("the SR-IOV device plugin config changed while the agent merged into it; merging again", "path", sp.path)
 	}
 }
 
@@ -148,39 +148,39 @@ func (r *reconciler) updateSRIOV(ctx context.Context, resources []sriovResource,
 // longer holds existing, what the merge read (errConfigChanged). The
 // resources are recorded as owned before the write: a crash in between
 // leaves an entry the agent knows to remove, never one it forgot it wrote.
-func (r *reconciler) writeSRIOV(ctx context.Context, m sriovMerge, existing []byte, next *nodeState) error {
+func (sp *sriovPublisher) writeSRIOV(ctx context.Context, m sriovMerge, existing []byte, next *nodeState) error {
 	logger := log.FromContext(ctx)
 	next.SRIOVOwned = unionSorted(next.SRIOVOwned, m.Owned)
-	if err := r.persist(next); err != nil {
+	if err := sp.saved.persist(next); err != nil {
 		return err
 	}
-	if r.sriovRace != nil {
-		r.sriovRace()
+	if sp.race != nil {
+		sp.race()
 	}
-	err := writeAtomicIf(r.sriovPath, m.Config, 0o644, func() []byte { return existing })
-	r.metrics.op("sriov-write", err)
+	err := writeAtomicIf(sp.path, m.Config, 0o644, func() []byte { return existing })
+	sp.metrics.op("sriov-write", err)
 	if err != nil {
-		logger.Error(err, "writing the SR-IOV device plugin config", "path", r.sriovPath)
-		return fmt.Errorf("writing the SR-IOV device plugin config %s: %w", r.sriovPath, err)
+		logger.Error(err, "writing the SR-IOV device plugin config", "path", sp.path)
+		return fmt.Errorf("writing the SR-IOV device plugin config %s: %w", sp.path, err)
 	}
-	logger.Info("SR-IOV device plugin config written", "path", r.sriovPath, "resources", m.Owned)
-	r.reloadPending = true
+	logger.Info("SR-IOV device plugin config written", "path", sp.path, "resources", m.Owned)
+	sp.reloadPending = true
 	return nil
 }
 
 // reloadSRIOV tells the device plugin its config changed, when a write
 // has not been told yet (a failed reload is retried on the next pass).
-func (r *reconciler) reloadSRIOV(ctx context.Context) error {
-	if !r.reloadPending {
+func (sp *sriovPublisher) reloadSRIOV(ctx context.Context) error {
+	if !sp.reloadPending {
 		return nil
 	}
-	cfg, _ := os.ReadFile(r.sriovPath)
-	err := r.reload.Do(cfg)
-	r.metrics.op("sriov-reload", err)
-	r.reloadPending = err != nil
+	cfg, _ := os.ReadFile(sp.path)
+	err := sp.reload.Do(cfg)
+	sp.metrics.op("sriov-reload", err)
+	sp.reloadPending = err != nil
 	if err != nil {
-		log.FromContext(ctx).Error(err, "telling the SR-IOV device plugin its config changed; will retry", "how", r.reload.String())
-		return fmt.Errorf("the SR-IOV device plugin config is written, but telling the plugin failed (%s): %w", r.reload.String(), err)
+		log.FromContext(ctx).Error(err, "telling the SR-IOV device plugin its config changed; will retry", "how", sp.reload.String())
+		return fmt.Errorf("the SR-IOV device plugin config is written, but telling the plugin failed (%s): %w", sp.reload.String(), err)
 	}
 	return nil
 }
