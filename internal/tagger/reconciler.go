@@ -35,6 +35,7 @@ type Reconciler struct {
 	metrics   *metrics
 	opts      Options
 	policy    tagplan.Policy
+	shared    sharedENIPods
 	subnets   map[string]bool
 	// pods is what must outlive a reconcile (pods.go); slots bound the
 	// reconciles not waiting (slots.go); queue is the controller's own.
@@ -184,6 +185,3 @@ func (r *Reconciler) reportStop(ctx context.Context, w *podWork, o verdict) *pha
 func (w *podWork) tallied(verdict policyVerdict, problem string) tallied {
 	return tallied{namespace: w.pod.Namespace, matched: w.matched, verdict: verdict, problem: problem}
 }
-
-// requeue asks for a reconcile of a pod by key.
-func (r *Reconciler) requeue(key string) { r.queue.add(key) }

@@ -75,12 +75,13 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		r.subnets[s] = true
 	}
 	r.metrics = newMetrics(o.Registerer, ledger)
+	r.shared = sharedENIPods{client: r.client, annotationKey: o.AnnotationKey, policy: r.policy, requeue: r.queue.add}
 	r.tags = tagWriter{ec2: r.ec2, writes: r.metrics.writes}
 	r.turns = newTurns(o.KubeAPIQPS, o.KubeAPIBurst)
 	r.finder = eniFinder{ec2: r.ec2, inventory: r.inventory, fromMemory: o.ResolveFromMemory, lookups: r.metrics.resolved}
 	r.onPod = podWriter{client: r.client, apiReader: r.apiReader, recorder: r.recorder, outcomes: r.metrics.outcomes,
 		pods: r.pods, finalizer: o.PodFinalizer, clock: o.Clock}
-	r.revisits = revisits{ledger: ledger, ec2: r.ec2, pods: r.pods, client: r.client, requeue: r.requeue,
+	r.revisits = revisits{ledger: ledger, ec2: r.ec2, pods: r.pods, client: r.client, requeue: r.queue.add,
 		annotationKey: o.AnnotationKey, sharedENIs: o.AllowSharedENITagging, drift: r.metrics.drift}
 	ledger.o.OnFlush = func(shard, records, bytes, overflow int) {
 		r.metrics.ledgerOps.WithLabelValues("written").Inc()
@@ -123,7 +124,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 
 	return r, builder.ControllerManagedBy(mgr).
 		Named(o.ControllerName).
-		For(&corev1.Pod{}, builder.WithPredicates(r.predicate())).
+		For(&corev1.Pod{}, builder.WithPredicates(podPredicate(r.opts, r.ledger))).
 		WatchesRawSource(r.queue.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(maxInFlight, o.MaxConcurrentReconciles), SkipNameValidation: &o.SkipNameValidation}).
 		Complete(r)
@@ -137,7 +138,7 @@ func addPolicies(mgr manager.Manager, r *Reconciler) error {
 	case err != nil:
 		return err
 	case on:
-		return addPolicyController(mgr, r.opts, r.apiReader, r.tally, r.requeue)
+		return addPolicyController(mgr, r.opts, r.apiReader, r.tally, r.queue.add)
 	}
 	r.opts.Policies.markLoaded()
 	return nil
@@ -169,13 +170,13 @@ func (r *Reconciler) Ledger() *Ledger { return r.ledger }
 // predicate lets through only pods the tagger has business with, and
 // only changes it reacts to, so unannotated pods cost no reconcile and
 // the operator's own writes do not bring a pod back.
-func (r *Reconciler) predicate() predicate.Funcs {
+func podPredicate(o Options, ledger *Ledger) predicate.Funcs {
 	relevant := func(obj client.Object) bool {
-		if r.opts.WatchNamespace != "" && obj.GetNamespace() != r.opts.WatchNamespace {
+		if o.WatchNamespace != "" && obj.GetNamespace() != o.WatchNamespace {
 			return false
 		}
 		a := obj.GetAnnotations()
-		_, annotated := a[r.opts.AnnotationKey]
+		_, annotated := a[o.AnnotationKey]
 		_, applied := a[LastAppliedTagsAnnotation]
 		if annotated || applied || controllerutil.ContainsFinalizer(obj, Finalizer) {
 			return true
@@ -186,7 +187,7 @@ func (r *Reconciler) predicate() predicate.Funcs {
 			// the reconcile removes it.
 			return true
 		}
-		if _, recorded := r.ledger.Get(client.ObjectKeyFromObject(obj).String()); recorded {
+		if _, recorded := ledger.Get(client.ObjectKeyFromObject(obj).String()); recorded {
 			return true
 		}
 		// A pod a tag policy selects, labelled or not. A stub is a pod
@@ -194,14 +195,14 @@ func (r *Reconciler) predicate() predicate.Funcs {
 		if _, stub := obj.(*metav1.PartialObjectMetadata); stub {
 			return false
 		}
-		return r.opts.Policies.selects(context.Background(), obj.GetNamespace(), obj.GetLabels())
+		return o.Policies.selects(context.Background(), obj.GetNamespace(), obj.GetLabels())
 	}
 	fingerprint := func(p *corev1.Pod) string {
 		ips := make([]string, 0, len(p.Status.PodIPs))
 		for _, ip := range p.Status.PodIPs {
 			ips = append(ips, ip.IP)
 		}
-		return fmt.Sprint(p.Annotations[r.opts.AnnotationKey], "|", p.Status.PodIP, ips, "|", p.Status.Phase, "|",
+		return fmt.Sprint(p.Annotations[o.AnnotationKey], "|", p.Status.PodIP, ips, "|", p.Status.Phase, "|",
 			p.DeletionTimestamp != nil, "|", p.UID, "|", controllerutil.ContainsFinalizer(p, Finalizer), "|", p.Spec.NodeName, "|",
 			labels.Set(p.Labels).String())
 	}
@@ -218,8 +219,8 @@ func (r *Reconciler) predicate() predicate.Funcs {
 			if !ok1 || !ok2 {
 				return true
 			}
-			_, hadAnno := oldPod.Annotations[r.opts.AnnotationKey]
-			_, hasAnno := newPod.Annotations[r.opts.AnnotationKey]
+			_, hadAnno := oldPod.Annotations[o.AnnotationKey]
+			_, hasAnno := newPod.Annotations[o.AnnotationKey]
 			return hadAnno != hasAnno || fingerprint(oldPod) != fingerprint(newPod)
 		},
 		GenericFunc: func(e event.GenericEvent) bool { return true },
