@@ -44,9 +44,9 @@ type reconciler struct {
 	births *births
 	// applied are records of applied tags not yet in the ENINodes (tagrecord.go).
 	applied *appliedTags
-	// originals lists aws-multi-eni-controller's ENIs while any may be
-	// left to adopt (originals.go).
-	originals originals
+	// adoption plans the adoption of aws-multi-eni-controller's ENIs
+	// (originals.go).
+	adoption *adopter
 	// own is the controller's part of each status as last written
 	// (status.go): a change by anyone else is reconciled at once.
 	own *ownWrites
@@ -60,6 +60,8 @@ type reconciler struct {
 	report reporter
 	// live reads the API server, past the cache: after a conflict.
 	live client.Reader
+	// status writes each pass's outcome.
+	status statusWriter
 }
 
 // Reconcile implements reconcile.Reconciler. It runs the phases of one
@@ -147,7 +149,7 @@ func (r *reconciler) gather(ctx context.Context, p *pass) *phases.Stop {
 	if p.in, p.nodeBlocks, err = r.planInput(ctx, p.ne, p.deleting); err != nil {
 		return phases.Done(err)
 	}
-	if err := r.adopt(ctx, p.ne, p.fresh, &p.in); err != nil {
+	if err := r.adoption.plan(ctx, p.ne, p.fresh, &p.in); err != nil {
 		return phases.Done(err)
 	}
 	return nil
@@ -172,7 +174,7 @@ func (r *reconciler) decide(ctx context.Context, p *pass) *phases.Stop {
 func (r *reconciler) carryOut(ctx context.Context, p *pass) *phases.Stop {
 	progress := func(in eniplan.PlanInput, o eniplan.Acted) {
 		p.carried(in, o)
-		if _, err := r.writeStatus(ctx, *p); err != nil {
+		if _, err := r.status.write(ctx, *p); err != nil {
 			log.FromContext(ctx).Error(err, "writing a round's progress; the end of the pass writes it again")
 		}
 	}
@@ -184,7 +186,7 @@ func (r *reconciler) carryOut(ctx context.Context, p *pass) *phases.Stop {
 // conclude writes the status of the pass.
 func (r *reconciler) conclude(ctx context.Context, p *pass) *phases.Stop {
 	var err error
-	if p.recheck, err = r.writeStatus(ctx, *p); err != nil {
+	if p.recheck, err = r.status.write(ctx, *p); err != nil {
 		return phases.Done(err)
 	}
 	return nil

@@ -58,7 +58,7 @@ func (ex *executor) execute(ctx context.Context, ne *v1alpha1.NodeENI, acts []en
 			defer wg.Done()
 			defer func() { <-sem }()
 			ev := &nodeEvents{}
-			defer ex.flushEvents(ne, node, ev)
+			defer ev.flush(ex.recorder, ne, node)
 			list, err := ex.eniNodes.recordCreates(ctx, ne, node, list)
 			if err != nil {
 				mu.Lock()
@@ -134,7 +134,7 @@ func (ex *executor) createAndAttach(ctx context.Context, ne *v1alpha1.NodeENI, a
 		ex.births.settle(a.Nonce) // EC2 refused it: no ENI to wait for
 	}
 	if err != nil {
-		return ex.failed(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
+		return blockOrError(ev, a, "creating an ENI in subnet "+a.Want.Subnet, err)
 	}
 	log.FromContext(ctx).Info("created ENI", "node", a.Node, "eni", e.ID, "subnet", e.SubnetID)
 	ev.add(corev1.EventTypeNormal, "Created", "Create", fmt.Sprintf("created ENI %s in subnet %s for node %s", e.ID, e.SubnetID, a.Node))
@@ -188,7 +188,7 @@ func (ex *executor) modify(ctx context.Context, a eniplan.Action, ev *nodeEvents
 	}
 	ex.metrics.op(a.Kind, err)
 	if err != nil {
-		return ex.failed(ev, a, what, err)
+		return blockOrError(ev, a, what, err)
 	}
 	if note != "" {
 		ev.add(corev1.EventTypeNormal, "Updated", eventAction, note)
@@ -205,7 +205,7 @@ func (ex *executor) detach(ctx context.Context, a eniplan.Action, ev *nodeEvents
 		return nil, ex.reread(ctx, a.ENI) // already detached
 	case err != nil:
 		ex.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
-		return ex.failed(ev, a, "detaching "+a.ENI, err)
+		return blockOrError(ev, a, "detaching "+a.ENI, err)
 	}
 	log.FromContext(ctx).Info("detaching ENI", "node", a.Node, "eni", a.ENI, "reason", a.Reason)
 	ev.add(corev1.EventTypeNormal, "Detaching", "Detach", fmt.Sprintf("detaching ENI %s from node %s (%s)", a.ENI, a.Node, a.Reason))
@@ -253,7 +253,7 @@ func (ex *executor) attach(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.
 		ex.answers.done(a.ENI)
 		return nil, fmt.Errorf("ENI %s vanished before it was attached; creating another", a.ENI)
 	case err != nil:
-		return ex.failed(ev, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
+		return blockOrError(ev, a, fmt.Sprintf("attaching ENI %s to instance %s at device index %d", a.ENI, a.Want.Instance, a.Index), err)
 	}
 	ex.answers.done(a.ENI)
 	log.FromContext(ctx).Info("attached ENI", "node", a.Node, "eni", a.ENI, "instance", a.Want.Instance, "deviceIndex", a.Index)
@@ -291,7 +291,7 @@ func (ex *executor) remove(ctx context.Context, ne *v1alpha1.NodeENI, a eniplan.
 		return nil, ex.reread(ctx, a.ENI)
 	}
 	ex.metrics.cleanups.WithLabelValues(a.Reason, "failed").Inc()
-	return ex.failed(ev, a, "deleting "+a.ENI, err)
+	return blockOrError(ev, a, "deleting "+a.ENI, err)
 }
 
 // reread refreshes one ENI in the EC2 state (batched with other
@@ -303,9 +303,9 @@ func (ex *executor) reread(ctx context.Context, id string) error {
 	return nil
 }
 
-// failed turns an EC2 refusal into a block on the node (reported, not
+// blockOrError turns an EC2 refusal into a block on the node (reported, not
 // retried at once) or an error (retried with backoff).
-func (ex *executor) failed(ev *nodeEvents, a eniplan.Action, what string, err error) (*eniplan.Blocked, error) {
+func blockOrError(ev *nodeEvents, a eniplan.Action, what string, err error) (*eniplan.Blocked, error) {
 	var reason string
 	switch {
 	case ec2.Code(err) == "PrivateIpAddressLimitExceeded", ec2.Code(err) == "Ipv6AddressLimitExceeded":
@@ -330,7 +330,7 @@ func (ex *executor) failed(ev *nodeEvents, a eniplan.Action, what string, err er
 }
 
 // nodeEvents collects the events of one node's steps in a pass, so they
-// are recorded as one event per node and action (see flushEvents).
+// are recorded as one event per node and action (see flush).
 type nodeEvents struct {
 	list []nodeEvent
 }
@@ -350,7 +350,7 @@ func (e *nodeEvents) add(eventType, reason, act, note string) {
 	e.list = append(e.list, nodeEvent{eventType: eventType, reason: reason, action: act, notes: []string{note}})
 }
 
-// flushEvents records a node's events: one per reason and action, with
+// flush records a node's events: one per reason and action, with
 // the node as the related object. The event recorder folds events of
 // the same object, type, reason, action and related object into one
 // series that keeps the first note only, so without the node every
@@ -358,12 +358,12 @@ func (e *nodeEvents) add(eventType, reason, act, note string) {
 // and without grouping a node's second ENI would be. Several steps of
 // one kind on one node share a note, listed within the API's 1 KiB
 // (the rest counted, never silently dropped).
-func (ex *executor) flushEvents(ne *v1alpha1.NodeENI, node string, ev *nodeEvents) {
-	if ex.recorder == nil {
+func (ev *nodeEvents) flush(rec recorder.EventRecorder, ne *v1alpha1.NodeENI, node string) {
+	if rec == nil {
 		return
 	}
 	related := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	for _, e := range ev.list {
-		ex.recorder.Eventf(ne, related, e.eventType, e.reason, e.action, "%s", bounded.ListWithin(e.notes, "; ", len(e.notes), bounded.EventNote))
+		rec.Eventf(ne, related, e.eventType, e.reason, e.action, "%s", bounded.ListWithin(e.notes, "; ", len(e.notes), bounded.EventNote))
 	}
 }

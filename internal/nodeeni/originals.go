@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/eni-operator/eni-operator/api/v1alpha1"
@@ -53,21 +54,32 @@ func (o *originals) list(ctx context.Context, c EC2, now time.Time, maxAge time.
 	return o.ids, nil
 }
 
-// adopt finds the NodeENI's ENIs of aws-multi-eni-controller and puts
+// adopter plans the adoption of aws-multi-eni-controller's ENIs.
+type adopter struct {
+	client client.Client
+	ec2    EC2
+	opts   Options
+	trust  eniplan.TrustCheck // its keys sign the adopted ENIs
+	report reporter
+	// originals lists the original's ENIs while any may be left to adopt.
+	originals originals
+}
+
+// plan finds the NodeENI's ENIs of aws-multi-eni-controller and puts
 // those that pass the adoption check (NotAdoptable) into the plan input:
 // each as the ENI it will be once adopted, plus its adopt action. The
 // others are reported (event and log, once per reason) and left alone. A
 // NodeENI that just got its finalizer (fresh) has none of the original's.
-func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool, in *eniplan.PlanInput) error {
+func (ad *adopter) plan(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool, in *eniplan.PlanInput) error {
 	if fresh || !eniplan.NeedsOriginals(ne.Status, in.ENIs) {
 		return nil
 	}
-	ids, err := r.originals.list(ctx, r.ec2, r.opts.Clock.Now(), r.opts.ResyncInterval)
+	ids, err := ad.originals.list(ctx, ad.ec2, ad.opts.Clock.Now(), ad.opts.ResyncInterval)
 	if err != nil {
 		return err
 	}
 	records := in.Legacy.Counted()
-	ev, err := r.adoptionEvidence(ctx, ne, records)
+	ev, err := ad.evidence(ctx, ne, records)
 	if err != nil {
 		return err
 	}
@@ -76,12 +88,12 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 		ours[o.ID] = true
 	}
 	reasons, details := map[string]string{}, map[string]string{}
-	by := eniplan.OwnedBy{Cluster: r.opts.ClusterName, NodeENI: ne.Name, UID: string(ne.UID), Base: in.Base,
-		Created: r.opts.Clock.Now().UTC().Truncate(time.Second)}
-	for _, id := range candidates(r.ec2, ne.Name, records, ids) {
-		e, found := r.ec2.ENI(id)
+	by := eniplan.OwnedBy{Cluster: ad.opts.ClusterName, NodeENI: ne.Name, UID: string(ne.UID), Base: in.Base,
+		Created: ad.opts.Clock.Now().UTC().Truncate(time.Second)}
+	for _, id := range candidates(ad.ec2, ne.Name, records, ids) {
+		e, found := ad.ec2.ENI(id)
 		switch {
-		case ours[id], found && e.Tags[eniplan.TagCluster] == r.opts.ClusterName:
+		case ours[id], found && e.Tags[eniplan.TagCluster] == ad.opts.ClusterName:
 			continue // this operator's already (adopted before, or the trust check reports it)
 		case !found:
 			reasons[id], details[id] = eniplan.NotAdoptedNotFound, "the status names it, but no ENI with aws-multi-eni-controller's tags has this ID in the cluster's VPC"
@@ -93,13 +105,13 @@ func (r *reconciler) adopt(ctx context.Context, ne *v1alpha1.NodeENI, fresh bool
 		}
 		a, o := eniplan.Adoption(e, by, in.Tags)
 		// The proof goes in the same CreateTags as the ownership tags.
-		proof := eniplan.ProofTag(r.trust.Keys, awstypes.ENI{ID: e.ID, Tags: a.Tags})
+		proof := eniplan.ProofTag(ad.trust.Keys, awstypes.ENI{ID: e.ID, Tags: a.Tags})
 		maps.Copy(a.Tags, proof)
 		maps.Copy(o.Tags, proof)
 		in.Adopt = append(in.Adopt, a)
 		in.ENIs = append(in.ENIs, o)
 	}
-	r.report.notAdopted(ctx, ne, eniplan.Verdicts{Reasons: reasons, Details: details})
+	ad.report.notAdopted(ctx, ne, eniplan.Verdicts{Reasons: reasons, Details: details})
 	return nil
 }
 
@@ -119,13 +131,13 @@ func candidates(c EC2, nodeENI string, records []v1alpha1.ENIAttachment, listed 
 	return slices.Compact(out)
 }
 
-// adoptionEvidence gathers what the adoption check weighs: the VPC's
+// evidence gathers what the adoption check weighs: the VPC's
 // subnets (the catalog, cached), every node's instance (the informer's
 // cache) and the NodeENI's status entries that still count (eniplan.LegacyStatus).
-func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI, records []v1alpha1.ENIAttachment) (eniplan.AdoptionEvidence, error) {
+func (ad *adopter) evidence(ctx context.Context, ne *v1alpha1.NodeENI, records []v1alpha1.ENIAttachment) (eniplan.AdoptionEvidence, error) {
 	ev := eniplan.AdoptionEvidence{NodeENI: ne.Name, Subnets: map[string]string{}, Nodes: map[string]string{},
 		Records: map[string]v1alpha1.ENIAttachment{}, Description: ne.Spec.Description}
-	cat, err := r.ec2.Catalog(ctx, r.opts.CatalogInterval)
+	cat, err := ad.ec2.Catalog(ctx, ad.opts.CatalogInterval)
 	if err != nil {
 		return ev, err
 	}
@@ -133,7 +145,7 @@ func (r *reconciler) adoptionEvidence(ctx context.Context, ne *v1alpha1.NodeENI,
 		ev.Subnets[s.ID] = s.VPCID
 	}
 	nodes := &corev1.NodeList{}
-	if err := r.client.List(ctx, nodes); err != nil {
+	if err := ad.client.List(ctx, nodes); err != nil {
 		return ev, err
 	}
 	for i := range nodes.Items {
@@ -152,7 +164,7 @@ func (ex *executor) adoptENI(ctx context.Context, a eniplan.Action, ev *nodeEven
 	err := ex.ec2.CreateTagsAlone(ctx, a.ENI, a.Tags)
 	ex.metrics.op(eniplan.ActAdopt, err)
 	if err != nil {
-		return ex.failed(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)
+		return blockOrError(ev, a, "adopting "+a.ENI+" (writing its ownership tags)", err)
 	}
 	// Only the user tags the adoption wrote are recorded (it writes those
 	// the ENI lacks or holds otherwise): one the original's ENI already

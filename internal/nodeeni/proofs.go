@@ -21,7 +21,7 @@ func (ex *executor) prove(ctx context.Context, a eniplan.Action, ev *nodeEvents)
 	if ec2.IsNotFound(err) {
 		return nil, nil // EC2 does not show the ENI yet: signed on the next pass
 	} else if err != nil {
-		return ex.failed(ev, a, "writing the ownership proof of "+a.ENI, err)
+		return blockOrError(ev, a, "writing the ownership proof of "+a.ENI, err)
 	}
 	key := ex.trust.Keys.Current()
 	if a.Reason == eniplan.ProofRestored {

@@ -94,6 +94,9 @@ func Setup(mgr ctrl.Manager, state *ec2.State, o Options) error {
 	events := eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-nodeeni"))
 	r.report = reporter{recorder: events, distrusted: distrusted}
 	r.eniNodes = eniNodes{client: r.client, live: r.live, ec2: state, births: births, shares: newOwnWrites(), clock: o.Clock}
+	r.status = statusWriter{client: r.client, live: r.live, eniNodes: r.eniNodes, report: r.report, metrics: m, own: r.own,
+		clock: o.Clock, agentGrace: o.AgentReportGracePeriod}
+	r.adoption = &adopter{client: r.client, ec2: state, opts: o, trust: trust, report: r.report}
 	r.exec = executor{ec2: state, metrics: m, recorder: events, trust: trust, births: births, answers: newAnswers(), applied: r.applied,
 		eniNodes: r.eniNodes, cluster: o.ClusterName, parallel: o.MaxParallelNodes, clock: o.Clock}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ENINode{}, shareIndex, sharesIndexed); err != nil {

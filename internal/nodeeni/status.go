@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -42,7 +43,20 @@ func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus 
 	return st
 }
 
-// writeStatus writes the plan's entries to the nodes' ENINodes and
+// statusWriter writes a pass's outcome: the NodeENI's shares of the
+// ENINodes, then its status.
+type statusWriter struct {
+	client     client.Client
+	live       client.Reader // past the cache: after a conflict
+	eniNodes   eniNodes
+	report     reporter
+	metrics    *metrics
+	own        *ownWrites
+	clock      clock.PassiveClock
+	agentGrace time.Duration // --nodeeni-agent-report-grace-period
+}
+
+// write writes the plan's entries to the nodes' ENINodes and
 // patches the NodeENI's status when it changed, and tells of new
 // degradations once (event + log) rather than on every pass. It returns
 // when the InterfacesConfigured condition should be looked at again (0:
@@ -52,15 +66,15 @@ func statusFor(ps pass, legacy []v1alpha1.ENIAttachment) v1alpha1.NodeENIStatus 
 // The pass's dry-run summary of what the plan would do ("" when not in
 // dry-run or nothing would be done) becomes the Progressing condition
 // (reason DryRun), and an event and a log line when it changed.
-func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, error) {
+func (sw statusWriter) write(ctx context.Context, ps pass) (time.Duration, error) {
 	ne, dry := ps.ne, ps.Dry
-	now := metav1.NewTime(r.opts.Clock.Now())
-	held, err := r.eniNodes.held(ctx, ne.Name)
+	now := metav1.NewTime(sw.clock.Now())
+	held, err := sw.eniNodes.held(ctx, ne.Name)
 	if err != nil {
 		return 0, err
 	}
-	planned := eniplan.PlannedShares{Entries: ps.After.Attachments, Update: r.eniNodes.updateCreates(string(ne.UID), ps.After.Attachments)}
-	entries, err := r.eniNodes.writeShares(ctx, ne.Name, planned, held, now)
+	planned := eniplan.PlannedShares{Entries: ps.After.Attachments, Update: sw.eniNodes.updateCreates(string(ne.UID), ps.After.Attachments)}
+	entries, err := sw.eniNodes.writeShares(ctx, ne.Name, planned, held, now)
 	if err != nil {
 		return 0, err
 	}
@@ -70,59 +84,59 @@ func (r *reconciler) writeStatus(ctx context.Context, ps pass) (time.Duration, e
 			Reason: eniplan.ReasonDryRun, Message: dry, ObservedGeneration: ne.Generation})
 		if old := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionProgressing); old == nil || old.Reason != eniplan.ReasonDryRun || old.Message != dry {
 			log.FromContext(ctx).Info("dry run: EC2 changes not made", "detail", dry)
-			r.report.event(ne, corev1.EventTypeNormal, eniplan.ReasonDryRun, "Reconcile", dry)
+			sw.report.event(ne, corev1.EventTypeNormal, eniplan.ReasonDryRun, "Reconcile", dry)
 		}
 	}
 	// The agents' reports as the ENINodes hold them; the writes above
 	// change only the operator's entries.
-	configured, recheck := eniplan.InterfacesCondition(entries, eniplan.ReportsOf(held), ne.Generation, now.Time, r.opts.AgentReportGracePeriod)
+	configured, recheck := eniplan.InterfacesCondition(entries, eniplan.ReportsOf(held), ne.Generation, now.Time, sw.agentGrace)
 	meta.SetStatusCondition(&st.Conditions, configured)
-	r.metrics.perNodeENI.WithLabelValues(ne.Name, "attached").Set(float64(eniplan.CountStatus(entries, v1alpha1.AttachmentAttached)))
-	r.metrics.perNodeENI.WithLabelValues(ne.Name, "pending").Set(float64(len(entries) - eniplan.CountStatus(entries, v1alpha1.AttachmentAttached)))
+	sw.metrics.perNodeENI.WithLabelValues(ne.Name, "attached").Set(float64(eniplan.CountStatus(entries, v1alpha1.AttachmentAttached)))
+	sw.metrics.perNodeENI.WithLabelValues(ne.Name, "pending").Set(float64(len(entries) - eniplan.CountStatus(entries, v1alpha1.AttachmentAttached)))
 	failed := 0
 	for _, b := range ps.blocks {
 		if !b.Transient() {
 			failed++
 		}
 	}
-	r.metrics.perNodeENI.WithLabelValues(ne.Name, "failed").Set(float64(failed))
+	sw.metrics.perNodeENI.WithLabelValues(ne.Name, "failed").Set(float64(failed))
 	if equality.Semantic.DeepEqual(st, ne.Status) {
 		// The usual outcome of an agent's report: the aggregate did not
 		// change, so nothing is written.
-		r.own.remember(ne.Name, st)
+		sw.own.remember(ne.Name, st)
 		return recheck, nil
 	}
 	oldDeg := meta.FindStatusCondition(ne.Status.Conditions, v1alpha1.ConditionDegraded)
 	newDeg := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
 	if newDeg.Status == metav1.ConditionTrue && (oldDeg == nil || oldDeg.Message != newDeg.Message) {
 		log.FromContext(ctx).Info("NodeENI degraded", "reason", newDeg.Reason, "detail", newDeg.Message)
-		r.report.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", newDeg.Message)
+		sw.report.event(ne, corev1.EventTypeWarning, newDeg.Reason, "Reconcile", newDeg.Message)
 	}
-	r.report.selection(ctx, ne, st)
+	sw.report.selection(ctx, ne, st)
 	// Remembered before the write: its watch event may come first.
-	r.own.remember(ne.Name, st)
-	if err := r.patchStatus(ctx, ne, st); err != nil {
-		r.own.forget(ne.Name)
+	sw.own.remember(ne.Name, st)
+	if err := sw.patch(ctx, ne, st); err != nil {
+		sw.own.forget(ne.Name)
 		return recheck, err
 	}
 	return recheck, nil
 }
 
-// patchStatus writes st under an optimistic lock: a merge patch replaces
+// patch writes st under an optimistic lock: a merge patch replaces
 // the whole conditions list, so a write from a stale read would drop
 // another writer's condition. When another writer got there first, the
 // NodeENI's status is read again, its conditions of the other types
 // taken into st, and the write made again (a few times at most).
-func (r *reconciler) patchStatus(ctx context.Context, ne *v1alpha1.NodeENI, st v1alpha1.NodeENIStatus) error {
+func (sw statusWriter) patch(ctx context.Context, ne *v1alpha1.NodeENI, st v1alpha1.NodeENIStatus) error {
 	for attempt := 1; ; attempt++ {
 		old := ne.DeepCopy()
 		ne.Status = st
-		err := r.client.Status().Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
+		err := sw.client.Status().Patch(ctx, ne, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
 		if err == nil || !apierrors.IsConflict(err) || attempt == 3 {
 			return err
 		}
 		fresh := &v1alpha1.NodeENI{}
-		if err := r.live.Get(ctx, client.ObjectKeyFromObject(ne), fresh); err != nil {
+		if err := sw.live.Get(ctx, client.ObjectKeyFromObject(ne), fresh); err != nil {
 			return err
 		}
 		// Only the version and status: the pass still acts on the spec it read.
