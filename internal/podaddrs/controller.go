@@ -35,6 +35,8 @@ type reconciler struct {
 	waits    *waiters
 	backoffs *backoffs
 	recorder events.EventRecorder
+	records  recordWriter
+	calls    addressCalls
 }
 
 // pass is one node's reconcile: what read learnt, what decide chose and
@@ -53,7 +55,7 @@ type pass struct {
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	p := &pass{node: req.Name, now: r.opts.Clock.Now(), done: newExecResult()}
-	if s := phases.Run(ctx, p, r.read, r.decide, r.verify, r.record, r.assign, r.unassign, r.forget, r.gate, r.report); s != nil {
+	if s := phases.Run(ctx, p, r.read, r.decide, r.verify, r.records.record, r.calls.assign, r.calls.unassign, r.records.forget, r.gate, r.report); s != nil {
 		return s.Result, s.Err
 	}
 	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil

@@ -34,34 +34,41 @@ func newExecResult() execResult {
 // retryAfter is when a pass whose call failed transiently runs again.
 const retryAfter = 5 * time.Second
 
+// recordWriter writes a node's record of pod addresses (its ENINode's
+// spec.podAddresses).
+type recordWriter struct{ client client.Client }
+
+// addressCalls assigns and unassigns pod addresses on EC2.
+type addressCalls struct{ ec2 EC2 }
+
 // record writes the record with the addresses about to be assigned,
 // before any is: an address assigned is thus always one the operator
 // knows it may unassign, even if it crashes right after the call.
-func (r *reconciler) record(ctx context.Context, p *pass) *phases.Stop {
-	if err := r.writeRecord(ctx, p.en, p.d.Record); err != nil {
+func (rw recordWriter) record(ctx context.Context, p *pass) *phases.Stop {
+	if err := rw.write(ctx, p.en, p.d.Record); err != nil {
 		return phases.Done(err)
 	}
 	return nil
 }
 
-// writeRecord replaces the ENINode's spec.podAddresses under an
+// write replaces the ENINode's spec.podAddresses under an
 // optimistic lock (the NodeENI controller writes the attachments).
-func (r *reconciler) writeRecord(ctx context.Context, en *v1alpha1.ENINode, rec []v1alpha1.PodAddress) error {
+func (rw recordWriter) write(ctx context.Context, en *v1alpha1.ENINode, rec []v1alpha1.PodAddress) error {
 	if equality.Semantic.DeepEqual(en.Spec.PodAddresses, rec) || len(en.Spec.PodAddresses) == 0 && len(rec) == 0 {
 		return nil
 	}
 	old := en.DeepCopy()
 	en.Spec.PodAddresses = rec
-	return r.client.Patch(ctx, en, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
+	return rw.client.Patch(ctx, en, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}))
 }
 
 // assign makes one call per ENI and family. When a batch is refused, its
 // addresses are tried one by one, so one bad address (taken since the
 // decision, say) does not keep the others off the ENI.
-func (r *reconciler) assign(ctx context.Context, p *pass) *phases.Stop {
+func (ac addressCalls) assign(ctx context.Context, p *pass) *phases.Stop {
 	for _, eni := range sortedKeys(p.d.Assign) {
 		addrs := p.d.Assign[eni]
-		err := r.ec2.AssignAddresses(ctx, eni, split(addrs))
+		err := ac.ec2.AssignAddresses(ctx, eni, split(addrs))
 		if err == nil {
 			p.done.markAssigned(addrs...)
 			continue
@@ -71,7 +78,7 @@ func (r *reconciler) assign(ctx context.Context, p *pass) *phases.Stop {
 			continue
 		}
 		for _, a := range addrs {
-			if err := r.ec2.AssignAddresses(ctx, eni, split([]netip.Addr{a})); err != nil {
+			if err := ac.ec2.AssignAddresses(ctx, eni, split([]netip.Addr{a})); err != nil {
 				p.done.assignFailed(p, eni, []netip.Addr{a}, err)
 			} else {
 				p.done.markAssigned(a)
@@ -123,15 +130,15 @@ func (p *pass) podOf(a netip.Addr) string {
 
 // unassign takes the recorded addresses no pod claims off their ENIs,
 // one call per ENI and family.
-func (r *reconciler) unassign(ctx context.Context, p *pass) *phases.Stop {
+func (ac addressCalls) unassign(ctx context.Context, p *pass) *phases.Stop {
 	for _, eni := range sortedKeys(p.d.Unassign) {
 		addrs := p.d.Unassign[eni]
-		err := r.ec2.UnassignAddresses(ctx, eni, split(addrs))
+		err := ac.ec2.UnassignAddresses(ctx, eni, split(addrs))
 		if err != nil && len(addrs) > 1 && permanent(err) {
 			// One address the ENI no longer holds refuses the batch:
 			// one by one, so the others are not left behind.
 			for _, a := range addrs {
-				r.unassignOne(ctx, p, eni, a)
+				ac.unassignOne(ctx, p, eni, a)
 			}
 			continue
 		}
@@ -140,8 +147,8 @@ func (r *reconciler) unassign(ctx context.Context, p *pass) *phases.Stop {
 	return nil
 }
 
-func (r *reconciler) unassignOne(ctx context.Context, p *pass, eni string, a netip.Addr) {
-	p.done.unassignedOrNot(ctx, eni, []netip.Addr{a}, r.ec2.UnassignAddresses(ctx, eni, split([]netip.Addr{a})))
+func (ac addressCalls) unassignOne(ctx context.Context, p *pass, eni string, a netip.Addr) {
+	p.done.unassignedOrNot(ctx, eni, []netip.Addr{a}, ac.ec2.UnassignAddresses(ctx, eni, split([]netip.Addr{a})))
 }
 
 // unassignedOrNot records an unassign's result: done, or refused because
@@ -160,12 +167,12 @@ func (o *execResult) unassignedOrNot(ctx context.Context, eni string, addrs []ne
 
 // forget drops from the record what is no longer on the ENIs: addresses
 // unassigned, refused or found gone.
-func (r *reconciler) forget(ctx context.Context, p *pass) *phases.Stop {
+func (rw recordWriter) forget(ctx context.Context, p *pass) *phases.Stop {
 	rec := slices.DeleteFunc(slices.Clone(p.d.Record), func(e v1alpha1.PodAddress) bool {
 		a, err := netip.ParseAddr(e.Address)
 		return err != nil || p.done.unassigned[a] || p.done.failed[a] || slices.Contains(p.d.Stale, e.Address)
 	})
-	if err := r.writeRecord(ctx, p.en, rec); err != nil {
+	if err := rw.write(ctx, p.en, rec); err != nil {
 		return phases.Done(err)
 	}
 	return nil

@@ -216,7 +216,8 @@ func (s *starter) startController() error {
 		return err
 	}
 	r := &reconciler{client: s.mgr.GetClient(), pods: pods, ec2: s.ec2, opts: o, tally: s.tally, limits: newLimitMemo(), waits: newWaiters(), backoffs: newBackoffs(),
-		recorder: eventrecorder.Bounded(s.mgr.GetEventRecorder("eni-operator-podaddrs"))}
+		recorder: eventrecorder.Bounded(s.mgr.GetEventRecorder("eni-operator-podaddrs")),
+		records:  recordWriter{client: s.mgr.GetClient()}, calls: addressCalls{ec2: s.ec2}}
 	co := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	if o.SkipNameValidation {
 		co.SkipNameValidation = &o.SkipNameValidation
