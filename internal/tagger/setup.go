@@ -65,24 +65,7 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 	}
 	ledger := NewLedger(direct, LedgerOptions{Namespace: o.Namespace, Name: o.LedgerName, Shards: o.LedgerShards,
 		BatchInterval: o.LedgerBatchInterval, BatchSize: o.LedgerBatchSize, MemoryOnly: !o.PersistLedger, Clock: o.Clock})
-	r := &Reconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
-		recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-tagger")),
-		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), policyReads: policyReads{owners: newOwners(mgr.GetAPIReader()), nodes: mgr.GetClient()},
-		slots: newSlots(o.MaxConcurrentReconciles),
-	}
-	for _, s := range o.SubnetIDs {
-		r.subnets[s] = true
-	}
-	r.metrics = newMetrics(o.Registerer, ledger)
-	r.shared = sharedENIPods{client: r.client, annotationKey: o.AnnotationKey, policy: r.policy, requeue: r.queue.add}
-	r.tags = tagWriter{ec2: r.ec2, writes: r.metrics.writes}
-	r.turns = newTurns(o.KubeAPIQPS, o.KubeAPIBurst)
-	r.finder = eniFinder{ec2: r.ec2, inventory: r.inventory, fromMemory: o.ResolveFromMemory, lookups: r.metrics.resolved}
-	r.onPod = podWriter{client: r.client, apiReader: r.apiReader, recorder: r.recorder, outcomes: r.metrics.outcomes,
-		pods: r.pods, finalizer: o.PodFinalizer, clock: o.Clock}
-	r.revisits = revisits{ledger: ledger, ec2: r.ec2, pods: r.pods, client: r.client, requeue: r.queue.add,
-		annotationKey: o.AnnotationKey, sharedENIs: o.AllowSharedENITagging, drift: r.metrics.drift}
+	r := newReconciler(mgr, state, o, ledger)
 	ledger.o.OnFlush = func(shard, records, bytes, overflow int) {
 		r.metrics.ledgerOps.WithLabelValues("written").Inc()
 		r.metrics.ledgerOps.WithLabelValues("overflow").Add(float64(overflow))
@@ -128,6 +111,29 @@ func Setup(mgr manager.Manager, state *ec2.State, o Options) (*Reconciler, error
 		WatchesRawSource(r.queue.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(maxInFlight, o.MaxConcurrentReconciles), SkipNameValidation: &o.SkipNameValidation}).
 		Complete(r)
+}
+
+// newReconciler builds the Reconciler and the small types it runs.
+func newReconciler(mgr manager.Manager, state *ec2.State, o Options, ledger *Ledger) *Reconciler {
+	r := &Reconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), ec2: state, inventory: o.InventoryInterval > 0, ledger: ledger, opts: o, policy: o.policy(),
+		recorder: eventrecorder.Bounded(mgr.GetEventRecorder("eni-operator-tagger")),
+		subnets:  map[string]bool{}, pods: newPods(), tally: newPolicyTally(), policyReads: policyReads{owners: newOwners(mgr.GetAPIReader()), nodes: mgr.GetClient()},
+		slots: newSlots(o.MaxConcurrentReconciles),
+	}
+	for _, s := range o.SubnetIDs {
+		r.subnets[s] = true
+	}
+	r.metrics = newMetrics(o.Registerer, ledger)
+	r.shared = sharedENIPods{client: r.client, annotationKey: o.AnnotationKey, policy: r.policy, requeue: r.queue.add}
+	r.tags = tagWriter{ec2: r.ec2, writes: r.metrics.writes}
+	r.turns = newTurns(o.KubeAPIQPS, o.KubeAPIBurst)
+	r.finder = eniFinder{ec2: r.ec2, inventory: r.inventory, fromMemory: o.ResolveFromMemory, lookups: r.metrics.resolved}
+	r.onPod = podWriter{client: r.client, apiReader: r.apiReader, recorder: r.recorder, outcomes: r.metrics.outcomes,
+		pods: r.pods, finalizer: o.PodFinalizer, clock: o.Clock}
+	r.revisits = revisits{ledger: ledger, ec2: r.ec2, pods: r.pods, client: r.client, requeue: r.queue.add,
+		annotationKey: o.AnnotationKey, sharedENIs: o.AllowSharedENITagging, drift: r.metrics.drift}
+	return r
 }
 
 // addPolicies adds the policy controller when tag policies are on and
