@@ -81,6 +81,12 @@ func takeToken(ctx context.Context, clk clock.Clock, b *rate.Limiter) (time.Dura
 	if d <= 0 {
 		return 0, nil
 	}
+	// As rate.Limiter.Wait: a wait past the deadline is given up at once,
+	// so it does not hold back the calls behind it until then.
+	if deadline, ok := ctx.Deadline(); ok && now.Add(d).After(deadline) {
+		r.CancelAt(now)
+		return 0, fmt.Errorf("waiting %v for a rate-limiter token would pass the call's deadline", d)
+	}
 	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -96,3 +96,21 @@ func TestTakeTokenWaitsOnTheClock(t *testing.T) {
 		t.Errorf("after a cancelled wait the next token is %v away, want 1s", d)
 	}
 }
+
+// A wait that would pass the caller's deadline fails at once, and its
+// token stays for the next caller.
+func TestTakeTokenGivesUpAWaitPastTheDeadline(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	b := rate.NewLimiter(1, 1)
+	if _, err := takeToken(context.Background(), clk, b); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(500*time.Millisecond))
+	defer cancel()
+	if d, err := takeToken(ctx, clk, b); err == nil || d != 0 {
+		t.Fatalf("a 1 s wait with 500 ms left: waited %v, %v; want an error at once", d, err)
+	}
+	if d := tokenDelay(b, clk.Now()); d != time.Second {
+		t.Errorf("the next token is %v away, want 1s: the given-up wait kept its token", d)
+	}
+}
