@@ -36,7 +36,6 @@ type reconciler struct {
 	node          string
 	host          host
 	guard         guard // which links an attachment's MAC address may name
-	sys           SysFS
 	defaultDriver string
 	watch         *linkWatch
 	metrics       *metrics
@@ -361,9 +360,7 @@ func (r *reconciler) release(ctx context.Context, wanted map[string]bool, links 
 	for _, id := range ids {
 		rec := next.Devices[id]
 		if rec.BoundDriver != "" {
-			err := r.sys.Restore(rec.PCIAddress, rec.OriginalDriver, rec.BoundDriver)
-			r.metrics.op("dpdk-restore", err)
-			if err != nil {
+			if err := r.dpdk.restoreDriver(rec); err != nil {
 				logger.Error(err, "giving a released ENI's device back to its driver; will retry", "eni", id, "pci", rec.PCIAddress, "driver", rec.OriginalDriver)
 				continue
 			}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -21,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -187,11 +186,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	r := &reconciler{
 		client: mgr.GetClient(), node: o.NodeName, host: host{h: h}, guard: newGuard(o.NodeIPs, o.linkKinds),
-		sys:           SysFS{Root: o.SysfsRoot, write: o.sysfsWrite, clock: o.Clock},
 		defaultDriver: o.DefaultDPDKDriver, watch: w, metrics: newMetrics(o.Registerer),
 		retryBase: o.RetryBase, retryMax: o.RetryMax, saved: &savedState{path: o.StateFile},
 	}
-	r.dpdk = &dpdkBinder{sys: r.sys, host: r.host, guard: r.guard, metrics: r.metrics, saved: r.saved}
+	r.dpdk = &dpdkBinder{sys: SysFS{Root: o.SysfsRoot, write: o.sysfsWrite, clock: o.Clock}, host: r.host, guard: r.guard, metrics: r.metrics, saved: r.saved}
 	if o.SRIOVConfig != "" {
 		r.sriov = &sriovPublisher{path: o.SRIOVConfig, reload: o.SRIOVReload, metrics: r.metrics, saved: r.saved, race: o.sriovRace}
 	}

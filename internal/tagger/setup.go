@@ -173,7 +173,7 @@ func tagPoliciesServed(mgr manager.Manager, wanted bool) (bool, error) {
 // Ledger returns the reconciler's ledger (tests and one-shot commands).
 func (r *Reconciler) Ledger() *Ledger { return r.ledger }
 
-// predicate lets through only pods the tagger has business with, and
+// podPredicate lets through only pods the tagger has business with, and
 // only changes it reacts to, so unannotated pods cost no reconcile and
 // the operator's own writes do not bring a pod back.
 func podPredicate(o Options, ledger *Ledger) predicate.Funcs {
